@@ -1,0 +1,44 @@
+# Every target bootstraps its own virtualenv, so a fresh machine needs only python3.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install test lint typecheck unit test-slow demo bench server clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+unit: $(STAMP)
+	$(VENV)/bin/pytest -q
+
+## make test: lint, type check and the whole test suite (the README's test command).
+test: lint typecheck unit
+
+## make test-slow: the reliability tests behind the `slow` marker.
+test-slow: $(STAMP)
+	$(VENV)/bin/pytest -q -m slow
+
+## make demo: the main job on the embedded Temporal dev server.
+demo: $(STAMP)
+	$(VENV)/bin/durable-tools demo $(DEMO_ARGS)
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+server: $(STAMP)
+	$(VENV)/bin/durable-tools server
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

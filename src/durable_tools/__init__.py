@@ -1,0 +1,1 @@
+"""durable-tools."""

@@ -1,0 +1,130 @@
+"""One error taxonomy for every tool failure, and what each kind means for a run."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+__all__ = [
+    "Cancelled",
+    "Denied",
+    "Disposition",
+    "ErrorKind",
+    "InvalidArguments",
+    "NeedsAuthorization",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolNotFound",
+    "ToolTimeout",
+]
+
+
+class ErrorKind(str, Enum):
+    """What went wrong. The value is stable: it is the Temporal application error type."""
+
+    NOT_FOUND = "ToolNotFound"
+    INVALID_ARGUMENTS = "InvalidArguments"
+    EXECUTION = "ToolExecutionError"
+    TIMEOUT = "ToolTimeout"
+    UNAUTHORIZED = "NeedsAuthorization"
+    DENIED = "Denied"
+    CANCELLED = "Cancelled"
+
+
+class Disposition(str, Enum):
+    """What the run does with an error."""
+
+    RETRY = "retry"
+    """Try the call again (transient errors, timeouts of safe tools, 429/5xx)."""
+    TO_MODEL = "to_model"
+    """Give the model an error message that keeps the call id, and go on."""
+    PAUSE = "pause"
+    """Wait for a person (authorization) and then run the call again."""
+    FAIL = "fail"
+    """End the run as failed."""
+
+
+class ToolError(Exception):
+    """Base of every classified tool error.
+
+    Args:
+        message: What the model (or operator) reads. Never put secrets here.
+        retryable: Whether trying again may help.
+        retry_after: Seconds to wait before the next attempt, when the cause says so.
+        details: JSON-able extra data for operators.
+    """
+
+    kind: ErrorKind = ErrorKind.EXECUTION
+    default_disposition: Disposition = Disposition.TO_MODEL
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.details = details or {}
+
+    @property
+    def disposition(self) -> Disposition:
+        """What the run should do with this error."""
+        return Disposition.RETRY if self.retryable else self.default_disposition
+
+
+class ToolNotFound(ToolError):
+    """The model called a tool that is not advertised to this run."""
+
+    kind = ErrorKind.NOT_FOUND
+
+
+class InvalidArguments(ToolError):
+    """The arguments are malformed JSON or break the tool's schema.
+
+    Args:
+        message: A summary of what was wrong.
+        errors: One line per violation, each naming the argument path.
+    """
+
+    kind = ErrorKind.INVALID_ARGUMENTS
+
+    def __init__(self, message: str, *, errors: list[str] | None = None) -> None:
+        super().__init__(message, details={"errors": list(errors or [])})
+        self.errors = list(errors or [])
+
+
+class ToolExecutionError(ToolError):
+    """The tool ran and failed. Retryable or not, as the tool says."""
+
+    kind = ErrorKind.EXECUTION
+
+
+class ToolTimeout(ToolError):
+    """The tool took longer than its policy allows."""
+
+    kind = ErrorKind.TIMEOUT
+
+
+class NeedsAuthorization(ToolError):
+    """The tool needs a (new) OAuth grant of the run's user: the run pauses for it."""
+
+    kind = ErrorKind.UNAUTHORIZED
+    default_disposition = Disposition.PAUSE
+
+
+class Denied(ToolError):
+    """A person or a policy refused the call."""
+
+    kind = ErrorKind.DENIED
+
+
+class Cancelled(ToolError):
+    """The call was cancelled before it finished."""
+
+    kind = ErrorKind.CANCELLED
+    default_disposition = Disposition.FAIL

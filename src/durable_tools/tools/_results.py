@@ -1,0 +1,70 @@
+"""What tools return, and the bounded outcome that goes back into the conversation."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ArtifactRef", "ContentBlock", "ToolOutcome", "ToolResult"]
+
+
+class ArtifactRef(BaseModel):
+    """A pointer to an output kept outside the history, in an artifact store."""
+
+    model_config = ConfigDict(frozen=True)
+
+    uri: str
+    """Where the artifact is, e.g. `file:///var/lib/durable-tools/artifacts/ab/abcd...`."""
+    size: int
+    """Size in bytes."""
+    sha256: str
+    """Digest of the content; the store is content-addressed."""
+    media_type: str = "application/json"
+
+
+class ContentBlock(BaseModel):
+    """One piece of model-visible content."""
+
+    type: Literal["text", "json", "image", "artifact"] = "text"
+    text: str | None = None
+    data: Any = None
+    artifact: ArtifactRef | None = None
+
+
+class ToolResult(BaseModel):
+    """A tool's full answer, when a plain value is not enough."""
+
+    content: list[ContentBlock] = Field(default_factory=list)
+    """What the model should read."""
+    structured: Any = None
+    """A JSON-able value, validated against the tool's output schema if it has one."""
+    artifacts: list[ArtifactRef] = Field(default_factory=list)
+    """Outputs kept out of band."""
+    is_error: bool = False
+    """The tool ran but reports a failure the model should see."""
+    elapsed_ms: float | None = None
+    """How long the call took; filled in by the executor when the tool leaves it empty."""
+
+
+class ToolOutcome(BaseModel):
+    """What a tool call leaves in the run: bounded, redacted, ready for the model.
+
+    This is the activity's result, so it is recorded in history: its size is bounded
+    by the formatting limit whatever the tool returned.
+    """
+
+    call_id: str
+    tool_name: str
+    content: str
+    """The text the model sees as the tool message."""
+    is_error: bool = False
+    error_kind: str | None = None
+    """An `ErrorKind` value when the call failed."""
+    structured: Any = None
+    """The structured value when it is small enough to keep, else None."""
+    artifacts: list[ArtifactRef] = Field(default_factory=list)
+    elapsed_ms: float = 0.0
+    attempt: int = 1
+    skipped: str | None = None
+    """Set when a before-hook skipped the call: the reason the model saw."""

@@ -1,0 +1,152 @@
+"""What a tool is, as data: the spec the catalog, the workflow and the UI all read.
+
+A `ToolSpec` is plain, serialisable data. It crosses into the workflow (through the
+catalog activity) and is recorded in history, so it must never hold callables or
+secrets. Worker-side behaviour (the function, an approval predicate) lives on
+`RegisteredTool` in the registry.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ApprovalMode",
+    "ExecutionPolicy",
+    "LoadingMode",
+    "OAuthRequirement",
+    "RetrySpec",
+    "Safety",
+    "SideEffect",
+    "ToolSpec",
+]
+
+
+class LoadingMode(str, Enum):
+    """Whether a tool is advertised to the model from the start or found by search."""
+
+    ALWAYS = "always"
+    DEFERRED = "deferred"
+
+
+SideEffect = Literal["none", "internal", "external", "irreversible"]
+"""How far a tool's effects reach: nothing, this system only, other systems, or for good."""
+
+ApprovalMode = Literal["never", "always", "conditional"]
+"""`conditional` means a worker-side predicate over the arguments decides, per call."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Safety(_Frozen):
+    """Truthful metadata about what a tool may do. Defaults assume the worst."""
+
+    read_only: bool = False
+    """The tool changes nothing anywhere. Read-only tools are idempotent by nature."""
+    idempotent: bool = False
+    """Running the tool twice with the same idempotency key has the effect of running it once."""
+    networked: bool = False
+    """The tool talks to other hosts."""
+    filesystem: bool = False
+    """The tool reads or writes files."""
+    shell: bool = False
+    """The tool runs shell commands."""
+    spends_money: bool = False
+    """The tool can cost money (payments, paid APIs)."""
+    requires_confirmation: bool = False
+    """A person should confirm each call; a run-level policy may turn this into approval."""
+    workspace_root: str | None = None
+    """Where a filesystem tool is confined, if anywhere."""
+    redact: tuple[str, ...] = ()
+    """Argument names whose values are replaced by `[redacted]` in summaries, logs and approvals."""
+    side_effect: SideEffect = "external"
+    """How far the tool's effects reach."""
+
+    @property
+    def mutating(self) -> bool:
+        """True unless the tool is read-only."""
+        return not self.read_only
+
+    @property
+    def safe_to_repeat(self) -> bool:
+        """True when a repeated call after an unknown outcome (a timeout) is harmless."""
+        return self.read_only or self.idempotent
+
+
+class RetrySpec(_Frozen):
+    """Exponential retry, in seconds. Mirrors Temporal's retry policy."""
+
+    initial_interval: float = Field(default=1.0, gt=0)
+    """Delay before the first retry."""
+    backoff_coefficient: float = Field(default=2.0, ge=1.0)
+    """Each delay is the previous one times this."""
+    maximum_interval: float | None = Field(default=60.0, gt=0)
+    """Delays never exceed this."""
+    maximum_attempts: int = Field(default=5, ge=0)
+    """Attempts in all, the first included; 0 means no limit (bounded by the timeouts)."""
+    non_retryable_errors: tuple[str, ...] = ()
+    """Error type names (exception class names) that never retry."""
+    retry_timeouts: bool | None = None
+    """Whether a timed-out attempt is retried. None: only if the tool is safe to repeat."""
+
+
+class ExecutionPolicy(_Frozen):
+    """How the engine runs one call of the tool. All durations are in seconds."""
+
+    start_to_close_timeout: float = Field(default=60.0, gt=0)
+    """Longest a single attempt may run."""
+    schedule_to_close_timeout: float | None = Field(default=None, gt=0)
+    """Longest the call may take over all its attempts, None for no overall bound."""
+    heartbeat_timeout: float | None = Field(default=None, gt=0)
+    """An attempt that does not heartbeat this often is considered lost."""
+    retry: RetrySpec = RetrySpec()
+    """Retry policy for retryable errors."""
+    task_queue: str | None = None
+    """Run the tool on workers of this task queue instead of the run's own."""
+    local: bool = False
+    """Run as a local activity: cheaper and faster, for short tools on the same worker."""
+
+
+class OAuthRequirement(_Frozen):
+    """The tool needs an OAuth grant of the run's user for this provider and these scopes."""
+
+    provider: str
+    scopes: tuple[str, ...] = ()
+
+
+class ToolSpec(_Frozen):
+    """Everything the catalog, the workflow and operators know about a tool."""
+
+    name: str
+    """ASCII snake_case, 1..64 characters; also the activity type name."""
+    description: str = ""
+    """What the model reads to decide when to call the tool."""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    """Model-visible JSON Schema (Draft 2020-12) of the arguments. Injected parameters are absent."""
+    output_schema: dict[str, Any] | None = None
+    """JSON Schema of the structured result, if the tool declares one."""
+    examples: tuple[dict[str, Any], ...] = ()
+    """Example argument objects, validated against `input_schema` at registration."""
+    tags: tuple[str, ...] = ()
+    """Free-form labels for filtering and search."""
+    auth_scopes: tuple[str, ...] = ()
+    """Scopes a run must be granted to see the tool at all."""
+    loading: LoadingMode = LoadingMode.ALWAYS
+    """Advertised from the start, or discovered through tool search."""
+    safety: Safety = Safety()
+    """What the tool may do."""
+    policy: ExecutionPolicy = ExecutionPolicy()
+    """How the engine runs it."""
+    approval: ApprovalMode = "never"
+    """Whether a person must approve each call before it runs."""
+    oauth: OAuthRequirement | None = None
+    """An OAuth grant the tool needs, resolved on the worker."""
+    aliases: dict[str, str] = Field(default_factory=dict)
+    """Provider-specific names, e.g. {"anthropic": "getWeather"}."""
+    strict: bool = False
+    """Ask providers for strict schema adherence (OpenAI strict function calling)."""
