@@ -83,7 +83,7 @@ class ToolContext:
     _is_cancelled: Callable[[], bool] | None = field(default=None, repr=False)
 
     def progress(self, details: Any = None) -> None:
-        """Report progress: heartbeats the engine and records `details` for a retry to resume from."""
+        """Heartbeat, recording `details` so a retry can resume from them."""
         self._progress(details)
 
     heartbeat = progress

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 __all__ = [
@@ -19,7 +19,7 @@ __all__ = [
 ]
 
 
-class ErrorKind(str, Enum):
+class ErrorKind(StrEnum):
     """What went wrong. The value is stable: it is the Temporal application error type."""
 
     NOT_FOUND = "ToolNotFound"
@@ -31,7 +31,7 @@ class ErrorKind(str, Enum):
     CANCELLED = "Cancelled"
 
 
-class Disposition(str, Enum):
+class Disposition(StrEnum):
     """What the run does with an error."""
 
     RETRY = "retry"

@@ -8,7 +8,7 @@ secrets. Worker-side behaviour (the function, an approval predicate) lives on
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-class LoadingMode(str, Enum):
+class LoadingMode(StrEnum):
     """Whether a tool is advertised to the model from the start or found by search."""
 
     ALWAYS = "always"
@@ -127,7 +127,7 @@ class ToolSpec(_Frozen):
     description: str = ""
     """What the model reads to decide when to call the tool."""
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
-    """Model-visible JSON Schema (Draft 2020-12) of the arguments. Injected parameters are absent."""
+    """Model-visible JSON Schema (Draft 2020-12) of the arguments, without injected ones."""
     output_schema: dict[str, Any] | None = None
     """JSON Schema of the structured result, if the tool declares one."""
     examples: tuple[dict[str, Any], ...] = ()
