@@ -1,0 +1,35 @@
+"""The project's custom search attributes, in one place.
+
+Workflows upsert them, the dev server registers them, and operators filter on them in the
+Temporal UI (`AgentStatus="awaiting_approval"`). This module imports only
+`temporalio.common`, so workflow code can import it inside the sandbox.
+"""
+
+from __future__ import annotations
+
+from temporalio.common import SearchAttributeKey
+
+__all__ = [
+    "AGENT_NAME",
+    "AGENT_STATUS",
+    "AWAITING_TOOL",
+    "PENDING_APPROVALS",
+    "SEARCH_ATTRIBUTES",
+]
+
+AGENT_STATUS = SearchAttributeKey.for_keyword("AgentStatus")
+"""Where a run stands: running, awaiting_approval, awaiting_authorization, completed, ..."""
+AGENT_NAME = SearchAttributeKey.for_keyword("AgentName")
+"""The agent the run belongs to."""
+PENDING_APPROVALS = SearchAttributeKey.for_int("PendingApprovals")
+"""How many tool calls wait on a person's decision."""
+AWAITING_TOOL = SearchAttributeKey.for_keyword("AwaitingTool")
+"""The tool whose call the run waits on (approval or authorization), if any."""
+
+SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[str] | SearchAttributeKey[int], ...] = (
+    AGENT_STATUS,
+    AGENT_NAME,
+    PENDING_APPROVALS,
+    AWAITING_TOOL,
+)
+"""Every custom search attribute the project uses; each namespace must register them."""
