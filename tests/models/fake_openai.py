@@ -1,0 +1,233 @@
+"""A real HTTP server on 127.0.0.1 that answers like an OpenAI-compatible API.
+
+Tests point an adapter (or a whole worker, through `OPENAI_BASE_URL`) at it, script its
+answers, and read back the requests it got. It is a real socket rather than a mocked
+transport so that timeouts, connection reuse and headers behave as in production.
+
+    with FakeOpenAIServer([chat_completion(content="hi")]) as server:
+        model = OpenAIChatModel("gpt-test", base_url=server.base_url)
+        ...
+        assert server.requests[0].json["model"] == "gpt-test"
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+__all__ = [
+    "CannedResponse",
+    "FakeOpenAIServer",
+    "RecordedRequest",
+    "chat_completion",
+    "error_body",
+    "tool_call",
+]
+
+
+@dataclass
+class CannedResponse:
+    """One answer of the fake server."""
+
+    status: int = 200
+    body: Any = None
+    """A dict or list is sent as JSON; str or bytes verbatim (to send broken JSON)."""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    """Seconds to wait before answering, to trigger client timeouts."""
+
+
+@dataclass
+class RecordedRequest:
+    """One request the fake server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    """Header names lower-cased."""
+    body: bytes
+    client_port: int
+    """The client's source port: equal ports mean a reused (kept-alive) connection."""
+
+    @property
+    def json(self) -> Any:
+        """The body parsed as JSON."""
+        return json.loads(self.body)
+
+
+Responder = Callable[[RecordedRequest], "CannedResponse | dict[str, Any]"]
+
+
+def tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    """A tool call as the Chat Completions API returns it (`arguments` is raw text)."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def chat_completion(
+    content: str | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
+    *,
+    finish_reason: str | None = None,
+    prompt_tokens: int = 10,
+    completion_tokens: int = 5,
+    model: str = "fake-model",
+) -> dict[str, Any]:
+    """A successful Chat Completions response body."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def error_body(message: str, type_: str = "invalid_request_error") -> dict[str, Any]:
+    """An error body in OpenAI's shape."""
+    return {"error": {"message": message, "type": type_, "param": None, "code": None}}
+
+
+class FakeOpenAIServer:
+    """An OpenAI-compatible HTTP server on an ephemeral port of 127.0.0.1.
+
+    Args:
+        responses: Canned answers, used in order (a dict is a 200 JSON body); or a
+            callable that builds the answer from the recorded request. When the list
+            runs out, the server answers 500 with a message saying so.
+    """
+
+    def __init__(
+        self, responses: Iterable[CannedResponse | dict[str, Any]] | Responder = ()
+    ) -> None:
+        self._responder: Responder | None = responses if callable(responses) else None
+        self._queue: deque[CannedResponse | dict[str, Any]] = deque(
+            () if callable(responses) else responses
+        )
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The API root to use as `OPENAI_BASE_URL`."""
+        if self._server is None:
+            raise RuntimeError("the fake server is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def add(self, *responses: CannedResponse | dict[str, Any]) -> None:
+        """Queue more canned answers."""
+        with self._lock:
+            self._queue.extend(responses)
+
+    def start(self) -> FakeOpenAIServer:
+        """Bind a free port and serve in a background thread."""
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and free the port."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _answer(self, request: RecordedRequest) -> CannedResponse:
+        with self._lock:
+            self.requests.append(request)
+            if self._responder is not None:
+                answer: CannedResponse | dict[str, Any] = self._responder(request)
+            elif self._queue:
+                answer = self._queue.popleft()
+            else:
+                answer = CannedResponse(
+                    500, error_body("fake server: no canned response left", "server_error")
+                )
+        return answer if isinstance(answer, CannedResponse) else CannedResponse(body=answer)
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            # HTTP/1.1 keeps connections alive, as real providers do, so client reuse
+            # is exercised rather than a new connection per request.
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                recorded = RecordedRequest(
+                    method=self.command,
+                    path=self.path,
+                    headers={name.lower(): value for name, value in self.headers.items()},
+                    body=body,
+                    client_port=self.client_address[1],
+                )
+                answer = fake._answer(recorded)
+                if answer.delay:
+                    time.sleep(answer.delay)
+                if isinstance(answer.body, bytes):
+                    payload = answer.body
+                elif isinstance(answer.body, str):
+                    payload = answer.body.encode()
+                elif answer.body is None:
+                    payload = b""
+                else:
+                    payload = json.dumps(answer.body).encode()
+                headers = {"Content-Type": "application/json", **answer.headers}
+                try:
+                    self.send_response(answer.status)
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test): nothing to answer
+
+            do_GET = do_POST = _handle
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # keep test output clean
+
+        return Handler

@@ -1,0 +1,105 @@
+"""Model specs resolve to adapters; the package exports what it means to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+import durable_tools.models as models
+from durable_tools.messages import Message, ModelRequest, ModelResponse
+from durable_tools.models import (
+    ModelAdapter,
+    OpenAIChatModel,
+    ScriptedModel,
+    register_model_adapter,
+    registered_model_prefixes,
+    resolve_model,
+    unregister_model_adapter,
+)
+
+
+class EchoModel:
+    def __init__(self, rest: str) -> None:
+        self.rest = rest
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return ModelResponse(message=Message(role="assistant", content=f"{self.rest}"))
+
+
+@pytest.fixture
+def echo_prefix() -> Iterator[str]:
+    register_model_adapter("echo", EchoModel)
+    try:
+        yield "echo"
+    finally:
+        unregister_model_adapter("echo")
+
+
+def test_builtin_specs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert isinstance(resolve_model("scripted:/tmp/x.json"), ScriptedModel)
+    model = resolve_model("openai:gpt-4o-mini")
+    assert isinstance(model, OpenAIChatModel)
+    assert model.model == "gpt-4o-mini"
+    assert model.base_url == "https://api.openai.com/v1"
+    # Model names may contain colons (ollama tags): only the first one splits.
+    tagged = resolve_model("openai:llama3.1:8b")
+    assert isinstance(tagged, OpenAIChatModel)
+    assert tagged.model == "llama3.1:8b"
+
+
+@pytest.mark.parametrize("spec", ["gpt-4o", "anthropic:claude", ":x", ""])
+def test_unknown_prefix_names_the_accepted_forms(spec: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        resolve_model(spec)
+    assert "scripted:PATH" in str(caught.value)
+    assert "openai:MODEL" in str(caught.value)
+
+
+@pytest.mark.parametrize("spec", ["openai:", "scripted:"])
+def test_empty_rest_is_rejected(spec: str) -> None:
+    with pytest.raises(ValueError, match="incomplete"):
+        resolve_model(spec)
+
+
+async def test_registered_prefix(echo_prefix: str) -> None:
+    assert "echo" in registered_model_prefixes()
+    model = resolve_model("echo:hello")
+    assert isinstance(model, ModelAdapter)
+    response = await model.complete(ModelRequest(model="echo:hello", messages=[]))
+    assert response.message.content == "hello"
+    with pytest.raises(ValueError, match="already registered"):
+        register_model_adapter("echo", EchoModel)
+    with pytest.raises(ValueError) as caught:
+        resolve_model("nope:x")
+    assert "echo:..." in str(caught.value)
+
+
+def test_unregister_restores_builtins() -> None:
+    register_model_adapter("openai", EchoModel, replace=True)
+    try:
+        assert isinstance(resolve_model("openai:x"), EchoModel)
+    finally:
+        unregister_model_adapter("openai")
+    assert isinstance(resolve_model("openai:x"), OpenAIChatModel)
+    unregister_model_adapter("never-registered")
+
+
+@pytest.mark.parametrize("prefix", ["", "a:b", " x"])
+def test_bad_prefixes(prefix: str) -> None:
+    with pytest.raises(ValueError):
+        register_model_adapter(prefix, EchoModel)
+
+
+def test_exports() -> None:
+    assert models.__all__ == sorted(models.__all__)
+    public = {name for name in dir(models) if not name.startswith("_")}
+    # Everything public is exported, save the private submodules' names.
+    assert public - set(models.__all__) == set()
+    for name in models.__all__:
+        obj = getattr(models, name)
+        module = getattr(obj, "__module__", None)
+        if module is not None and module.startswith("durable_tools.models."):
+            submodule = __import__(module, fromlist=["__all__"])
+            assert name in submodule.__all__
