@@ -1,0 +1,31 @@
+"""Activities: one per tool, plus the catalog, model and preflight activities."""
+
+from ._core import core_activities
+from ._runtime import AuthorizationBroker, ToolRuntime
+from ._tools import make_tool_activity, to_application_error
+from ._types import (
+    CATALOG_ACTIVITY,
+    MODEL_ACTIVITY,
+    PREFLIGHT_ACTIVITY,
+    CatalogRequest,
+    ModelCall,
+    PreflightRequest,
+    PreflightResult,
+    ToolInvocation,
+)
+
+__all__ = [
+    "CATALOG_ACTIVITY",
+    "MODEL_ACTIVITY",
+    "PREFLIGHT_ACTIVITY",
+    "AuthorizationBroker",
+    "CatalogRequest",
+    "ModelCall",
+    "PreflightRequest",
+    "PreflightResult",
+    "ToolInvocation",
+    "ToolRuntime",
+    "core_activities",
+    "make_tool_activity",
+    "to_application_error",
+]

@@ -1,0 +1,85 @@
+"""The framework's own activities: the catalog, the model call, and the preflight."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from durable_tools.activities._runtime import ToolRuntime
+from durable_tools.activities._types import (
+    CATALOG_ACTIVITY,
+    MODEL_ACTIVITY,
+    PREFLIGHT_ACTIVITY,
+    CatalogRequest,
+    ModelCall,
+    PreflightRequest,
+    PreflightResult,
+)
+from durable_tools.messages import ModelResponse
+from durable_tools.models import resolve_model
+from durable_tools.tools._errors import ToolNotFound
+from durable_tools.tools._spec import ToolSpec
+
+__all__ = ["core_activities"]
+
+
+def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
+    """The catalog, model and preflight activities bound to a worker's runtime."""
+    registry = runtime.registry
+
+    @activity.defn(name=CATALOG_ACTIVITY)
+    async def catalog(request: CatalogRequest) -> list[ToolSpec]:
+        if request.tools is not None:
+            known = {spec.name for spec in registry.specs()}
+            unknown = sorted(set(request.tools) - known)
+            if unknown:
+                raise ApplicationError(
+                    f"the agent asks for tools this worker does not have: {', '.join(unknown)}",
+                    type="UnknownTools",
+                    non_retryable=True,
+                )
+        specs = registry.catalog(identity=request.identity, granted_scopes=request.granted_scopes)
+        if request.tools is not None:
+            wanted = set(request.tools)
+            specs = [spec for spec in specs if spec.name in wanted]
+        return specs
+
+    @activity.defn(name=MODEL_ACTIVITY)
+    async def model(call: ModelCall) -> ModelResponse:
+        try:
+            adapter = resolve_model(call.request.model)
+        except ValueError as error:
+            raise ApplicationError(str(error), type="ModelError", non_retryable=True) from None
+        return await adapter.complete(call.request)
+
+    @activity.defn(name=PREFLIGHT_ACTIVITY)
+    async def preflight(request: PreflightRequest) -> PreflightResult:
+        try:
+            spec = registry.get(request.tool_name).spec
+        except ToolNotFound as error:
+            raise ApplicationError(error.message, type=error.kind.value, non_retryable=True) from None
+        result = PreflightResult(
+            approval_required=spec.approval == "conditional"
+            and registry.requires_approval(spec.name, request.arguments)
+        )
+        if spec.oauth is None:
+            return result
+        if runtime.oauth is None:
+            raise ApplicationError(
+                f"tool {spec.name!r} needs OAuth ({spec.oauth.provider}) but this worker has no "
+                "OAuth broker configured",
+                type="OAuthNotConfigured",
+                non_retryable=True,
+            )
+        if not request.force_reauthorization:
+            result.grant_ref = await runtime.oauth.grant_ref(request.identity, spec.oauth)
+        if result.grant_ref is None:
+            result.authorization_url = await runtime.oauth.authorization_url(
+                request.identity, spec.oauth, request.workflow_id, request.call_id
+            )
+        return result
+
+    return [catalog, model, preflight]

@@ -1,0 +1,19 @@
+"""Building and running a worker from a tool registry."""
+
+from ._build import (
+    DEFAULT_TASK_QUEUE,
+    SECRET_ENV_PREFIX,
+    build_worker,
+    load_registry,
+    secrets_from_env,
+    task_queue_from_env,
+)
+
+__all__ = [
+    "DEFAULT_TASK_QUEUE",
+    "SECRET_ENV_PREFIX",
+    "build_worker",
+    "load_registry",
+    "secrets_from_env",
+    "task_queue_from_env",
+]

@@ -1,0 +1,108 @@
+"""Building and running a worker for a tool registry."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from durable_tools.activities import ToolRuntime, core_activities, make_tool_activity
+from durable_tools.activities._runtime import AuthorizationBroker
+from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
+from durable_tools.tools._registry import ToolRegistry
+from durable_tools.workflows import AgentWorkflow
+
+__all__ = [
+    "DEFAULT_TASK_QUEUE",
+    "SECRET_ENV_PREFIX",
+    "build_worker",
+    "load_registry",
+    "secrets_from_env",
+    "task_queue_from_env",
+]
+
+DEFAULT_TASK_QUEUE = "durable-tools"
+SECRET_ENV_PREFIX = "DURABLE_TOOLS_SECRET_"
+
+
+def task_queue_from_env() -> str:
+    """`DURABLE_TOOLS_TASK_QUEUE`, or the default task queue."""
+    return os.environ.get("DURABLE_TOOLS_TASK_QUEUE") or DEFAULT_TASK_QUEUE
+
+
+def secrets_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Secrets from `DURABLE_TOOLS_SECRET_<NAME>` variables, keyed by lower-case NAME."""
+    source = os.environ if environ is None else environ
+    return {
+        key[len(SECRET_ENV_PREFIX) :].lower(): value
+        for key, value in source.items()
+        if key.startswith(SECRET_ENV_PREFIX) and value
+    }
+
+
+def load_registry(target: str) -> ToolRegistry:
+    """Import `MODULE[:ATTR]` and return its registry (attribute `registry` by default).
+
+    Raises:
+        ValueError: the module cannot be imported or the attribute is not a ToolRegistry.
+    """
+    module_name, _, attribute = target.partition(":")
+    attribute = attribute or "registry"
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"cannot import tools module {module_name!r}: {error}") from error
+    registry = getattr(module, attribute, None)
+    if not isinstance(registry, ToolRegistry):
+        found = type(registry).__name__ if registry is not None else "nothing"
+        raise ValueError(
+            f"{module_name}:{attribute} should be a ToolRegistry, found {found}; "
+            "pass MODULE:ATTR to name another attribute"
+        )
+    return registry
+
+
+def build_worker(
+    client: Client,
+    registry: ToolRegistry,
+    *,
+    task_queue: str | None = None,
+    resources: Mapping[str, Any] | None = None,
+    secrets: Mapping[str, str] | None = None,
+    artifact_store: ArtifactStore | None = None,
+    oauth: AuthorizationBroker | None = None,
+    **worker_options: Any,
+) -> Worker:
+    """A worker that runs the agent workflow, its core activities and one activity per tool.
+
+    Args:
+        client: A client made with the pydantic data converter (see `durable_tools.connect`).
+        registry: The tools this worker runs.
+        task_queue: Defaults to `DURABLE_TOOLS_TASK_QUEUE` or `durable-tools`.
+        resources: Worker-side objects handed to tools by name.
+        secrets: Worker-side secrets handed to tools by name; never enter history.
+        artifact_store: Where large outputs go (default: the filesystem store).
+        oauth: The OAuth broker for tools that declare an OAuth requirement.
+        **worker_options: Passed to `temporalio.worker.Worker` (e.g. `max_cached_workflows`).
+    """
+    runtime = ToolRuntime(
+        registry=registry,
+        resources=dict(resources or {}),
+        secrets=dict(secrets or {}),
+        artifact_store=artifact_store or default_artifact_store(),
+        oauth=oauth,
+    )
+    activities = core_activities(runtime) + [
+        make_tool_activity(tool, runtime) for tool in registry.tools()
+    ]
+    return Worker(
+        client,
+        task_queue=task_queue or task_queue_from_env(),
+        workflows=[AgentWorkflow],
+        activities=activities,
+        **worker_options,
+    )

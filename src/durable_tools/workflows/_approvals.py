@@ -1,0 +1,85 @@
+"""Approval rules as pure functions: who must approve what, and which decisions are valid.
+
+The workflow calls these from its update validator and its call pipeline; keeping
+them pure makes the rules testable without a server and safe inside the sandbox.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows._types import ApprovalDecision, ApprovalPolicy, PendingApproval
+
+__all__ = [
+    "InvalidDecision",
+    "arguments_hash",
+    "check_decision",
+    "static_approval",
+]
+
+
+class InvalidDecision(ValueError):
+    """A decision the run refuses: unknown call, already decided, wrong decider, stale hash."""
+
+
+def arguments_hash(arguments: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of the arguments: binds a decision to exactly them."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def static_approval(spec: ToolSpec, policy: ApprovalPolicy) -> bool | None:
+    """Whether a call of `spec` needs approval, or None when a worker-side predicate decides.
+
+    Args:
+        spec: The tool.
+        policy: The run's approval policy.
+    """
+    if policy.require == "none":
+        return False
+    if policy.require == "all":
+        return True
+    if policy.require == "mutating" and spec.safety.mutating:
+        return True
+    if spec.approval == "always" or spec.safety.requires_confirmation:
+        return True
+    if spec.approval == "conditional":
+        return None
+    return False
+
+
+def check_decision(
+    decision: ApprovalDecision,
+    pending: dict[str, PendingApproval],
+    decided: set[str],
+) -> PendingApproval:
+    """Validate a decision against the run's pending approvals.
+
+    Returns:
+        The pending approval the decision answers.
+
+    Raises:
+        InvalidDecision: naming what is wrong.
+    """
+    if decision.call_id in decided:
+        raise InvalidDecision(f"tool call {decision.call_id!r} was already decided")
+    approval = pending.get(decision.call_id)
+    if approval is None:
+        waiting = ", ".join(sorted(pending)) or "none"
+        raise InvalidDecision(
+            f"no approval is pending for tool call {decision.call_id!r} (pending: {waiting})"
+        )
+    if approval.deciders and decision.decider not in approval.deciders:
+        raise InvalidDecision(
+            f"{decision.decider!r} may not decide tool call {decision.call_id!r}; "
+            f"allowed: {', '.join(approval.deciders)}"
+        )
+    if decision.arguments_hash is not None and decision.arguments_hash != approval.arguments_hash:
+        raise InvalidDecision(
+            f"arguments hash does not match tool call {decision.call_id!r}: the decision was "
+            "made on different arguments than the ones pending"
+        )
+    return approval

@@ -1,0 +1,91 @@
+"""From a tool's execution policy to Temporal activity options. Pure and deterministic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+
+from durable_tools.tools._errors import ErrorKind
+from durable_tools.tools._spec import RetrySpec, ToolSpec
+
+__all__ = ["ToolActivityOptions", "activity_options_for", "retry_delay"]
+
+# Kinds that trying again cannot fix; the activity raises them as non-retryable, and
+# listing them here keeps the engine honest even if a tool raises them by hand.
+_NEVER_RETRY = tuple(
+    kind.value
+    for kind in (
+        ErrorKind.NOT_FOUND,
+        ErrorKind.INVALID_ARGUMENTS,
+        ErrorKind.UNAUTHORIZED,
+        ErrorKind.DENIED,
+        ErrorKind.CANCELLED,
+    )
+)
+
+
+@dataclass(frozen=True)
+class ToolActivityOptions:
+    """Options for scheduling one attempt series of a tool call."""
+
+    start_to_close_timeout: timedelta
+    schedule_to_close_timeout: timedelta | None
+    heartbeat_timeout: timedelta | None
+    retry_policy: RetryPolicy
+    task_queue: str | None
+    local: bool
+    workflow_retries: bool
+    """True when the engine must not retry by itself: the tool is not safe to repeat after a
+    timeout, so the workflow retries only clean, retryable failures (see `retry_delay`)."""
+
+
+def _seconds(value: float | None) -> timedelta | None:
+    return None if value is None else timedelta(seconds=value)
+
+
+def activity_options_for(spec: ToolSpec) -> ToolActivityOptions:
+    """Translate a tool's policy. Timeouts retry only for tools safe to repeat.
+
+    Temporal's retry policy cannot tell a timed-out attempt from a failed one, so a
+    mutating, non-idempotent tool gets a single attempt per activity and the workflow
+    schedules the retries of errors the tool raised cleanly.
+    """
+    policy = spec.policy
+    retry = policy.retry
+    retry_timeouts = retry.retry_timeouts
+    if retry_timeouts is None:
+        retry_timeouts = spec.safety.safe_to_repeat
+    workflow_retries = not retry_timeouts and retry.maximum_attempts != 1
+    return ToolActivityOptions(
+        start_to_close_timeout=timedelta(seconds=policy.start_to_close_timeout),
+        schedule_to_close_timeout=_seconds(policy.schedule_to_close_timeout),
+        heartbeat_timeout=None if policy.local else _seconds(policy.heartbeat_timeout),
+        retry_policy=RetryPolicy(
+            initial_interval=timedelta(seconds=retry.initial_interval),
+            backoff_coefficient=retry.backoff_coefficient,
+            maximum_interval=_seconds(retry.maximum_interval),
+            maximum_attempts=1 if workflow_retries else retry.maximum_attempts,
+            non_retryable_error_types=[*_NEVER_RETRY, *retry.non_retryable_errors],
+        ),
+        task_queue=None if policy.local else policy.task_queue,
+        local=policy.local,
+        workflow_retries=workflow_retries,
+    )
+
+
+def retry_delay(retry: RetrySpec, attempt: int, requested: float | None = None) -> float:
+    """Seconds to wait before attempt `attempt + 1`, for workflow-driven retries.
+
+    Args:
+        retry: The tool's retry spec.
+        attempt: Attempts made so far (1 after the first failure).
+        requested: A delay the error asked for (Retry-After); it wins when given.
+    """
+    if requested is not None:
+        return max(0.0, requested)
+    delay = retry.initial_interval * retry.backoff_coefficient ** (attempt - 1)
+    if retry.maximum_interval is not None:
+        delay = min(delay, retry.maximum_interval)
+    return delay

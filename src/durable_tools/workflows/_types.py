@@ -1,0 +1,256 @@
+"""Inputs, outputs and state of an agent run, as data that crosses the wire."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from durable_tools.messages import Message
+from durable_tools.tools._context import Identity
+from durable_tools.tools._spec import ToolSpec
+
+__all__ = [
+    "AgentConfig",
+    "AgentInput",
+    "AgentResult",
+    "ApprovalDecision",
+    "ApprovalPolicy",
+    "AuthorizationCompleted",
+    "CarriedState",
+    "ExecutionStrategy",
+    "Limits",
+    "PendingApproval",
+    "PendingAuthorization",
+    "RunEvent",
+    "RunSnapshot",
+    "RunStatus",
+    "ToolCallRecord",
+]
+
+
+class RunStatus(StrEnum):
+    """Where a run is. The value is what the `AgentStatus` search attribute holds."""
+
+    RUNNING = "running"
+    AWAITING_APPROVAL = "awaiting_approval"
+    AWAITING_AUTHORIZATION = "awaiting_authorization"
+    COMPLETED = "completed"
+    LIMIT_REACHED = "limit_reached"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class ExecutionStrategy(BaseModel):
+    """How the tool calls of one model turn run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Literal["sequential", "parallel", "batched"] = "sequential"
+    """sequential: one after another; parallel: at most `concurrency` at once;
+    batched: groups of `batch_size`, each group in parallel, groups one after another."""
+    concurrency: int = Field(default=4, ge=1)
+    batch_size: int = Field(default=4, ge=1)
+
+
+class Limits(BaseModel):
+    """Bounds on a run. Hitting one ends the run with status `limit_reached`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_turns: int = Field(default=20, ge=1)
+    """Model calls in the whole run."""
+    max_tool_calls: int = Field(default=100, ge=0)
+    """Tool calls in the whole run."""
+    max_tool_calls_per_turn: int = Field(default=16, ge=0)
+    """Tool calls one model answer may ask for."""
+
+
+class ApprovalPolicy(BaseModel):
+    """Run-level rules for human approval, on top of what each tool declares."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    require: Literal["tool", "mutating", "all", "none"] = "tool"
+    """tool: as tools declare (approval, or requires_confirmation); mutating: also every
+    tool that is not read-only; all: every call; none: never ask (tools' own rules ignored)."""
+    deciders: tuple[str, ...] = ()
+    """Who may decide; empty means anyone who can reach the run."""
+    timeout_seconds: float | None = Field(default=None, gt=0)
+    """How long an approval may wait; None waits for ever (durably)."""
+    on_timeout: Literal["deny", "escalate", "fail"] = "deny"
+    """What the deadline passing does."""
+    escalate_to: tuple[str, ...] = ()
+    """Deciders after an escalation."""
+    escalation_timeout_seconds: float | None = Field(default=None, gt=0)
+    """Second deadline, after which the call is denied. None: same as `timeout_seconds`."""
+    on_deny: Literal["tell_model", "end_run"] = "tell_model"
+    """A denial goes back to the model as an error message, or ends the run."""
+
+
+class AgentConfig(BaseModel):
+    """What an agent is: instructions, model, tools, strategy and limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "agent"
+    """Shown as the `AgentName` search attribute."""
+    model: str
+    """Adapter and model, e.g. `scripted:steps.json` or `openai:gpt-4o-mini`."""
+    instructions: str | None = None
+    """The system message."""
+    tools: list[str] | None = None
+    """Names of the tools to offer; None offers every tool visible to the run."""
+    strategy: ExecutionStrategy = ExecutionStrategy()
+    limits: Limits = Limits()
+    approval: ApprovalPolicy = ApprovalPolicy()
+    continue_as_new_after_events: int | None = Field(default=None, ge=100)
+    """Continue-as-new after this many history events, besides when the server suggests it."""
+    output_limit_bytes: int = Field(default=16_000, ge=256)
+    """Largest tool output kept in the conversation; larger ones go to the artifact store."""
+    model_timeout_seconds: float = Field(default=300.0, gt=0)
+    model_max_attempts: int = Field(default=5, ge=0)
+
+
+class ToolCallRecord(BaseModel):
+    """One line of a run's tool-call timeline."""
+
+    call_id: str
+    tool: str
+    turn: int
+    arguments: str
+    """Abridged and redacted, for display."""
+    status: Literal[
+        "invalid",
+        "awaiting_approval",
+        "awaiting_authorization",
+        "running",
+        "completed",
+        "failed",
+        "denied",
+        "skipped",
+        "cancelled",
+    ]
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    result: str | None = None
+    """Abridged result or error, for display."""
+    error_kind: str | None = None
+    attempts: int = 0
+
+
+class RunEvent(BaseModel):
+    """One entry of a run's event log (`tool.started`, `approval.decided`, ...)."""
+
+    at: datetime
+    event: str
+    call_id: str | None = None
+    tool: str | None = None
+    detail: str | None = None
+
+
+class PendingApproval(BaseModel):
+    """A tool call waiting for a person."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    """Redacted per the tool's redaction rule."""
+    arguments_hash: str
+    """sha256 of the exact validated arguments: a decision names it to bind itself to them."""
+    deciders: list[str] = Field(default_factory=list)
+    """Who may decide; empty means anyone."""
+    requested_at: datetime
+    deadline: datetime | None = None
+    escalated: bool = False
+
+
+class ApprovalDecision(BaseModel):
+    """A person's answer to a pending approval."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str
+    approve: bool
+    decider: str = "anonymous"
+    reason: str | None = None
+    arguments_hash: str | None = None
+    """When given, must match the pending call's hash: approving exactly what was shown."""
+
+
+class PendingAuthorization(BaseModel):
+    """A tool call waiting for a person to complete an OAuth authorization."""
+
+    call_id: str
+    tool: str
+    provider: str
+    scopes: list[str] = Field(default_factory=list)
+    authorization_url: str
+    requested_at: datetime
+
+
+class AuthorizationCompleted(BaseModel):
+    """Sent by the OAuth callback when a person finished (or refused) an authorization."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str
+    grant_ref: str | None = None
+    """Opaque reference to the stored grant; never the token itself."""
+    error: str | None = None
+    """Set when the person refused or the exchange failed."""
+
+
+class CarriedState(BaseModel):
+    """What a run carries over continue-as-new."""
+
+    conversation: list[Message]
+    turn: int
+    tool_calls: int
+    catalog: list[ToolSpec]
+    timeline: list[ToolCallRecord] = Field(default_factory=list)
+    events: list[RunEvent] = Field(default_factory=list)
+    pending_steer: list[str] = Field(default_factory=list)
+    discovered: list[str] = Field(default_factory=list)
+    """Deferred tools found through tool search, advertised from then on."""
+    continued: int = 0
+    """How many times the run has continued-as-new."""
+
+
+class AgentInput(BaseModel):
+    """Input of an agent run."""
+
+    prompt: str
+    config: AgentConfig
+    identity: Identity = Identity()
+    granted_scopes: list[str] = Field(default_factory=list)
+    carried: CarriedState | None = None
+    """Set only by continue-as-new."""
+
+
+class AgentResult(BaseModel):
+    """How a run ended."""
+
+    status: RunStatus
+    final_answer: str | None = None
+    reason: str | None = None
+    """Why the run ended, when it is not a plain completion."""
+    turns: int = 0
+    tool_calls: int = 0
+
+
+class RunSnapshot(BaseModel):
+    """The `status` query: what a run is doing now."""
+
+    status: RunStatus
+    agent: str
+    turn: int
+    tool_calls: int
+    final_answer: str | None = None
+    reason: str | None = None
+    pending_approvals: list[PendingApproval] = Field(default_factory=list)
+    pending_authorizations: list[PendingAuthorization] = Field(default_factory=list)
+    running_tools: list[str] = Field(default_factory=list)
+    continued: int = 0
