@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
+from temporalio.api.failure.v1 import Failure
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError
 
 import durable_tools.models as models
 from durable_tools.messages import Message, ModelRequest, ModelResponse
 from durable_tools.models import (
     ModelAdapter,
+    ModelError,
     OpenAIChatModel,
     ScriptedModel,
     register_model_adapter,
@@ -103,3 +108,24 @@ def test_exports() -> None:
         if module is not None and module.startswith("durable_tools.models."):
             submodule = __import__(module, fromlist=["__all__"])
             assert name in submodule.__all__
+
+
+async def test_model_error_becomes_an_application_failure_temporal_honours() -> None:
+    # The model activity lets ModelError propagate: Temporal must read its classification.
+    converter = pydantic_data_converter
+    retryable = Failure()
+    await converter.encode_failure(
+        ModelError("HTTP 429: slow down", retryable=True, retry_after=2.5, status=429), retryable
+    )
+    info = retryable.application_failure_info
+    assert retryable.message == "HTTP 429: slow down"
+    assert (info.type, info.non_retryable) == ("ModelError", False)
+    assert info.next_retry_delay.ToTimedelta() == timedelta(seconds=2.5)
+    decoded = await converter.decode_failure(retryable)
+    assert isinstance(decoded, ApplicationError)
+    assert decoded.details == ({"retryable": True, "retry_after": 2.5, "status": 429},)
+
+    final = Failure()
+    await converter.encode_failure(ModelError("HTTP 400: bad", retryable=False, status=400), final)
+    assert final.application_failure_info.non_retryable
+    assert not final.application_failure_info.HasField("next_retry_delay")
