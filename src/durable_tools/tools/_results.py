@@ -45,6 +45,8 @@ class ToolResult(BaseModel):
     """The tool ran but reports a failure the model should see."""
     elapsed_ms: float | None = None
     """How long the call took; filled in by the executor when the tool leaves it empty."""
+    skipped: str | None = None
+    """Set when a before-hook skipped the call: the reason, which is also the content."""
 
 
 class ToolOutcome(BaseModel):

@@ -1,0 +1,102 @@
+"""Which tools a run sees, and how a model finds deferred ones.
+
+Pure functions over specs: the worker uses them to build a run's catalog, and the
+agent workflow uses `search_specs` on the catalog already in its history, so a
+search costs no activity and replays deterministically.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Collection, Iterable
+
+from ._spec import LoadingMode, ToolSpec
+
+__all__ = ["filter_specs", "search_specs", "tokenize"]
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercase words of `text`; `get_weather` and `getWeather`-style text split alike."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
+    return _TOKEN.findall(spaced.lower())
+
+
+def filter_specs(
+    specs: Iterable[ToolSpec],
+    *,
+    granted_scopes: Collection[str] | None = None,
+    loading: LoadingMode | str | None = None,
+    pattern: str | None = None,
+) -> list[ToolSpec]:
+    """The specs a run may see.
+
+    Args:
+        specs: Candidate specs.
+        granted_scopes: Scopes granted to the run. A tool needing a scope outside them is
+            invisible; None grants nothing (fail closed), so scoped tools are hidden.
+        loading: Keep only tools of this loading mode; None keeps all.
+        pattern: A glob over names (`github_*`); None keeps all.
+
+    Returns:
+        The visible specs, in input order.
+    """
+    granted = set(granted_scopes or ())
+    mode = LoadingMode(loading) if loading is not None else None
+    return [
+        spec
+        for spec in specs
+        if set(spec.auth_scopes) <= granted
+        and (mode is None or spec.loading == mode)
+        and (pattern is None or fnmatch.fnmatchcase(spec.name, pattern))
+    ]
+
+
+def _score(spec: ToolSpec, terms: list[str], phrase: str) -> float:
+    name_tokens = set(tokenize(spec.name))
+    tag_tokens = {t for tag in spec.tags for t in tokenize(tag)}
+    description = spec.description.lower()
+    description_tokens = set(tokenize(spec.description))
+    score = 0.0
+    if phrase and phrase in spec.name.lower():
+        score += 5
+    for term in terms:
+        if term in name_tokens:
+            score += 4
+        elif any(term in token for token in name_tokens):
+            score += 2
+        if term in tag_tokens:
+            score += 3
+        elif any(term in token for token in tag_tokens):
+            score += 1.5
+        if term in description_tokens:
+            score += 1
+        elif term in description:
+            score += 0.5
+    return score
+
+
+def search_specs(specs: Iterable[ToolSpec], query: str, *, limit: int = 5) -> list[ToolSpec]:
+    """Rank specs by how well name, tags and description match `query`.
+
+    Scoring is simple and explainable: whole-word matches weigh more than substring
+    matches, and the name more than tags, tags more than the description. Ties are
+    broken by name so the order is deterministic.
+
+    Args:
+        specs: Specs to search (usually the run's deferred tools).
+        query: Free text, e.g. "create a github issue".
+        limit: Most results.
+
+    Returns:
+        Matching specs, best first; none when nothing matches.
+    """
+    terms = tokenize(query)
+    phrase = "_".join(terms)
+    if not terms or limit <= 0:
+        return []
+    scored = [(_score(spec, terms, phrase), spec) for spec in specs]
+    ranked = sorted((item for item in scored if item[0] > 0), key=lambda x: (-x[0], x[1].name))
+    return [spec for _, spec in ranked[:limit]]

@@ -1,0 +1,113 @@
+"""Lifecycle events of tool calls, for metrics, logs and UIs.
+
+Listeners observe; they never steer. A listener that raises is logged and ignored,
+because an observer must not be able to fail a tool call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = [
+    "ALL_EVENTS",
+    "TOOL_COMPLETED",
+    "TOOL_FAILED",
+    "TOOL_INVALID_ARGS",
+    "TOOL_POLICY_EXHAUSTED",
+    "TOOL_STARTED",
+    "EventBus",
+    "EventListener",
+    "ToolEvent",
+    "deliver",
+]
+
+log = logging.getLogger("durable_tools.tools")
+
+TOOL_STARTED: Final = "tool.started"
+"""Arguments are valid and the tool function is about to run."""
+TOOL_COMPLETED: Final = "tool.completed"
+"""The tool returned (or a before-hook skipped it)."""
+TOOL_FAILED: Final = "tool.failed"
+"""The tool, a hook or argument injection raised; `error_kind` says how it was classified."""
+TOOL_INVALID_ARGS: Final = "tool.invalid_args"
+"""The arguments were malformed or broke the schema; the tool did not run."""
+TOOL_POLICY_EXHAUSTED: Final = "tool.policy_exhausted"
+"""Retries or timeouts ran out. Emitted by callers that see the whole call (the workflow)."""
+
+ALL_EVENTS: Final = (
+    TOOL_STARTED,
+    TOOL_COMPLETED,
+    TOOL_FAILED,
+    TOOL_INVALID_ARGS,
+    TOOL_POLICY_EXHAUSTED,
+)
+
+
+@dataclass(frozen=True)
+class ToolEvent:
+    """Something that happened to one tool call. Holds no argument values (secrets)."""
+
+    name: str
+    """One of the `tool.*` constants."""
+    tool_name: str
+    call_id: str = ""
+    run_id: str = ""
+    attempt: int = 1
+    elapsed_ms: float | None = None
+    error_kind: str | None = None
+    """The `ErrorKind` value, for failures."""
+    message: str | None = None
+    """The error message, or the skip reason."""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+EventListener = Callable[[ToolEvent], Awaitable[None] | None]
+"""A sync or async callable taking a `ToolEvent`."""
+
+
+class EventBus:
+    """Listeners by event name; `*` listens to every event."""
+
+    def __init__(self) -> None:
+        self._listeners: dict[str, tuple[EventListener, ...]] = {}
+        self._lock = threading.Lock()
+
+    def on(self, event: str, listener: EventListener) -> EventListener:
+        """Call `listener` for each event named `event` (or every event, for `*`).
+
+        Returns:
+            The listener, so `on` can be used as a decorator's body.
+        """
+        if event != "*" and not event.startswith("tool."):
+            raise ValueError(f"unknown event name {event!r}; use one of {ALL_EVENTS} or '*'")
+        with self._lock:
+            self._listeners[event] = (*self._listeners.get(event, ()), listener)
+        return listener
+
+    def off(self, event: str, listener: EventListener) -> None:
+        """Stop calling `listener` for `event`."""
+        with self._lock:
+            self._listeners[event] = tuple(
+                x for x in self._listeners.get(event, ()) if x is not listener
+            )
+
+    async def emit(self, event: ToolEvent) -> None:
+        """Deliver `event` to its listeners, in registration order."""
+        listeners = self._listeners.get(event.name, ()) + self._listeners.get("*", ())
+        for listener in listeners:
+            await deliver(listener, event)
+
+
+async def deliver(listener: EventListener, event: ToolEvent) -> None:
+    """Call one listener, awaiting it if async; its failure is logged, never raised."""
+    try:
+        outcome = listener(event)
+        if inspect.isawaitable(outcome):
+            await outcome
+    except Exception:
+        log.exception("listener %r failed on %s", listener, event.name)

@@ -1,0 +1,232 @@
+"""From whatever a tool returned to the bounded, redacted outcome the model reads.
+
+The outcome is recorded in workflow history and resent to the model every turn, so
+its size is bounded whatever the tool produced: a big output goes to an artifact
+store and the model sees a head excerpt plus where the rest is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from ._artifacts import ArtifactStore
+from ._classify import error_message_for_model
+from ._errors import ToolError, ToolExecutionError
+from ._results import ArtifactRef, ContentBlock, ToolOutcome, ToolResult
+
+__all__ = [
+    "DEFAULT_LIMIT_BYTES",
+    "REDACTED",
+    "abridge_arguments",
+    "error_outcome",
+    "format_result",
+    "redact_arguments",
+    "redact_value",
+    "to_tool_result",
+]
+
+DEFAULT_LIMIT_BYTES = 16_000
+"""Default bound on the text a tool call adds to the conversation."""
+
+REDACTED = "[redacted]"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def to_tool_result(value: Any) -> ToolResult:
+    """Wrap a tool function's return value in a `ToolResult`.
+
+    `ToolResult` passes as is; `str` becomes a text block; a pydantic model or any
+    JSON-able value becomes `structured` plus a JSON block.
+
+    Raises:
+        ToolExecutionError: not retryable; the value cannot be converted to JSON.
+    """
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult(content=[ContentBlock(type="text", text=value)])
+    if value is None:
+        return ToolResult()
+    try:
+        if isinstance(value, BaseModel):
+            data = value.model_dump(mode="json")
+        else:
+            data = to_jsonable_python(value)
+        text = _dumps(data)
+    except (PydanticSerializationError, TypeError, ValueError) as exc:
+        raise ToolExecutionError(
+            f"the tool returned a {type(value).__name__}, which cannot be converted to JSON",
+            retryable=False,
+            details={"exception_type": type(exc).__name__},
+        ) from exc
+    return ToolResult(content=[ContentBlock(type="json", data=data, text=text)], structured=data)
+
+
+def redact_value(value: Any, names: Collection[str]) -> Any:
+    """A copy of `value` where the values of keys named in `names` (at any depth,
+    case-insensitively) are replaced by `[redacted]`."""
+    if not names:
+        return value
+    lowered = {n.lower() for n in names}
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, Mapping):
+            return {k: REDACTED if str(k).lower() in lowered else walk(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(x) for x in item]
+        return item
+
+    return walk(value)
+
+
+def redact_arguments(args: Mapping[str, Any], names: Collection[str]) -> dict[str, Any]:
+    """Arguments with the named values redacted, for summaries, logs and approval records."""
+    result = redact_value(dict(args), names)
+    assert isinstance(result, dict)
+    return result
+
+
+def abridge_arguments(
+    args: Mapping[str, Any], max_chars: int = 120, *, redact: Collection[str] = ()
+) -> str:
+    """A one-line summary of arguments for UIs: `city="Paris", days=3`, redacted and cut.
+
+    Args:
+        args: The arguments.
+        max_chars: Longest summary; longer ones end with `…`.
+        redact: Argument names whose values are hidden.
+    """
+    shown = redact_arguments(args, redact)
+    parts = []
+    for key, value in shown.items():
+        try:
+            rendered = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            rendered = repr(value)
+        parts.append(f"{key}={rendered}")
+    text = " ".join(", ".join(parts).split())
+    if len(text) > max_chars:
+        text = text[: max(0, max_chars - 1)] + "…"
+    return text
+
+
+def _render(result: ToolResult, redact: Collection[str]) -> str:
+    parts: list[str] = []
+    for block in result.content:
+        if block.type == "json":
+            parts.append(_dumps(redact_value(block.data, redact)))
+        elif block.type == "artifact" and block.artifact is not None:
+            ref = block.artifact
+            parts.append(f"[artifact {ref.uri} ({ref.size} bytes, {ref.media_type})]")
+        elif block.type == "image":
+            where = f" {block.artifact.uri}" if block.artifact is not None else ""
+            parts.append(f"[image{where}]")
+        elif block.text is not None:
+            parts.append(block.text)
+    if not parts and result.structured is not None:
+        parts.append(_dumps(redact_value(result.structured, redact)))
+    return "\n".join(parts)
+
+
+def _head(text: str, budget: int) -> str:
+    # Cut on a byte budget without splitting a UTF-8 sequence.
+    return text.encode("utf-8")[: max(0, budget)].decode("utf-8", "ignore")
+
+
+def format_result(
+    result: ToolResult,
+    *,
+    call_id: str,
+    tool_name: str,
+    limit_bytes: int = DEFAULT_LIMIT_BYTES,
+    store: ArtifactStore | None = None,
+    redact: Collection[str] = (),
+    attempt: int = 1,
+) -> ToolOutcome:
+    """Bound and redact a tool's result into the outcome recorded in the run.
+
+    Args:
+        result: What the tool returned.
+        call_id: The model's id for the call.
+        tool_name: The tool's name.
+        limit_bytes: Most UTF-8 bytes of `content` (the notice about a cut included,
+            for limits above a few hundred bytes).
+        store: Where a full output over the limit is kept. Without one, the output is
+            truncated and the rest is lost.
+        redact: Key names whose values are replaced by `[redacted]` in structured data.
+        attempt: The attempt that produced the result.
+
+    Returns:
+        The outcome: `content` within the limit, `structured` only when its JSON fits.
+    """
+    text = _render(result, redact)
+    structured = redact_value(result.structured, redact)
+    structured_json = _dumps(structured) if structured is not None else None
+    artifacts: list[ArtifactRef] = list(result.artifacts)
+    artifacts += [
+        b.artifact for b in result.content if b.artifact is not None and b.artifact not in artifacts
+    ]
+
+    encoded = text.encode("utf-8")
+    if len(encoded) > limit_bytes:
+        if store is not None:
+            media = "application/json" if text == structured_json else "text/plain; charset=utf-8"
+            ref = store.put(encoded, media)
+            artifacts.append(ref)
+            notice = (
+                f"\n\n[output truncated: showing the first {{shown}} of {ref.size} bytes. "
+                f"The full output is stored as artifact {ref.uri} "
+                f"(sha256 {ref.sha256}, {ref.media_type}); it is not in this conversation. "
+                "Ask for a narrower result, or read the artifact with a tool that can.]"
+            )
+        else:
+            notice = (
+                f"\n\n[output truncated: showing the first {{shown}} of {len(encoded)} bytes; "
+                "the rest was dropped. Ask for a narrower result.]"
+            )
+        budget = limit_bytes - len(notice.encode("utf-8")) - 8
+        head = _head(text, budget)
+        text = head + notice.format(shown=len(head.encode("utf-8")))
+
+    if structured_json is not None and len(structured_json.encode("utf-8")) > limit_bytes:
+        if store is not None:
+            ref = store.put(structured_json.encode("utf-8"), "application/json")
+            if ref not in artifacts:
+                artifacts.append(ref)
+        structured = None
+    if not text and not result.is_error:
+        text = "(the tool returned no output)"
+    return ToolOutcome(
+        call_id=call_id,
+        tool_name=tool_name,
+        content=text,
+        is_error=result.is_error,
+        structured=structured,
+        artifacts=artifacts,
+        elapsed_ms=result.elapsed_ms or 0.0,
+        attempt=attempt,
+        skipped=result.skipped,
+    )
+
+
+def error_outcome(
+    call_id: str, tool_name: str, error: ToolError, *, attempt: int = 1, elapsed_ms: float = 0.0
+) -> ToolOutcome:
+    """The outcome of a failed call, with the model-facing message and the error kind."""
+    return ToolOutcome(
+        call_id=call_id,
+        tool_name=tool_name,
+        content=error_message_for_model(call_id, tool_name, error),
+        is_error=True,
+        error_kind=error.kind.value,
+        attempt=attempt,
+        elapsed_ms=elapsed_ms,
+    )

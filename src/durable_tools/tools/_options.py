@@ -1,0 +1,232 @@
+"""Turning a function and its registration options into a `RegisteredTool`.
+
+All checking happens here (names, signature, schema, examples, options), so a
+mistake fails the worker at start-up instead of a run.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any, Literal, TypedDict
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
+
+from ._context import Identity
+from ._docstrings import parse_docstring
+from ._names import NameStyle, ToolRegistrationError, check_alias, check_tool_name
+from ._registered import ApprovalPredicate, RegisteredTool
+from ._schema import SignaturePlan, plan_signature, schema_for_model
+from ._spec import (
+    ExecutionPolicy,
+    LoadingMode,
+    OAuthRequirement,
+    RetrySpec,
+    Safety,
+    SideEffect,
+    ToolSpec,
+)
+from ._validation import format_schema_errors, schema_validator
+
+__all__ = ["ToolOptions", "build_tool"]
+
+_SAFETY_KEYS = tuple(Safety.model_fields)
+_POLICY_KEYS = tuple(ExecutionPolicy.model_fields)
+
+
+class ToolOptions(TypedDict, total=False):
+    """Keyword options of `ToolRegistry.tool` and `ToolRegistry.register`.
+
+    Safety and policy can be given whole (`safety=`, `policy=`) or as flat keywords
+    (`read_only=True`, `start_to_close_timeout=30`); flat keywords win.
+    """
+
+    name: str
+    description: str
+    tags: Sequence[str]
+    auth_scopes: Sequence[str]
+    loading: LoadingMode | Literal["always", "deferred"]
+    safety: Safety
+    read_only: bool
+    idempotent: bool
+    networked: bool
+    filesystem: bool
+    shell: bool
+    spends_money: bool
+    requires_confirmation: bool
+    workspace_root: str | None
+    redact: Sequence[str]
+    side_effect: SideEffect
+    policy: ExecutionPolicy
+    start_to_close_timeout: float | timedelta
+    schedule_to_close_timeout: float | timedelta | None
+    heartbeat_timeout: float | timedelta | None
+    retry: RetrySpec
+    task_queue: str | None
+    local: bool
+    approval: bool | ApprovalPredicate
+    oauth: OAuthRequirement | None
+    aliases: Mapping[str, str]
+    strict: bool
+    examples: Sequence[Mapping[str, Any]]
+    output_schema: Mapping[str, Any] | type[BaseModel] | None
+    visible_to: Callable[[Identity], bool] | None
+
+
+_KNOWN_OPTIONS = frozenset(ToolOptions.__annotations__)
+
+
+_KNOWN_OPTIONS = frozenset(ToolOptions.__annotations__)
+
+
+def _seconds(value: Any) -> Any:
+    return value.total_seconds() if isinstance(value, timedelta) else value
+
+
+def _merge(model: type[Any], base: BaseModel, flat: dict[str, Any], tool: str, what: str) -> Any:
+    try:
+        return model.model_validate({**base.model_dump(), **flat})
+    except PydanticValidationError as exc:
+        raise ToolRegistrationError(
+            f"tool {tool!r}: invalid {what} options: {exc}", rule="options", tool_name=tool
+        ) from None
+
+
+def build_tool(
+    fn: Callable[..., Any],
+    options: Mapping[str, Any],
+    *,
+    name_style: NameStyle = "snake_case",
+    max_name_length: int = 64,
+) -> RegisteredTool:
+    """Check `fn` and `options` and build the registered tool (not yet in a registry).
+
+    Args:
+        fn: The tool function.
+        options: `ToolOptions` keywords.
+        name_style: The registry's naming rule.
+        max_name_length: The registry's longest name.
+
+    Raises:
+        ToolRegistrationError: with `rule` naming what broke.
+    """
+    unknown = set(options) - _KNOWN_OPTIONS
+    if unknown:
+        raise ToolRegistrationError(
+            f"unknown tool options: {', '.join(sorted(unknown))}", rule="options"
+        )
+    if not callable(fn):
+        raise ToolRegistrationError(f"{fn!r} is not callable", rule="signature")
+    name: str = options.get("name") or str(getattr(fn, "__name__", ""))
+    check_tool_name(name, style=name_style, max_length=max_name_length)
+    docstring = parse_docstring(inspect.getdoc(fn))
+    description = options.get("description") or docstring.description
+
+    flat_safety: dict[str, Any] = {k: options[k] for k in _SAFETY_KEYS if k in options}
+    base_safety = options.get("safety") or Safety()
+    if (
+        flat_safety.get("read_only", base_safety.read_only)
+        and "side_effect" not in flat_safety
+        and "side_effect" not in base_safety.model_fields_set
+    ):
+        flat_safety["side_effect"] = "none"  # a read-only tool's effects reach nothing
+    safety: Safety = _merge(Safety, base_safety, flat_safety, name, "safety")
+
+    flat_policy: dict[str, Any] = {
+        k: _seconds(options[k])
+        for k in _POLICY_KEYS
+        if k in options
+    }
+    policy: ExecutionPolicy = _merge(
+        ExecutionPolicy, options.get("policy") or ExecutionPolicy(), flat_policy, name, "policy"
+    )
+    if policy.retry.retry_timeouts is None:
+        # Safe default: after a timeout the outcome is unknown, so only a tool that is
+        # harmless to repeat is retried; a mutating, non-idempotent one is not.
+        policy = policy.model_copy(
+            update={
+                "retry": policy.retry.model_copy(update={"retry_timeouts": safety.safe_to_repeat})
+            }
+        )
+
+    approval = options.get("approval", False)
+    predicate: ApprovalPredicate | None = None
+    if callable(approval):
+        mode: Literal["never", "always", "conditional"] = "conditional"
+        predicate = approval
+    else:
+        mode = "always" if approval else "never"
+
+    strict = bool(options.get("strict", False))
+    plan = plan_signature(fn, tool_name=name, docstring=docstring, strict=strict)
+    output_schema = _output_schema(options.get("output_schema"), plan, name)
+
+    aliases = dict(options.get("aliases") or {})
+    for provider, alias in aliases.items():
+        check_alias(alias, provider=provider, tool_name=name)
+
+    try:
+        spec = ToolSpec(
+            name=name,
+            description=description,
+            input_schema=plan.input_schema,
+            output_schema=output_schema,
+            examples=tuple(dict(e) for e in options.get("examples", ())),
+            tags=tuple(options.get("tags", ())),
+            auth_scopes=tuple(options.get("auth_scopes", ())),
+            loading=LoadingMode(options.get("loading", LoadingMode.ALWAYS)),
+            safety=safety,
+            policy=policy,
+            approval=mode,
+            oauth=options.get("oauth"),
+            aliases=aliases,
+            strict=strict,
+        )
+    except (PydanticValidationError, ValueError, TypeError) as exc:
+        raise ToolRegistrationError(
+            f"tool {name!r}: invalid options: {exc}", rule="options", tool_name=name
+        ) from None
+    _check_examples(spec)
+    tool = RegisteredTool(
+        spec=spec,
+        fn=fn,
+        plan=plan,
+        approval_predicate=predicate,
+        visible_to=options.get("visible_to"),
+    )
+    return tool
+
+
+def _output_schema(
+    option: Mapping[str, Any] | type[BaseModel] | None, plan: SignaturePlan, name: str
+) -> dict[str, Any] | None:
+    if option is None:
+        return plan.output_schema
+    if isinstance(option, type) and issubclass(option, BaseModel):
+        return schema_for_model(option, tool_name=name, mode="serialization")
+    schema = dict(option)  # type: ignore[arg-type]
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise ToolRegistrationError(
+            f"tool {name!r}: output_schema is not a valid JSON Schema: {exc.message}",
+            rule="schema",
+            tool_name=name,
+        ) from None
+    return schema
+
+
+def _check_examples(spec: ToolSpec) -> None:
+    validator = schema_validator(spec.name, spec.input_schema)
+    for index, example in enumerate(spec.examples):
+        lines = format_schema_errors(validator.iter_errors(example))
+        if lines:
+            raise ToolRegistrationError(
+                f"tool {spec.name!r}: example {index} breaks the input schema: " + "; ".join(lines),
+                rule="example",
+                tool_name=spec.name,
+            )

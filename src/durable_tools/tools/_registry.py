@@ -1,0 +1,306 @@
+"""The tool registry: define tools from plain functions, list them, and run them.
+
+Registration checks everything up front (see `_options`), so a mistake fails the
+worker at start-up instead of a run. The registry keeps the worker-side half of each
+tool; only the `ToolSpec` half ever crosses into a workflow.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping
+from typing import Any, TypeVar, overload
+
+from typing_extensions import Unpack
+
+from ._catalog import filter_specs, search_specs
+from ._classify import classify_exception
+from ._context import Identity, ToolContext
+from ._errors import InvalidArguments, ToolNotFound
+from ._events import (
+    TOOL_COMPLETED,
+    TOOL_FAILED,
+    TOOL_INVALID_ARGS,
+    TOOL_STARTED,
+    EventBus,
+    EventListener,
+    ToolEvent,
+    deliver,
+)
+from ._formatting import to_tool_result
+from ._middleware import Skip, ToolCallInfo, run_after, run_before
+from ._names import NameStyle, ToolRegistrationError
+from ._options import ToolOptions, build_tool
+from ._registered import ApprovalPredicate, RegisteredTool
+from ._results import ContentBlock, ToolResult
+from ._spec import LoadingMode, ToolSpec
+from ._validation import parse_arguments, validate_arguments, validate_output
+
+# RegisteredTool, ToolOptions and ApprovalPredicate are re-exported: callers think of
+# them as parts of the registry.
+__all__ = ["ApprovalPredicate", "RegisteredTool", "ToolOptions", "ToolRegistry"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ToolRegistry:
+    """The tools a worker offers.
+
+    Args:
+        name_style: `snake_case` (default) or `provider` (`^[a-zA-Z0-9_-]{1,64}$`).
+        max_name_length: Longest tool name.
+        validate_outputs: Check structured results against the tool's output schema.
+    """
+
+    def __init__(
+        self,
+        *,
+        name_style: NameStyle = "snake_case",
+        max_name_length: int = 64,
+        validate_outputs: bool = True,
+    ) -> None:
+        self.name_style: NameStyle = name_style
+        self.max_name_length = max_name_length
+        self.validate_outputs = validate_outputs
+        # Copy-on-write: writers replace the dicts under the lock, readers take a
+        # snapshot reference and never see a half-made change.
+        self._tools: dict[str, RegisteredTool] = {}
+        self._aliases: dict[tuple[str, str], str] = {}
+        self._middleware: tuple[object, ...] = ()
+        self._lock = threading.Lock()
+        self.events = EventBus()
+
+    # ----------------------------------------------------------------- defining
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(self, fn: None = None, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
+
+    def tool(self, fn: F | None = None, /, **options: Unpack[ToolOptions]) -> F | Callable[[F], F]:
+        """Register a function as a tool: `@registry.tool` or `@registry.tool(name=...)`.
+
+        The decorated function is returned unchanged, so it stays callable in tests.
+        """
+        if fn is not None:
+            self.register(fn, **options)
+            return fn
+
+        def decorate(func: F) -> F:
+            self.register(func, **options)
+            return func
+
+        return decorate
+
+    def register(self, fn: Callable[..., Any], **options: Unpack[ToolOptions]) -> RegisteredTool:
+        """Register `fn` as a tool and return the registered tool.
+
+        Raises:
+            ToolRegistrationError: a bad name or alias, a duplicate, an unsupported
+                signature, a strict schema that cannot be expressed, an example that
+                breaks the schema, or invalid options. `rule` says which.
+        """
+        tool = build_tool(
+            fn, options, name_style=self.name_style, max_name_length=self.max_name_length
+        )
+        self._add(tool)
+        return tool
+
+    def _add(self, tool: RegisteredTool) -> None:
+        name = tool.spec.name
+        with self._lock:
+            if name in self._tools:
+                raise ToolRegistrationError(
+                    f"tool name {name!r} is invalid: duplicate, a tool of that name is "
+                    "already registered",
+                    rule="duplicate",
+                    tool_name=name,
+                )
+            pairs = {(provider, alias) for provider, alias in tool.spec.aliases.items()}
+            taken = pairs & self._aliases.keys()
+            if taken:
+                provider, alias = sorted(taken)[0]
+                raise ToolRegistrationError(
+                    f"alias {alias!r} for {provider!r} of tool {name!r} is invalid: duplicate, "
+                    f"tool {self._aliases[(provider, alias)]!r} already uses it",
+                    rule="duplicate",
+                    tool_name=name,
+                )
+            self._tools = {**self._tools, name: tool}
+            self._aliases = {**self._aliases, **{pair: name for pair in pairs}}
+
+    def use(self, middleware: object) -> None:
+        """Add a middleware: an object with optional `before`/`after` hooks."""
+        if not (hasattr(middleware, "before") or hasattr(middleware, "after")):
+            raise TypeError("a middleware needs a before(call) or an after(call, result) method")
+        with self._lock:
+            self._middleware = (*self._middleware, middleware)
+
+    def on(self, event: str, listener: EventListener) -> EventListener:
+        """Call `listener` for each `event` (a `tool.*` name, or `*` for all)."""
+        return self.events.on(event, listener)
+
+    async def emit(self, event: ToolEvent) -> None:
+        """Deliver an event to listeners and to middlewares with an `on_event` method."""
+        await self.events.emit(event)
+        for middleware in self._middleware:
+            hook = getattr(middleware, "on_event", None)
+            if hook is not None:
+                await deliver(hook, event)
+
+    # ------------------------------------------------------------------ reading
+
+    def get(self, name: str, *, provider: str | None = None) -> RegisteredTool:
+        """A registered tool by name (or by its alias for `provider`).
+
+        Raises:
+            ToolNotFound: no such tool.
+        """
+        tools = self._tools
+        found = tools.get(name)
+        if found is None and provider is not None:
+            canonical = self._aliases.get((provider, name))
+            found = tools.get(canonical) if canonical else None
+        if found is None:
+            raise ToolNotFound(f"no tool named {name!r} is registered", details={"tool": name})
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[RegisteredTool]:
+        return iter(list(self._tools.values()))
+
+    def names(self) -> list[str]:
+        """Registered tool names, in registration order."""
+        return list(self._tools)
+
+    def tools(self) -> list[RegisteredTool]:
+        """Registered tools, in registration order."""
+        return list(self._tools.values())
+
+    def specs(self) -> list[ToolSpec]:
+        """Every spec, unfiltered, in registration order."""
+        return [tool.spec for tool in self._tools.values()]
+
+    def catalog(
+        self,
+        *,
+        identity: Identity | None = None,
+        granted_scopes: Collection[str] | None = None,
+        loading: LoadingMode | str | None = None,
+        pattern: str | None = None,
+    ) -> list[ToolSpec]:
+        """The specs a run may see.
+
+        Args:
+            identity: Who the run acts for; tools whose `visible_to` rule rejects it are hidden.
+            granted_scopes: The run's scopes; a tool needing any other scope is hidden.
+                None grants none (fail closed).
+            loading: Only tools of this loading mode.
+            pattern: A glob over names.
+        """
+        visible = [t.spec for t in self._tools.values() if t.is_visible_to(identity)]
+        return filter_specs(
+            visible, granted_scopes=granted_scopes, loading=loading, pattern=pattern
+        )
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        identity: Identity | None = None,
+        granted_scopes: Collection[str] | None = None,
+    ) -> list[ToolSpec]:
+        """Deferred tools matching `query`, best first, among those the run may see."""
+        candidates = self.catalog(
+            identity=identity, granted_scopes=granted_scopes, loading=LoadingMode.DEFERRED
+        )
+        return search_specs(candidates, query, limit=limit)
+
+    def requires_approval(self, name: str, args: Mapping[str, Any] | str) -> bool:
+        """Whether a call of `name` with `args` needs a person's approval.
+
+        Raises:
+            ToolNotFound: no such tool.
+            InvalidArguments: `args` is text that is not a JSON object.
+        """
+        tool = self.get(name)
+        return tool.requires_approval(parse_arguments(args))
+
+    # ---------------------------------------------------------------- executing
+
+    async def invoke(
+        self, name: str, arguments: Mapping[str, Any] | str, context: ToolContext
+    ) -> ToolResult:
+        """Validate, inject, run hooks and the tool, and return its result.
+
+        Raises:
+            ToolNotFound: no such tool.
+            InvalidArguments: malformed or invalid arguments; the tool did not run.
+            ToolError: the tool (or a hook) failed, classified by `classify_exception`.
+        """
+        tool = self.get(name)
+        spec = tool.spec
+
+        def event(kind: str, **extra: Any) -> ToolEvent:
+            return ToolEvent(
+                name=kind,
+                tool_name=spec.name,
+                call_id=context.tool_call_id,
+                run_id=context.run_id,
+                attempt=context.attempt,
+                **extra,
+            )
+
+        try:
+            args = validate_arguments(spec, parse_arguments(arguments))
+            values = tool.to_python(args)
+        except InvalidArguments as error:
+            await self.emit(
+                event(TOOL_INVALID_ARGS, message=error.message, details={"errors": error.errors})
+            )
+            raise
+        call = ToolCallInfo(tool=tool, arguments=args, context=context)
+        await self.emit(event(TOOL_STARTED))
+        started = time.monotonic()
+        try:
+            skip = await run_before(self._middleware, call)
+            if isinstance(skip, Skip):
+                result = ToolResult(
+                    content=[ContentBlock(type="text", text=skip.reason)], skipped=skip.reason
+                )
+            else:
+                raw = await tool.call(tool.inject(values, context))
+                result = to_tool_result(raw)
+                if self.validate_outputs and result.structured is not None and not result.is_error:
+                    validate_output(spec, result.structured)
+            result = await run_after(self._middleware, call, result)
+            if not isinstance(result, ToolResult):
+                raise TypeError(f"an after-hook returned {type(result).__name__}, not a ToolResult")
+        except Exception as exc:
+            failure = classify_exception(exc)
+            elapsed = (time.monotonic() - started) * 1000
+            await self.emit(
+                event(
+                    TOOL_FAILED,
+                    elapsed_ms=elapsed,
+                    error_kind=failure.kind.value,
+                    message=failure.message,
+                    details={"retryable": failure.retryable, **failure.details},
+                )
+            )
+            if failure is exc:
+                raise
+            raise failure from exc
+        elapsed = (time.monotonic() - started) * 1000
+        if result.elapsed_ms is None:
+            result = result.model_copy(update={"elapsed_ms": elapsed})
+        await self.emit(event(TOOL_COMPLETED, elapsed_ms=result.elapsed_ms, message=result.skipped))
+        return result
