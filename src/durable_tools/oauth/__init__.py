@@ -1,0 +1,78 @@
+"""OAuth for tools, on the worker: providers, PKCE, encrypted token storage, the callback.
+
+A tool that declares `oauth=OAuthRequirement(provider, scopes)` runs only with a grant of the
+run's user. `OAuthManager.get_grant()` says whether one exists; if not, the run pauses and
+shows the URL of `begin_authorization()`; the callback server completes the flow, stores the
+tokens encrypted, and tells the run a `grant_ref`, never a token. Inside the tool,
+`access_token()` returns a valid token, refreshing it when due.
+"""
+
+from ._callback_server import (
+    CallbackApp,
+    CallbackServer,
+    HttpResponse,
+    OnComplete,
+    OnError,
+    make_callback_app,
+    serve_callback,
+)
+from ._errors import (
+    ExpiredState,
+    InvalidState,
+    OAuthConfigError,
+    OAuthError,
+    TokenEndpointError,
+    TokenKeyError,
+    UnknownProvider,
+)
+from ._flow import AuthorizationFailure, CompletedAuthorization, OAuthManager
+from ._pkce import code_challenge, new_code_verifier, new_state
+from ._providers import OAuthProvider, ProviderRegistry, load_providers
+from ._state import (
+    AuthorizationRequest,
+    FileStateStore,
+    MemoryStateStore,
+    PendingAuthorization,
+    StateStore,
+)
+from ._storage import KEY_ENV, generate_key, load_key
+from ._tokens import FileTokenStore, Grant, MemoryTokenStore, StoredToken, TokenStore
+
+__all__ = [
+    "KEY_ENV",
+    "AuthorizationFailure",
+    "AuthorizationRequest",
+    "CallbackApp",
+    "CallbackServer",
+    "CompletedAuthorization",
+    "ExpiredState",
+    "FileStateStore",
+    "FileTokenStore",
+    "Grant",
+    "HttpResponse",
+    "InvalidState",
+    "MemoryStateStore",
+    "MemoryTokenStore",
+    "OAuthConfigError",
+    "OAuthError",
+    "OAuthManager",
+    "OAuthProvider",
+    "OnComplete",
+    "OnError",
+    "PendingAuthorization",
+    "ProviderRegistry",
+    "StateStore",
+    "StoredToken",
+    "TokenEndpointError",
+    "TokenKeyError",
+    "TokenStore",
+    "UnknownProvider",
+    "code_challenge",
+    "generate_key",
+    "load_key",
+    "load_providers",
+    "make_callback_app",
+    "new_code_verifier",
+    "new_state",
+    "serve_callback",
+]

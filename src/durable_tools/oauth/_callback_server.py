@@ -1,0 +1,343 @@
+"""The OAuth redirect endpoint: a small asyncio HTTP server, no web framework.
+
+`GET /oauth/callback?code=..&state=..` completes the authorization the `state` stands for,
+then calls `on_complete` (which typically signals the waiting run with the grant reference)
+and shows a page saying the tab can be closed. A denial (`?error=access_denied`), an unknown,
+used or expired state, or a refused code gives a 400 page with the reason, and `on_error` is
+called whenever the run the state belongs to is known. `GET /healthz` answers `ok`.
+
+Nothing here logs a code, a state, a verifier or a token: request targets are never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from http import HTTPStatus
+from types import TracebackType
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+
+from ._errors import ExpiredState, InvalidState, OAuthConfigError, TokenEndpointError
+from ._flow import AuthorizationFailure, CompletedAuthorization, OAuthManager
+from ._state import PendingAuthorization
+
+__all__ = [
+    "CallbackApp",
+    "CallbackServer",
+    "HttpResponse",
+    "OnComplete",
+    "OnError",
+    "make_callback_app",
+    "serve_callback",
+]
+
+logger = logging.getLogger("durable_tools.oauth")
+
+OnComplete = Callable[[CompletedAuthorization], Awaitable[None] | None]
+"""Called after a grant is stored; may be async. Typically signals the run."""
+OnError = Callable[[AuthorizationFailure], Awaitable[None] | None]
+"""Called when an authorization of a known run fails; may be async."""
+
+DEFAULT_CALLBACK_PATH = "/oauth/callback"
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    """What the app answers."""
+
+    status: int
+    body: str
+    content_type: str = "text/html; charset=utf-8"
+
+
+def _page(status: int, title: str, message: str) -> HttpResponse:
+    body = (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title></head>"
+        "<body style='font-family:sans-serif;max-width:40em;margin:4em auto'>"
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(message)}</p></body></html>"
+    )
+    return HttpResponse(status, body)
+
+
+async def _call(hook: Callable[[object], Awaitable[None] | None], arg: object) -> None:
+    result = hook(arg)
+    if inspect.isawaitable(result):
+        await result
+
+
+class CallbackApp:
+    """The callback endpoint as an async function of (method, target): testable without
+    sockets, served by `CallbackServer`.
+
+    Args:
+        manager: Completes authorizations.
+        on_complete: Called with each `CompletedAuthorization`; sync or async.
+        on_error: Called with an `AuthorizationFailure` when the run is known; sync or async.
+        path: The callback path (the path of the providers' `redirect_uri`).
+    """
+
+    def __init__(
+        self,
+        manager: OAuthManager,
+        on_complete: OnComplete,
+        on_error: OnError | None = None,
+        *,
+        path: str = DEFAULT_CALLBACK_PATH,
+    ) -> None:
+        self.manager = manager
+        self.on_complete = on_complete
+        self.on_error = on_error
+        self.path = path
+
+    async def __call__(self, method: str, target: str) -> HttpResponse:
+        url = urlsplit(target)
+        if url.path == "/healthz":
+            return HttpResponse(200, "ok\n", "text/plain; charset=utf-8")
+        if url.path != self.path:
+            return _page(404, "Not found", "There is nothing here.")
+        if method not in ("GET", "HEAD"):
+            return _page(405, "Method not allowed", "The callback only answers GET.")
+        query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        return await self.callback(query)
+
+    async def callback(self, query: dict[str, str]) -> HttpResponse:
+        """Handle the provider's redirect, given its query parameters."""
+        state = query.get("state", "")
+        if not state:
+            return _page(400, "Authorization failed", "The request has no state parameter.")
+        try:
+            pending = await self.manager.take_state(state)
+        except InvalidState as err:
+            if isinstance(err, ExpiredState) and err.pending is not None:
+                await self._fail(err.pending, "expired_state", str(err))
+                reason = "This authorization link expired."
+            else:
+                reason = "This authorization link is unknown or was already used."
+            return _page(400, "Authorization failed", f"{reason} Start it again from the run.")
+
+        error = query.get("error")
+        if error:
+            description = query.get("error_description", "")
+            await self._fail(pending, error, description)
+            reason = "access was denied" if error == "access_denied" else f"error {error}"
+            detail = f" ({description})" if description else ""
+            return _page(
+                400,
+                "Authorization not granted",
+                f"{pending.provider} reported that {reason}{detail}. "
+                "The run was told; you can close this tab.",
+            )
+        code = query.get("code", "")
+        if not code:
+            await self._fail(pending, "invalid_request", "the callback has no code")
+            return _page(400, "Authorization failed", "The request has no code parameter.")
+
+        try:
+            completed = await self.manager.exchange_code(pending, code)
+        except TokenEndpointError as err:
+            await self._fail(pending, err.error or "token_exchange_failed", str(err))
+            return _page(
+                400,
+                "Authorization failed",
+                f"{pending.provider} refused the authorization code ({err.error or err.status}). "
+                "Start the authorization again from the run.",
+            )
+        except (httpx.HTTPError, OAuthConfigError) as err:
+            logger.error("token exchange at %s failed: %s", pending.provider, type(err).__name__)
+            await self._fail(pending, "token_exchange_failed", type(err).__name__)
+            return _page(
+                502, "Authorization failed", f"Could not reach {pending.provider}'s token endpoint."
+            )
+
+        try:
+            await _call(self.on_complete, completed)  # type: ignore[arg-type]
+        except Exception as err:
+            logger.exception(
+                "authorization of %s/%s stored, but on_complete failed",
+                completed.workflow_id,
+                completed.call_id,
+            )
+            return _page(
+                500,
+                "Run not notified",
+                f"Access to {completed.provider} was granted and saved, but the run "
+                f"{completed.workflow_id} could not be notified ({type(err).__name__}).",
+            )
+        return _page(
+            200,
+            "Authorization complete",
+            f"Access to {completed.provider} was granted. You can close this tab.",
+        )
+
+    async def _fail(self, pending: PendingAuthorization, error: str, description: str) -> None:
+        logger.info(
+            "authorization of %s for %s/%s failed: %s",
+            pending.provider,
+            pending.workflow_id,
+            pending.call_id,
+            error,
+        )
+        if self.on_error is None:
+            return
+        failure = AuthorizationFailure(
+            workflow_id=pending.workflow_id,
+            call_id=pending.call_id,
+            user=pending.user,
+            provider=pending.provider,
+            error=error,
+            description=description,
+        )
+        try:
+            await _call(self.on_error, failure)  # type: ignore[arg-type]
+        except Exception:
+            logger.exception("on_error failed for %s/%s", pending.workflow_id, pending.call_id)
+
+
+def make_callback_app(
+    manager: OAuthManager,
+    on_complete: OnComplete,
+    on_error: OnError | None = None,
+    *,
+    path: str = DEFAULT_CALLBACK_PATH,
+) -> CallbackApp:
+    """The callback endpoint, to serve with `CallbackServer` (or call directly in tests)."""
+    return CallbackApp(manager, on_complete, on_error, path=path)
+
+
+class CallbackServer:
+    """Serves a `CallbackApp` over HTTP/1.1 on the running event loop.
+
+    Each connection carries one request (`Connection: close`). Responses forbid caching
+    and referrers, since the callback URL carries a code.
+
+    Args:
+        app: What answers requests.
+        host: Keep it on loopback unless a proxy in front terminates TLS.
+        port: 0 picks a free port (see `.port` after `start()`).
+        request_timeout: Seconds a client has to send its request head.
+    """
+
+    def __init__(
+        self,
+        app: CallbackApp,
+        host: str = "127.0.0.1",
+        port: int = 8765,
+        *,
+        request_timeout: float = 10.0,
+    ) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self.request_timeout = request_timeout
+        self._server: asyncio.Server | None = None
+
+    @property
+    def url(self) -> str:
+        """The server's base URL."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def callback_url(self) -> str:
+        """The redirect URI to register at providers."""
+        return self.url + self.app.path
+
+    async def start(self) -> None:
+        """Listen (returns once the socket is bound)."""
+        self._server = await asyncio.start_server(self._handle, self.host, self.port, limit=16384)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        """Stop listening and wait for open requests to finish."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+            await server.wait_closed()
+
+    async def serve_forever(self) -> None:
+        """Serve until cancelled."""
+        if self._server is None:
+            await self.start()
+        assert self._server is not None
+        try:
+            await self._server.serve_forever()
+        finally:
+            await self.stop()
+
+    async def __aenter__(self) -> CallbackServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            try:
+                head = await asyncio.wait_for(
+                    reader.readuntil(b"\r\n\r\n"), timeout=self.request_timeout
+                )
+                method, target, _version = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
+                return
+            except ValueError:
+                response = _page(400, "Bad request", "Malformed request line.")
+                method = "GET"
+            else:
+                try:
+                    response = await self.app(method, target)
+                except Exception:
+                    logger.exception("the OAuth callback failed")
+                    response = _page(500, "Error", "The callback failed; see the worker's log.")
+            await self._write(writer, response, head_only=method == "HEAD")
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    @staticmethod
+    async def _write(writer: asyncio.StreamWriter, response: HttpResponse, head_only: bool) -> None:
+        body = response.body.encode()
+        phrase = HTTPStatus(response.status).phrase
+        head = (
+            f"HTTP/1.1 {response.status} {phrase}\r\n"
+            f"Content-Type: {response.content_type}\r\n"
+            f"Content-Length: {len(body)}\r\n"
+            "Connection: close\r\n"
+            "Cache-Control: no-store\r\n"
+            "Referrer-Policy: no-referrer\r\n"
+            "X-Content-Type-Options: nosniff\r\n"
+            "\r\n"
+        ).encode()
+        writer.write(head if head_only else head + body)
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+
+
+async def serve_callback(
+    manager: OAuthManager,
+    on_complete: OnComplete,
+    on_error: OnError | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    path: str = DEFAULT_CALLBACK_PATH,
+) -> CallbackServer:
+    """Start serving the callback endpoint; stop it with `await server.stop()`."""
+    server = CallbackServer(
+        make_callback_app(manager, on_complete, on_error, path=path), host, port
+    )
+    await server.start()
+    return server

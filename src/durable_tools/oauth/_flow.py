@@ -1,0 +1,451 @@
+"""The authorization code flow with PKCE, token refresh and revocation, on the worker side.
+
+`OAuthManager` ties together the providers, the token store and the pending-state store:
+
+- `get_grant()` answers "may this call run?" without touching the network;
+- `begin_authorization()` starts a flow for a run that must pause, and returns the URL;
+- `complete_authorization()` is what the callback endpoint calls with `state` and `code`;
+- `access_token()` hands a tool a valid token, refreshing it (once, under concurrency) if due.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from durable_tools.tools._errors import NeedsAuthorization, ToolExecutionError
+
+from ._errors import ExpiredState, InvalidState, TokenEndpointError
+from ._pkce import code_challenge, new_code_verifier, new_state
+from ._providers import OAuthProvider, ProviderRegistry
+from ._state import AuthorizationRequest, FileStateStore, PendingAuthorization, StateStore
+from ._tokens import FileTokenStore, Grant, StoredToken, TokenStore, new_grant_ref
+
+__all__ = ["AuthorizationFailure", "CompletedAuthorization", "OAuthManager"]
+
+logger = logging.getLogger("durable_tools.oauth")
+
+
+class CompletedAuthorization(BaseModel):
+    """A finished authorization: what the run is told. Holds a reference, never a token."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workflow_id: str
+    call_id: str
+    grant_ref: str
+    user: str
+    provider: str
+    scopes: tuple[str, ...] = ()
+
+
+class AuthorizationFailure(BaseModel):
+    """An authorization that ended without a grant (denied, expired, refused code)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workflow_id: str
+    call_id: str
+    user: str
+    provider: str
+    error: str
+    """An OAuth error code (`access_denied`, `invalid_grant`, ...) or `expired_state`."""
+    description: str = ""
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _dedupe(scopes: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(s for s in scopes if s))
+
+
+class OAuthManager:
+    """OAuth grants for tools, on the worker.
+
+    Args:
+        providers: The configured providers.
+        tokens: Where grants are stored.
+        states: Where pending authorizations wait; must be shared with the process that
+            serves the callback.
+        http: An httpx client for the token endpoints; default a short-lived one per request.
+        state_ttl: Seconds a started authorization stays valid.
+        refresh_margin: Seconds before expiry at which an access token is refreshed.
+        now: The clock (tests move it).
+    """
+
+    def __init__(
+        self,
+        providers: ProviderRegistry | Iterable[OAuthProvider],
+        tokens: TokenStore,
+        states: StateStore,
+        *,
+        http: httpx.AsyncClient | None = None,
+        state_ttl: float = 15 * 60,
+        refresh_margin: float = 60.0,
+        now: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self.providers = (
+            providers if isinstance(providers, ProviderRegistry) else ProviderRegistry(providers)
+        )
+        self.tokens = tokens
+        self.states = states
+        self.state_ttl = timedelta(seconds=state_ttl)
+        self.refresh_margin = timedelta(seconds=refresh_margin)
+        self._http = http
+        self._now = now
+        self._refresh_locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    @classmethod
+    def from_data_dir(
+        cls,
+        providers: ProviderRegistry | Iterable[OAuthProvider],
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        key: str | bytes | None = None,
+        **options: Any,
+    ) -> OAuthManager:
+        """A manager with file stores under `<data_dir>/oauth/` (`tokens.enc`, `pending.enc`).
+
+        Args:
+            providers: The configured providers.
+            data_dir: Default `DURABLE_TOOLS_HOME`, else `~/.durable-tools`.
+            key: Fernet key(s); default `DURABLE_TOOLS_TOKEN_KEY`.
+            options: Passed on to the constructor.
+        """
+        if data_dir is None:
+            home = os.environ.get("DURABLE_TOOLS_HOME")
+            data_dir = Path(home).expanduser() if home else Path.home() / ".durable-tools"
+        root = Path(data_dir) / "oauth"
+        return cls(
+            providers,
+            FileTokenStore(root / "tokens.enc", key),
+            FileStateStore(root / "pending.enc", key),
+            **options,
+        )
+
+    # -- grants ------------------------------------------------------------------------
+
+    async def get_grant(self, user: str, provider: str, scopes: Iterable[str] = ()) -> Grant | None:
+        """The user's usable grant at the provider covering `scopes`, or None.
+
+        A grant whose access token expired counts only if it can be refreshed. No network.
+        """
+        self.providers.get(provider)
+        token = await self.tokens.load(user, provider)
+        if token is None or not token.grant().covers(scopes):
+            return None
+        if token.refresh_token is None and not token.fresh(self._now(), timedelta(0)):
+            return None
+        return token.grant()
+
+    async def revoke(self, user: str, provider: str) -> bool:
+        """Forget the user's grant at the provider (and tell the provider, if it has a
+        revocation endpoint; best effort). Returns whether a grant was stored."""
+        token = await self.tokens.delete(user, provider)
+        if token is None:
+            return False
+        config = self.providers.get(provider)
+        if config.revocation_url:
+            secret = token.refresh_token or token.access_token
+            try:
+                await self._post(
+                    config,
+                    config.revocation_url,
+                    {"token": secret.get_secret_value()},
+                    expect_token=False,
+                )
+            except (httpx.HTTPError, TokenEndpointError) as err:
+                logger.warning("revoking the grant at %s failed: %s", provider, type(err).__name__)
+        logger.info("revoked the %s grant of user %s", provider, user)
+        return True
+
+    # -- the authorization code flow ---------------------------------------------------
+
+    async def begin_authorization(
+        self,
+        provider: str,
+        user: str,
+        scopes: Iterable[str],
+        workflow_id: str,
+        call_id: str,
+    ) -> AuthorizationRequest:
+        """Start an authorization for a call that needs a grant.
+
+        Asks for the requested scopes (or the provider's default ones) plus whatever the
+        user already granted, so a new grant never narrows an old one.
+
+        Returns:
+            The URL for the person and its `state`; the PKCE verifier stays in the store.
+        """
+        config = self.providers.get(provider)
+        wanted = _dedupe(scopes) or config.scopes
+        existing = await self.tokens.load(user, provider)
+        if existing is not None:
+            wanted = _dedupe((*wanted, *existing.scopes))
+        now = self._now()
+        await self.states.purge(now)
+        verifier = new_code_verifier()
+        pending = PendingAuthorization(
+            state=new_state(),
+            provider=provider,
+            user=user,
+            scopes=wanted,
+            workflow_id=workflow_id,
+            call_id=call_id,
+            redirect_uri=config.redirect_uri,
+            code_verifier=SecretStr(verifier),
+            created_at=now,
+            expires_at=now + self.state_ttl,
+        )
+        await self.states.put(pending)
+        url = config.authorization_url(
+            state=pending.state, code_challenge=code_challenge(verifier), scopes=wanted
+        )
+        logger.info(
+            "authorization of %s for user %s started by %s/%s", provider, user, workflow_id, call_id
+        )
+        return pending.request(url)
+
+    async def take_state(self, state: str) -> PendingAuthorization:
+        """Consume a `state`: it is single-use, whatever happens next.
+
+        Raises:
+            InvalidState: Unknown or already used.
+            ExpiredState: Issued more than `state_ttl` ago (the pending record is on the
+                exception as `.pending`).
+        """
+        pending = await self.states.take(state) if state else None
+        if pending is None:
+            raise InvalidState("unknown or already used authorization state")
+        if pending.expired(self._now()):
+            raise ExpiredState(
+                "the authorization link expired: start it again from the run", pending
+            )
+        return pending
+
+    async def complete_authorization(self, state: str, code: str) -> CompletedAuthorization:
+        """Finish an authorization: consume the state, swap the code for tokens, store them.
+
+        Raises:
+            InvalidState, ExpiredState: The state is unknown, used or expired.
+            TokenEndpointError: The provider refused the code (wrong verifier, reused code).
+        """
+        pending = await self.take_state(state)
+        return await self.exchange_code(pending, code)
+
+    async def exchange_code(
+        self, pending: PendingAuthorization, code: str
+    ) -> CompletedAuthorization:
+        """Swap the code of a consumed pending authorization for tokens, and store them."""
+        config = self.providers.get(pending.provider)
+        body = await self._post(
+            config,
+            config.token_url,
+            {
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": pending.redirect_uri,
+                "code_verifier": pending.code_verifier.get_secret_value(),
+            },
+        )
+        now = self._now()
+        token = StoredToken(
+            grant_ref=new_grant_ref(),
+            user=pending.user,
+            provider=pending.provider,
+            scopes=self._granted_scopes(config, body, pending.scopes),
+            access_token=SecretStr(body["access_token"]),
+            refresh_token=SecretStr(body["refresh_token"]) if body.get("refresh_token") else None,
+            token_type=str(body.get("token_type") or "Bearer"),
+            expires_at=self._expiry(body, now),
+            created_at=now,
+        )
+        await self.tokens.save(token)
+        logger.info(
+            "authorization of %s for user %s completed for %s/%s",
+            pending.provider,
+            pending.user,
+            pending.workflow_id,
+            pending.call_id,
+        )
+        return CompletedAuthorization(
+            workflow_id=pending.workflow_id,
+            call_id=pending.call_id,
+            grant_ref=token.grant_ref,
+            user=pending.user,
+            provider=pending.provider,
+            scopes=token.scopes,
+        )
+
+    # -- access tokens -------------------------------------------------------------------
+
+    async def access_token(self, user: str, provider: str, scopes: Iterable[str] = ()) -> str:
+        """A valid access token of the user's grant, refreshed first if it is (nearly) expired.
+
+        One refresh at a time per grant: concurrent callers in this process wait on an
+        asyncio lock, other processes on a file lock, and all reuse the refreshed token.
+
+        Raises:
+            NeedsAuthorization: No grant covers `scopes`, or the provider refused the
+                refresh (400/401: revoked or expired); the grant is then forgotten.
+            ToolExecutionError: The token endpoint failed otherwise (retryable).
+        """
+        scopes = _dedupe(scopes)
+        config = self.providers.get(provider)
+        token = await self._usable(user, provider, scopes)
+        if token.fresh(self._now(), self.refresh_margin):
+            return token.access_token.get_secret_value()
+        lock = self._refresh_locks.setdefault((user, provider), asyncio.Lock())
+        async with lock, self.tokens.refresh_lock(user, provider):
+            # Someone may have refreshed while we waited.
+            token = await self._usable(user, provider, scopes)
+            if token.fresh(self._now(), self.refresh_margin):
+                return token.access_token.get_secret_value()
+            token = await self._refresh(config, token, scopes)
+        return token.access_token.get_secret_value()
+
+    async def _usable(self, user: str, provider: str, scopes: tuple[str, ...]) -> StoredToken:
+        token = await self.tokens.load(user, provider)
+        if token is None or not token.grant().covers(scopes):
+            raise self._needs(user, provider, scopes, "no grant covers these scopes")
+        if token.refresh_token is None and not token.fresh(self._now(), timedelta(0)):
+            await self.tokens.delete(user, provider)
+            raise self._needs(user, provider, scopes, "the access token expired")
+        return token
+
+    async def _refresh(
+        self, config: OAuthProvider, token: StoredToken, scopes: tuple[str, ...]
+    ) -> StoredToken:
+        if token.refresh_token is None:
+            # Fresh enough to use, but inside the margin and not refreshable: use it as is.
+            return token
+        try:
+            body = await self._post(
+                config,
+                config.token_url,
+                {
+                    "grant_type": "refresh_token",
+                    "refresh_token": token.refresh_token.get_secret_value(),
+                },
+            )
+        except TokenEndpointError as err:
+            if err.rejected:
+                await self.tokens.delete(token.user, token.provider)
+                logger.info(
+                    "%s refused to refresh the grant of user %s (%s): forgotten",
+                    config.name,
+                    token.user,
+                    err.error or err.status,
+                )
+                raise self._needs(
+                    token.user, token.provider, scopes, "the grant was revoked or expired"
+                ) from err
+            raise ToolExecutionError(str(err), retryable=True) from err
+        except httpx.HTTPError as err:
+            raise ToolExecutionError(
+                f"token refresh at {config.name} failed: {type(err).__name__}", retryable=True
+            ) from err
+        now = self._now()
+        refreshed = token.model_copy(
+            update={
+                "access_token": SecretStr(body["access_token"]),
+                "refresh_token": (
+                    SecretStr(body["refresh_token"])
+                    if body.get("refresh_token")
+                    else token.refresh_token
+                ),
+                "token_type": str(body.get("token_type") or token.token_type),
+                "expires_at": self._expiry(body, now),
+                "scopes": self._granted_scopes(config, body, token.scopes),
+                "refreshed_at": now,
+            }
+        )
+        await self.tokens.save(refreshed)
+        logger.info("refreshed the %s grant of user %s", config.name, token.user)
+        return refreshed
+
+    @staticmethod
+    def _needs(user: str, provider: str, scopes: tuple[str, ...], why: str) -> NeedsAuthorization:
+        return NeedsAuthorization(
+            f"authorization needed at {provider}: {why}",
+            details={"user": user, "provider": provider, "scopes": list(scopes)},
+        )
+
+    # -- HTTP ------------------------------------------------------------------------
+
+    async def _post(
+        self, config: OAuthProvider, url: str, form: dict[str, str], *, expect_token: bool = True
+    ) -> dict[str, Any]:
+        form = {**form}
+        headers = {"Accept": "application/json"}
+        secret = config.client_secret()
+        if config.token_auth_method == "client_secret_basic" and secret is not None:
+            pair = f"{quote(config.client_id, safe='')}:{quote(secret, safe='')}"
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        else:
+            form["client_id"] = config.client_id
+            if secret is not None:
+                form["client_secret"] = secret
+        if self._http is not None:
+            response = await self._http.post(url, data=form, headers=headers)
+        else:
+            async with httpx.AsyncClient(timeout=15.0) as client:
+                response = await client.post(url, data=form, headers=headers)
+        try:
+            parsed: Any = response.json()
+        except ValueError:
+            parsed = None
+        body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
+        error = body.get("error")
+        if response.status_code >= 400 or error:
+            description = str(body.get("error_description") or "")
+            status = response.status_code if response.status_code >= 400 else 400
+            raise TokenEndpointError(
+                f"{config.name} token endpoint answered {response.status_code}"
+                + (f" {error}" if error else "")
+                + (f": {description}" if description else ""),
+                status=status,
+                error=str(error) if error else None,
+                description=description or None,
+            )
+        if expect_token and not body.get("access_token"):
+            raise TokenEndpointError(
+                f"{config.name} token endpoint answered without an access_token",
+                status=response.status_code,
+            )
+        return body
+
+    @staticmethod
+    def _expiry(body: dict[str, Any], now: datetime) -> datetime | None:
+        expires_in = body.get("expires_in")
+        if expires_in is None:
+            return None
+        try:
+            return now + timedelta(seconds=float(expires_in))
+        except (TypeError, ValueError):
+            return None
+
+    @staticmethod
+    def _granted_scopes(
+        config: OAuthProvider, body: dict[str, Any], asked: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        # RFC 6749 5.1: `scope` is in the response when it differs from the request.
+        scope = body.get("scope")
+        if isinstance(scope, str):
+            separator = config.scope_separator.strip() or None
+            return _dedupe(part.strip() for part in scope.split(separator))
+        if isinstance(scope, list):
+            return _dedupe(str(s) for s in scope)
+        return asked

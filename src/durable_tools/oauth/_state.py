@@ -1,0 +1,178 @@
+"""Pending authorizations: what a `state` stands for until its callback arrives.
+
+A pending authorization binds a random, single-use `state` to the run and call that asked
+(workflow id, call id), the user, the provider and the scopes, and keeps the PKCE verifier
+on the worker side. Callers outside the stores see an `AuthorizationRequest`, which has no
+verifier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from ._storage import EncryptedJsonFile, load_key
+
+__all__ = [
+    "AuthorizationRequest",
+    "FileStateStore",
+    "MemoryStateStore",
+    "PendingAuthorization",
+    "StateStore",
+]
+
+
+class AuthorizationRequest(BaseModel):
+    """What a run shows a person: where to go to grant access. Holds no secret."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    """The provider's authorization URL, with state, scopes and the S256 challenge."""
+    state: str
+    """The single-use `state` the callback will carry back."""
+    expires_at: datetime
+    """After this, the callback is refused and the run must ask again."""
+    provider: str
+    user: str
+    scopes: tuple[str, ...]
+    """The scopes asked for (the tool's, plus any the user already granted)."""
+    workflow_id: str
+    call_id: str
+
+
+class PendingAuthorization(BaseModel):
+    """A started authorization, as the state store keeps it (verifier included)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    state: str
+    provider: str
+    user: str
+    scopes: tuple[str, ...]
+    workflow_id: str
+    call_id: str
+    redirect_uri: str
+    code_verifier: SecretStr
+    """The PKCE verifier: a secret that never leaves the worker side."""
+    created_at: datetime
+    expires_at: datetime
+
+    def expired(self, now: datetime) -> bool:
+        """True once `expires_at` has passed."""
+        return now >= self.expires_at
+
+    def request(self, url: str) -> AuthorizationRequest:
+        """The public view of this authorization."""
+        return AuthorizationRequest(
+            url=url,
+            state=self.state,
+            expires_at=self.expires_at,
+            provider=self.provider,
+            user=self.user,
+            scopes=self.scopes,
+            workflow_id=self.workflow_id,
+            call_id=self.call_id,
+        )
+
+    def to_record(self) -> dict[str, Any]:
+        """A JSON-able dict with the verifier revealed: for encrypted storage only."""
+        record = self.model_dump(mode="json")
+        record["code_verifier"] = self.code_verifier.get_secret_value()
+        return record
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    """Where pending authorizations wait for their callback."""
+
+    async def put(self, pending: PendingAuthorization) -> None:
+        """Keep a pending authorization under its state."""
+        ...
+
+    async def take(self, state: str) -> PendingAuthorization | None:
+        """Remove and return the pending authorization of `state` (None if unknown).
+
+        Atomic: of concurrent takers of one state, exactly one gets it.
+        """
+        ...
+
+    async def purge(self, now: datetime) -> int:
+        """Drop the pending authorizations expired by `now`; return how many."""
+        ...
+
+
+class MemoryStateStore:
+    """Pending authorizations in this process's memory (tests; one-process setups)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, PendingAuthorization] = {}
+        self._lock = asyncio.Lock()
+
+    async def put(self, pending: PendingAuthorization) -> None:
+        async with self._lock:
+            self._pending[pending.state] = pending
+
+    async def take(self, state: str) -> PendingAuthorization | None:
+        async with self._lock:
+            return self._pending.pop(state, None)
+
+    async def purge(self, now: datetime) -> int:
+        async with self._lock:
+            dead = [s for s, p in self._pending.items() if p.expired(now)]
+            for state in dead:
+                del self._pending[state]
+            return len(dead)
+
+
+class FileStateStore:
+    """Pending authorizations in a Fernet-encrypted file, shared between processes.
+
+    The worker that starts an authorization and the callback server that completes it may
+    be different processes on one host: both open the same file.
+
+    Args:
+        path: The encrypted file.
+        key: Fernet key(s); default the `DURABLE_TOOLS_TOKEN_KEY` environment variable.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], key: str | bytes | None = None) -> None:
+        self._file = EncryptedJsonFile(path, load_key(key))
+
+    @property
+    def path(self) -> os.PathLike[str]:
+        """The encrypted file."""
+        return self._file.path
+
+    async def put(self, pending: PendingAuthorization) -> None:
+        record = pending.to_record()
+
+        def change(data: dict[str, Any]) -> None:
+            data[pending.state] = record
+
+        await self._file.update(change)
+
+    async def take(self, state: str) -> PendingAuthorization | None:
+        def change(data: dict[str, Any]) -> dict[str, Any] | None:
+            found: dict[str, Any] | None = data.pop(state, None)
+            return found
+
+        record = await self._file.update(change)
+        return PendingAuthorization.model_validate(record) if record is not None else None
+
+    async def purge(self, now: datetime) -> int:
+        def change(data: dict[str, Any]) -> int:
+            dead = [
+                state
+                for state, record in data.items()
+                if PendingAuthorization.model_validate(record).expired(now)
+            ]
+            for state in dead:
+                del data[state]
+            return len(dead)
+
+        return await self._file.update(change)

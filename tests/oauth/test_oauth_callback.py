@@ -1,0 +1,184 @@
+"""The callback endpoint over real HTTP: browser -> fake provider -> callback -> run notified."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fake_provider import FakeOAuthProvider
+
+from durable_tools.oauth import (
+    AuthorizationFailure,
+    CallbackServer,
+    CompletedAuthorization,
+    OAuthManager,
+    generate_key,
+    make_callback_app,
+    serve_callback,
+)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.completed: list[CompletedAuthorization] = []
+        self.failed: list[AuthorizationFailure] = []
+
+    async def on_complete(self, done: CompletedAuthorization) -> None:
+        await asyncio.sleep(0)  # async hooks are awaited
+        self.completed.append(done)
+
+    def on_error(self, failure: AuthorizationFailure) -> None:  # sync hooks work too
+        self.failed.append(failure)
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOAuthProvider]:
+    monkeypatch.setenv("FAKE_OAUTH_CLIENT_SECRET", "test-secret")
+    with FakeOAuthProvider() as provider:
+        yield provider
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+async def served(
+    fake: FakeOAuthProvider, tmp_path: Path, recorder: Recorder
+) -> AsyncIterator[tuple[CallbackServer, OAuthManager]]:
+    # The callback port must be known before the provider config (its redirect_uri) exists.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    redirect_uri = f"http://127.0.0.1:{port}/oauth/callback"
+    manager = OAuthManager.from_data_dir(
+        [fake.provider_config(redirect_uri=redirect_uri)], tmp_path, key=generate_key()
+    )
+    server = await serve_callback(manager, recorder.on_complete, recorder.on_error, port=port)
+    assert server.callback_url == redirect_uri
+    try:
+        yield server, manager
+    finally:
+        await server.stop()
+
+
+async def test_round_trip(
+    served: tuple[CallbackServer, OAuthManager],
+    fake: FakeOAuthProvider,
+    recorder: Recorder,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    manager = served[1]
+    caplog.set_level(logging.DEBUG)
+    request = await manager.begin_authorization("fake", "alice", ["read"], "wf-1", "call-7")
+    async with httpx.AsyncClient(follow_redirects=True) as browser:
+        page = await browser.get(request.url)  # fake approves, redirects to the callback
+        assert page.status_code == 200, page.text
+        assert "Authorization complete" in page.text and "close this tab" in page.text
+        assert page.headers["referrer-policy"] == "no-referrer"
+        assert page.headers["cache-control"] == "no-store"
+        # The same redirect again: the state was used.
+        replay = await browser.get(str(page.url))
+        assert replay.status_code == 400 and "already used" in replay.text
+
+    [done] = recorder.completed
+    assert (done.workflow_id, done.call_id, done.user, done.provider) == (
+        "wf-1",
+        "call-7",
+        "alice",
+        "fake",
+    )
+    grant = await manager.get_grant("alice", "fake", ["read"])
+    assert grant is not None and grant.grant_ref == done.grant_ref
+    assert await manager.access_token("alice", "fake") == fake.access_tokens[-1]
+    assert recorder.failed == []
+
+    # Never a code, a state, a verifier or a token in our logs. (The test's own browser,
+    # httpx, logs the URLs it fetches; our token requests carry secrets only in bodies.)
+    secrets = [request.state, fake.access_tokens[-1], *fake.refresh_tokens]
+    secrets += [r["code"] for r in fake.requests if "code" in r]
+    secrets += [r["code_verifier"] for r in fake.requests if "code_verifier" in r]
+    ours = [r for r in caplog.records if r.name.startswith("durable_tools")]
+    assert ours
+    for record in ours + [r for r in caplog.records if "/token" in r.getMessage()]:
+        message = record.getMessage()
+        assert not any(secret in message for secret in secrets), message
+
+
+async def test_denied(
+    served: tuple[CallbackServer, OAuthManager], fake: FakeOAuthProvider, recorder: Recorder
+) -> None:
+    manager = served[1]
+    fake.deny = True
+    request = await manager.begin_authorization("fake", "alice", ["read"], "wf-2", "call-1")
+    async with httpx.AsyncClient(follow_redirects=True) as browser:
+        page = await browser.get(request.url)
+    assert page.status_code == 400
+    assert "access was denied" in page.text
+    [failure] = recorder.failed
+    assert (failure.workflow_id, failure.call_id, failure.error) == (
+        "wf-2",
+        "call-1",
+        "access_denied",
+    )
+    assert recorder.completed == []
+    assert await manager.get_grant("alice", "fake") is None
+
+
+async def test_bad_requests(
+    served: tuple[CallbackServer, OAuthManager], recorder: Recorder
+) -> None:
+    server, manager = served
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        health = await http.get("/healthz")
+        assert health.status_code == 200 and health.text == "ok\n"
+        unknown = await http.get("/oauth/callback", params={"state": "nope", "code": "x"})
+        assert unknown.status_code == 400 and "unknown or was already used" in unknown.text
+        missing = await http.get("/oauth/callback", params={"code": "x"})
+        assert missing.status_code == 400 and "no state" in missing.text
+        assert (await http.get("/elsewhere")).status_code == 404
+        assert (await http.post("/oauth/callback")).status_code == 405
+
+        # A known state with a code the provider refuses: the run is told.
+        request = await manager.begin_authorization("fake", "alice", ["read"], "wf-3", "call-1")
+        refused = await http.get(
+            "/oauth/callback", params={"state": request.state, "code": "forged"}
+        )
+        assert refused.status_code == 400 and "refused the authorization code" in refused.text
+    assert [(f.workflow_id, f.error) for f in recorder.failed] == [("wf-3", "invalid_grant")]
+    assert recorder.completed == []
+
+
+async def test_expired_state_tells_the_run(
+    fake: FakeOAuthProvider, tmp_path: Path, recorder: Recorder
+) -> None:
+    manager = OAuthManager.from_data_dir(
+        [fake.provider_config()], tmp_path, key=generate_key(), state_ttl=0
+    )
+    app = make_callback_app(manager, recorder.on_complete, recorder.on_error)
+    request = await manager.begin_authorization("fake", "alice", ["read"], "wf-4", "call-1")
+    response = await app("GET", f"/oauth/callback?state={request.state}&code=whatever")
+    assert response.status == 400 and "expired" in response.body
+    assert [(f.workflow_id, f.error) for f in recorder.failed] == [("wf-4", "expired_state")]
+
+
+async def test_on_complete_failure_is_reported(
+    served: tuple[CallbackServer, OAuthManager], fake: FakeOAuthProvider
+) -> None:
+    server, manager = served
+
+    async def broken(done: CompletedAuthorization) -> None:
+        raise RuntimeError("workflow not found")
+
+    server.app.on_complete = broken
+    request = await manager.begin_authorization("fake", "alice", ["read"], "wf-5", "call-1")
+    async with httpx.AsyncClient(follow_redirects=True) as browser:
+        page = await browser.get(request.url)
+    assert page.status_code == 500 and "could not be notified" in page.text
+    assert await manager.get_grant("alice", "fake") is not None  # the grant was kept
