@@ -121,7 +121,8 @@ def build_tool(
         )
     if not callable(fn):
         raise ToolRegistrationError(f"{fn!r} is not callable", rule="signature")
-    name: str = options.get("name") or str(getattr(fn, "__name__", ""))
+    # An explicit name is checked as given: `name=""` is an error, not "use the default".
+    name: str = options["name"] if "name" in options else str(getattr(fn, "__name__", ""))
     check_tool_name(name, style=name_style, max_length=max_name_length)
     docstring = parse_docstring(inspect.getdoc(fn))
     description = options.get("description") or docstring.description

@@ -1,0 +1,118 @@
+"""Parsing and validating model arguments: fail closed, say where and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from durable_tools.tools import (
+    InvalidArguments,
+    ToolExecutionError,
+    ToolSpec,
+    parse_arguments,
+    validate_arguments,
+    validate_output,
+)
+from durable_tools.tools._validation import _cache, schema_validator
+
+SPEC = ToolSpec(
+    name="weather",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "days": {"type": "integer", "minimum": 1},
+            "where": {
+                "type": "object",
+                "properties": {"lat": {"type": "number"}},
+                "required": ["lat"],
+            },
+        },
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+    output_schema={"type": "object", "properties": {"t": {"type": "number"}}, "required": ["t"]},
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        ('{"city": "Paris"', "line 1, column 17 (char 16)"),
+        ("{'city': 'Paris'}", "Expecting property name enclosed in double quotes"),
+        ('{"city": "Paris",}', "char 17"),
+        ("", "empty"),
+        ("   ", "empty"),
+        ("[1, 2]", "must be a JSON object, got an array"),
+        ('"city"', "got a string"),
+        ("null", "got null"),
+        ("42", "got a number"),
+        ('{"city": NaN}', "NaN is not valid JSON"),
+        ('{"city": "a", "city": "b"}', "duplicate key 'city'"),
+        (b"\xff\xfe", "not valid UTF-8"),
+    ],
+)
+def test_malformed_arguments_are_rejected_never_replaced(raw: Any, fragment: str) -> None:
+    with pytest.raises(InvalidArguments) as caught:
+        parse_arguments(raw)
+    assert fragment in caught.value.message
+    assert caught.value.errors and caught.value.errors[0].startswith("$")
+    assert not caught.value.retryable
+
+
+def test_parse_accepts_objects_and_mappings() -> None:
+    assert parse_arguments('{"city": "Paris"}') == {"city": "Paris"}
+    assert parse_arguments("{}") == {}
+    assert parse_arguments(b'{"a": 1}') == {"a": 1}
+    original = {"a": 1}
+    parsed = parse_arguments(original)
+    assert parsed == original and parsed is not original
+
+
+def test_type_errors_name_the_json_path() -> None:
+    with pytest.raises(InvalidArguments) as caught:
+        validate_arguments(SPEC, {"city": 3})
+    assert caught.value.errors == ["$.city: 3 is not of type 'string'"]
+    assert "$.city" in caught.value.message
+
+
+def test_every_violation_one_per_line_best_first() -> None:
+    with pytest.raises(InvalidArguments) as caught:
+        validate_arguments(SPEC, {"days": 0, "where": {"lat": "north"}})
+    errors = caught.value.errors
+    assert errors[0] == "$: 'city' is a required property"
+    assert "$.days: 0 is less than the minimum of 1" in errors
+    assert "$.where.lat: 'north' is not of type 'number'" in errors
+    assert len(errors) == 3
+    assert "3 problems" in caught.value.message
+
+
+def test_extra_and_hidden_properties_are_not_arguments_the_model_may_set() -> None:
+    with pytest.raises(InvalidArguments) as caught:
+        validate_arguments(SPEC, {"city": "Paris", "ctx": {"secrets": {}}})
+    assert caught.value.errors == [
+        "$: 'ctx' is not an argument the model may set (allowed: city, days, where)"
+    ]
+
+
+def test_valid_arguments_pass_through() -> None:
+    args = {"city": "Paris", "days": 2, "where": {"lat": 1.5}}
+    assert validate_arguments(SPEC, args) == args
+
+
+def test_validators_are_compiled_once_per_tool_and_schema() -> None:
+    first = schema_validator("cache_probe", SPEC.input_schema)
+    assert schema_validator("cache_probe", dict(SPEC.input_schema)) is first
+    changed = {**SPEC.input_schema, "required": []}
+    assert schema_validator("cache_probe", changed) is not first
+    assert ("cache_probe", next(k for n, k in _cache if n == "cache_probe")) in _cache
+
+
+def test_output_validation() -> None:
+    validate_output(SPEC, {"t": 1.5})
+    with pytest.raises(ToolExecutionError) as caught:
+        validate_output(SPEC, {"t": "warm"})
+    assert not caught.value.retryable
+    assert caught.value.details["errors"] == ["$.t: 'warm' is not of type 'number'"]
+    validate_output(ToolSpec(name="free"), {"anything": True})  # no output schema: no check
