@@ -133,9 +133,9 @@ def test_retry_timeouts_safe_default(flags: dict[str, Any], expected: bool) -> N
 def test_retry_timeouts_explicit_value_is_kept() -> None:
     spec = ToolRegistry().register(weather, retry=RetrySpec(retry_timeouts=True)).spec
     assert spec.policy.retry.retry_timeouts is True
-    spec = ToolRegistry().register(
-        weather, read_only=True, retry=RetrySpec(retry_timeouts=False)
-    ).spec
+    spec = (
+        ToolRegistry().register(weather, read_only=True, retry=RetrySpec(retry_timeouts=False)).spec
+    )
     assert spec.policy.retry.retry_timeouts is False
 
 
@@ -161,9 +161,9 @@ def test_examples_that_break_the_schema_are_rejected_with_index_and_violation() 
     assert caught.value.rule == "example"
     message = str(caught.value)
     assert "example 1" in message and "$.city: 3 is not of type 'string'" in message
-    with pytest.raises(ToolRegistrationError, match="example 0.*'where' is not an argument"):
+    with pytest.raises(ToolRegistrationError, match=r"example 0.*'where' is not an argument"):
         registry.register(weather, examples=[{"city": "x", "where": "y"}])
-    with pytest.raises(ToolRegistrationError, match="example 0.*'city' is a required"):
+    with pytest.raises(ToolRegistrationError, match=r"example 0.*'city' is a required"):
         registry.register(weather, examples=[{}])
     assert len(registry) == 0
 
@@ -206,16 +206,36 @@ def test_get_unknown_tool_raises_tool_not_found() -> None:
 def build_catalog() -> ToolRegistry:
     registry = ToolRegistry()
     registry.register(weather)
-    registry.register(weather, name="github_create_issue", auth_scopes=["github"],
-                      description="Open an issue in a GitHub repository.", tags=["github"],
-                      loading="deferred")
-    registry.register(weather, name="github_search_code", auth_scopes=["github"],
-                      description="Search code on GitHub.", tags=["github", "search"],
-                      loading="deferred")
-    registry.register(weather, name="send_invoice", description="Email an invoice to a customer.",
-                      tags=["billing"], loading="deferred", spends_money=True)
-    registry.register(weather, name="admin_reset", description="Reset everything.",
-                      visible_to=lambda who: who.user == "root")
+    registry.register(
+        weather,
+        name="github_create_issue",
+        auth_scopes=["github"],
+        description="Open an issue in a GitHub repository.",
+        tags=["github"],
+        loading="deferred",
+    )
+    registry.register(
+        weather,
+        name="github_search_code",
+        auth_scopes=["github"],
+        description="Search code on GitHub.",
+        tags=["github", "search"],
+        loading="deferred",
+    )
+    registry.register(
+        weather,
+        name="send_invoice",
+        description="Email an invoice to a customer.",
+        tags=["billing"],
+        loading="deferred",
+        spends_money=True,
+    )
+    registry.register(
+        weather,
+        name="admin_reset",
+        description="Reset everything.",
+        visible_to=lambda who: who.user == "root",
+    )
     return registry
 
 

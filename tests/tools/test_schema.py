@@ -54,7 +54,8 @@ def assert_openai_strict(schema: dict[str, Any]) -> None:
         if not isinstance(node, dict):
             return
         kind = node.get("type")
-        if kind == "object" or "properties" in node or (isinstance(kind, list) and "object" in kind):
+        is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
+        if is_object or "properties" in node:
             checked += 1
             assert node.get("additionalProperties") is False, f"{path}: not closed"
             assert sorted(node.get("required", [])) == sorted(node.get("properties", {})), (
@@ -257,7 +258,9 @@ def test_the_strict_checker_catches_violations() -> None:
 
 
 def test_strict_makes_optional_parameters_nullable() -> None:
-    def flat(city: str, days: int = 3, note: str | None = None, where: Address | None = None) -> str:
+    def flat(
+        city: str, days: int = 3, note: str | None = None, where: Address | None = None
+    ) -> str:
         """Flat."""
         return city
 

@@ -137,11 +137,7 @@ def build_tool(
         flat_safety["side_effect"] = "none"  # a read-only tool's effects reach nothing
     safety: Safety = _merge(Safety, base_safety, flat_safety, name, "safety")
 
-    flat_policy: dict[str, Any] = {
-        k: _seconds(options[k])
-        for k in _POLICY_KEYS
-        if k in options
-    }
+    flat_policy: dict[str, Any] = {k: _seconds(options[k]) for k in _POLICY_KEYS if k in options}
     policy: ExecutionPolicy = _merge(
         ExecutionPolicy, options.get("policy") or ExecutionPolicy(), flat_policy, name, "policy"
     )
