@@ -1,0 +1,65 @@
+"""The content-addressed filesystem artifact store."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from durable_tools.tools import (
+    ArtifactRef,
+    ArtifactStore,
+    FileSystemArtifactStore,
+    InMemoryArtifactStore,
+    default_artifact_store,
+)
+from durable_tools.tools._artifacts import ARTIFACTS_ENV
+
+
+def test_put_and_get_are_content_addressed(tmp_path: Path) -> None:
+    store = FileSystemArtifactStore(tmp_path)
+    data = b"hello artifacts"
+    digest = hashlib.sha256(data).hexdigest()
+    ref = store.put(data, "text/plain")
+    path = tmp_path / digest[:2] / digest
+    assert path.read_bytes() == data
+    assert ref == ArtifactRef(
+        uri=path.resolve().as_uri(), size=len(data), sha256=digest, media_type="text/plain"
+    )
+    assert ref.uri.startswith("file://")
+    assert store.get(ref) == data
+    assert store.put(data, "text/plain") == ref  # idempotent, e.g. for a retried attempt
+    assert [p.name for p in path.parent.iterdir()] == [digest]  # no temp files left
+
+
+def test_get_refuses_missing_foreign_and_altered_artifacts(tmp_path: Path) -> None:
+    store = FileSystemArtifactStore(tmp_path / "a")
+    ref = store.put(b"data")
+    with pytest.raises(KeyError, match="not in the store"):
+        FileSystemArtifactStore(tmp_path / "b").get(ref)
+    other = FileSystemArtifactStore(tmp_path / "a")
+    missing = ref.model_copy(update={"sha256": "0" * 64, "uri": "memory://x"})
+    with pytest.raises(KeyError, match="not found"):
+        other.get(missing)
+    Path(ref.uri.removeprefix("file://")).write_bytes(b"tampered")
+    with pytest.raises(KeyError, match="sha256"):
+        store.get(ref)
+
+
+def test_default_root_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ARTIFACTS_ENV, str(tmp_path / "env-root"))
+    store = default_artifact_store()
+    assert store.root == tmp_path / "env-root"
+    monkeypatch.delenv(ARTIFACTS_ENV)
+    assert FileSystemArtifactStore().root == Path(".durable-tools") / "artifacts"
+
+
+def test_stores_satisfy_the_protocol(tmp_path: Path) -> None:
+    assert isinstance(FileSystemArtifactStore(tmp_path), ArtifactStore)
+    memory = InMemoryArtifactStore()
+    assert isinstance(memory, ArtifactStore)
+    ref = memory.put(b"x", "application/json")
+    assert memory.get(ref) == b"x" and ref.uri.startswith("memory://")

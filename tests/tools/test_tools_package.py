@@ -1,0 +1,64 @@
+"""The package exports what it means to, and stays free of Temporal."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import durable_tools.tools as tools
+from durable_tools.tools import (
+    _artifacts,
+    _catalog,
+    _classify,
+    _docstrings,
+    _events,
+    _formatting,
+    _middleware,
+    _names,
+    _options,
+    _registered,
+    _registry,
+    _schema,
+    _validation,
+)
+
+
+def test_all_is_sorted_and_every_name_exists() -> None:
+    assert tools.__all__ == sorted(tools.__all__)
+    assert len(set(tools.__all__)) == len(tools.__all__)
+    for name in tools.__all__:
+        assert hasattr(tools, name), name
+
+
+def test_private_modules_declare_all() -> None:
+    modules = [
+        _artifacts,
+        _catalog,
+        _classify,
+        _docstrings,
+        _events,
+        _formatting,
+        _middleware,
+        _names,
+        _options,
+        _registered,
+        _registry,
+        _schema,
+        _validation,
+    ]
+    for module in modules:
+        assert module.__all__, module.__name__
+        for name in module.__all__:
+            assert hasattr(module, name), f"{module.__name__}.{name}"
+
+
+def test_the_tool_layer_does_not_import_temporalio() -> None:
+    code = (
+        "import sys, durable_tools.tools as t; "
+        "t.ToolRegistry().register(lambda x=1: x, name='f'); "
+        "print(sorted(m for m in sys.modules if m.startswith('temporalio')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"
