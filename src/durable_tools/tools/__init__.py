@@ -57,6 +57,11 @@ from ._spec import (
 from ._validation import parse_arguments, validate_arguments, validate_output
 
 __all__ = [
+    "TOOL_COMPLETED",
+    "TOOL_FAILED",
+    "TOOL_INVALID_ARGS",
+    "TOOL_POLICY_EXHAUSTED",
+    "TOOL_STARTED",
     "ApprovalMode",
     "ApprovalPredicate",
     "ArtifactRef",
@@ -82,11 +87,6 @@ __all__ = [
     "Safety",
     "SideEffect",
     "Skip",
-    "TOOL_COMPLETED",
-    "TOOL_FAILED",
-    "TOOL_INVALID_ARGS",
-    "TOOL_POLICY_EXHAUSTED",
-    "TOOL_STARTED",
     "ToolCallInfo",
     "ToolContext",
     "ToolError",
