@@ -60,7 +60,9 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
         try:
             spec = registry.get(request.tool_name).spec
         except ToolNotFound as error:
-            raise ApplicationError(error.message, type=error.kind.value, non_retryable=True) from None
+            raise ApplicationError(
+                error.message, type=error.kind.value, non_retryable=True
+            ) from None
         result = PreflightResult(
             approval_required=spec.approval == "conditional"
             and registry.requires_approval(spec.name, request.arguments)

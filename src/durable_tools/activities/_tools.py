@@ -20,11 +20,11 @@ from temporalio.exceptions import ApplicationError
 
 from durable_tools.activities._runtime import ToolRuntime
 from durable_tools.activities._types import ToolInvocation
+from durable_tools.tools._classify import classify_exception, error_message_for_model
 from durable_tools.tools._context import ToolContext
 from durable_tools.tools._errors import ToolError
 from durable_tools.tools._formatting import format_result
 from durable_tools.tools._registry import RegisteredTool
-from durable_tools.tools._validation import classify_exception, error_message_for_model
 
 __all__ = ["make_tool_activity", "to_application_error"]
 
@@ -52,9 +52,7 @@ def to_application_error(
     )
 
 
-async def _heartbeat_while(
-    work: Awaitable[Any], interval: float | None, details: list[Any]
-) -> Any:
+async def _heartbeat_while(work: Awaitable[Any], interval: float | None, details: list[Any]) -> Any:
     """Await `work`, heartbeating every `interval` seconds so cancellation and crash
     detection work even for tools that never report progress themselves."""
     if interval is None:
@@ -132,8 +130,8 @@ def make_tool_activity(
         except ToolError as error:
             raise to_application_error(error, invocation.call_id, spec.name, secrets) from None
         except Exception as exc:  # classified once, here, for every tool
-            error = classify_exception(exc)
-            raise to_application_error(error, invocation.call_id, spec.name, secrets) from None
+            classified = classify_exception(exc)
+            raise to_application_error(classified, invocation.call_id, spec.name, secrets) from None
         outcome = format_result(
             result,
             call_id=invocation.call_id,

@@ -9,6 +9,7 @@ the tools a run may use come from the catalog activity, recorded in history at s
 from __future__ import annotations
 
 import asyncio
+import builtins
 from datetime import timedelta
 from typing import Any
 
@@ -41,19 +42,25 @@ with workflow.unsafe.imports_passed_through():
         ToolDefinition,
     )
     from durable_tools.tools import (
+        Cancelled,
+        Denied,
         ErrorKind,
         InvalidArguments,
         LoadingMode,
+        NeedsAuthorization,
+        ToolExecutionError,
         ToolNotFound,
         ToolOutcome,
         ToolSpec,
+        ToolTimeout,
     )
-    from durable_tools.tools._formatting import abridge_arguments, redact_arguments
-    from durable_tools.tools._validation import (
-        error_message_for_model,
-        parse_arguments,
-        validate_arguments,
+    from durable_tools.tools._classify import error_message_for_model
+    from durable_tools.tools._formatting import (
+        abridge_arguments,
+        error_outcome,
+        redact_arguments,
     )
+    from durable_tools.tools._validation import parse_arguments, validate_arguments
     from durable_tools.workflows._approvals import (
         InvalidDecision,
         arguments_hash,
@@ -201,7 +208,7 @@ class AgentWorkflow:
             run_id=workflow.info().workflow_id,
         )
         try:
-            return await workflow.execute_activity(
+            response: ModelResponse = await workflow.execute_activity(
                 MODEL_ACTIVITY,
                 ModelCall(request=request),
                 result_type=ModelResponse,
@@ -209,6 +216,7 @@ class AgentWorkflow:
                 retry_policy=RetryPolicy(maximum_attempts=self._config.model_max_attempts),
                 summary=f"model {self._config.model} turn {self._turn + 1}",
             )
+            return response
         except ActivityError as err:
             cause = err.cause
             detail = cause.message if isinstance(cause, ApplicationError) else str(cause or err)
@@ -260,9 +268,7 @@ class AgentWorkflow:
             if self._cancel_reason is not None:
                 results.extend(self._cancelled_message(call) for call in group)
                 continue
-            tasks = [
-                asyncio.create_task(self._bounded(gate, call, advertised)) for call in group
-            ]
+            tasks = [asyncio.create_task(self._bounded(gate, call, advertised)) for call in group]
             for call, task in zip(group, tasks, strict=True):
                 self._running[call.id] = task
             try:
@@ -288,8 +294,9 @@ class AgentWorkflow:
         for record in self._timeline:
             if record.call_id == call.id and record.status in ("running", "awaiting_approval"):
                 record.status = "cancelled"
+        cancelled = Cancelled(self._cancel_reason or "the run was cancelled")
         return Message.tool(
-            call.id, call.name, f"Error [Cancelled] tool call {call.id} ({call.name}) was cancelled."
+            call.id, call.name, error_message_for_model(call.id, call.name, cancelled)
         )
 
     def _check_call_cancelled(self) -> None:
@@ -310,9 +317,7 @@ class AgentWorkflow:
         spec = advertised.get(call.name)
         try:
             if spec is None:
-                raise ToolNotFound(
-                    f"unknown tool {call.name!r}; available: {', '.join(sorted(advertised))}"
-                )
+                raise ToolNotFound(f"unknown tool {call.name!r}")
             arguments = parse_arguments(call.arguments)
             validate_arguments(spec, arguments)
         except (InvalidArguments, ToolNotFound) as error:
@@ -320,7 +325,10 @@ class AgentWorkflow:
             record.error_kind = error.kind.value
             record.result = error.message[:300]
             self._event("tool.invalid_args", call, detail=error.message[:300])
-            return Message.tool(call.id, call.name, error_message_for_model(call.id, call.name, error))
+            message = error_message_for_model(
+                call.id, call.name, error, available=sorted(advertised)
+            )
+            return Message.tool(call.id, call.name, message)
         record.arguments = abridge_arguments(redact_arguments(arguments, spec.safety.redact))
         return await self._approve_and_execute(call, spec, arguments, record)
 
@@ -349,10 +357,7 @@ class AgentWorkflow:
                 if self._config.approval.on_deny == "end_run":
                     raise _EndRun(RunStatus.FAILED, f"tool call {call.id} ({spec.name}) {text}")
                 return Message.tool(
-                    call.id,
-                    spec.name,
-                    f"Error [Denied] tool call {call.id} ({spec.name}) was {text}. "
-                    "Do not retry the same call; continue without it or ask the user.",
+                    call.id, spec.name, error_message_for_model(call.id, spec.name, Denied(text))
                 )
         grant_ref = preflight.grant_ref if preflight else None
         while True:
@@ -363,12 +368,9 @@ class AgentWorkflow:
                     record.status = "failed"
                     record.error_kind = ErrorKind.UNAUTHORIZED.value
                     record.result = f"authorization failed: {completed.error}"
+                    refused = NeedsAuthorization(f"authorization failed: {completed.error}")
                     return Message.tool(
-                        call.id,
-                        spec.name,
-                        f"Error [NeedsAuthorization] tool call {call.id} ({spec.name}): the user "
-                        f"did not authorize access to {spec.oauth.provider if spec.oauth else ''}"
-                        f" ({completed.error}).",
+                        call.id, spec.name, error_message_for_model(call.id, spec.name, refused)
                     )
                 grant_ref = completed.grant_ref
             record.status = "running"
@@ -382,7 +384,7 @@ class AgentWorkflow:
     async def _preflight(
         self, call: ToolCall, spec: ToolSpec, arguments: dict[str, Any], *, force: bool
     ) -> PreflightResult:
-        return await workflow.execute_activity(
+        result: PreflightResult = await workflow.execute_activity(
             PREFLIGHT_ACTIVITY,
             PreflightRequest(
                 call_id=call.id,
@@ -396,6 +398,7 @@ class AgentWorkflow:
             start_to_close_timeout=timedelta(seconds=30),
             summary=f"preflight {spec.name} {call.id}",
         )
+        return result
 
     async def _execute(
         self,
@@ -447,6 +450,8 @@ class AgentWorkflow:
                         summary=summary,
                     )
             except ActivityError as err:
+                if isinstance(err.cause, CancelledError) and self._cancel_reason is not None:
+                    return self._cancelled_outcome(call, spec, record)
                 attempts += 1
                 failure = self._failure_outcome(call, spec, err)
                 retry = spec.policy.retry
@@ -473,17 +478,16 @@ class AgentWorkflow:
             except asyncio.CancelledError:
                 if self._cancel_reason is None:
                     raise
-                record.status = "cancelled"
-                record.finished_at = workflow.now()
-                self._event("tool.cancelled", call, detail=self._cancel_reason)
-                return ToolOutcome(
-                    call_id=call.id,
-                    tool_name=spec.name,
-                    content=f"Error [Cancelled] tool call {call.id} ({spec.name}) was cancelled.",
-                    is_error=True,
-                    error_kind=ErrorKind.CANCELLED.value,
-                )
+                return self._cancelled_outcome(call, spec, record)
             return self._record_outcome(call, record, outcome, attempts + outcome.attempt)
+
+    def _cancelled_outcome(
+        self, call: ToolCall, spec: ToolSpec, record: ToolCallRecord
+    ) -> ToolOutcome:
+        record.status = "cancelled"
+        record.finished_at = workflow.now()
+        self._event("tool.cancelled", call, detail=self._cancel_reason)
+        return error_outcome(call.id, spec.name, Cancelled(self._cancel_reason or "cancelled"))
 
     def _failure_outcome(self, call: ToolCall, spec: ToolSpec, err: ActivityError) -> ToolOutcome:
         cause = err.cause
@@ -496,18 +500,13 @@ class AgentWorkflow:
                 else f"Error [{kind}] tool call {call.id} ({spec.name}) failed: {cause.message}"
             )
         elif isinstance(cause, TimeoutError):
-            kind = ErrorKind.TIMEOUT.value
-            text = (
-                f"Error [ToolTimeout] tool call {call.id} ({spec.name}) timed out "
-                f"({cause.type.name.lower() if cause.type else 'timeout'})."
-                + ("" if spec.safety.safe_to_repeat else " It may or may not have taken effect.")
-            )
+            which = cause.type.name.lower().replace("_", "-") if cause.type else "activity"
+            effect = "" if spec.safety.safe_to_repeat else "; it may or may not have taken effect"
+            return error_outcome(call.id, spec.name, ToolTimeout(f"{which} timeout{effect}"))
         elif isinstance(cause, CancelledError):
-            kind = ErrorKind.CANCELLED.value
-            text = f"Error [Cancelled] tool call {call.id} ({spec.name}) was cancelled."
+            return error_outcome(call.id, spec.name, Cancelled("the call was cancelled"))
         else:
-            kind = ErrorKind.EXECUTION.value
-            text = f"Error [ToolExecutionError] tool call {call.id} ({spec.name}) failed: {err}"
+            return error_outcome(call.id, spec.name, ToolExecutionError(str(cause or err)))
         return ToolOutcome(
             call_id=call.id, tool_name=spec.name, content=text, is_error=True, error_kind=kind
         )
@@ -538,7 +537,9 @@ class AgentWorkflow:
             query = str(arguments.get("query", ""))
         except InvalidArguments as error:
             record.status = "invalid"
-            return Message.tool(call.id, call.name, error_message_for_model(call.id, call.name, error))
+            return Message.tool(
+                call.id, call.name, error_message_for_model(call.id, call.name, error)
+            )
         found = search_specs(
             [s for s in self._catalog if s.loading == LoadingMode.DEFERRED], query, limit=5
         )
@@ -583,7 +584,7 @@ class AgentWorkflow:
                         lambda: call.id in self._decisions or self._cancel_reason is not None,
                         timeout=timeout,
                     )
-                except asyncio.TimeoutError:
+                except builtins.TimeoutError:
                     if policy.on_timeout == "escalate" and not pending.escalated:
                         timeout = policy.escalation_timeout_seconds or policy.timeout_seconds
                         pending.escalated = True

@@ -29,5 +29,3 @@ def search_definition() -> ToolDefinition:
             "additionalProperties": False,
         },
     )
-
-

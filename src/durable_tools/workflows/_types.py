@@ -106,7 +106,7 @@ class AgentConfig(BaseModel):
     strategy: ExecutionStrategy = ExecutionStrategy()
     limits: Limits = Limits()
     approval: ApprovalPolicy = ApprovalPolicy()
-    continue_as_new_after_events: int | None = Field(default=None, ge=100)
+    continue_as_new_after_events: int | None = Field(default=None, ge=20)
     """Continue-as-new after this many history events, besides when the server suggests it."""
     output_limit_bytes: int = Field(default=16_000, ge=256)
     """Largest tool output kept in the conversation; larger ones go to the artifact store."""

@@ -1,0 +1,59 @@
+"""Helpers shared by the durable tests: scripts, workers and history inspection."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory
+
+from durable_tools.tools import ToolRegistry
+from durable_tools.worker import build_worker
+
+
+def write_script(directory: Path, steps: list[dict[str, Any]]) -> str:
+    """Write a scripted model file and return its model spec (`scripted:PATH`)."""
+    path = directory / f"script-{uuid.uuid4().hex[:8]}.json"
+    path.write_text(json.dumps({"steps": steps}))
+    return f"scripted:{path}"
+
+
+def calls(*calls: tuple[str, str, Any]) -> dict[str, Any]:
+    """A scripted step asking for tool calls `(id, name, arguments)`."""
+    return {"tool_calls": [{"id": i, "name": n, "arguments": a} for i, n, a in calls]}
+
+
+def answer(text: str) -> dict[str, Any]:
+    """A scripted step giving the final answer."""
+    return {"text": text}
+
+
+@asynccontextmanager
+async def running_worker(
+    client: Client, registry: ToolRegistry, task_queue: str, **options: Any
+) -> AsyncIterator[None]:
+    """Run a worker for `registry` on `task_queue` for the duration of the block."""
+    worker = build_worker(client, registry, task_queue=task_queue, **options)
+    async with worker:
+        yield
+
+
+async def history_of(handle: WorkflowHandle[Any, Any]) -> WorkflowHistory:
+    return await handle.fetch_history()
+
+
+def scheduled_activities(history: WorkflowHistory) -> list[str]:
+    """Activity type names scheduled in a history, in order (regular activities only)."""
+    names = []
+    for event in history.events:
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            names.append(event.activity_task_scheduled_event_attributes.activity_type.name)
+    return names
+
+
+def local_activity_markers(history: WorkflowHistory) -> int:
+    return sum(1 for e in history.events if e.HasField("marker_recorded_event_attributes"))
