@@ -160,7 +160,10 @@ def test_cancellation_is_classified() -> None:
             InvalidArguments("bad", errors=["$.city: 3 is not of type 'string'"]),
             ["call_1", "- $.city: 3 is not of type 'string'", "Fix the arguments and call"],
         ),
-        (ToolNotFound("no tool"), ["call_1", "no tool of that name", "Available tools: a, b"]),
+        (
+            ToolNotFound("no tool"),
+            ["call_1", "no tool of that name", "Available tools: a, b"],
+        ),
         (Denied("the user said no"), ["denied: the user said no", "Do not repeat"]),
         (ToolTimeout("too slow", retryable=True), ["timed out"]),
         (ToolExecutionError("HTTP 404", retryable=False), ["failed: HTTP 404", "will fail again"]),

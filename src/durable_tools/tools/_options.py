@@ -46,11 +46,14 @@ class ToolOptions(TypedDict, total=False):
     """
 
     name: str
+    """Defaults to the function's name; checked against the registry's naming rule."""
     description: str
+    """Defaults to the docstring's text before its first section (`Args:` ...)."""
     tags: Sequence[str]
     auth_scopes: Sequence[str]
     loading: LoadingMode | Literal["always", "deferred"]
     safety: Safety
+    """All safety flags at once; the flat keywords below override its fields."""
     read_only: bool
     idempotent: bool
     networked: bool
@@ -62,6 +65,11 @@ class ToolOptions(TypedDict, total=False):
     redact: Sequence[str]
     side_effect: SideEffect
     policy: ExecutionPolicy
+    """All execution options at once; the flat keywords below override its fields.
+
+    `retry.retry_timeouts` left None is resolved at registration: True only for
+    read-only or idempotent tools.
+    """
     start_to_close_timeout: float | timedelta
     schedule_to_close_timeout: float | timedelta | None
     heartbeat_timeout: float | timedelta | None
@@ -69,12 +77,19 @@ class ToolOptions(TypedDict, total=False):
     task_queue: str | None
     local: bool
     approval: bool | ApprovalPredicate
+    """True: always ask a person; a predicate over the validated arguments: ask when it
+    returns True (or raises). The predicate stays on the worker."""
     oauth: OAuthRequirement | None
     aliases: Mapping[str, str]
     strict: bool
+    """OpenAI strict function calling: all properties required, optional ones nullable.
+    Examples of a strict tool must then list every property (null for "not given")."""
     examples: Sequence[Mapping[str, Any]]
+    """Example arguments, validated against the input schema at registration."""
     output_schema: Mapping[str, Any] | type[BaseModel] | None
+    """Defaults to the schema of a pydantic return annotation."""
     visible_to: Callable[[Identity], bool] | None
+    """Worker-side rule hiding the tool from some identities in `catalog()`."""
 
 
 _KNOWN_OPTIONS = frozenset(ToolOptions.__annotations__)
