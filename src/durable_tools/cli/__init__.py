@@ -1,0 +1,49 @@
+"""The `durable-tools` command: servers, workers, runs, approvals and the demo.
+
+Environment: `TEMPORAL_ADDRESS` (default 127.0.0.1:7233), `TEMPORAL_NAMESPACE`,
+`DURABLE_TOOLS_TASK_QUEUE`, `DURABLE_TOOLS_SECRET_<NAME>` (worker secrets),
+`DURABLE_TOOLS_ARTIFACTS` (artifact store), `DURABLE_TOOLS_HOME` (embedded server data).
+
+Exit codes: 0 success; 1 a run that did not complete; 2 a usage or user error (no server,
+unknown run, a rejected decision); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+
+from ._errors import CliError
+from ._parser import build_parser
+
+__all__ = ["CliError", "build_parser", "main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code.
+
+    Args:
+        argv: The arguments without the program name; default `sys.argv[1:]`.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        code: int = asyncio.run(args.handler(args))
+    except CliError as error:
+        print(f"durable-tools: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("durable-tools: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`durable-tools runs | head`): not an error worth a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    sys.stdout.flush()
+    return code

@@ -1,0 +1,108 @@
+"""Long-running commands: the embedded server, a worker, and the demo."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+from datetime import timedelta
+from typing import Any
+
+from durable_tools.connection import resolve_address
+from durable_tools.server import DevServer, DevServerError
+from durable_tools.worker import build_worker, secrets_from_env, task_queue_from_env
+
+from ._commands import load_tools
+from ._errors import CliError, connect_or_explain
+
+__all__ = ["cmd_demo", "cmd_server", "cmd_worker", "stop_on_signals"]
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGINT or SIGTERM (where the loop supports signal handlers)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def cmd_server(args: argparse.Namespace) -> int:
+    """Run the embedded dev server in the foreground until Ctrl-C."""
+    server = DevServer(args.data_dir, port=args.port, ui_port=args.ui_port, headless=args.headless)
+    # A server already answering there would make the new one fail to bind, and its
+    # readiness check would succeed against the old one: refuse up front.
+    with contextlib.suppress(CliError):
+        await connect_or_explain(server.address)
+        raise CliError(f"a Temporal server already answers at {server.address}")
+    stop = stop_on_signals()
+    try:
+        await server.start()
+    except DevServerError as error:
+        raise CliError(str(error)) from None
+    print(f"Temporal dev server at {server.address} (namespace {server.namespace})", flush=True)
+    if server.ui_base:
+        print(f"Web UI: {server.ui_base}", flush=True)
+    print(f"state: {server.db_path}   log: {server.log_path}", flush=True)
+    print("Ctrl-C to stop", flush=True)
+    try:
+        while server.running and not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.5)
+    finally:
+        crashed = not server.running
+        code = await server.stop()
+    if crashed and not stop.is_set():
+        raise CliError(f"the dev server exited with code {code}; see {server.log_path}", 1)
+    print("stopped", flush=True)
+    return 0
+
+
+async def cmd_worker(args: argparse.Namespace) -> int:
+    """Run a worker for a registry until Ctrl-C or SIGTERM, then shut down gracefully."""
+    registry = load_tools(args.tools)
+    client = await connect_or_explain()
+    task_queue = args.task_queue or task_queue_from_env()
+    options: dict[str, Any] = {
+        "graceful_shutdown_timeout": timedelta(seconds=max(args.graceful_shutdown, 0)),
+    }
+    if args.max_concurrent_activities:
+        options["max_concurrent_activities"] = args.max_concurrent_activities
+    secrets = secrets_from_env()
+    worker = build_worker(client, registry, task_queue=task_queue, secrets=secrets, **options)
+    stop = stop_on_signals()
+    names = ", ".join(spec.name for spec in registry.specs()) or "none"
+    print(
+        f"worker on {resolve_address()} namespace {client.namespace} task queue {task_queue}\n"
+        f"tools: {names}\nsecrets: {len(secrets)} from DURABLE_TOOLS_SECRET_*\n"
+        "Ctrl-C or SIGTERM to stop",
+        flush=True,
+    )
+    run = asyncio.ensure_future(worker.run())
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({run, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if not run.done():
+        print("shutting down: finishing running tools ...", flush=True)
+        await worker.shutdown()
+    stopping.cancel()
+    try:
+        await run
+    except Exception as error:  # the worker died on its own: say why, briefly
+        raise CliError(f"worker stopped: {error}", 1) from None
+    print("worker stopped", flush=True)
+    return 0
+
+
+async def cmd_demo(args: argparse.Namespace) -> int:
+    """The demo: server, worker, a scripted run with an approval, the timeline."""
+    from durable_tools.demo.runner import run_demo
+
+    def out(line: str) -> None:
+        print(line, flush=True)
+
+    try:
+        return await run_demo(auto_approve=args.auto_approve, keep_server=args.keep_server, out=out)
+    except DevServerError as error:
+        raise CliError(str(error)) from None
