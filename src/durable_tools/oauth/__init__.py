@@ -7,6 +7,7 @@ tokens encrypted, and tells the run a `grant_ref`, never a token. Inside the too
 `access_token()` returns a valid token, refreshing it when due.
 """
 
+from ._broker import OAuthBroker, oauth_user, run_notifier
 from ._callback_server import (
     CallbackApp,
     CallbackServer,
@@ -55,6 +56,7 @@ __all__ = [
     "MemoryTokenStore",
     "OAuthConfigError",
     "OAuthError",
+    "OAuthBroker",
     "OAuthManager",
     "OAuthProvider",
     "OnComplete",
@@ -72,6 +74,8 @@ __all__ = [
     "load_key",
     "load_providers",
     "make_callback_app",
+    "oauth_user",
+    "run_notifier",
     "new_code_verifier",
     "new_state",
     "serve_callback",

@@ -9,6 +9,8 @@ the tools a run may use come from the catalog activity, recorded in history at s
 from __future__ import annotations
 
 import asyncio
+import sys
+from collections.abc import Callable
 import builtins
 from datetime import timedelta
 from typing import Any
@@ -610,7 +612,7 @@ class AgentWorkflow:
             return self._decisions[call.id]
         finally:
             self._pending.pop(call.id, None)
-            self._publish()
+            _unless_evicted(self._publish)
 
     async def _await_authorization(
         self, call: ToolCall, spec: ToolSpec, preflight: PreflightResult
@@ -641,7 +643,7 @@ class AgentWorkflow:
             return completed
         finally:
             self._authorizations.pop(call.id, None)
-            self._publish()
+            _unless_evicted(self._publish)
 
     # ----------------------------------------------------------------- handlers
 
@@ -855,6 +857,16 @@ class AgentWorkflow:
                 ),
             )
         )
+
+
+def _unless_evicted(publish: Callable[[], None]) -> None:
+    """Run `publish` unless the workflow is being evicted from the worker's cache.
+
+    On eviction the SDK closes pending coroutines (GeneratorExit runs their `finally`
+    blocks) outside the workflow event loop, where workflow calls would raise.
+    """
+    if workflow.in_workflow() and not isinstance(sys.exception(), GeneratorExit):
+        publish()
 
 
 def _seconds_of(delay: timedelta | None) -> float | None:
