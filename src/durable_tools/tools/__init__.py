@@ -44,6 +44,7 @@ from ._middleware import Middleware, Skip, ToolCallInfo
 from ._names import ToolRegistrationError
 from ._registry import ApprovalPredicate, RegisteredTool, ToolOptions, ToolRegistry
 from ._results import ArtifactRef, ContentBlock, ToolOutcome, ToolResult
+from ._schema_tools import SchemaHandler, SchemaTool
 from ._spec import (
     ApprovalMode,
     ExecutionPolicy,
@@ -85,6 +86,8 @@ __all__ = [
     "RegisteredTool",
     "RetrySpec",
     "Safety",
+    "SchemaHandler",
+    "SchemaTool",
     "SideEffect",
     "Skip",
     "ToolCallInfo",

@@ -21,6 +21,7 @@ from ._docstrings import parse_docstring
 from ._names import NameStyle, ToolRegistrationError, check_alias, check_tool_name
 from ._registered import ApprovalPredicate, RegisteredTool
 from ._schema import SignaturePlan, plan_signature, schema_for_model
+from ._schema_tools import SchemaTool, plan_for_schema
 from ._spec import (
     ExecutionPolicy,
     LoadingMode,
@@ -92,10 +93,7 @@ class ToolOptions(TypedDict, total=False):
     """Worker-side rule hiding the tool from some identities in `catalog()`."""
 
 
-_KNOWN_OPTIONS = frozenset(ToolOptions.__annotations__)
-
-
-_KNOWN_OPTIONS = frozenset(ToolOptions.__annotations__)
+_KNOWN_OPTIONS = frozenset(ToolOptions.__annotations__) | {"input_schema"}
 
 
 def _seconds(value: Any) -> Any:
@@ -174,7 +172,12 @@ def build_tool(
         mode = "always" if approval else "never"
 
     strict = bool(options.get("strict", False))
-    plan = plan_signature(fn, tool_name=name, docstring=docstring, strict=strict)
+    given_schema = options.get("input_schema")
+    plan = (
+        plan_signature(fn, tool_name=name, docstring=docstring, strict=strict)
+        if given_schema is None
+        else plan_for_schema(given_schema, tool_name=name, strict=strict)
+    )
     output_schema = _output_schema(options.get("output_schema"), plan, name)
 
     aliases = dict(options.get("aliases") or {})
@@ -203,7 +206,8 @@ def build_tool(
             f"tool {name!r}: invalid options: {exc}", rule="options", tool_name=name
         ) from None
     _check_examples(spec)
-    tool = RegisteredTool(
+    tool_class = RegisteredTool if given_schema is None else SchemaTool
+    tool = tool_class(
         spec=spec,
         fn=fn,
         plan=plan,

@@ -34,6 +34,7 @@ from ._names import NameStyle, ToolRegistrationError
 from ._options import ToolOptions, build_tool
 from ._registered import ApprovalPredicate, RegisteredTool
 from ._results import ContentBlock, ToolResult
+from ._schema_tools import SchemaHandler
 from ._spec import LoadingMode, ToolSpec
 from ._validation import parse_arguments, validate_arguments, validate_output
 
@@ -104,6 +105,36 @@ class ToolRegistry:
         """
         tool = build_tool(
             fn, options, name_style=self.name_style, max_name_length=self.max_name_length
+        )
+        self._add(tool)
+        return tool
+
+    def register_schema(
+        self,
+        handler: SchemaHandler,
+        *,
+        input_schema: Mapping[str, Any],
+        **options: Unpack[ToolOptions],
+    ) -> RegisteredTool:
+        """Register a tool whose JSON Schema is given (MCP, OpenAPI, HTTP tools).
+
+        The handler is called as `handler(arguments=<validated dict>, ctx=<ToolContext>)`,
+        sync or async. Everything else (safety, policy, approval, ...) is as for `register`.
+
+        Raises:
+            ToolRegistrationError: as for `register`, or `rule="schema"` for a schema that
+                is not a valid JSON Schema of an object.
+        """
+        if "name" not in options:
+            raise ToolRegistrationError(
+                "register_schema needs name=: a schema-given tool has no function name to use",
+                rule="empty",
+            )
+        tool = build_tool(
+            handler,
+            {**options, "input_schema": dict(input_schema)},
+            name_style=self.name_style,
+            max_name_length=self.max_name_length,
         )
         self._add(tool)
         return tool
