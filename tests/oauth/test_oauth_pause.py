@@ -1,0 +1,185 @@
+"""OAuth as a durable pause, end to end: run -> awaiting_authorization -> browser -> fake
+provider -> callback server -> signal -> tool runs with the token, which never enters history."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fake_provider import FakeOAuthProvider
+from temporalio.client import Client
+
+from durable_tools.client import AgentRun, DurableTools
+from durable_tools.oauth import (
+    CallbackServer,
+    OAuthBroker,
+    OAuthManager,
+    generate_key,
+    run_notifier,
+    serve_callback,
+)
+from durable_tools.tools import (
+    Identity,
+    NeedsAuthorization,
+    OAuthRequirement,
+    ToolContext,
+    ToolRegistry,
+)
+from durable_tools.workflows import RunSnapshot, RunStatus
+from support import answer, calls, running_worker, write_script
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def wait_for_authorization(run: AgentRun, timeout: float = 15) -> RunSnapshot:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        snapshot = await run.status()
+        if snapshot.pending_authorizations:
+            return snapshot
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"run never asked for authorization: {snapshot}")
+        await asyncio.sleep(0.1)
+
+
+async def authorize_in_browser(url: str) -> httpx.Response:
+    """What the user does: open the URL; the fake provider approves and redirects back."""
+    async with httpx.AsyncClient(follow_redirects=True, timeout=10) as browser:
+        return await browser.get(url)
+
+
+@pytest.fixture
+async def oauth(
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[FakeOAuthProvider, OAuthManager, CallbackServer]]:
+    monkeypatch.setenv("FAKE_OAUTH_CLIENT_SECRET", "test-secret")
+    port = free_port()
+    with FakeOAuthProvider() as fake:
+        manager = OAuthManager.from_data_dir(
+            [fake.provider_config(redirect_uri=f"http://127.0.0.1:{port}/oauth/callback")],
+            tmp_path,
+            key=generate_key(),
+        )
+        on_complete, on_error = run_notifier(client)
+        server = await serve_callback(manager, on_complete, on_error, port=port)
+        try:
+            yield fake, manager, server
+        finally:
+            await server.stop()
+
+
+def calendar_registry(tokens_seen: list[str], revoked: set[str]) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True, oauth=OAuthRequirement(provider="fake", scopes=("read",)))
+    def read_calendar(day: str, ctx: ToolContext) -> dict[str, Any]:
+        """Read the user's calendar for a day."""
+        assert ctx.access_token
+        tokens_seen.append(ctx.access_token)
+        if ctx.access_token in revoked:
+            raise NeedsAuthorization("the provider rejected the token (revoked)")
+        return {"day": day, "events": ["standup"]}
+
+    return registry
+
+
+async def test_oauth_pause_completes_through_the_callback_and_repauses_on_revocation(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    oauth: tuple[FakeOAuthProvider, OAuthManager, CallbackServer],
+) -> None:
+    fake, manager, _ = oauth
+    tokens: list[str] = []
+    revoked: set[str] = set()
+    registry = calendar_registry(tokens, revoked)
+    identity = Identity(tenant="acme", user="alice")
+    step = calls(("cal1", "read_calendar", {"day": "monday"}))
+    async with running_worker(client, registry, task_queue, oauth=OAuthBroker(manager)):
+        dt = DurableTools(client, task_queue)
+        run = await dt.start(
+            "what's on monday?",
+            model=write_script(tmp_path, [step, answer("standup")]),
+            identity=identity,
+        )
+        snapshot = await wait_for_authorization(run)
+        assert snapshot.status == RunStatus.AWAITING_AUTHORIZATION
+        pending = snapshot.pending_authorizations[0]
+        assert pending.provider == "fake" and pending.tool == "read_calendar"
+        assert "code_challenge_method=S256" in pending.authorization_url
+        assert tokens == []  # the tool did not run without a grant
+
+        page = await authorize_in_browser(pending.authorization_url)
+        assert page.status_code == 200, page.text
+        first = await run.result()
+        assert first.status == RunStatus.COMPLETED and first.final_answer == "standup"
+        assert len(tokens) == 1
+
+        # A second run of the same user reuses the stored grant: no pause at all.
+        again = await dt.start(
+            "again", model=write_script(tmp_path, [step, answer("ok")]), identity=identity
+        )
+        assert (await again.result()).status == RunStatus.COMPLETED
+        assert len(tokens) == 2 and tokens[1] == tokens[0]
+
+        # The provider revokes the token: the tool says so, the run pauses again instead
+        # of failing, and completes once the user authorizes anew.
+        revoked.add(tokens[0])
+        fake.revoke_all()
+        third = await dt.start(
+            "after revocation",
+            model=write_script(tmp_path, [step, answer("re-authorized")]),
+            identity=identity,
+        )
+        snapshot = await wait_for_authorization(third)
+        assert snapshot.pending_authorizations[0].call_id == "cal1"
+        page = await authorize_in_browser(snapshot.pending_authorizations[0].authorization_url)
+        assert page.status_code == 200, page.text
+        result = await third.result()
+        events = [e.event for e in await third.events()]
+    assert result.status == RunStatus.COMPLETED and result.final_answer == "re-authorized"
+    assert tokens[-1] != tokens[0]
+    assert "tool.unauthorized" in events and events.count("authorization.requested") == 1
+
+    # No token, refresh token or code ever enters any of the three histories.
+    for handle in (run.handle, again.handle, third.handle):
+        history = (await handle.fetch_history()).to_json()
+        for secret in {*tokens, *fake.refresh_tokens, *fake.codes}:
+            assert secret not in history
+
+
+async def test_refused_authorization_goes_back_to_the_model(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    oauth: tuple[FakeOAuthProvider, OAuthManager, CallbackServer],
+) -> None:
+    fake, manager, _ = oauth
+    fake.deny = True
+    tokens: list[str] = []
+    registry = calendar_registry(tokens, set())
+    async with running_worker(client, registry, task_queue, oauth=OAuthBroker(manager)):
+        run = await DurableTools(client, task_queue).start(
+            "calendar",
+            model=write_script(
+                tmp_path,
+                [calls(("c", "read_calendar", {"day": "friday"})), answer("could not read it")],
+            ),
+            identity=Identity(user="bob"),
+        )
+        snapshot = await wait_for_authorization(run)
+        await authorize_in_browser(snapshot.pending_authorizations[0].authorization_url)
+        result = await run.result()
+        reply = next(m.content for m in await run.conversation() if m.role == "tool") or ""
+    assert result.status == RunStatus.COMPLETED
+    assert tokens == []
+    assert "access_denied" in reply and "authorization" in reply
