@@ -25,8 +25,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code.
 
     Args:
-        argv: The arguments without the program name; default `sys.argv[1:]`.
+        argv: The arguments without the program name. Without them (the console script),
+            `sys.argv[1:]` is used and the process exits with the code.
     """
+    code = _main(argv)
+    if argv is None:
+        # Run as the `durable-tools` program: leave without interpreter teardown. The
+        # Temporal client's Rust threads can outlive the event loop and abort a finalizing
+        # interpreter ("PyGILState_Release ... finalizing", temporalio/sdk-python#300).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):

@@ -6,7 +6,9 @@ import argparse
 import asyncio
 import getpass
 import json
+import os
 import sys
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -14,6 +16,7 @@ from temporalio.client import (
     WorkflowExecutionDescription,
     WorkflowFailureError,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -28,13 +31,15 @@ from durable_tools._render import (
     tool_json,
 )
 from durable_tools.client import AgentRun, DurableTools, RunSummary
+from durable_tools.connection import resolve_address
+from durable_tools.server import ui_url
 from durable_tools.tools._context import Identity
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker import load_registry
 from durable_tools.workflows import AgentConfig, ExecutionStrategy, Limits
 
 from ._errors import CliError, connect_or_explain, translate_rpc_errors
-from ._watch import RunWatcher, query_quietly
+from ._watch import RunWatcher, has_workers, query_quietly
 
 __all__ = [
     "cmd_cancel",
@@ -51,8 +56,14 @@ DECIDE_TIMEOUT = 30.0
 """Seconds an approval or denial may wait for a worker to take it."""
 
 
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
 def _dump(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    print(json.dumps(value, indent=2, ensure_ascii=False, default=_json_default))
 
 
 def _who() -> str:
@@ -60,6 +71,17 @@ def _who() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "anonymous"
+
+
+def run_link(run: AgentRun) -> str:
+    """The run's page in the Web UI: `TEMPORAL_UI_URL` if set; for a server on loopback,
+    the embedded server's UI port (frontend port + 1000); else the default."""
+    if not os.environ.get("TEMPORAL_UI_URL"):
+        host, _, port = resolve_address().rpartition(":")
+        if host in ("127.0.0.1", "localhost") and port.isdigit():
+            base = f"http://{host}:{int(port) + 1000}"
+            return ui_url(run.client.namespace, run.run_id, base=base)
+    return run.ui_url
 
 
 def load_tools(target: str) -> ToolRegistry:
@@ -118,10 +140,10 @@ async def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(f"a run with id {args.run_id!r} already exists") from None
     if not args.wait:
         if args.json:
-            _dump({"run_id": run.run_id, "ui_url": run.ui_url, "task_queue": tools.task_queue})
+            _dump({"run_id": run.run_id, "ui_url": run_link(run), "task_queue": tools.task_queue})
         else:
             print(f"started run {run.run_id} on task queue {tools.task_queue}")
-            print(f"UI: {run.ui_url}")
+            print(f"UI: {run_link(run)}")
             print(f"follow it: durable-tools show {run.run_id}")
         return 0
 
@@ -130,7 +152,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr if args.json else sys.stdout, flush=True)
 
     progress(f"started run {run.run_id}")
-    progress(f"UI: {run.ui_url}")
+    progress(f"UI: {run_link(run)}")
     try:
         outcome = await RunWatcher(run, out=progress, task_queue=tools.task_queue).watch()
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -140,7 +162,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         )
         raise
     if args.json:
-        _dump(outcome.to_json(run.ui_url))
+        _dump(outcome.to_json(run_link(run)))
     else:
         if outcome.reason:
             print(f"reason: {outcome.reason}")
@@ -169,14 +191,14 @@ async def cmd_show(args: argparse.Namespace) -> int:
     tools = await _tools(args)
     run = tools.run(args.run_id)
     description = await _describe(run)
-    polled = await query_quietly(run)
+    polled = await query_quietly(run, task_queue=description.task_queue)
     if polled is not None:
         snapshot, timeline = polled
         if args.json:
             _dump(
                 {
                     "run_id": run.run_id,
-                    "ui_url": run.ui_url,
+                    "ui_url": run_link(run),
                     "source": "worker",
                     "execution_status": _status_name(description),
                     **snapshot.model_dump(mode="json"),
@@ -184,9 +206,16 @@ async def cmd_show(args: argparse.Namespace) -> int:
                 }
             )
         else:
-            print(render_snapshot(run.run_id, snapshot, timeline, run.ui_url))
+            print(render_snapshot(run.run_id, snapshot, timeline, run_link(run)))
         return 0
     return await _show_from_server(run, description, args.json)
+
+
+def _no_worker(task_queue: str, what: str) -> str:
+    return (
+        f"no worker {what}: start one for task queue {task_queue} "
+        "(`durable-tools worker --tools MODULE --task-queue ...`)"
+    )
 
 
 def _status_name(description: WorkflowExecutionDescription) -> str:
@@ -208,15 +237,12 @@ async def _show_from_server(
             failure = str(error.cause or error)
         except TimeoutError:
             failure = "the result could not be read in time"
-    note = (
-        f"no worker answered the status query: start one for task queue "
-        f"{description.task_queue} (`durable-tools worker --tools MODULE`) for the full view"
-    )
+    note = _no_worker(description.task_queue, "answered the status query") + " for the full view"
     if as_json:
         _dump(
             {
                 "run_id": run.run_id,
-                "ui_url": run.ui_url,
+                "ui_url": run_link(run),
                 "source": "server",
                 "execution_status": execution,
                 "task_queue": description.task_queue,
@@ -232,7 +258,7 @@ async def _show_from_server(
     print(f"run {run.run_id}  execution {execution}  task queue {description.task_queue}")
     for name, value in attributes.items():
         print(f"  {name}: {value}")
-    print(f"UI: {run.ui_url}")
+    print(f"UI: {run_link(run)}")
     if result is not None:
         print(
             f"status: {result['status']}  turns {result['turns']}  "
@@ -329,6 +355,11 @@ async def cmd_decide(args: argparse.Namespace) -> int:
     """Approve or deny a pending call; a rejected decision exits with 2."""
     tools = await _tools(args)
     run = tools.run(args.run_id)
+    description = await _describe(run)
+    if description.close_time is not None:
+        raise CliError(f"run {run.run_id} has ended ({_status_name(description)}): no decision")
+    if not await has_workers(tools.client, description.task_queue):
+        raise CliError(_no_worker(description.task_queue, "to take the decision"))
     try:
         async with translate_rpc_errors(run.run_id):
             verdict = await asyncio.wait_for(
@@ -345,10 +376,9 @@ async def cmd_decide(args: argparse.Namespace) -> int:
         cause = error.cause
         message = getattr(cause, "message", None) or str(cause or error)
         raise CliError(f"rejected by run {run.run_id}: {message}") from None
-    except TimeoutError:
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
         raise CliError(
-            f"no worker took the decision within {DECIDE_TIMEOUT:.0f} s: is a worker running "
-            "for the run's task queue?"
+            _no_worker(description.task_queue, f"took the decision within {DECIDE_TIMEOUT:.0f} s")
         ) from None
     print(f"{verdict}: call {args.call_id} of run {run.run_id}")
     return 0

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from . import _commands, _services
+from ._commands import (
+    cmd_cancel,
+    cmd_decide,
+    cmd_pending,
+    cmd_run,
+    cmd_runs,
+    cmd_show,
+    cmd_steer,
+    cmd_tools,
+)
+from ._services import cmd_demo, cmd_server, cmd_worker
 
 __all__ = ["build_parser"]
 
@@ -34,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=7233, help="frontend gRPC port (default 7233)")
     p.add_argument("--ui-port", type=int, default=None, help="Web UI port (default port+1000)")
     p.add_argument("--headless", action="store_true", help="no Web UI")
-    p.set_defaults(handler=_services.cmd_server)
+    p.set_defaults(handler=cmd_server)
 
     p = sub.add_parser("worker", help="run a worker for a tool registry until Ctrl-C/SIGTERM")
     p.add_argument("--tools", required=True, metavar="MODULE[:ATTR]", help="the tool registry")
@@ -47,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="on shutdown, how long running tools may finish before they are cancelled",
     )
-    p.set_defaults(handler=_services.cmd_worker)
+    p.set_defaults(handler=cmd_worker)
 
     p = sub.add_parser("run", help="start an agent run")
     p.add_argument("prompt")
@@ -65,22 +75,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task-queue", help="default DURABLE_TOOLS_TASK_QUEUE or durable-tools")
     p.add_argument("--wait", action="store_true", help="follow the run and print its answer")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(handler=_commands.cmd_run)
+    p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("show", help="status, approvals, timeline and answer of a run")
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_commands.cmd_show)
+    p.set_defaults(handler=cmd_show)
 
     p = sub.add_parser("runs", help="recent runs")
     p.add_argument("--status", help="only runs with this AgentStatus (e.g. awaiting_approval)")
     p.add_argument("--limit", type=_positive, default=20)
     p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_commands.cmd_runs)
+    p.set_defaults(handler=cmd_runs)
 
     p = sub.add_parser("pending", help="every run waiting on a person")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_commands.cmd_pending)
+    p.set_defaults(handler=cmd_pending)
 
     for verb in ("approve", "deny"):
         p = sub.add_parser(verb, help=f"{verb} a pending tool call")
@@ -89,25 +99,25 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--as", dest="decider", metavar="WHO", help="who decides (default $USER)")
         p.add_argument("--reason", help="why")
         p.add_argument("--hash", dest="arguments_hash", metavar="H", help="arguments hash shown")
-        p.set_defaults(handler=_commands.cmd_decide, approve=verb == "approve")
+        p.set_defaults(handler=cmd_decide, approve=verb == "approve")
 
     p = sub.add_parser("steer", help="give a run a new instruction before its next turn")
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("text")
-    p.set_defaults(handler=_commands.cmd_steer)
+    p.set_defaults(handler=cmd_steer)
 
     p = sub.add_parser("cancel", help="end a run cleanly")
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--reason")
-    p.set_defaults(handler=_commands.cmd_cancel)
+    p.set_defaults(handler=cmd_cancel)
 
     p = sub.add_parser("tools", help="print the model-visible schemas of a registry")
     p.add_argument("--tools", required=True, metavar="MODULE[:ATTR]")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_commands.cmd_tools)
+    p.set_defaults(handler=cmd_tools)
 
     p = sub.add_parser("demo", help="the whole story on the embedded server, in ~20 s")
     p.add_argument("--auto-approve", action="store_true", help="approve without asking")
     p.add_argument("--keep-server", action="store_true", help="leave the server running")
-    p.set_defaults(handler=_services.cmd_demo)
+    p.set_defaults(handler=cmd_demo)
     return parser

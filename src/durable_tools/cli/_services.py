@@ -34,9 +34,15 @@ async def cmd_server(args: argparse.Namespace) -> int:
     server = DevServer(args.data_dir, port=args.port, ui_port=args.ui_port, headless=args.headless)
     # A server already answering there would make the new one fail to bind, and its
     # readiness check would succeed against the old one: refuse up front.
-    with contextlib.suppress(CliError):
+    try:
         await connect_or_explain(server.address)
-        raise CliError(f"a Temporal server already answers at {server.address}")
+    except CliError:
+        pass  # nothing answers: the port is ours
+    else:
+        raise CliError(
+            f"a Temporal server already answers at {server.address}: use it, or pick "
+            "another --port"
+        )
     stop = stop_on_signals()
     try:
         await server.start()

@@ -10,9 +10,13 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client, WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.exceptions import CancelledError as TemporalCancelledError
 from temporalio.service import RPCError
 
@@ -26,10 +30,11 @@ from durable_tools.workflows import (
     ToolCallRecord,
 )
 
-__all__ = ["ApprovalHandler", "Outcome", "RunWatcher", "query_quietly"]
+__all__ = ["ApprovalHandler", "Outcome", "RunWatcher", "has_workers", "query_quietly"]
 
 QUERY_TIMEOUT = 5.0
 """Seconds a status or timeline query may take before the watcher gives up on it."""
+_POLLER_FRESH = 75.0
 
 
 @dataclass
@@ -63,10 +68,45 @@ class Outcome:
         }
 
 
+async def has_workers(client: Client, task_queue: str) -> bool:
+    """Whether a worker polled the task queue for workflow tasks in the last ~75 s.
+
+    A query to a run whose task queue has no worker waits until it times out; asking the
+    server first answers at once. Long polls last up to ~70 s, so a live worker is seen
+    within that window; a worker that died more recently still counts (the query then
+    times out).
+    """
+    try:
+        response = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=client.namespace,
+                task_queue=TaskQueue(name=task_queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            ),
+            timeout=timedelta(seconds=QUERY_TIMEOUT),
+        )
+    except RPCError:
+        return True  # cannot tell: let the query decide
+    now = datetime.now(UTC)
+    return any(
+        (now - poller.last_access_time.ToDatetime(UTC)).total_seconds() < _POLLER_FRESH
+        for poller in response.pollers
+    )
+
+
 async def query_quietly(
-    run: AgentRun, timeout: float = QUERY_TIMEOUT
+    run: AgentRun, timeout: float = QUERY_TIMEOUT, *, task_queue: str | None = None
 ) -> tuple[RunSnapshot, list[ToolCallRecord]] | None:
-    """Status and timeline, or None when no worker answers (or the query fails)."""
+    """Status and timeline, or None when no worker answers (or the query fails).
+
+    Args:
+        run: The run.
+        timeout: Seconds each query may take.
+        task_queue: The run's task queue: when given and no worker polls it, the queries
+            are skipped instead of waiting for their timeout.
+    """
+    if task_queue is not None and not await has_workers(run.client, task_queue):
+        return None
     try:
         snapshot = await asyncio.wait_for(run.status(), timeout)
         timeline = await asyncio.wait_for(run.timeline(), timeout)
@@ -156,7 +196,7 @@ class RunWatcher:
 
     async def poll(self) -> tuple[RunSnapshot, list[ToolCallRecord]] | None:
         """One look at the run: print what changed since the last one."""
-        polled = await query_quietly(self.run)
+        polled = await query_quietly(self.run, task_queue=self.task_queue)
         if polled is None:
             if not self._warned:
                 where = f" on task queue {self.task_queue}" if self.task_queue else ""
@@ -164,14 +204,14 @@ class RunWatcher:
                 self._warned = True
             return None
         snapshot, timeline = polled
-        status = snapshot.status.value
-        if status != self._status:
-            self.out(f"status: {status}")
-            self._status = status
         for record in timeline:
             if self._records.get(record.call_id) != record.status:
                 self._records[record.call_id] = record.status
                 self.out("  " + render_record(record))
+        status = snapshot.status.value
+        if status != self._status:
+            self.out(f"status: {status}")
+            self._status = status
         for authorization in snapshot.pending_authorizations:
             if authorization.call_id not in self._authorizations:
                 self._authorizations.add(authorization.call_id)

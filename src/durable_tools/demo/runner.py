@@ -199,8 +199,7 @@ async def run_demo(
             out("")
             out("Timeline:")
             out(render_timeline(outcome.timeline))
-            if any(r.tool == "export_report" for r in outcome.timeline):
-                out(f"\nLarge outputs went to the artifact store: {artifacts}")
+            await _explain_artifacts(run, out, artifacts)
             out("")
             if outcome.final_answer is not None:
                 out("Final answer:")
@@ -220,6 +219,28 @@ async def run_demo(
                 await server.stop()
                 out("Temporal: stopped the embedded dev server.")
     return 0 if ok else 1
+
+
+async def _explain_artifacts(run: AgentRun, out: Callable[[str], None], root: Path) -> None:
+    """Show that the big export stayed out of the history: what the model saw, and where
+    the full output is."""
+    try:
+        conversation = await run.conversation()
+        history = await run.handle.fetch_history()
+    except Exception:  # best effort: the demo's story does not depend on it
+        return
+    for message in conversation:
+        content = message.content or ""
+        cut = content.rfind("[output truncated")
+        if message.role != "tool" or cut < 0:
+            continue
+        out(
+            f"\n{message.name} returned a large output: the model saw "
+            f"{len(content.encode())} bytes of it, the rest is in the artifact store ({root}):"
+        )
+        out("  " + clip(content[cut:], 400))
+    size = sum(event.ByteSize() for event in history.events)
+    out(f"History: {len(history.events)} events, {size / 1024:.0f} KB in all.")
 
 
 def _print_kept(out: Callable[[str], None], server: DevServer) -> None:

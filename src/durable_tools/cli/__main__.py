@@ -1,0 +1,5 @@
+"""`python -m durable_tools.cli`."""
+
+from durable_tools.cli import main
+
+main()
