@@ -1,0 +1,139 @@
+"""Record the histories replayed by test_replay.py from real runs on a real dev server.
+
+Run it after a deliberate, compatible change to the workflow's recorded behaviour:
+
+    .venv/bin/python tests/workflows/record_histories.py
+
+Each scenario's history lands in tests/workflows/histories/<name>.json. Commit them: the
+replay test then fails the build whenever a workflow change would break runs in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from support import answer, calls, running_worker, write_script  # noqa: E402
+
+from durable_tools.client import AgentRun, DurableTools  # noqa: E402
+from durable_tools.search_attributes import SEARCH_ATTRIBUTES  # noqa: E402
+from durable_tools.server import find_temporal_cli  # noqa: E402
+from durable_tools.tools import ToolContext, ToolRegistry  # noqa: E402
+from durable_tools.workflows import (  # noqa: E402
+    AgentConfig,
+    ApprovalPolicy,
+    ExecutionStrategy,
+)
+
+HISTORIES = Path(__file__).parent / "histories"
+
+
+def registry() -> ToolRegistry:
+    tools = ToolRegistry()
+
+    @tools.tool(read_only=True)
+    def lookup(key: str) -> dict[str, Any]:
+        """Look a key up."""
+        return {"key": key, "value": len(key)}
+
+    @tools.tool(approval=True, idempotent=True, redact=("note",))
+    def transfer(amount: int, note: str = "", ctx: ToolContext | None = None) -> str:
+        """Move money (needs approval)."""
+        return f"moved {amount} with key {ctx.idempotency_key if ctx else '?'}"
+
+    @tools.tool(read_only=True, loading="deferred")
+    def archive_search(query: str) -> list[str]:
+        """Search the archive."""
+        return [query.upper()]
+
+    return tools
+
+
+async def wait_pending(run: AgentRun, ids: set[str]) -> None:
+    for _ in range(200):
+        if {p.call_id for p in (await run.status()).pending_approvals} >= ids:
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"approvals {ids} never pending")
+
+
+async def record(client: Client, directory: Path) -> None:
+    scenarios: dict[str, Callable[[DurableTools, str], Awaitable[AgentRun]]] = {}
+
+    async def tools_and_repairs(dt: DurableTools, model: str) -> AgentRun:
+        return await dt.start("look things up", model=model)
+
+    async def approvals(dt: DurableTools, model: str) -> AgentRun:
+        config = AgentConfig(
+            model=model,
+            strategy=ExecutionStrategy(mode="parallel"),
+            approval=ApprovalPolicy(deciders=("alice",)),
+        )
+        run = await dt.start("two transfers", config=config)
+        await wait_pending(run, {"t1", "t2"})
+        await run.approve("t2", decider="alice", reason="fine")
+        await run.deny("t1", decider="alice", reason="too much")
+        return run
+
+    async def continued(dt: DurableTools, model: str) -> AgentRun:
+        return await dt.start(
+            "count", config=AgentConfig(model=model, continue_as_new_after_events=30)
+        )
+
+    scripts: dict[str, list[dict[str, Any]]] = {
+        "tools_and_repairs": [
+            calls(("l1", "lookup", {"key": "abc"}), ("bad", "lookup", '{"key": ')),
+            calls(("s1", "search_tools", {"query": "archive"}), ("x", "nope", {})),
+            calls(("a1", "archive_search", {"query": "q"})),
+            answer("done"),
+        ],
+        "approvals": [
+            calls(("t1", "transfer", {"amount": 900}), ("t2", "transfer", {"amount": 5})),
+            answer("one moved"),
+        ],
+        "continued": [calls((f"c{i}", "lookup", {"key": "k" * i})) for i in range(6)]
+        + [answer("counted")],
+    }
+    scenarios = {
+        "tools_and_repairs": tools_and_repairs,
+        "approvals": approvals,
+        "continued": continued,
+    }
+    task_queue = f"record-{uuid.uuid4()}"
+    async with running_worker(client, registry(), task_queue):
+        dt = DurableTools(client, task_queue)
+        for name, scenario in scenarios.items():
+            run = await scenario(dt, write_script(directory, scripts[name]))
+            await run.result()
+            history = await run.handle.fetch_history()
+            (HISTORIES / f"{name}.json").write_text(history.to_json())
+            print(f"recorded {name}: {len(history.events)} events")
+
+
+async def main() -> None:
+    HISTORIES.mkdir(exist_ok=True)
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=find_temporal_cli(),
+        data_converter=pydantic_data_converter,
+        search_attributes=list(SEARCH_ATTRIBUTES),
+    )
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            await record(env.client, Path(tmp))
+    finally:
+        await env.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
