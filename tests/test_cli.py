@@ -1,0 +1,241 @@
+"""The `durable-tools` command line against the session's real dev server.
+
+`main()` runs in a thread (it calls `asyncio.run`), so the test's own event loop keeps
+running the worker meanwhile; stdout and stderr are captured by capsys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from durable_tools.cli import main
+from durable_tools.client import DurableTools
+from durable_tools.demo.tools import registry as demo_registry
+from durable_tools.workflows import RunStatus
+from support import answer, calls, running_worker, write_script
+
+CliResult = tuple[int, str, str]
+
+
+@pytest.fixture
+def cli_env(
+    env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, task_queue: str
+) -> str:
+    """Point the CLI at the session server, on the test's task queue; returns the address."""
+    address = env.client.service_client.config.target_host
+    monkeypatch.setenv("TEMPORAL_ADDRESS", address)
+    monkeypatch.setenv("TEMPORAL_NAMESPACE", env.client.namespace)
+    monkeypatch.setenv("DURABLE_TOOLS_TASK_QUEUE", task_queue)
+    monkeypatch.setenv("DURABLE_TOOLS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DURABLE_TOOLS_ARTIFACTS", str(tmp_path / "artifacts"))
+    monkeypatch.delenv("TEMPORAL_UI_URL", raising=False)
+    return address
+
+
+async def cli(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
+    code = await asyncio.to_thread(main, list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+async def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
+    code, out, err = await cli(capsys, *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+async def test_run_wait_show_and_runs(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    model = write_script(
+        tmp_path,
+        [calls(("c1", "lookup_order", {"order_id": "A-1001"})), answer("the grinder, delivered")],
+    )
+    run_id = f"cli-{uuid.uuid4().hex[:8]}"
+    async with running_worker(client, demo_registry, task_queue):
+        code, out, err = await cli(
+            capsys,
+            "run",
+            "what did A-1001 buy?",
+            "--model",
+            model,
+            "--tools",
+            "durable_tools.demo.tools",
+            "--id",
+            run_id,
+            "--name",
+            "cli-agent",
+            "--wait",
+            "--json",
+        )
+        assert code == 0, err
+        done = json.loads(out)
+        assert done["run_id"] == run_id
+        assert done["status"] == "completed"
+        assert done["final_answer"] == "the grinder, delivered"
+        assert [r["tool"] for r in done["timeline"]] == ["lookup_order"]
+        assert "lookup_order" in err  # progress went to stderr, stdout stays JSON
+
+        shown = await cli_json(capsys, "show", run_id)
+        assert shown["source"] == "worker"
+        assert shown["status"] == "completed"
+        assert shown["timeline"][0]["call_id"] == "c1"
+        assert shown["timeline"][0]["status"] == "completed"
+
+        code, text, _ = await cli(capsys, "show", run_id)
+        assert code == 0 and "lookup_order" in text and "the grinder, delivered" in text
+
+    for _ in range(50):  # visibility may trail the run by a moment
+        listed = await cli_json(capsys, "runs", "--limit", "50")
+        mine = [r for r in listed if r["run_id"] == run_id]
+        if mine and mine[0]["status"] == "completed":
+            break
+        await asyncio.sleep(0.1)
+    assert mine and mine[0]["agent"] == "cli-agent"
+    assert mine[0]["execution_status"] == "COMPLETED"
+
+
+async def test_pending_approve_and_deny(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    model = write_script(
+        tmp_path,
+        [
+            calls(
+                ("r1", "issue_refund", {"order_id": "A-1001", "amount_cents": 500}),
+                ("r2", "issue_refund", {"order_id": "A-1002", "amount_cents": 700}),
+            ),
+            answer("refunds decided"),
+        ],
+    )
+    async with running_worker(client, demo_registry, task_queue):
+        started = await cli_json(
+            capsys, "run", "refund both", "--model", model, "--strategy", "parallel"
+        )
+        run_id = started["run_id"]
+        approvals: dict[str, dict[str, Any]] = {}
+        for _ in range(100):
+            pending = await cli_json(capsys, "pending")
+            entry = next((p for p in pending if p["run_id"] == run_id), None)
+            if entry and len(entry.get("approvals", [])) == 2:
+                approvals = {a["call_id"]: a for a in entry["approvals"]}
+                break
+            await asyncio.sleep(0.1)
+        assert set(approvals) == {"r1", "r2"}
+        assert approvals["r1"]["tool"] == "issue_refund"
+        assert approvals["r1"]["arguments"] == {"order_id": "A-1001", "amount_cents": 500}
+
+        code, out, err = await cli(
+            capsys,
+            "approve",
+            run_id,
+            "r1",
+            "--as",
+            "alice",
+            "--reason",
+            "fine",
+            "--hash",
+            approvals["r1"]["arguments_hash"],
+        )
+        assert code == 0, err
+        assert "approved" in out
+
+        code, out, err = await cli(capsys, "deny", run_id, "r2", "--hash", "0" * 64)
+        assert code == 2
+        assert "rejected" in err and "hash" in err
+        assert "Traceback" not in err
+
+        code, out, err = await cli(capsys, "deny", run_id, "r2", "--as", "bob", "--reason", "no")
+        assert code == 0, err
+        assert "denied" in out
+
+        result = await DurableTools(client, task_queue).run(run_id).result()
+        timeline = await DurableTools(client, task_queue).run(run_id).timeline()
+    assert result.status == RunStatus.COMPLETED
+    assert {r.call_id: r.status for r in timeline} == {"r1": "completed", "r2": "denied"}
+
+
+async def test_show_without_worker_steer_and_cancel(
+    client: Client, task_queue: str, cli_env: str, capsys: Any
+) -> None:
+    run = await DurableTools(client, task_queue).start("nobody serves me", model="scripted:x")
+    try:
+        shown = await cli_json(capsys, "show", run.run_id)
+        assert shown["source"] == "server"
+        assert shown["execution_status"] == "RUNNING"
+        assert shown["task_queue"] == task_queue
+        assert "worker" in shown["note"]
+
+        code, out, _ = await cli(capsys, "steer", run.run_id, "be brief")
+        assert code == 0 and "sent" in out
+        code, out, _ = await cli(capsys, "cancel", run.run_id, "--reason", "test over")
+        assert code == 0 and "cancellation requested" in out
+        code, _, err = await cli(capsys, "approve", run.run_id, "c1")
+        assert code == 2 and "no worker" in err
+    finally:
+        await run.handle.terminate("test cleanup")
+
+
+async def test_unknown_run(cli_env: str, capsys: Any) -> None:
+    code, _, err = await cli(capsys, "show", f"no-such-run-{uuid.uuid4().hex[:6]}")
+    assert code == 2
+    assert "no run" in err and "Traceback" not in err
+
+
+async def test_tools_prints_schemas(capsys: Any) -> None:
+    tools = await cli_json(capsys, "tools", "--tools", "durable_tools.demo.tools")
+    by_name = {t["name"]: t for t in tools}
+    assert set(by_name) == {"lookup_order", "export_report", "issue_refund"}
+    refund = by_name["issue_refund"]
+    assert refund["parameters"]["required"] == ["order_id", "amount_cents"]
+    assert refund["approval"] == "always"
+    assert "ctx" not in refund["parameters"]["properties"]
+    assert by_name["lookup_order"]["safety"]["read_only"] is True
+    code, out, _ = await cli(capsys, "tools", "--tools", "durable_tools.demo.tools")
+    assert code == 0 and "approval: always" in out
+    code, _, err = await cli(capsys, "tools", "--tools", "no_such_module_xyz")
+    assert code == 2 and "cannot import" in err
+
+
+async def test_connection_refused(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.setenv("TEMPORAL_ADDRESS", "127.0.0.1:1")
+    code, _, err = await cli(capsys, "runs")
+    assert code == 2
+    assert "no Temporal server answers at 127.0.0.1:1" in err
+    assert "durable-tools server" in err
+    # The installed program: one line on stderr, exit code 2, no traceback.
+    program = Path(sys.executable).parent / "durable-tools"
+    proc = await asyncio.to_thread(
+        subprocess.run,
+        [str(program), "show", "some-run"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TEMPORAL_ADDRESS": "127.0.0.1:1"},
+        timeout=30,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0
+    assert "no Temporal server answers at 127.0.0.1:1" in proc.stderr
+
+
+async def test_demo_auto_approve(cli_env: str, tmp_path: Path, capsys: Any) -> None:
+    code, out, err = await cli(capsys, "demo", "--auto-approve")
+    assert code == 0, out + err
+    assert f"using the server that answers at {cli_env}" in out
+    assert "approved automatically (--auto-approve)" in out
+    assert "issue_refund" in out and "export_report" in out and "lookup_order" in out
+    assert "artifact store" in out
+    assert "Final answer:" in out
+    assert "Run completed" in out
+    assert any((tmp_path / "artifacts").rglob("*")), "the export went to the artifact store"
