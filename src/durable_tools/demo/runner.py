@@ -195,7 +195,14 @@ async def run_demo(
                 on_approval=_approver(out, auto, why),
                 task_queue=DEMO_TASK_QUEUE,
             )
-            outcome = await watcher.watch()
+            try:
+                outcome = await watcher.watch()
+            except asyncio.CancelledError:
+                out(
+                    f"\nInterrupted. Run {run.run_id} stays on the server; a worker for task "
+                    f"queue {DEMO_TASK_QUEUE} resumes it (`durable-tools show {run.run_id}`)."
+                )
+                raise
             out("")
             out("Timeline:")
             out(render_timeline(outcome.timeline))
