@@ -24,17 +24,16 @@ from temporalio.testing import WorkflowEnvironment
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from support import answer, calls, running_worker, write_script  # noqa: E402
-
-from durable_tools.client import AgentRun, DurableTools  # noqa: E402
-from durable_tools.search_attributes import SEARCH_ATTRIBUTES  # noqa: E402
-from durable_tools.server import find_temporal_cli  # noqa: E402
-from durable_tools.tools import ToolContext, ToolRegistry  # noqa: E402
-from durable_tools.workflows import (  # noqa: E402
+from durable_tools.client import AgentRun, DurableTools
+from durable_tools.search_attributes import SEARCH_ATTRIBUTES
+from durable_tools.server import find_temporal_cli
+from durable_tools.tools import ToolContext, ToolRegistry
+from durable_tools.workflows import (
     AgentConfig,
     ApprovalPolicy,
     ExecutionStrategy,
 )
+from support import answer, calls, running_worker, write_script
 
 HISTORIES = Path(__file__).parent / "histories"
 

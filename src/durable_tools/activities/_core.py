@@ -8,17 +8,20 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_tools.activities._conversation import ConversationSnapshots, SnapshotMissing
 from durable_tools.activities._runtime import ToolRuntime
 from durable_tools.activities._types import (
     CATALOG_ACTIVITY,
     MODEL_ACTIVITY,
     PREFLIGHT_ACTIVITY,
+    SNAPSHOT_MISSING,
     CatalogRequest,
     ModelCall,
+    ModelTurn,
     PreflightRequest,
     PreflightResult,
 )
-from durable_tools.messages import ModelResponse
+from durable_tools.messages import Message
 from durable_tools.models import resolve_model
 from durable_tools.tools._errors import ToolNotFound
 from durable_tools.tools._spec import ToolSpec
@@ -47,13 +50,31 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
             specs = [spec for spec in specs if spec.name in wanted]
         return specs
 
+    snapshots = ConversationSnapshots(runtime.artifact_store)
+
     @activity.defn(name=MODEL_ACTIVITY)
-    async def model(call: ModelCall) -> ModelResponse:
+    async def model(call: ModelCall) -> ModelTurn:
         try:
             adapter = resolve_model(call.request.model)
         except ValueError as error:
             raise ApplicationError(str(error), type="ModelError", non_retryable=True) from None
-        return await adapter.complete(call.request)
+        earlier: list[Message] = []
+        if call.base is not None:
+            try:
+                earlier = snapshots.load(call.base, call.base_length)
+            except SnapshotMissing as error:
+                raise ApplicationError(
+                    str(error), type=SNAPSHOT_MISSING, non_retryable=True
+                ) from None
+        added = list(call.request.messages)
+        request = call.request.model_copy(update={"messages": [*earlier, *added]})
+        response = await adapter.complete(request)
+        snapshot = snapshots.save(call.base, earlier, [*added, response.message])
+        return ModelTurn(
+            response=response,
+            snapshot=snapshot,
+            snapshot_length=len(earlier) + len(added) + 1,
+        )
 
     @activity.defn(name=PREFLIGHT_ACTIVITY)
     async def preflight(request: PreflightRequest) -> PreflightResult:

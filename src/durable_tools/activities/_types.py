@@ -6,15 +6,18 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from durable_tools.messages import ModelRequest
+from durable_tools.messages import ModelRequest, ModelResponse
 from durable_tools.tools._context import Identity
+from durable_tools.tools._results import ArtifactRef
 
 __all__ = [
     "CATALOG_ACTIVITY",
     "MODEL_ACTIVITY",
     "PREFLIGHT_ACTIVITY",
+    "SNAPSHOT_MISSING",
     "CatalogRequest",
     "ModelCall",
+    "ModelTurn",
     "PreflightRequest",
     "PreflightResult",
     "ToolInvocation",
@@ -23,6 +26,8 @@ __all__ = [
 CATALOG_ACTIVITY = "durable_tools.catalog"
 MODEL_ACTIVITY = "durable_tools.model"
 PREFLIGHT_ACTIVITY = "durable_tools.preflight"
+SNAPSHOT_MISSING = "ConversationSnapshotMissing"
+"""Error type of the model activity when a conversation snapshot is not in the store."""
 
 
 class CatalogRequest(BaseModel):
@@ -35,9 +40,23 @@ class CatalogRequest(BaseModel):
 
 
 class ModelCall(BaseModel):
-    """Input of the model activity."""
+    """Input of the model activity: the new messages, after a stored conversation snapshot."""
 
     request: ModelRequest
+    """`request.messages` holds only the messages added after `base`."""
+    base: ArtifactRef | None = None
+    """Snapshot of the conversation so far (see `ConversationSnapshots`); None sends it all."""
+    base_length: int = 0
+    """How many messages `base` holds."""
+
+
+class ModelTurn(BaseModel):
+    """Output of the model activity."""
+
+    response: ModelResponse
+    snapshot: ArtifactRef | None = None
+    """The conversation including the response, for the next call to build on."""
+    snapshot_length: int = 0
 
 
 class ToolInvocation(BaseModel):

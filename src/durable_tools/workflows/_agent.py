@@ -9,9 +9,9 @@ the tools a run may use come from the catalog activity, recorded in history at s
 from __future__ import annotations
 
 import asyncio
+import builtins
 import sys
 from collections.abc import Callable
-import builtins
 from datetime import timedelta
 from typing import Any
 
@@ -30,8 +30,10 @@ with workflow.unsafe.imports_passed_through():
         CATALOG_ACTIVITY,
         MODEL_ACTIVITY,
         PREFLIGHT_ACTIVITY,
+        SNAPSHOT_MISSING,
         CatalogRequest,
         ModelCall,
+        ModelTurn,
         PreflightRequest,
         PreflightResult,
         ToolInvocation,
@@ -44,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         ToolDefinition,
     )
     from durable_tools.tools import (
+        ArtifactRef,
         Cancelled,
         Denied,
         ErrorKind,
@@ -90,6 +93,9 @@ __all__ = ["AgentWorkflow"]
 # Kept across continue-as-new; older entries stay readable in the earlier runs' histories.
 _CARRY_LIMIT = 500
 
+# Above this, continue-as-new carries the conversation by snapshot reference only.
+_CARRY_CONVERSATION_BYTES = 256_000
+
 _FINAL = frozenset(
     {RunStatus.COMPLETED, RunStatus.LIMIT_REACHED, RunStatus.FAILED, RunStatus.CANCELLED}
 )
@@ -122,6 +128,9 @@ class AgentWorkflow:
         self._steer: list[str] = list(carried.pending_steer) if carried else []
         self._discovered: list[str] = list(carried.discovered) if carried else []
         self._continued = carried.continued if carried else 0
+        self._offset = carried.conversation_offset if carried else 0
+        self._snapshot: ArtifactRef | None = carried.snapshot if carried else None
+        self._snapshot_length = carried.snapshot_length if carried else 0
         self._status = RunStatus.RUNNING
         self._final_answer: str | None = None
         self._reason: str | None = None
@@ -202,29 +211,57 @@ class AgentWorkflow:
             await self._maybe_continue_as_new()
 
     async def _call_model(self) -> ModelResponse:
+        # Only what is new since the last snapshot crosses into history: the activity
+        # rebuilds the rest from the artifact store.
+        new = self._conversation[self._snapshot_length - self._offset :]
+        try:
+            turn = await self._model_activity(new, self._snapshot, self._snapshot_length)
+        except ActivityError as err:
+            cause = err.cause
+            if not (
+                isinstance(cause, ApplicationError)
+                and cause.type == SNAPSHOT_MISSING
+                and self._offset == 0
+            ):
+                raise self._model_failure(err) from err
+            # This worker cannot see the snapshot (a store not shared between machines):
+            # send the conversation in full once, which starts a new chain.
+            self._event("model.snapshot_missing", detail=cause.message[:200])
+            try:
+                turn = await self._model_activity(self._conversation, None, 0)
+            except ActivityError as again:
+                raise self._model_failure(again) from again
+        self._snapshot = turn.snapshot
+        self._snapshot_length = turn.snapshot_length
+        return turn.response
+
+    async def _model_activity(
+        self, messages: list[Message], base: ArtifactRef | None, base_length: int
+    ) -> ModelTurn:
         request = ModelRequest(
             model=self._config.model,
-            messages=self._conversation,
+            messages=messages,
             tools=self._tool_definitions(),
             turn=self._turn,
             run_id=workflow.info().workflow_id,
         )
-        try:
-            response: ModelResponse = await workflow.execute_activity(
-                MODEL_ACTIVITY,
-                ModelCall(request=request),
-                result_type=ModelResponse,
-                start_to_close_timeout=timedelta(seconds=self._config.model_timeout_seconds),
-                retry_policy=RetryPolicy(maximum_attempts=self._config.model_max_attempts),
-                summary=f"model {self._config.model} turn {self._turn + 1}",
-            )
-            return response
-        except ActivityError as err:
-            cause = err.cause
-            detail = cause.message if isinstance(cause, ApplicationError) else str(cause or err)
-            raise ApplicationError(
-                f"model call failed: {detail}", type="ModelError", non_retryable=True
-            ) from err
+        turn: ModelTurn = await workflow.execute_activity(
+            MODEL_ACTIVITY,
+            ModelCall(request=request, base=base, base_length=base_length),
+            result_type=ModelTurn,
+            start_to_close_timeout=timedelta(seconds=self._config.model_timeout_seconds),
+            retry_policy=RetryPolicy(maximum_attempts=self._config.model_max_attempts),
+            summary=f"model {self._config.model} turn {self._turn + 1}",
+        )
+        return turn
+
+    @staticmethod
+    def _model_failure(err: ActivityError) -> ApplicationError:
+        cause = err.cause
+        detail = cause.message if isinstance(cause, ApplicationError) else str(cause or err)
+        return ApplicationError(
+            f"model call failed: {detail}", type="ModelError", non_retryable=True
+        )
 
     def _advertised(self) -> dict[str, ToolSpec]:
         return {
@@ -716,6 +753,7 @@ class AgentWorkflow:
             pending_authorizations=list(self._authorizations.values()),
             running_tools=sorted(self._running),
             continued=self._continued,
+            conversation_offset=self._offset,
         )
 
     @workflow.query
@@ -838,6 +876,12 @@ class AgentWorkflow:
         # so nothing a caller was promised is dropped by the new run.
         await workflow.wait_condition(workflow.all_handlers_finished)
         self._event("run.continuing_as_new", detail=f"{info.get_current_history_length()} events")
+        conversation, offset = self._conversation, self._offset
+        if self._snapshot is not None and _json_size(conversation) > _CARRY_CONVERSATION_BYTES:
+            # The new run's input must stay under the payload limit: what the snapshot
+            # already holds is carried by reference only.
+            conversation = conversation[self._snapshot_length - offset :]
+            offset = self._snapshot_length
         workflow.continue_as_new(
             AgentInput(
                 prompt=self._input.prompt,
@@ -845,7 +889,10 @@ class AgentWorkflow:
                 identity=self._input.identity,
                 granted_scopes=self._input.granted_scopes,
                 carried=CarriedState(
-                    conversation=self._conversation,
+                    conversation=conversation,
+                    conversation_offset=offset,
+                    snapshot=self._snapshot,
+                    snapshot_length=self._snapshot_length,
                     turn=self._turn,
                     tool_calls=self._tool_calls,
                     catalog=self._catalog,
@@ -867,6 +914,10 @@ def _unless_evicted(publish: Callable[[], None]) -> None:
     """
     if workflow.in_workflow() and not isinstance(sys.exception(), GeneratorExit):
         publish()
+
+
+def _json_size(messages: list[Message]) -> int:
+    return sum(len(m.model_dump_json(exclude_defaults=True)) for m in messages)
 
 
 def _seconds_of(delay: timedelta | None) -> float | None:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_tools.messages import Message
 from durable_tools.tools._context import Identity
+from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
 
 __all__ = [
@@ -207,6 +208,12 @@ class CarriedState(BaseModel):
     """What a run carries over continue-as-new."""
 
     conversation: list[Message]
+    """Messages from index `conversation_offset` of the whole conversation on."""
+    conversation_offset: int = 0
+    """Messages before this index live only in the snapshot (dropped to keep the input small)."""
+    snapshot: ArtifactRef | None = None
+    """The model activity's latest conversation snapshot."""
+    snapshot_length: int = 0
     turn: int
     tool_calls: int
     catalog: list[ToolSpec]
@@ -254,3 +261,6 @@ class RunSnapshot(BaseModel):
     pending_authorizations: list[PendingAuthorization] = Field(default_factory=list)
     running_tools: list[str] = Field(default_factory=list)
     continued: int = 0
+    conversation_offset: int = 0
+    """Index of the first message the `conversation` query returns; earlier ones were
+    carried over continue-as-new only as a snapshot in the artifact store."""

@@ -1,0 +1,110 @@
+"""Conversation snapshots: the answer to history growth.
+
+Sending the whole conversation to every model activity makes a run's history grow with
+the square of its length and breaks Temporal's 2 MB payload limit after a few large
+turns. Instead the model activity keeps the conversation in the artifact store as a
+chain of deltas (each node: the previous node's reference plus the messages added
+since), and the workflow sends only the reference and the new messages. History then
+grows with what is new each turn, not with everything said so far.
+
+Workers on several machines must share the artifact store (DURABLE_TOOLS_ARTIFACTS on
+shared storage, or another store); when a snapshot is missing anyway, the model activity
+says so and the workflow resends the conversation in full.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+
+from durable_tools.messages import Message
+from durable_tools.tools._artifacts import ArtifactStore
+from durable_tools.tools._results import ArtifactRef
+
+__all__ = ["CONVERSATION_MEDIA_TYPE", "ConversationSnapshots", "SnapshotMissing"]
+
+CONVERSATION_MEDIA_TYPE = "application/vnd.durable-tools.conversation-delta+json"
+
+
+class SnapshotMissing(LookupError):
+    """The store does not hold a snapshot the workflow referred to (or it is corrupt)."""
+
+
+class ConversationSnapshots:
+    """Saves and loads conversations as delta chains, with an in-process cache.
+
+    Args:
+        store: Where the chain nodes live (content-addressed, so retries are harmless).
+        cache_size: Conversations kept decoded in memory, most recent first; a worker
+            usually serves the next turn of a run it just served.
+    """
+
+    def __init__(self, store: ArtifactStore, cache_size: int = 64) -> None:
+        self.store = store
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, list[Message]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def save(
+        self, base: ArtifactRef | None, base_messages: list[Message], added: list[Message]
+    ) -> ArtifactRef:
+        """Store `added` after the snapshot `base` (which holds `base_messages`)."""
+        node = {
+            "prev": base.model_dump(mode="json") if base else None,
+            "length": len(base_messages) + len(added),
+            "messages": [m.model_dump(mode="json", exclude_defaults=True) for m in added],
+        }
+        ref = self.store.put(
+            json.dumps(node, separators=(",", ":")).encode(), CONVERSATION_MEDIA_TYPE
+        )
+        self._remember(ref, [*base_messages, *added])
+        return ref
+
+    def load(self, ref: ArtifactRef, expected_length: int) -> list[Message]:
+        """The whole conversation up to `ref`.
+
+        Raises:
+            SnapshotMissing: a node of the chain is not in the store, or the chain does not
+                hold `expected_length` messages.
+        """
+        messages = self._load(ref)
+        if len(messages) != expected_length:
+            raise SnapshotMissing(
+                f"conversation snapshot {ref.uri} holds {len(messages)} messages, "
+                f"the run expected {expected_length}"
+            )
+        return list(messages)
+
+    def _load(self, ref: ArtifactRef) -> list[Message]:
+        chain: list[list[Message]] = []
+        current: ArtifactRef | None = ref
+        while current is not None:
+            node_ref = current
+            with self._lock:
+                cached = self._cache.get(current.sha256)
+                if cached is not None:
+                    self._cache.move_to_end(current.sha256)
+            if cached is not None:
+                chain.append(cached)
+                break
+            try:
+                node = json.loads(self.store.get(current))
+                chain.append([Message.model_validate(m) for m in node["messages"]])
+                current = ArtifactRef.model_validate(node["prev"]) if node["prev"] else None
+            except KeyError as error:
+                raise SnapshotMissing(str(error)) from None
+            except (ValueError, TypeError) as error:
+                raise SnapshotMissing(
+                    f"conversation snapshot {node_ref.uri} is corrupt: {error}"
+                ) from None
+        messages = [m for part in reversed(chain) for m in part]
+        self._remember(ref, messages)
+        return messages
+
+    def _remember(self, ref: ArtifactRef, messages: list[Message]) -> None:
+        with self._lock:
+            self._cache[ref.sha256] = messages
+            self._cache.move_to_end(ref.sha256)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
