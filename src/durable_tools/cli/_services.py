@@ -40,8 +40,7 @@ async def cmd_server(args: argparse.Namespace) -> int:
         pass  # nothing answers: the port is ours
     else:
         raise CliError(
-            f"a Temporal server already answers at {server.address}: use it, or pick "
-            "another --port"
+            f"a Temporal server already answers at {server.address}: use it, or pick another --port"
         )
     stop = stop_on_signals()
     try:
