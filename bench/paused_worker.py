@@ -1,0 +1,60 @@
+"""A durable-tools worker in its own process, for measuring its memory.
+
+    python -m bench.paused_worker ADDRESS TASK_QUEUE MAX_CACHED ARTIFACT_DIR
+
+Prints `ready` once polling. Each line read on stdin makes it collect garbage and print
+its resident set size in kB (VmRSS of /proc/self/status); end of input stops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+from pathlib import Path
+
+from durable_tools.connection import connect
+from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
+from durable_tools.worker import build_worker
+
+
+def rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def registry() -> ToolRegistry:
+    tools = ToolRegistry()
+
+    @tools.tool(approval=True)
+    def transfer(amount: int) -> str:
+        """Move money (needs a person's approval)."""
+        return f"moved {amount}"
+
+    return tools
+
+
+async def main(address: str, task_queue: str, max_cached: int, artifacts: str) -> None:
+    client = await connect(address)
+    worker = build_worker(
+        client,
+        registry(),
+        task_queue=task_queue,
+        artifact_store=FileSystemArtifactStore(artifacts),
+        max_cached_workflows=max_cached,
+    )
+    loop = asyncio.get_running_loop()
+    async with worker:
+        print("ready", flush=True)
+        while True:
+            line = await loop.run_in_executor(None, sys.stdin.readline)
+            if not line:
+                break
+            gc.collect()
+            print(rss_kb(), flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]))
