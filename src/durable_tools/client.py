@@ -22,6 +22,7 @@ from durable_tools.workflows import (
     AgentResult,
     AgentWorkflow,
     ApprovalDecision,
+    PendingApproval,
     RunEvent,
     RunSnapshot,
     RunStatus,
@@ -82,6 +83,23 @@ class AgentRun:
         """The run's event log."""
         return await self.handle.query(AgentWorkflow.events)
 
+    async def child_runs(self) -> list[AgentRun]:
+        """Sub-agent runs this run started, in the order it started them."""
+        return [
+            AgentRun(self.client, record.child_run_id)
+            for record in await self.timeline()
+            if record.child_run_id
+        ]
+
+    async def pending_approvals(self) -> list[tuple[str, PendingApproval]]:
+        """Approvals this run and its running sub-agents wait for, as (run id, approval)."""
+        snapshot = await self.status()
+        found = [(self.run_id, approval) for approval in snapshot.pending_approvals]
+        for record in await self.timeline():
+            if record.child_run_id and record.status in ("running", "awaiting_approval"):
+                found += await AgentRun(self.client, record.child_run_id).pending_approvals()
+        return found
+
     async def decide(
         self,
         call_id: str,
@@ -91,7 +109,18 @@ class AgentRun:
         reason: str | None = None,
         arguments_hash: str | None = None,
     ) -> str:
-        """Approve or deny a pending call. Raises if the run's validator rejects the decision."""
+        """Approve or deny a pending call. Raises if the run's validator rejects the decision.
+
+        A call pending in a sub-agent of this run may be decided through this run: the
+        decision goes to the sub-agent run that waits for it.
+        """
+        target = self
+        mine = {a.call_id for a in (await self.status()).pending_approvals}
+        if call_id not in mine:
+            for run_id, approval in await self.pending_approvals():
+                if approval.call_id == call_id:
+                    target = AgentRun(self.client, run_id)
+                    break
         decision = ApprovalDecision(
             call_id=call_id,
             approve=approve,
@@ -99,7 +128,7 @@ class AgentRun:
             reason=reason,
             arguments_hash=arguments_hash,
         )
-        return await self.handle.execute_update(AgentWorkflow.decide, decision)
+        return await target.handle.execute_update(AgentWorkflow.decide, decision)
 
     async def approve(self, call_id: str, *, decider: str = "anonymous", **kw: str | None) -> str:
         """Approve a pending call (see `decide`)."""

@@ -59,6 +59,18 @@ def registry() -> ToolRegistry:
     return tools
 
 
+def with_subagent(tools: ToolRegistry, directory: Path) -> ToolRegistry:
+    child_model = write_script(
+        directory, [calls(("k1", "lookup", {"key": "child"})), answer("child answer")]
+    )
+    tools.subagent(
+        AgentConfig(name="helper", model=child_model),
+        name="helper",
+        description="A helper agent.",
+    )
+    return tools
+
+
 async def wait_pending(run: AgentRun, ids: set[str]) -> None:
     for _ in range(200):
         if {p.call_id for p in (await run.status()).pending_approvals} >= ids:
@@ -104,13 +116,19 @@ async def record(client: Client, directory: Path) -> None:
         "continued": [calls((f"c{i}", "lookup", {"key": "k" * i})) for i in range(6)]
         + [answer("counted")],
     }
+
+    async def subagent(dt: DurableTools, model: str) -> AgentRun:
+        return await dt.start("delegate", model=model)
+
+    scripts["subagent"] = [calls(("h1", "helper", {"task": "look up child"})), answer("ok")]
     scenarios = {
         "tools_and_repairs": tools_and_repairs,
         "approvals": approvals,
         "continued": continued,
+        "subagent": subagent,
     }
     task_queue = f"record-{uuid.uuid4()}"
-    async with running_worker(client, registry(), task_queue):
+    async with running_worker(client, with_subagent(registry(), directory), task_queue):
         dt = DurableTools(client, task_queue)
         for name, scenario in scenarios.items():
             run = await scenario(dt, write_script(directory, scripts[name]))

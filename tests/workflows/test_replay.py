@@ -20,7 +20,12 @@ HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
 def test_histories_are_checked_in() -> None:
-    assert {p.stem for p in HISTORIES} >= {"tools_and_repairs", "approvals", "continued"}
+    assert {p.stem for p in HISTORIES} >= {
+        "tools_and_repairs",
+        "approvals",
+        "continued",
+        "subagent",
+    }
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])

@@ -7,6 +7,7 @@ tool; only the `ToolSpec` half ever crosses into a workflow.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -17,7 +18,7 @@ from typing_extensions import Unpack
 from ._catalog import filter_specs, search_specs
 from ._classify import classify_exception
 from ._context import Identity, ToolContext
-from ._errors import InvalidArguments, ToolNotFound
+from ._errors import InvalidArguments, ToolExecutionError, ToolNotFound
 from ._events import (
     TOOL_COMPLETED,
     TOOL_FAILED,
@@ -137,6 +138,52 @@ class ToolRegistry:
             max_name_length=self.max_name_length,
         )
         self._add(tool)
+        return tool
+
+    def subagent(
+        self, config: Mapping[str, Any] | Any, **options: Unpack[ToolOptions]
+    ) -> RegisteredTool:
+        """Register a sub-agent: a tool that runs a child agent and answers with its result.
+
+        The model calls it with `{"task": "..."}`; the run starts the child agent as a child
+        workflow (its own instructions, model and tools) and gives the model the child's
+        final answer. Sub-agents of sub-agents are hidden unless the run's depth limit
+        allows them (`AgentConfig.max_subagent_depth`).
+
+        Args:
+            config: The child's `AgentConfig` (or its JSON form).
+            **options: As for `register`; `name=` is required and `description=` should
+                say what the sub-agent is good for (the model reads it).
+        """
+        name = options.get("name")
+        if not name:
+            raise ToolRegistrationError("a sub-agent needs name=", rule="empty", tool_name=None)
+        dumped = config.model_dump(mode="json") if hasattr(config, "model_dump") else dict(config)
+        if "model" not in dumped:
+            raise ToolRegistrationError(
+                f"sub-agent {name!r}: config needs a model", rule="options", tool_name=name
+            )
+
+        def not_an_activity(arguments: dict[str, Any], ctx: ToolContext) -> None:
+            raise ToolExecutionError(
+                f"sub-agent {name!r} runs as a child workflow, not as an activity"
+            )
+
+        tool = self.register_schema(
+            not_an_activity,
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "task": {"type": "string", "description": "What the sub-agent should do."}
+                },
+                "required": ["task"],
+                "additionalProperties": False,
+            },
+            **options,
+        )
+        with self._lock:
+            tool = dataclasses.replace(tool, spec=tool.spec.model_copy(update={"subagent": dumped}))
+            self._tools = {**self._tools, name: tool}
         return tool
 
     def _add(self, tool: RegisteredTool) -> None:

@@ -150,3 +150,6 @@ class ToolSpec(_Frozen):
     """Provider-specific names, e.g. {"anthropic": "getWeather"}."""
     strict: bool = False
     """Ask providers for strict schema adherence (OpenAI strict function calling)."""
+    subagent: dict[str, Any] | None = None
+    """For a sub-agent tool: the child agent's configuration (an `AgentConfig` as JSON).
+    Such a tool runs as a child workflow, not as an activity."""

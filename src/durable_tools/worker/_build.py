@@ -97,7 +97,9 @@ def build_worker(
         oauth=oauth,
     )
     activities = core_activities(runtime) + [
-        make_tool_activity(tool, runtime) for tool in registry.tools()
+        make_tool_activity(tool, runtime)
+        for tool in registry.tools()
+        if tool.spec.subagent is None  # sub-agents run as child workflows
     ]
     return Worker(
         client,

@@ -21,6 +21,7 @@ from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
     CancelledError,
+    ChildWorkflowError,
     TimeoutError,
 )
 
@@ -75,6 +76,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.workflows._options import activity_options_for, retry_delay
     from durable_tools.workflows._tool_search import SEARCH_TOOL, search_definition, search_specs
     from durable_tools.workflows._types import (
+        AgentConfig,
         AgentInput,
         AgentResult,
         ApprovalDecision,
@@ -129,6 +131,10 @@ class AgentWorkflow:
         self._discovered: list[str] = list(carried.discovered) if carried else []
         self._continued = carried.continued if carried else 0
         self._offset = carried.conversation_offset if carried else 0
+        self._depth = input.depth
+        self._max_depth = (
+            input.max_depth if input.max_depth is not None else self._config.max_subagent_depth
+        )
         self._snapshot: ArtifactRef | None = carried.snapshot if carried else None
         self._snapshot_length = carried.snapshot_length if carried else 0
         self._status = RunStatus.RUNNING
@@ -267,7 +273,8 @@ class AgentWorkflow:
         return {
             spec.name: spec
             for spec in self._catalog
-            if spec.loading == LoadingMode.ALWAYS or spec.name in self._discovered
+            if (spec.loading == LoadingMode.ALWAYS or spec.name in self._discovered)
+            and (spec.subagent is None or self._depth < self._max_depth)
         }
 
     def _has_deferred(self) -> bool:
@@ -447,6 +454,8 @@ class AgentWorkflow:
         record: ToolCallRecord,
         grant_ref: str | None,
     ) -> ToolOutcome:
+        if spec.subagent is not None:
+            return await self._run_subagent(call, spec, arguments, record)
         options = activity_options_for(spec)
         info = workflow.info()
         summary = f"{spec.name} {call.id} {record.arguments}"[:200]
@@ -519,6 +528,50 @@ class AgentWorkflow:
                     raise
                 return self._cancelled_outcome(call, spec, record)
             return self._record_outcome(call, record, outcome, attempts + outcome.attempt)
+
+    async def _run_subagent(
+        self, call: ToolCall, spec: ToolSpec, arguments: dict[str, Any], record: ToolCallRecord
+    ) -> ToolOutcome:
+        assert spec.subagent is not None
+        child_id = f"{workflow.info().workflow_id}.{call.id}"
+        record.child_run_id = child_id
+        record.started_at = workflow.now()
+        self._event("tool.started", call, detail=f"sub-agent run {child_id}")
+        child_input = AgentInput(
+            prompt=str(arguments["task"]),
+            config=AgentConfig.model_validate(spec.subagent),
+            identity=self._input.identity,
+            granted_scopes=self._input.granted_scopes,
+            depth=self._depth + 1,
+            max_depth=self._max_depth,
+        )
+        try:
+            result: AgentResult = await workflow.execute_child_workflow(
+                "AgentWorkflow",
+                child_input,
+                id=child_id,
+                result_type=AgentResult,
+                static_summary=f"sub-agent {spec.name} of {workflow.info().workflow_id}",
+                # If this run closes first, its sub-agents are asked to stop, not killed.
+                parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
+            )
+        except asyncio.CancelledError:
+            if self._cancel_reason is None:
+                raise
+            return self._cancelled_outcome(call, spec, record)
+        except ChildWorkflowError as err:
+            failure = ToolExecutionError(f"sub-agent run {child_id} failed: {err.cause or err}")
+            return self._record_outcome(call, record, error_outcome(call.id, spec.name, failure), 1)
+        ok = result.status == RunStatus.COMPLETED
+        answer = result.final_answer if ok else f"ended {result.status.value}: {result.reason}"
+        outcome = ToolOutcome(
+            call_id=call.id,
+            tool_name=spec.name,
+            content=f"{answer}\n\n[sub-agent run {child_id}: {result.status.value}]",
+            is_error=not ok,
+            error_kind=None if ok else ErrorKind.EXECUTION.value,
+        )
+        return self._record_outcome(call, record, outcome, 1)
 
     def _cancelled_outcome(
         self, call: ToolCall, spec: ToolSpec, record: ToolCallRecord

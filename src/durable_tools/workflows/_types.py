@@ -111,6 +111,9 @@ class AgentConfig(BaseModel):
     """Continue-as-new after this many history events, besides when the server suggests it."""
     output_limit_bytes: int = Field(default=16_000, ge=256)
     """Largest tool output kept in the conversation; larger ones go to the artifact store."""
+    max_subagent_depth: int = Field(default=1, ge=0)
+    """How deep sub-agents may nest: 1 lets this agent use sub-agents whose own sub-agent
+    tools are hidden; 0 hides sub-agent tools altogether."""
     model_timeout_seconds: float = Field(default=300.0, gt=0)
     model_max_attempts: int = Field(default=5, ge=0)
 
@@ -140,6 +143,8 @@ class ToolCallRecord(BaseModel):
     """Abridged result or error, for display."""
     error_kind: str | None = None
     attempts: int = 0
+    child_run_id: str | None = None
+    """For a sub-agent call: the child run's workflow id."""
 
 
 class RunEvent(BaseModel):
@@ -235,6 +240,10 @@ class AgentInput(BaseModel):
     granted_scopes: list[str] = Field(default_factory=list)
     carried: CarriedState | None = None
     """Set only by continue-as-new."""
+    depth: int = Field(default=0, ge=0)
+    """0 for a top-level run; a sub-agent's run is one deeper than its parent's."""
+    max_depth: int | None = None
+    """The root run's sub-agent depth limit, handed down to sub-agents."""
 
 
 class AgentResult(BaseModel):

@@ -1,0 +1,109 @@
+"""Sub-agents: tools that run a child agent as a child workflow."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+
+from durable_tools.client import AgentRun, DurableTools
+from durable_tools.tools import ToolRegistry
+from durable_tools.workflows import AgentConfig, RunStatus
+from support import answer, calls, running_worker, write_script
+
+
+def registry_with_researcher(tmp_path: Path, executed: list[Any]) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True)
+    def publish(text: str) -> str:
+        """Publish a text (needs approval)."""
+        executed.append(text)
+        return "published"
+
+    child_model = write_script(
+        tmp_path,
+        [
+            # The child tries to nest another sub-agent: hidden at depth 1.
+            calls(("nested", "researcher", {"task": "recurse"})),
+            calls(("pub", "publish", {"text": "findings"})),
+            answer("the child published its findings"),
+        ],
+    )
+    registry.subagent(
+        AgentConfig(name="researcher", model=child_model, instructions="You research."),
+        name="researcher",
+        description="Researches a topic and publishes the findings.",
+    )
+    return registry
+
+
+async def wait_child_pending(run: AgentRun) -> list[tuple[str, Any]]:
+    for _ in range(150):
+        pending = await run.pending_approvals()
+        if pending:
+            return pending
+        await asyncio.sleep(0.1)
+    raise AssertionError("the sub-agent never asked for approval")
+
+
+async def test_subagent_with_an_approval_inside_the_child(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[Any] = []
+    registry = registry_with_researcher(tmp_path, executed)
+    parent_model = write_script(
+        tmp_path, [calls(("r1", "researcher", {"task": "find things"})), answer("all done")]
+    )
+    async with running_worker(client, registry, task_queue):
+        dt = DurableTools(client, task_queue)
+        run = await dt.start("delegate", model=parent_model, run_id=f"parent-{task_queue}")
+        pending = await wait_child_pending(run)
+        child_id, approval = pending[0]
+        assert child_id == f"{run.run_id}.r1" and approval.tool == "publish"
+        # The child shows up among every run waiting on a person.
+        for _ in range(50):
+            if child_id in {s.run_id for s in await dt.pending()}:
+                break
+            await asyncio.sleep(0.2)
+        else:
+            raise AssertionError("child not listed as pending")
+        # Decided through the parent: the decision reaches the child.
+        await run.approve("pub", decider="alice")
+        result = await run.result()
+        child = AgentRun(client, child_id)
+        child_replies = {
+            m.tool_call_id: m.content or "" for m in await child.conversation() if m.role == "tool"
+        }
+        parent_replies = [m.content or "" for m in await run.conversation() if m.role == "tool"]
+        timeline = await run.timeline()
+    assert result.status == RunStatus.COMPLETED and result.final_answer == "all done"
+    assert executed == ["findings"]
+    assert "no tool of that name" in child_replies["nested"]
+    assert "the child published its findings" in parent_replies[0]
+    assert child_id in parent_replies[0]
+    assert timeline[0].child_run_id == child_id and timeline[0].status == "completed"
+
+
+async def test_cancelling_the_parent_cancels_the_child(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[Any] = []
+    registry = registry_with_researcher(tmp_path, executed)
+    parent_model = write_script(
+        tmp_path, [calls(("r1", "researcher", {"task": "find things"})), answer("never")]
+    )
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("delegate", model=parent_model)
+        child_id, _ = (await wait_child_pending(run))[0]
+        await run.cancel("stop everything")
+        result = await run.result()
+        child = AgentRun(client, child_id)
+        description = await child.handle.describe()
+        child_status = await child.status()
+    assert result.status == RunStatus.CANCELLED
+    assert description.status is not None and description.status.name == "CANCELED"
+    assert child_status.status == RunStatus.CANCELLED
+    assert executed == []
