@@ -36,6 +36,8 @@ from durable_tools.workflows import (
 from support import answer, calls, running_worker, write_script
 
 HISTORIES = Path(__file__).parent / "histories"
+# Each run's workflow id is its scenario's name, which is also the file's name: replay
+# needs the same id (sub-agent ids derive from it).
 
 
 def registry() -> ToolRegistry:
@@ -83,7 +85,7 @@ async def record(client: Client, directory: Path) -> None:
     scenarios: dict[str, Callable[[DurableTools, str], Awaitable[AgentRun]]] = {}
 
     async def tools_and_repairs(dt: DurableTools, model: str) -> AgentRun:
-        return await dt.start("look things up", model=model)
+        return await dt.start("look things up", model=model, run_id="tools_and_repairs")
 
     async def approvals(dt: DurableTools, model: str) -> AgentRun:
         config = AgentConfig(
@@ -91,7 +93,7 @@ async def record(client: Client, directory: Path) -> None:
             strategy=ExecutionStrategy(mode="parallel"),
             approval=ApprovalPolicy(deciders=("alice",)),
         )
-        run = await dt.start("two transfers", config=config)
+        run = await dt.start("two transfers", config=config, run_id="approvals")
         await wait_pending(run, {"t1", "t2"})
         await run.approve("t2", decider="alice", reason="fine")
         await run.deny("t1", decider="alice", reason="too much")
@@ -99,7 +101,9 @@ async def record(client: Client, directory: Path) -> None:
 
     async def continued(dt: DurableTools, model: str) -> AgentRun:
         return await dt.start(
-            "count", config=AgentConfig(model=model, continue_as_new_after_events=30)
+            "count",
+            config=AgentConfig(model=model, continue_as_new_after_events=30),
+            run_id="continued",
         )
 
     scripts: dict[str, list[dict[str, Any]]] = {
@@ -118,7 +122,7 @@ async def record(client: Client, directory: Path) -> None:
     }
 
     async def subagent(dt: DurableTools, model: str) -> AgentRun:
-        return await dt.start("delegate", model=model)
+        return await dt.start("delegate", model=model, run_id="subagent")
 
     scripts["subagent"] = [calls(("h1", "helper", {"task": "look up child"})), answer("ok")]
     scenarios = {
