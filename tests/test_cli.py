@@ -239,3 +239,35 @@ async def test_demo_auto_approve(cli_env: str, tmp_path: Path, capsys: Any) -> N
     assert "Final answer:" in out
     assert "Run completed" in out
     assert any((tmp_path / "artifacts").rglob("*")), "the export went to the artifact store"
+
+
+async def test_show_lists_approvals_inside_subagents(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    from durable_tools.tools import ToolRegistry
+    from durable_tools.workflows import AgentConfig
+
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True)
+    def publish(text: str) -> str:
+        """Publish (needs approval)."""
+        return "published"
+
+    child = write_script(tmp_path, [calls(("pub", "publish", {"text": "t"})), answer("child ok")])
+    registry.subagent(AgentConfig(model=child), name="writer", description="Writes.")
+    parent = write_script(tmp_path, [calls(("w1", "writer", {"task": "write"})), answer("done")])
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("go", model=parent)
+        for _ in range(100):
+            shown = await cli_json(capsys, "show", run.run_id)
+            if shown.get("subagent_approvals"):  # absent until the worker is seen polling
+                break
+            await asyncio.sleep(0.1)
+        [waiting] = shown["subagent_approvals"]
+        assert waiting["run_id"] == f"{run.run_id}.w1" and waiting["call_id"] == "pub"
+        code, out, _ = await cli(capsys, "show", run.run_id)
+        assert code == 0 and f"in sub-agent run {run.run_id}.w1" in out
+        code, _, err = await cli(capsys, "approve", run.run_id, "pub", "--as", "ops")
+        assert code == 0, err
+        assert (await run.result()).status == RunStatus.COMPLETED

@@ -15,11 +15,13 @@ from pydantic import ValidationError
 from temporalio.client import (
     WorkflowExecutionDescription,
     WorkflowFailureError,
+    WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
 from durable_tools import search_attributes as sa
 from durable_tools._render import (
@@ -36,10 +38,16 @@ from durable_tools.server import ui_url
 from durable_tools.tools._context import Identity
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker import load_registry
-from durable_tools.workflows import AgentConfig, ExecutionStrategy, Limits
+from durable_tools.workflows import (
+    AgentConfig,
+    ExecutionStrategy,
+    Limits,
+    PendingApproval,
+    ToolCallRecord,
+)
 
 from ._errors import CliError, connect_or_explain, translate_rpc_errors
-from ._watch import RunWatcher, has_workers, query_quietly
+from ._watch import QUERY_TIMEOUT, RunWatcher, has_workers, query_quietly
 
 __all__ = [
     "cmd_cancel",
@@ -194,6 +202,7 @@ async def cmd_show(args: argparse.Namespace) -> int:
     polled = await query_quietly(run, task_queue=description.task_queue)
     if polled is not None:
         snapshot, timeline = polled
+        in_children = await _subagent_approvals(run, timeline)
         if args.json:
             _dump(
                 {
@@ -203,12 +212,31 @@ async def cmd_show(args: argparse.Namespace) -> int:
                     "execution_status": _status_name(description),
                     **snapshot.model_dump(mode="json"),
                     "timeline": [r.model_dump(mode="json") for r in timeline],
+                    "subagent_approvals": [
+                        {"run_id": run_id, **approval.model_dump(mode="json")}
+                        for run_id, approval in in_children
+                    ],
                 }
             )
         else:
             print(render_snapshot(run.run_id, snapshot, timeline, run_link(run)))
+            for run_id, approval in in_children:
+                print(f"\nin sub-agent run {run_id}:\n{render_approval(run_id, approval)}")
         return 0
     return await _show_from_server(run, description, args.json)
+
+
+async def _subagent_approvals(
+    run: AgentRun, timeline: list[ToolCallRecord]
+) -> list[tuple[str, PendingApproval]]:
+    """Approvals that running sub-agents of `run` wait for (empty if none answer in time)."""
+    if not any(r.child_run_id and r.status == "running" for r in timeline):
+        return []
+    try:
+        found = await asyncio.wait_for(run.pending_approvals(), QUERY_TIMEOUT)
+    except (WorkflowQueryFailedError, RPCError, TimeoutError):
+        return []
+    return [(run_id, approval) for run_id, approval in found if run_id != run.run_id]
 
 
 def _no_worker(task_queue: str, what: str) -> str:

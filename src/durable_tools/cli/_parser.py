@@ -14,6 +14,7 @@ from ._commands import (
     cmd_steer,
     cmd_tools,
 )
+from ._oauth import cmd_serve
 from ._services import cmd_demo, cmd_server, cmd_worker
 
 __all__ = ["build_parser"]
@@ -57,7 +58,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="on shutdown, how long running tools may finish before they are cancelled",
     )
+    p.add_argument(
+        "--oauth-providers",
+        metavar="FILE",
+        help="TOML/JSON OAuth providers, for tools that need a user's authorization",
+    )
     p.set_defaults(handler=cmd_worker)
+
+    p = sub.add_parser("serve", help="serve the OAuth callback that resumes waiting runs")
+    p.add_argument("--oauth-providers", required=True, metavar="FILE")
+    p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="listen port (default 8765)")
+    p.set_defaults(handler=cmd_serve)
 
     p = sub.add_parser("run", help="start an agent run")
     p.add_argument("prompt")

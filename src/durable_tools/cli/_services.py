@@ -15,6 +15,7 @@ from durable_tools.worker import build_worker, secrets_from_env, task_queue_from
 
 from ._commands import load_tools
 from ._errors import CliError, connect_or_explain
+from ._oauth import oauth_broker
 
 __all__ = ["cmd_demo", "cmd_server", "cmd_worker", "stop_on_signals"]
 
@@ -76,12 +77,16 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     if args.max_concurrent_activities:
         options["max_concurrent_activities"] = args.max_concurrent_activities
     secrets = secrets_from_env()
-    worker = build_worker(client, registry, task_queue=task_queue, secrets=secrets, **options)
+    broker = oauth_broker(args.oauth_providers)
+    worker = build_worker(
+        client, registry, task_queue=task_queue, secrets=secrets, oauth=broker, **options
+    )
     stop = stop_on_signals()
     names = ", ".join(spec.name for spec in registry.specs()) or "none"
     print(
         f"worker on {resolve_address()} namespace {client.namespace} task queue {task_queue}\n"
         f"tools: {names}\nsecrets: {len(secrets)} from DURABLE_TOOLS_SECRET_*\n"
+        f"OAuth: {'providers from ' + args.oauth_providers if broker else 'not configured'}\n"
         "Ctrl-C or SIGTERM to stop",
         flush=True,
     )
