@@ -1,0 +1,400 @@
+"""Live MCP sessions kept by the worker process: one per server, shared by every call.
+
+The MCP SDK's transports and `ClientSession` are async context managers whose task
+groups must be entered and left by one task. So each session lives in a background
+task of its own (`_Connection._own`) that enters the transport and the session, and
+leaves them when asked to close or when the transport dies. Calls come from any task
+(each activity runs in its own): they send requests on the shared session and race
+the answer against the connection's end, so a dead server fails a call at once
+instead of leaving it waiting.
+
+A call whose connection turns out to be dead (server restarted, subprocess gone,
+HTTP session unknown to the server) reconnects and is sent once more; if that fails
+too, it raises a retryable `ToolExecutionError` and Temporal's retry policy takes over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import Counter
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from pydantic import ValidationError
+
+from durable_tools.tools import (
+    InvalidArguments,
+    ToolExecutionError,
+    ToolNotFound,
+    ToolTimeout,
+)
+
+from ._mcp_servers import McpServer, McpStdio, resolve_value, worker_secrets
+
+__all__ = ["McpConnectionError", "McpPool", "default_mcp_pool"]
+
+logger = logging.getLogger("durable_tools.sources.mcp")
+
+_CLIENT_INFO = mcp_types.Implementation(name="durable-tools", version="0.1.0")
+_CLOSE_GRACE = 5.0
+"""Seconds a closing session gets to shut its transport down (stop the subprocess)."""
+_CANCEL_GRACE = 2.0
+"""Seconds an abandoned call gets to send MCP's `notifications/cancelled`."""
+
+# Errors that say the connection (not the tool) failed: worth one reconnect.
+_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    EOFError,
+    httpx2.TransportError,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.EndOfStream,
+)
+
+
+class McpConnectionError(ToolExecutionError):
+    """The MCP server could not be reached or dropped the connection. Retryable."""
+
+    def __init__(self, message: str, *, server: str) -> None:
+        super().__init__(message, retryable=True, details={"mcp_server": server})
+
+
+class _ConnectionLost(Exception):
+    """The session ended while a call waited on it."""
+
+
+def _is_connection_failure(exc: BaseException) -> bool:
+    if isinstance(exc, _ConnectionLost | McpConnectionError):
+        return True
+    if isinstance(exc, MCPError):
+        if exc.code == mcp_types.CONNECTION_CLOSED:
+            return True
+        # Streamable HTTP: the server answered 404 to our session id, i.e. it restarted
+        # and forgot the session. The request was never run.
+        return exc.code == mcp_types.INVALID_REQUEST and exc.message == "Session terminated"
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_is_connection_failure(e) for e in exc.exceptions)
+    return isinstance(exc, _TRANSPORT_ERRORS)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _describe(exc.exceptions[0])
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if str(exc) else text
+
+
+class _Connection:
+    """One live session, owned by one background task."""
+
+    def __init__(self, server: McpServer, secrets: Mapping[str, str]) -> None:
+        self.server = server
+        self._secrets = dict(secrets)
+        self.session: ClientSession | None = None
+        self.closed = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.error: BaseException | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.session is not None and not self.closed.is_set()
+
+    async def open(self, timeout: float) -> None:
+        """Start the owner task and wait until the session is initialized.
+
+        Raises:
+            McpConnectionError: the server could not be started, reached or initialized.
+        """
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._own(ready), name=f"mcp:{self.server.label}")
+        try:
+            await asyncio.wait_for(asyncio.shield(ready), timeout)
+        except TimeoutError:
+            ready.cancel()
+            await self.close()
+            raise McpConnectionError(
+                f"MCP server {self.server.label!r} did not finish connecting within {timeout:g}s",
+                server=self.server.label,
+            ) from None
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _own(self, ready: asyncio.Future[None]) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport(stack))
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, client_info=_CLIENT_INFO)
+                )
+                await session.initialize()
+                self.session = session
+                if not ready.done():
+                    ready.set_result(None)
+                await self._stop.wait()
+        except BaseException as exc:  # the owner ends quietly; callers see `closed`
+            self.error = exc
+            if not self._stop.is_set():
+                logger.info("MCP session to %s ended: %s", self.server.label, _describe(exc))
+            if not ready.done():
+                ready.set_exception(self._open_error(exc))
+        finally:
+            self.closed.set()
+
+    def _open_error(self, exc: BaseException) -> ToolExecutionError:
+        if isinstance(exc, LookupError):  # a missing secret: no retry can fix that
+            return ToolExecutionError(str(exc), retryable=False)
+        return McpConnectionError(
+            f"cannot connect to MCP server {self.server.label!r}: {_describe(exc)}",
+            server=self.server.label,
+        )
+
+    def _transport(self, stack: AsyncExitStack) -> contextlib.AbstractAsyncContextManager[Any]:
+        server = self.server
+        if isinstance(server, McpStdio):
+            env = {
+                key: resolve_value(value, self._secrets, what=f"env {key} of {server.label}")
+                for key, value in server.env.items()
+            }
+            params = StdioServerParameters(
+                command=server.command, args=list(server.args), env=env or None, cwd=server.cwd
+            )
+            return stdio_client(params)
+        headers = {
+            key: resolve_value(value, self._secrets, what=f"header {key} of {server.label}")
+            for key, value in server.headers.items()
+        }
+        client = httpx2.AsyncClient(
+            headers=headers, timeout=httpx2.Timeout(server.timeout, read=300.0)
+        )
+        stack.push_async_callback(client.aclose)
+        return streamable_http_client(server.url, http_client=client)
+
+    async def close(self) -> None:
+        """Leave the session and the transport (stops a stdio subprocess)."""
+        self._stop.set()
+        task = self._task
+        if task is None or task.done():
+            self.closed.set()
+            return
+        done, _ = await asyncio.wait({task}, timeout=_CLOSE_GRACE)
+        if not done:
+            task.cancel()
+            await asyncio.wait({task}, timeout=_CLOSE_GRACE)
+
+    async def request(self, call: Any) -> Any:
+        """Run `call(session)` on this session, failing fast if the session ends.
+
+        Raises:
+            _ConnectionLost: the session ended before the answer came.
+        """
+        session = self.session
+        if session is None or self.closed.is_set():
+            raise _ConnectionLost(f"the session to {self.server.label} is closed")
+        work = asyncio.ensure_future(call(session))
+        ended = asyncio.ensure_future(self.closed.wait())
+        try:
+            done, _ = await asyncio.wait({work, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ended.cancel()
+            if not work.done():
+                # Cancelled (the activity was) or the session died: cancelling the request
+                # makes the SDK send `notifications/cancelled`, so the server stops too.
+                work.cancel()
+                await asyncio.wait({work}, timeout=_CANCEL_GRACE)
+        if work in done:
+            return work.result()
+        raise _ConnectionLost(f"the session to {self.server.label} ended during the call")
+
+
+class McpPool:
+    """The MCP sessions of a worker process: one per server and event loop, made lazily.
+
+    Args:
+        connect_timeout: Seconds to start (or reach) a server and initialize the session.
+    """
+
+    def __init__(self, *, connect_timeout: float = 30.0) -> None:
+        self.connect_timeout = connect_timeout
+        self._connections: dict[tuple[asyncio.AbstractEventLoop, str], _Connection] = {}
+        self._locks: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Lock] = {}
+        self._listings: dict[str, list[dict[str, Any]]] = {}
+        self.connects: Counter[str] = Counter()
+        """Sessions opened so far, by server label (for tests and operators)."""
+
+    def _slot(self, server: McpServer) -> tuple[asyncio.AbstractEventLoop, str]:
+        loop = asyncio.get_running_loop()
+        # A session belongs to the loop that made it; forget those of finished loops
+        # (e.g. discovery run by `attach_mcp_sync` before the worker's loop started).
+        for stale in [k for k in self._connections if k[0].is_closed()]:
+            del self._connections[stale]
+            self._locks.pop(stale, None)
+        return loop, server.key()
+
+    async def connection(
+        self, server: McpServer, secrets: Mapping[str, str] | None = None
+    ) -> _Connection:
+        """The live session to `server`, opened now if there is none (or it died).
+
+        Raises:
+            McpConnectionError: the server cannot be reached.
+        """
+        slot = self._slot(server)
+        found = self._connections.get(slot)
+        if found is not None and found.alive:
+            return found
+        lock = self._locks.setdefault(slot, asyncio.Lock())
+        async with lock:
+            found = self._connections.get(slot)
+            if found is not None and found.alive:
+                return found
+            if found is not None:
+                await found.close()
+            connection = _Connection(server, worker_secrets(secrets))
+            self.connects[server.label] += 1
+            await connection.open(self.connect_timeout)
+            self._connections[slot] = connection
+            return connection
+
+    async def _discard(self, connection: _Connection) -> None:
+        for slot, found in list(self._connections.items()):
+            if found is connection:
+                del self._connections[slot]
+        await connection.close()
+
+    async def _request(
+        self, server: McpServer, call: Any, secrets: Mapping[str, str] | None
+    ) -> Any:
+        """Run `call(session)`, reconnecting and retrying once if the connection was dead."""
+        for attempt in (1, 2):
+            connection = await self.connection(server, secrets)
+            try:
+                return await connection.request(call)
+            except Exception as exc:
+                if not _is_connection_failure(exc):
+                    raise
+                await self._discard(connection)
+                if attempt == 2:
+                    raise McpConnectionError(
+                        f"lost the connection to MCP server {server.label!r}: {_describe(exc)}",
+                        server=server.label,
+                    ) from exc
+                logger.info("reconnecting to MCP server %s: %s", server.label, _describe(exc))
+        raise AssertionError("unreachable")
+
+    async def list_tools(
+        self,
+        server: McpServer,
+        *,
+        secrets: Mapping[str, str] | None = None,
+        refresh: bool = False,
+    ) -> list[dict[str, Any]]:
+        """The server's tools as MCP wire dicts (`name`, `inputSchema`, `annotations`, ...).
+
+        The listing is cached per server; `refresh=True` lists again.
+        """
+        key = server.key()
+        if not refresh and key in self._listings:
+            return self._listings[key]
+
+        async def list_all(session: ClientSession) -> list[dict[str, Any]]:
+            tools: list[dict[str, Any]] = []
+            cursor: str | None = None
+            while True:
+                params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await session.list_tools(params=params)
+                tools += [
+                    t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools
+                ]
+                cursor = page.next_cursor
+                if not cursor:
+                    return tools
+
+        try:
+            listing: list[dict[str, Any]] = await self._request(server, list_all, secrets)
+        except MCPError as error:
+            raise McpConnectionError(
+                f"MCP server {server.label!r} refused to list its tools: {error.message}",
+                server=server.label,
+            ) from error
+        self._listings[key] = listing
+        return listing
+
+    async def call_tool(
+        self,
+        server: McpServer,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        secrets: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        retry_timeouts: bool = False,
+    ) -> dict[str, Any]:
+        """Call the MCP tool `name` and return the `CallToolResult` as a wire dict.
+
+        Raises:
+            McpConnectionError: retryable; the server is unreachable even after a reconnect.
+            InvalidArguments: the server rejected the arguments (JSON-RPC invalid params).
+            ToolNotFound: the server has no such tool (any more).
+            ToolTimeout: no answer within `timeout`.
+            ToolExecutionError: any other protocol error.
+        """
+
+        async def call(session: ClientSession) -> dict[str, Any]:
+            result = await session.call_tool(name, dict(arguments), read_timeout_seconds=timeout)
+            return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+        try:
+            answer: dict[str, Any] = await self._request(server, call, secrets)
+        except MCPError as error:
+            raise _classify(
+                error, server=server.label, tool=name, retry_timeouts=retry_timeouts
+            ) from error
+        except (ValidationError, RuntimeError) as error:
+            # A result that breaks the protocol or the tool's output schema, or a server
+            # asking for input mid-call: another attempt would get the same.
+            raise ToolExecutionError(
+                f"MCP tool {name!r} of {server.label!r} gave an unusable answer: {error}",
+                retryable=False,
+            ) from error
+        return answer
+
+    async def aclose(self) -> None:
+        """Close every session of the running loop (stops stdio subprocesses)."""
+        loop = asyncio.get_running_loop()
+        mine = [c for (owner, _), c in self._connections.items() if owner is loop]
+        self._connections = {k: c for k, c in self._connections.items() if k[0] is not loop}
+        await asyncio.gather(*(c.close() for c in mine))
+
+
+def _classify(error: MCPError, *, server: str, tool: str, retry_timeouts: bool) -> Exception:
+    where = f"MCP tool {tool!r} of {server!r}"
+    if error.code == mcp_types.INVALID_PARAMS:
+        return InvalidArguments(f"{where} rejected the arguments: {error.message}")
+    if error.code == mcp_types.METHOD_NOT_FOUND:
+        return ToolNotFound(f"{where} is not available: {error.message}", details={"tool": tool})
+    if error.code == mcp_types.REQUEST_TIMEOUT:
+        return ToolTimeout(f"{where} did not answer in time", retryable=retry_timeouts)
+    retryable = error.code == mcp_types.INTERNAL_ERROR
+    return ToolExecutionError(
+        f"{where} failed: {error.message}",
+        retryable=retryable,
+        details={"mcp_error_code": error.code},
+    )
+
+
+_default_pool = McpPool()
+
+
+def default_mcp_pool() -> McpPool:
+    """The process-wide pool that `attach_mcp` uses unless given another."""
+    return _default_pool

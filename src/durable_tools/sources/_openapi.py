@@ -1,0 +1,462 @@
+"""OpenAPI 3 documents as tools: one tool per operation, run by `HttpOperation`.
+
+Each operation's path, query, header and cookie parameters and its JSON request body
+(under `body`) become one input schema; the HTTP method says how safe the tool is.
+Credentials are worker-side (`auth=`): auth headers and API-key parameters are never in
+a schema, so the model cannot set them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import logging
+import re
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin
+
+import httpx
+
+from durable_tools.tools._registry import RegisteredTool, ToolRegistry
+from durable_tools.tools._spec import OAuthRequirement
+
+from ._http import (
+    _DEFAULT_ERROR_BODY,
+    AUTH_HEADER_NAMES,
+    HttpAuth,
+    HttpOperation,
+    HttpParameter,
+    OAuthBearer,
+    as_auth_list,
+    method_safety,
+)
+from ._openapi_schema import OpenAPIError, RefResolver, to_json_schema
+
+__all__ = ["OpenAPIError", "attach_openapi", "load_openapi", "operation_tool_name"]
+
+logger = logging.getLogger(__name__)
+
+_METHODS = ("get", "put", "post", "delete", "options", "head", "patch")
+# Headers the HTTP client owns; a document that lists them as parameters is ignored there.
+_TRANSPORT_HEADERS = frozenset(
+    {"content-type", "content-length", "host", "accept-encoding", "connection", "idempotency-key"}
+)
+_MAX_DESCRIPTION = 1024
+
+
+# ---------------------------------------------------------------------- loading
+
+
+def _parse(text: str, where: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        try:
+            yaml = importlib.import_module("yaml")  # optional: PyYAML, when installed
+        except ImportError:
+            raise OpenAPIError(
+                f"{where} is not JSON, and reading YAML needs PyYAML (pip install pyyaml)"
+            ) from None
+        try:
+            parsed = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise OpenAPIError(f"{where} is neither JSON nor YAML: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise OpenAPIError(f"{where} is not an OpenAPI document (not an object)")
+    return parsed
+
+
+def load_openapi(
+    document: str | Path | Mapping[str, Any], *, timeout: float = 30.0
+) -> tuple[dict[str, Any], str | None]:
+    """Read an OpenAPI 3 document.
+
+    Args:
+        document: A parsed dict, a file path, or an http(s) URL (fetched with httpx).
+        timeout: Seconds to wait for a URL.
+
+    Returns:
+        The document and the URL it came from (None for files and dicts), against
+        which relative server URLs resolve.
+
+    Raises:
+        OpenAPIError: unreadable, not OpenAPI 3, or YAML without PyYAML.
+    """
+    source: str | None = None
+    if isinstance(document, Mapping):
+        parsed = dict(document)
+    elif isinstance(document, str) and re.match(r"^https?://", document):
+        source = document
+        try:
+            response = httpx.get(document, timeout=timeout, follow_redirects=True)
+            response.raise_for_status()
+        except httpx.HTTPError as exc:
+            raise OpenAPIError(f"cannot fetch the OpenAPI document {document}: {exc}") from None
+        source = str(response.url)
+        parsed = _parse(response.text, document)
+    else:
+        path = Path(document)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise OpenAPIError(f"cannot read the OpenAPI document {path}: {exc}") from None
+        parsed = _parse(text, str(path))
+    version = str(parsed.get("openapi", ""))
+    if not version.startswith("3."):
+        if "swagger" in parsed:
+            raise OpenAPIError("Swagger 2.0 documents are not supported; convert to OpenAPI 3")
+        raise OpenAPIError("not an OpenAPI 3 document (no 'openapi: 3.x' field)")
+    return parsed, source
+
+
+def _server_url(document: Mapping[str, Any], source: str | None) -> str:
+    servers = document.get("servers") or [{"url": "/"}]
+    server: Mapping[str, Any] = servers[0] if isinstance(servers[0], Mapping) else {"url": "/"}
+    url = str(server.get("url") or "/")
+    for name, variable in (server.get("variables") or {}).items():
+        url = url.replace("{" + name + "}", str(variable.get("default", "")))
+    if not re.match(r"^https?://", url):
+        if source is None:
+            raise OpenAPIError(
+                f"the document's server URL {url!r} is relative and the document was not "
+                "loaded from a URL: pass base_url="
+            )
+        url = urljoin(source, url)
+    return url
+
+
+# ------------------------------------------------------------------------ names
+
+
+def operation_tool_name(
+    operation_id: str | None, method: str, path: str, *, prefix: str | None = None, limit: int = 64
+) -> str:
+    """A snake_case tool name from an operationId (else `method_path`), at most `limit` long.
+
+    `listPets` -> `list_pets`; no id, `GET /pets/{petId}` -> `get_pets_pet_id`.
+    """
+    raw = operation_id or f"{method}_{path}"
+    text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", raw)
+    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text)
+    text = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
+    if prefix:
+        clean = re.sub(r"[^A-Za-z0-9]+", "_", prefix).strip("_").lower()
+        text = f"{clean}_{text}" if clean else text
+    if not text or not text[0].isalpha():
+        text = f"op_{text}".rstrip("_")
+    if len(text) > limit:
+        digest = hashlib.sha1(raw.encode()).hexdigest()[:8]
+        text = f"{text[: limit - 9].rstrip('_')}_{digest}"
+    return text
+
+
+# ------------------------------------------------------------------- operations
+
+
+@dataclass(frozen=True)
+class _Operation:
+    method: str
+    path: str
+    operation: Mapping[str, Any]
+    path_item: Mapping[str, Any]
+
+    @property
+    def operation_id(self) -> str | None:
+        value = self.operation.get("operationId")
+        return str(value) if value else None
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return tuple(str(t) for t in self.operation.get("tags") or ())
+
+
+def _operations(document: Mapping[str, Any], resolver: RefResolver) -> Iterator[_Operation]:
+    for path, item in (document.get("paths") or {}).items():
+        path_item = resolver.deref(item)
+        if not isinstance(path_item, Mapping):
+            continue
+        for method in _METHODS:
+            operation = path_item.get(method)
+            if isinstance(operation, Mapping):
+                yield _Operation(method.upper(), str(path), operation, path_item)
+
+
+def _selected(
+    op: _Operation, name: str, include: Collection[str] | None, exclude: Collection[str]
+) -> bool:
+    keys = {name, *op.tags} | ({op.operation_id} if op.operation_id else set())
+    if include is not None and not keys & set(include):
+        return False
+    return not keys & set(exclude)
+
+
+def _api_key_names(document: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """`(location, lower-case name)` of every apiKey security scheme."""
+    schemes = ((document.get("components") or {}).get("securitySchemes")) or {}
+    found = set()
+    for scheme in schemes.values():
+        if isinstance(scheme, Mapping) and scheme.get("type") == "apiKey":
+            found.add((str(scheme.get("in", "")), str(scheme.get("name", "")).lower()))
+    return found
+
+
+def _oauth_scopes(document: Mapping[str, Any], op: _Operation) -> tuple[str, ...]:
+    schemes = ((document.get("components") or {}).get("securitySchemes")) or {}
+    security = op.operation.get("security", document.get("security")) or []
+    scopes: list[str] = []
+    for requirement in security:
+        for scheme_name, wanted in (requirement or {}).items():
+            scheme = schemes.get(scheme_name) or {}
+            if scheme.get("type") in ("oauth2", "openIdConnect"):
+                scopes.extend(s for s in wanted or () if s not in scopes)
+    return tuple(scopes)
+
+
+def _pick_media(content: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+    ranked = sorted(
+        content.items(),
+        key=lambda kv: (
+            0
+            if kv[0] == "application/json"
+            else 1
+            if "json" in kv[0]
+            else 2
+            if kv[0] == "application/x-www-form-urlencoded"
+            else 3
+            if kv[0].startswith("text/")
+            else 9
+        ),
+    )
+    for media, spec in ranked:
+        if media == "application/json" or "json" in media or media.startswith("text/"):
+            return media, spec or {}
+        if media == "application/x-www-form-urlencoded":
+            return media, spec or {}
+    return None
+
+
+class _Skip(Exception):
+    """This operation cannot become a tool (said why in the message)."""
+
+
+def _build(
+    op: _Operation,
+    resolver: RefResolver,
+    *,
+    reserved_headers: set[str],
+    reserved_params: set[tuple[str, str]],
+) -> tuple[dict[str, Any], tuple[HttpParameter, ...], str | None, str]:
+    """The input schema, wire parameters, body argument and body media type of `op`."""
+    merged: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for raw in [*(op.path_item.get("parameters") or []), *(op.operation.get("parameters") or [])]:
+        param = resolver.deref(raw)
+        if isinstance(param, Mapping) and "name" in param and "in" in param:
+            merged[(str(param["in"]), str(param["name"]))] = param
+
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    wire: list[HttpParameter] = []
+    body = (
+        resolver.deref(op.operation.get("requestBody")) if "requestBody" in op.operation else None
+    )
+    taken = {"body"} if body else set()
+    for (location, name), param in merged.items():
+        lower = name.lower()
+        if location not in ("path", "query", "header", "cookie"):
+            continue
+        if location == "header" and (
+            lower in AUTH_HEADER_NAMES or lower in reserved_headers or lower in _TRANSPORT_HEADERS
+        ):
+            continue  # credentials and transport headers never come from the model
+        if location != "path" and (location, lower) in reserved_params:
+            continue
+        schema_source: Any = param.get("schema")
+        if schema_source is None and isinstance(param.get("content"), Mapping):
+            contents: list[Any] = list(param["content"].values())
+            schema_source = contents[0].get("schema") if contents else None
+        schema = to_json_schema(schema_source or {}, resolver)
+        if not isinstance(schema, dict):
+            schema = {}
+        if param.get("description") and "description" not in schema:
+            schema["description"] = str(param["description"])
+        argument = name
+        if argument in taken:
+            argument = f"{name}_{location}"
+        taken.add(argument)
+        properties[argument] = schema
+        if param.get("required") or location == "path":
+            required.append(argument)
+        style = param.get("style", "form" if location in ("query", "cookie") else "simple")
+        explode = bool(param.get("explode", style == "form"))
+        wire.append(HttpParameter(name, location, argument, explode))  # type: ignore[arg-type]
+
+    for placeholder in re.findall(r"\{([^{}]+)\}", op.path):
+        if ("path", placeholder) not in merged:
+            raise _Skip(f"path parameter {{{placeholder}}} is not declared")
+
+    body_argument: str | None = None
+    media_type = "application/json"
+    if isinstance(body, Mapping):
+        picked = _pick_media(body.get("content") or {})
+        if picked is None:
+            kinds = ", ".join(body.get("content") or {}) or "none"
+            if body.get("required"):
+                raise _Skip(f"request body media types ({kinds}) are not supported")
+        else:
+            media_type, media = picked
+            schema = to_json_schema(media.get("schema") or {}, resolver)
+            if not isinstance(schema, dict):
+                schema = {}
+            if body.get("description") and "description" not in schema:
+                schema["description"] = str(body["description"])
+            properties["body"] = schema
+            body_argument = "body"
+            if body.get("required"):
+                required.append("body")
+
+    input_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if required:
+        input_schema["required"] = required
+    return input_schema, tuple(wire), body_argument, media_type
+
+
+def _description(op: _Operation) -> str:
+    parts = [str(op.operation.get(k)).strip() for k in ("summary", "description")]
+    text = "\n\n".join(p for p in parts if p and p != "None")
+    if not text:
+        text = f"{op.method} {op.path}"
+    if op.operation.get("deprecated"):
+        text = f"(deprecated) {text}"
+    if len(text) > _MAX_DESCRIPTION:
+        text = text[: _MAX_DESCRIPTION - 3].rstrip() + "..."
+    return text
+
+
+def attach_openapi(
+    registry: ToolRegistry,
+    document: str | Path | Mapping[str, Any],
+    *,
+    base_url: str | None = None,
+    prefix: str | None = None,
+    include: Collection[str] | None = None,
+    exclude: Collection[str] = (),
+    auth: HttpAuth | Sequence[HttpAuth] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    headers: Mapping[str, str] | None = None,
+    client: httpx.AsyncClient | None = None,
+    idempotency_header: str | None = "Idempotency-Key",
+    max_error_body: int = _DEFAULT_ERROR_BODY,
+    fetch_timeout: float = 30.0,
+) -> list[RegisteredTool]:
+    """Register one tool per operation of an OpenAPI 3 document.
+
+    Args:
+        registry: Where to register the tools.
+        document: A file path, an http(s) URL, or the parsed document. JSON always;
+            YAML when PyYAML is installed.
+        base_url: Where requests go; default: the document's first server URL
+            (relative ones resolve against the document's URL).
+        prefix: Put before every tool name (`prefix_list_pets`).
+        include: Only operations whose operationId, tool name or a tag is listed.
+        exclude: Leave out operations whose operationId, tool name or a tag is listed.
+        auth: Worker-side credentials: `BearerSecret`, `HeaderSecret`, `QuerySecret`,
+            `OAuthBearer` (or a list of them). Their headers never appear in schemas.
+        defaults: `ToolOptions` for every tool (e.g. `{"start_to_close_timeout": 20}`).
+        overrides: `ToolOptions` per operationId or tool name, over the defaults
+            (e.g. `{"deletePet": {"approval": True}}`).
+        headers: Constant headers for every request (e.g. `User-Agent`).
+        client: Your own `httpx.AsyncClient`; default: one shared per base URL.
+        idempotency_header: Header carrying the call's idempotency key on methods other
+            than GET/HEAD/OPTIONS; None to send none.
+        max_error_body: Characters of an error response's body quoted to the model.
+        fetch_timeout: Seconds to wait when `document` is a URL.
+
+    Returns:
+        The registered tools, in document order.
+
+    Raises:
+        OpenAPIError: the document cannot be read, has no usable base URL, or
+            `overrides` names an operation the document does not have.
+        ToolRegistrationError: a tool cannot be registered (a duplicate name, say).
+    """
+    parsed, source = load_openapi(document, timeout=fetch_timeout)
+    resolver = RefResolver(parsed)
+    root = (base_url or _server_url(parsed, source)).rstrip("/")
+    auths = as_auth_list(auth)
+    reserved_headers: set[str] = set()
+    reserved_params: set[tuple[str, str]] = set(_api_key_names(parsed))
+    for a in auths:
+        reserved_headers |= a.reserved_headers()
+        reserved_params |= {("query", q.lower()) for q in a.reserved_query()}
+    reserved_headers |= {name for location, name in reserved_params if location == "header"}
+    bearer = next((a for a in auths if isinstance(a, OAuthBearer)), None)
+    limit = registry.max_name_length
+
+    operations = list(_operations(parsed, resolver))
+    names: dict[int, str] = {}
+    used: set[str] = set()
+    for index, op in enumerate(operations):
+        name = operation_tool_name(op.operation_id, op.method, op.path, prefix=prefix, limit=limit)
+        candidate, n = name, 1
+        while candidate in used:
+            n += 1
+            candidate = f"{name[: limit - len(str(n)) - 1]}_{n}"
+        used.add(candidate)
+        names[index] = candidate
+    known = {op.operation_id for op in operations if op.operation_id} | set(names.values())
+    unknown = set(overrides or {}) - known
+    if unknown:
+        raise OpenAPIError(
+            f"overrides name operations the document does not have: {sorted(unknown)}"
+        )
+
+    tools: list[RegisteredTool] = []
+    for index, op in enumerate(operations):
+        name = names[index]
+        if not _selected(op, name, include, exclude):
+            continue
+        try:
+            schema, params, body_argument, media_type = _build(
+                op, resolver, reserved_headers=reserved_headers, reserved_params=reserved_params
+            )
+        except (_Skip, OpenAPIError) as why:
+            logger.warning("OpenAPI operation %s %s skipped: %s", op.method, op.path, why)
+            continue
+        operation = HttpOperation(
+            method=op.method,
+            url_template=root + op.path,
+            parameters=params,
+            body_argument=body_argument,
+            body_media_type=media_type,
+            auth=auths,
+            headers=dict(headers or {}),
+            base_url=root,
+            client=client,
+            idempotency_header=idempotency_header,
+            max_error_body=max_error_body,
+        )
+        options: dict[str, Any] = {
+            **method_safety(op.method),
+            "description": _description(op),
+            "tags": op.tags,
+        }
+        if bearer is not None and bearer.provider is not None:
+            scopes = tuple(dict.fromkeys([*bearer.scopes, *_oauth_scopes(parsed, op)]))
+            options["oauth"] = OAuthRequirement(provider=bearer.provider, scopes=scopes)
+        options.update(defaults or {})
+        options["name"] = name
+        for key in (op.operation_id, name):
+            if key and overrides and key in overrides:
+                options.update(overrides[key])
+        tool = registry.register_schema(operation.handle, input_schema=schema, **options)
+        tools.append(operation.bind(tool))
+    return tools

@@ -1,0 +1,122 @@
+"""A real MCP server for the MCP source tests (the official SDK's `MCPServer`).
+
+Run it over stdio (`python mcp_test_server.py stdio`) or streamable HTTP on 127.0.0.1
+(`python mcp_test_server.py http PORT`). Its tools cover what the tests need: plain and
+structured results, an error result, a slow call that notices cancellation, annotations,
+a name that needs sanitizing, and a tool that appears only after `enable_extra` runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import sys
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+
+server = MCPServer("durable-tools-test", log_level="WARNING")
+
+# What this process has seen, for tests that look inside the server.
+_state: dict[str, Any] = {"in_flight": 0, "max_in_flight": 0, "cancelled": 0, "calls": 0}
+
+# A 1x1 transparent PNG.
+_PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    _state["calls"] += 1
+    return a + b
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Echo the text back."""
+    _state["calls"] += 1
+    return text
+
+
+@server.tool()
+def fail(reason: str = "it broke") -> CallToolResult:
+    """Always report a failure as an error result."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"failed: {reason}")], is_error=True
+    )
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+async def slow(seconds: float) -> str:
+    """Sleep, then say how long; counts calls in flight and cancelled calls."""
+    _state["in_flight"] += 1
+    _state["max_in_flight"] = max(_state["max_in_flight"], _state["in_flight"])
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        _state["cancelled"] += 1
+        raise
+    finally:
+        _state["in_flight"] -= 1
+    return f"slept {seconds}"
+
+
+@server.tool(
+    annotations=ToolAnnotations(destructive_hint=True, open_world_hint=True, read_only_hint=False)
+)
+def delete_file(path: str) -> str:
+    """Pretend to delete a file."""
+    return f"deleted {path}"
+
+
+@server.tool(name="Get-Weather.v2")
+def get_weather(city: str) -> dict[str, Any]:
+    """Weather for a city, as structured content."""
+    return {"city": city, "temperature_c": 21}
+
+
+@server.tool(structured_output=False)
+def picture() -> list[Any]:
+    """A caption and a tiny image."""
+    return [
+        TextContent(type="text", text="a pixel"),
+        ImageContent(type="image", data=base64.b64encode(_PIXEL).decode(), mime_type="image/png"),
+    ]
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def server_state() -> dict[str, Any]:
+    """What this server process has seen (pid, calls in flight, cancellations)."""
+    return {**_state, "pid": os.getpid()}
+
+
+def extra(word: str) -> str:
+    """A tool that exists only after `enable_extra` ran."""
+    return word.upper()
+
+
+@server.tool()
+def enable_extra() -> str:
+    """Add the `extra` tool to this server process."""
+    if not any(t.name == "extra" for t in server._tool_manager.list_tools()):
+        server.add_tool(extra)
+    return "enabled"
+
+
+def main(argv: list[str]) -> None:
+    mode = argv[1] if len(argv) > 1 else "stdio"
+    if mode == "stdio":
+        server.run("stdio")
+    elif mode == "http":
+        port = int(argv[2])
+        asyncio.run(server.run_streamable_http_async(host="127.0.0.1", port=port))
+    else:
+        raise SystemExit(f"usage: {argv[0]} stdio | http PORT")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
