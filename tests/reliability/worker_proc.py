@@ -1,0 +1,119 @@
+"""A durable-tools worker in its own process, for the crash and scale-out tests.
+
+    python tests/reliability/worker_proc.py ADDRESS TASK_QUEUE WORK_DIR
+
+Tools write what they see under WORK_DIR, which the test reads:
+
+- `attempts.jsonl`: one line per attempt of `long_step` (idempotency key, attempt, the
+  heartbeat details it started from, pid), and `progress.jsonl` for each step it reports.
+- `effects/<sha256 of the key>`: the side effect of `long_step`, created only if absent;
+  `applied.jsonl` gets a line only when this attempt created it.
+- `pids.jsonl`: which process ran each `whoami` call.
+
+The secret `api_key` comes from `DURABLE_TOOLS_SECRET_API_KEY`. Logs go to stderr at
+DEBUG, so a test can check that no secret reaches them. Prints `ready` once polling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+from durable_tools.connection import connect
+from durable_tools.tools import (
+    FileSystemArtifactStore,
+    Injected,
+    ToolContext,
+    ToolExecutionError,
+    ToolRegistry,
+)
+from durable_tools.worker import build_worker, secrets_from_env
+
+STEP_SECONDS = 0.25
+
+
+def _append(path: Path, record: dict[str, Any]) -> None:
+    # One write of one line, with O_APPEND: lines of concurrent writers never interleave.
+    with open(path, "a") as handle:
+        handle.write(json.dumps(record) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def make_registry(work: Path) -> ToolRegistry:
+    registry = ToolRegistry()
+    effects = work / "effects"
+    effects.mkdir(parents=True, exist_ok=True)
+
+    @registry.tool(idempotent=True, heartbeat_timeout=2.0, start_to_close_timeout=120)
+    async def long_step(steps: int, ctx: ToolContext) -> str:
+        """A long job that reports progress, resumes from it, and applies its effect once."""
+        details = ctx.heartbeat_details
+        start = details["step"] + 1 if isinstance(details, dict) else 0
+        _append(
+            work / "attempts.jsonl",
+            {
+                "key": ctx.idempotency_key,
+                "attempt": ctx.attempt,
+                "heartbeat_details": details,
+                "pid": os.getpid(),
+            },
+        )
+        for step in range(start, steps):
+            await asyncio.sleep(STEP_SECONDS)
+            ctx.progress({"step": step})
+            _append(work / "progress.jsonl", {"step": step, "pid": os.getpid()})
+        target = effects / hashlib.sha256(ctx.idempotency_key.encode()).hexdigest()
+        try:
+            with open(target, "x") as handle:  # create-if-absent: the effect happens once
+                handle.write(ctx.idempotency_key)
+        except FileExistsError:
+            return f"already applied for {ctx.idempotency_key}"
+        _append(work / "applied.jsonl", {"key": ctx.idempotency_key, "pid": os.getpid()})
+        return f"applied after {steps} steps (resumed at {start})"
+
+    @registry.tool(read_only=True)
+    async def whoami(n: int) -> str:
+        """Say which worker process ran this call."""
+        await asyncio.sleep(0.05)
+        _append(work / "pids.jsonl", {"n": n, "pid": os.getpid()})
+        return f"pid {os.getpid()}"
+
+    @registry.tool(read_only=True)
+    def call_api(path: str, api_key: Annotated[str, Injected("api_key", secret=True)]) -> str:
+        """Call an API with the worker's key; `/fail` fails with the key in the message."""
+        if path == "/fail":
+            raise ToolExecutionError(f"upstream rejected key {api_key}", retryable=False)
+        return f"GET {path} ok"
+
+    return registry
+
+
+async def main(address: str, task_queue: str, work: Path) -> None:
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.DEBUG, format="%(asctime)s %(name)s %(message)s"
+    )
+    client = await connect(address)
+    worker = build_worker(
+        client,
+        make_registry(work),
+        task_queue=task_queue,
+        secrets=secrets_from_env(),
+        artifact_store=FileSystemArtifactStore(work / "artifacts"),
+    )
+    async with worker:
+        print("ready", flush=True)
+        started = time.monotonic()
+        while time.monotonic() - started < 600:  # never outlive a stuck test by much
+            await asyncio.sleep(1)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], Path(sys.argv[3])))
