@@ -1,1 +1,71 @@
-"""durable-tools."""
+"""durable-tools: run LLM-agent tools durably on Temporal.
+
+The top-level package is the plain-Python tool layer (define tools, their specs, errors
+and results) and the conversation types; it imports nothing from Temporal. The durable
+parts live in their own modules:
+
+- `durable_tools.workflows`: the agent workflow and its configuration (`AgentConfig`, ...).
+- `durable_tools.worker`: `build_worker(client, registry)`.
+- `durable_tools.client`: `DurableTools` to start runs, approve, steer and cancel them.
+- `durable_tools.connection.connect`: a client with the right data converter.
+"""
+
+from durable_tools.messages import Message, ModelRequest, ModelResponse, ToolCall
+from durable_tools.tools import (
+    ArtifactRef,
+    Cancelled,
+    ContentBlock,
+    Denied,
+    ExecutionPolicy,
+    Identity,
+    Injected,
+    InvalidArguments,
+    LoadingMode,
+    NeedsAuthorization,
+    OAuthRequirement,
+    RetrySpec,
+    Safety,
+    Skip,
+    ToolContext,
+    ToolError,
+    ToolExecutionError,
+    ToolNotFound,
+    ToolRegistrationError,
+    ToolRegistry,
+    ToolResult,
+    ToolSpec,
+    ToolTimeout,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArtifactRef",
+    "Cancelled",
+    "ContentBlock",
+    "Denied",
+    "ExecutionPolicy",
+    "Identity",
+    "Injected",
+    "InvalidArguments",
+    "LoadingMode",
+    "Message",
+    "ModelRequest",
+    "ModelResponse",
+    "NeedsAuthorization",
+    "OAuthRequirement",
+    "RetrySpec",
+    "Safety",
+    "Skip",
+    "ToolCall",
+    "ToolContext",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolNotFound",
+    "ToolRegistrationError",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolSpec",
+    "ToolTimeout",
+    "__version__",
+]
