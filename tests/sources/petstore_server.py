@@ -6,8 +6,10 @@ The server runs a stdlib `ThreadingHTTPServer` in a thread and records every req
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -202,7 +204,8 @@ def _handler(store: PetStore) -> type[BaseHTTPRequestHandler]:
             for key, value in (headers or {}).items():
                 self.send_header(key, value)
             self.end_headers()
-            self.wfile.write(data)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(data)  # unless the client gave up (a timeout test)
 
         def _handle(self) -> None:
             parts = urlsplit(self.path)
@@ -222,7 +225,7 @@ def _handler(store: PetStore) -> type[BaseHTTPRequestHandler]:
                         body=body,
                     )
                 )
-                self._route(parts.path, parse_qs(parts.query), body)
+            self._route(parts.path, parse_qs(parts.query), body)
 
         def _route(self, path: str, query: dict[str, list[str]], body: Any) -> None:
             segments = [unquote(s) for s in path.strip("/").split("/")]
@@ -262,6 +265,11 @@ def _handler(store: PetStore) -> type[BaseHTTPRequestHandler]:
                 return self._send(200, "the secret is safe")
             if segments[:1] == ["owners"] and method == "PUT":
                 return self._send(200, {"owner": segments[1], "pet": segments[3], "body": body})
+            if segments == ["slow"]:
+                time.sleep(float(query.get("seconds", ["1"])[0]))
+                return self._send(200, {"slept": True})
+            if segments == ["echo"]:
+                return self._send(200, {"method": method, "query": query, "body": body})
             if segments == ["boom"]:
                 return self._send(503, "overloaded", {"Retry-After": "2"})
             return self._send(404, {"error": "no such route"})

@@ -71,6 +71,7 @@ _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _IDEMPOTENT_METHODS = _SAFE_METHODS | {"PUT", "DELETE"}
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 _DEFAULT_ERROR_BODY = 2000
+_MAX_URL_IN_MESSAGE = 200
 
 
 def method_safety(method: str) -> dict[str, bool]:
@@ -441,7 +442,10 @@ class HttpOperation:
         """The tool's handler: send the request, return the result or raise a classified error."""
         client = self.client or shared_client(self.base_url)
         request = self.build_request(client, arguments, ctx)
-        where = f"{request.method} {request.url.copy_with(query=None)}"
+        url = str(request.url.copy_with(query=None))
+        if len(url) > _MAX_URL_IN_MESSAGE:  # arguments in the path can be long
+            url = url[: _MAX_URL_IN_MESSAGE - 3] + "..."
+        where = f"{request.method} {url}"
         try:
             response = await client.send(request)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
