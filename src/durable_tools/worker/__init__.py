@@ -8,12 +8,15 @@ from ._build import (
     secrets_from_env,
     task_queue_from_env,
 )
+from ._sandbox import PASSTHROUGH_MODULES, workflow_runner
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
+    "PASSTHROUGH_MODULES",
     "SECRET_ENV_PREFIX",
     "build_worker",
     "load_registry",
     "secrets_from_env",
     "task_queue_from_env",
+    "workflow_runner",
 ]

@@ -14,6 +14,7 @@ from durable_tools.activities import ToolRuntime, core_activities, make_tool_act
 from durable_tools.activities._runtime import AuthorizationBroker
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
 from durable_tools.tools._registry import ToolRegistry
+from durable_tools.worker._sandbox import workflow_runner
 from durable_tools.workflows import AgentWorkflow
 
 __all__ = [
@@ -101,6 +102,7 @@ def build_worker(
         for tool in registry.tools()
         if tool.spec.subagent is None  # sub-agents run as child workflows
     ]
+    worker_options.setdefault("workflow_runner", workflow_runner())
     return Worker(
         client,
         task_queue=task_queue or task_queue_from_env(),
