@@ -78,8 +78,9 @@ def _is_connection_failure(exc: BaseException) -> bool:
         if exc.code == mcp_types.CONNECTION_CLOSED:
             return True
         # Streamable HTTP: the server answered 404 to our session id, i.e. it restarted
-        # and forgot the session. The request was never run.
-        return exc.code == mcp_types.INVALID_REQUEST and exc.message == "Session terminated"
+        # and forgot the session ("Session not found" from the server, or the client's own
+        # "Session terminated"). The request was never run.
+        return exc.code == mcp_types.INVALID_REQUEST and "session" in exc.message.lower()
     if isinstance(exc, BaseExceptionGroup):
         return all(_is_connection_failure(e) for e in exc.exceptions)
     return isinstance(exc, _TRANSPORT_ERRORS)
