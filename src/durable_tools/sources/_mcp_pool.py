@@ -23,11 +23,6 @@ from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from typing import Any
 
-import anyio
-import httpx2
-import mcp_types
-from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
 
 from durable_tools.tools import (
@@ -39,25 +34,48 @@ from durable_tools.tools import (
 
 from ._mcp_servers import McpServer, McpStdio, resolve_value, worker_secrets
 
-__all__ = ["McpConnectionError", "McpPool", "default_mcp_pool"]
+# The MCP SDK is the optional `mcp` extra: without it this package still imports (its
+# other sources work) and using an MCP server says what to install.
+try:
+    import anyio
+    import httpx2
+    import mcp_types
+    from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+except ImportError as _error:  # pragma: no cover - exercised only without the extra
+    _MISSING_SDK: ImportError | None = _error
+else:
+    _MISSING_SDK = None
+
+__all__ = ["McpConnectionError", "McpPool", "default_mcp_pool", "require_mcp_sdk"]
 
 logger = logging.getLogger("durable_tools.sources.mcp")
 
-_CLIENT_INFO = mcp_types.Implementation(name="durable-tools", version="0.1.0")
+_CLIENT_NAME = "durable-tools"
 _CLOSE_GRACE = 5.0
 """Seconds a closing session gets to shut its transport down (stop the subprocess)."""
 _CANCEL_GRACE = 2.0
 """Seconds an abandoned call gets to send MCP's `notifications/cancelled`."""
 
-# Errors that say the connection (not the tool) failed: worth one reconnect.
-_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
-    OSError,
-    EOFError,
-    httpx2.TransportError,
-    anyio.BrokenResourceError,
-    anyio.ClosedResourceError,
-    anyio.EndOfStream,
-)
+
+def require_mcp_sdk() -> None:
+    """Raise a helpful ImportError when the `mcp` extra is not installed."""
+    if _MISSING_SDK is not None:
+        raise ImportError(
+            f"MCP tool sources need the MCP SDK: pip install 'durable-tools[mcp]' ({_MISSING_SDK})"
+        ) from _MISSING_SDK
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    # Errors that say the connection (not the tool) failed: worth one reconnect.
+    return (
+        OSError,
+        EOFError,
+        httpx2.TransportError,
+        anyio.BrokenResourceError,
+        anyio.ClosedResourceError,
+        anyio.EndOfStream,
+    )
 
 
 class McpConnectionError(ToolExecutionError):
@@ -83,7 +101,7 @@ def _is_connection_failure(exc: BaseException) -> bool:
         return exc.code == mcp_types.INVALID_REQUEST and "session" in exc.message.lower()
     if isinstance(exc, BaseExceptionGroup):
         return all(_is_connection_failure(e) for e in exc.exceptions)
-    return isinstance(exc, _TRANSPORT_ERRORS)
+    return isinstance(exc, _transport_errors())
 
 
 def _describe(exc: BaseException) -> str:
@@ -135,7 +153,11 @@ class _Connection:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(stack))
                 session = await stack.enter_async_context(
-                    ClientSession(read, write, client_info=_CLIENT_INFO)
+                    ClientSession(
+                        read,
+                        write,
+                        client_info=mcp_types.Implementation(name=_CLIENT_NAME, version="0.1.0"),
+                    )
                 )
                 await session.initialize()
                 self.session = session
@@ -249,6 +271,7 @@ class McpPool:
         Raises:
             McpConnectionError: the server cannot be reached.
         """
+        require_mcp_sdk()
         slot = self._slot(server)
         found = self._connections.get(slot)
         if found is not None and found.alive:
@@ -303,6 +326,7 @@ class McpPool:
 
         The listing is cached per server; `refresh=True` lists again.
         """
+        require_mcp_sdk()
         key = server.key()
         if not refresh and key in self._listings:
             return self._listings[key]
@@ -349,6 +373,8 @@ class McpPool:
             ToolTimeout: no answer within `timeout`.
             ToolExecutionError: any other protocol error.
         """
+
+        require_mcp_sdk()
 
         async def call(session: ClientSession) -> dict[str, Any]:
             result = await session.call_tool(name, dict(arguments), read_timeout_seconds=timeout)
