@@ -47,7 +47,7 @@ except ImportError as _error:  # pragma: no cover - exercised only without the e
 else:
     _MISSING_SDK = None
 
-__all__ = ["McpConnectionError", "McpPool", "default_mcp_pool", "require_mcp_sdk"]
+__all__ = ["McpConnectionError", "McpPool", "default_mcp_pool"]
 
 logger = logging.getLogger("durable_tools.sources.mcp")
 

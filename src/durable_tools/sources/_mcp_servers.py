@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-__all__ = ["FromSecret", "McpHttp", "McpServer", "McpStdio", "resolve_value", "worker_secrets"]
+__all__ = ["FromSecret", "McpHttp", "McpServer", "McpStdio"]
 
 _SECRET_ENV_PREFIX = "DURABLE_TOOLS_SECRET_"
 
