@@ -167,6 +167,17 @@ async def test_connection_refused_is_retryable_and_timeouts_follow_the_policy(pe
     with pytest.raises(ToolTimeout) as unsafe:
         await registry.invoke("slow_post", {}, ctx("slow_post"))
     assert not unsafe.value.retryable  # a POST whose outcome is unknown is not
+    http_tool(
+        registry,
+        name="slow_idempotent_post",
+        method="POST",
+        url_template=slow,
+        start_to_close_timeout=0.2,
+        idempotent=True,  # the API deduplicates by Idempotency-Key
+    )
+    with pytest.raises(ToolTimeout) as declared:
+        await registry.invoke("slow_idempotent_post", {}, ctx("slow_idempotent_post"))
+    assert declared.value.retryable
 
 
 def test_registration_refuses_credential_arguments_and_unknown_placeholders():

@@ -288,6 +288,15 @@ async def test_oauth_bearer_uses_the_users_grant(petstore: PetStore):
     spec = registry.get("get_secret").spec
     assert spec.oauth is not None and spec.oauth.provider == "petauth"
     assert spec.oauth.scopes == ("pets.read",)
+    document = petstore.document
+    document["components"]["securitySchemes"]["oauth"] = {"type": "oauth2", "flows": {}}
+    document["paths"]["/pets"]["post"]["security"] = [{"oauth": ["pets.write", "pets.read"]}]
+    scoped = ToolRegistry()
+    attach_openapi(
+        scoped, document, include=["createPet"], auth=OAuthBearer("petauth", ("pets.read",))
+    )
+    oauth = scoped.get("create_pet").spec.oauth
+    assert oauth is not None and oauth.scopes == ("pets.read", "pets.write")
     ok = await registry.invoke("get_secret", {}, ctx("get_secret", access_token=TOKEN))
     assert ok.content[0].text == "the secret is safe"
     with pytest.raises(NeedsAuthorization):

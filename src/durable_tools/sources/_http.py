@@ -342,15 +342,19 @@ class HttpOperation:
     """Characters of a failed response's body quoted in the error the model reads."""
     tool_name: str = ""
 
-    @property
-    def safe_to_repeat(self) -> bool:
-        """Whether repeating the request after an unknown outcome is harmless."""
-        return self.method.upper() in _IDEMPOTENT_METHODS
+    safe_to_repeat: bool | None = None
+    """Whether repeating the request after an unknown outcome is harmless; None: from
+    the method. `bind` takes it from the tool's safety (which overrides may change)."""
+
+    def __post_init__(self) -> None:
+        if self.safe_to_repeat is None:
+            self.safe_to_repeat = self.method.upper() in _IDEMPOTENT_METHODS
 
     def bind(self, tool: RegisteredTool) -> RegisteredTool:
-        """Take the timeout and name from the registered tool's spec."""
+        """Take the timeout, name and repeat-safety from the registered tool's spec."""
         self.timeout = tool.spec.policy.start_to_close_timeout
         self.tool_name = tool.spec.name
+        self.safe_to_repeat = tool.spec.safety.safe_to_repeat
         return tool
 
     def _url(self, arguments: Mapping[str, Any]) -> str:
@@ -458,14 +462,14 @@ class HttpOperation:
         except httpx.TimeoutException as exc:
             raise ToolTimeout(
                 f"{where} got no answer within {self.timeout:g}s",
-                retryable=self.safe_to_repeat,
+                retryable=bool(self.safe_to_repeat),
                 details={"exception_type": type(exc).__name__},
             ) from None
         except httpx.TransportError as exc:
             # The request may have been processed: repeat it only if that is harmless.
             raise ToolExecutionError(
                 f"network error during {where}: {type(exc).__name__}",
-                retryable=self.safe_to_repeat,
+                retryable=bool(self.safe_to_repeat),
                 details={"exception_type": type(exc).__name__},
             ) from None
         return self._read(response, where)
