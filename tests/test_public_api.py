@@ -18,6 +18,8 @@ PACKAGES = [
     "durable_tools.activities",
     "durable_tools.worker",
     "durable_tools.oauth",
+    "durable_tools.sources",
+    "durable_tools.workspace",
 ]
 
 

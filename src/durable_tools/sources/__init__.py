@@ -1,26 +1,48 @@
-"""Tool sources: register tools that live elsewhere (MCP servers, ...) in a `ToolRegistry`.
+"""Tool sources: register tools that live elsewhere (MCP servers, OpenAPI documents, plain
+HTTP endpoints) in a `ToolRegistry`.
 
 Each source discovers its tools on the worker, at start-up, and registers them with
 their JSON Schema as given; every tool is then an activity of its own, like any other.
 The MCP source needs the `mcp` extra (`pip install durable-tools[mcp]`).
 """
 
+from ._http import (
+    BearerSecret,
+    HeaderSecret,
+    HttpAuth,
+    OAuthBearer,
+    QuerySecret,
+    aclose_shared_clients,
+    http_tool,
+)
 from ._mcp import attach_mcp, attach_mcp_sync, mcp_tool_name, refresh_mcp
 from ._mcp_pool import McpConnectionError, McpPool, default_mcp_pool
 from ._mcp_results import mcp_result_to_tool_result
 from ._mcp_servers import FromSecret, McpHttp, McpServer, McpStdio
+from ._openapi import OpenAPIError, attach_openapi, load_openapi, operation_tool_name
 
 __all__ = [
+    "BearerSecret",
     "FromSecret",
+    "HeaderSecret",
+    "HttpAuth",
     "McpConnectionError",
     "McpHttp",
     "McpPool",
     "McpServer",
     "McpStdio",
+    "OAuthBearer",
+    "OpenAPIError",
+    "QuerySecret",
+    "aclose_shared_clients",
     "attach_mcp",
     "attach_mcp_sync",
+    "attach_openapi",
     "default_mcp_pool",
+    "http_tool",
+    "load_openapi",
     "mcp_result_to_tool_result",
     "mcp_tool_name",
+    "operation_tool_name",
     "refresh_mcp",
 ]
