@@ -1,0 +1,261 @@
+"""Malformed tool calls from the model: no crash, nothing invalid runs, every call answered.
+
+The server-side part drives a scripted model through a corpus of bad calls; the property
+part checks the validation functions the workflow relies on, without a server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from temporalio.client import Client
+
+from durable_tools.client import DurableTools
+from durable_tools.tools import Injected, InvalidArguments, ToolContext, ToolRegistry
+from durable_tools.tools._validation import parse_arguments, validate_arguments
+from durable_tools.workflows import AgentConfig, Limits, RunStatus
+from support import answer, running_worker, scheduled_activities, write_script
+
+HUGE = "x" * 100_000
+DEEP = 100_000
+
+
+def make_registry(executed: list[tuple[str, Any, int]]) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True)
+    def echo(
+        text: str,
+        ctx: ToolContext,
+        token: Annotated[str, Injected("token", secret=True)],
+        count: int = 1,
+    ) -> str:
+        """Echo a text's length.
+
+        Args:
+            text: Any text.
+            count: How many times.
+        """
+        executed.append((ctx.tool_call_id, text, count))
+        return f"{len(text)} chars x{count}"
+
+    return registry
+
+
+# (call id, tool name, raw arguments as the model wrote them, should it run?)
+CORPUS: list[tuple[str, str, str, bool]] = [
+    ("ok_plain", "echo", '{"text": "hello"}', True),
+    ("ok_huge", "echo", json.dumps({"text": HUGE}), True),
+    ("ok_nul_escaped", "echo", '{"text": "a\\u0000b"}', True),
+    ("ok_rtl", "echo", '{"text": "\u202eevil\u202c \u200f"}', True),
+    ("ok_emoji_zwj", "echo", '{"text": "\U0001f469\u200d\U0001f4bb \ufeff"}', True),
+    ("bad_truncated", "echo", '{"text": "a", ', False),
+    ("bad_empty", "echo", "", False),
+    ("bad_whitespace", "echo", " \n\t", False),
+    ("bad_array", "echo", '["hello"]', False),
+    ("bad_string", "echo", '"hello"', False),
+    ("bad_null", "echo", "null", False),
+    ("bad_number", "echo", "42", False),
+    ("bad_single_quotes", "echo", "{'text': 'a'}", False),
+    ("bad_trailing_comma", "echo", '{"text": "a",}', False),
+    ("bad_two_objects", "echo", '{"text": "a"}{"text": "b"}', False),
+    ("bad_type", "echo", '{"text": 5}', False),
+    ("bad_count_string", "echo", '{"text": "a", "count": "2"}', False),
+    ("bad_count_float", "echo", '{"text": "a", "count": 1.5}', False),
+    ("bad_count_bool", "echo", '{"text": "a", "count": true}', False),
+    ("bad_missing", "echo", '{"count": 2}', False),
+    ("bad_huge_garbage", "echo", HUGE, False),
+    ("bad_huge_unterminated", "echo", '{"text": "' + HUGE, False),
+    ("bad_nan", "echo", '{"text": "a", "count": NaN}', False),
+    ("bad_infinity", "echo", '{"text": "a", "count": -Infinity}', False),
+    ("bad_overflow", "echo", '{"text": "a", "count": 1e999}', False),
+    ("bad_many_digits", "echo", '{"text": "a", "count": 1' + "0" * 5000 + "}", False),
+    ("bad_duplicate", "echo", '{"text": "a", "text": "b"}', False),
+    ("bad_raw_nul", "echo", '{"text": "a\x00b"}', False),
+    ("bad_raw_newline", "echo", '{"text": "a\nb"}', False),
+    ("bad_deep", "echo", '{"text": ' + "[" * DEEP + "]" * DEEP + "}", False),
+    ("bad_deep_object", "echo", '{"text": "a", "x": ' + '{"a":' * 5000 + "1" + "}" * 5001, False),
+    ("smuggle_ctx", "echo", '{"text": "a", "ctx": {"idempotency_key": "x"}}', False),
+    ("smuggle_injected", "echo", '{"text": "a", "token": "attacker"}', False),
+    ("smuggle_private", "echo", '{"text": "a", "_progress": null}', False),
+    ("smuggle_proto", "echo", '{"text": "a", "__class__": "x"}', False),
+    ("unknown_tool", "delete_everything", "{}", False),
+    ("unknown_case", "ECHO", '{"text": "a"}', False),
+    ("unknown_rtl", "echo\u200f", '{"text": "a"}', False),
+    ("unknown_space", "echo ", '{"text": "a"}', False),
+    ("unknown_core_activity", "durable_tools.model", "{}", False),
+    ("unknown_catalog", "durable_tools.catalog", "{}", False),
+    ("unknown_search", "search_tools", '{"query": "echo"}', False),
+]
+
+
+async def test_corpus_of_malformed_calls(client: Client, task_queue: str, tmp_path: Path) -> None:
+    executed: list[tuple[str, Any, int]] = []
+    per_turn = 8
+    steps: list[dict[str, Any]] = [
+        {
+            "tool_calls": [
+                {"id": cid, "name": name, "arguments": raw}
+                for cid, name, raw, _ in CORPUS[i : i + per_turn]
+            ]
+        }
+        for i in range(0, len(CORPUS), per_turn)
+    ]
+    config = AgentConfig(
+        model=write_script(tmp_path, [*steps, answer("survived")]),
+        limits=Limits(max_turns=len(steps) + 1, max_tool_calls=len(CORPUS)),
+    )
+    async with running_worker(
+        client, make_registry(executed), task_queue, secrets={"token": "worker-token"}
+    ):
+        run = await DurableTools(client, task_queue).start("be nasty", config=config)
+        result = await run.result()
+        conversation = await run.conversation()
+        timeline = {r.call_id: r for r in await run.timeline()}
+    assert result.status == RunStatus.COMPLETED and result.final_answer == "survived"
+
+    valid = {cid for cid, _, _, ok in CORPUS if ok}
+    invalid = {cid for cid, _, _, ok in CORPUS if not ok}
+    assert {cid for cid, _, _ in executed} == valid  # only valid calls ran, each once
+    assert len(executed) == len(valid)
+    ran = {cid: (text, count) for cid, text, count in executed}
+    assert ran["ok_huge"] == (HUGE, 1)
+    assert ran["ok_nul_escaped"] == ("a\x00b", 1)
+
+    history = await run.handle.fetch_history()
+    assert scheduled_activities(history).count("echo") == len(valid)
+
+    replies = {m.tool_call_id: m.content or "" for m in conversation if m.role == "tool"}
+    assert set(replies) == {cid for cid, *_ in CORPUS}  # every call id got an answer
+    for cid in invalid:
+        assert timeline[cid].status == "invalid", (cid, timeline[cid])
+        assert cid in replies[cid], (cid, replies[cid])  # the repair names the call
+        assert len(replies[cid]) < 4_000, cid  # bounded, even for 100 KB of garbage
+    assert "delete_everything" in replies["unknown_tool"]
+    assert "echo" in replies["unknown_tool"]  # the tools that do exist are listed
+    for cid in ("smuggle_ctx", "smuggle_injected"):
+        assert "worker-token" not in replies[cid]
+    for cid in valid:
+        assert timeline[cid].status == "completed", (cid, timeline[cid])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="framework bug: an escaped lone surrogate passes validation, then the activity "
+    "input cannot be encoded (pydantic to_json: surrogates not allowed), the workflow task "
+    "fails and retries for ever",
+)
+async def test_lone_surrogates_do_not_wedge_the_run(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """Lone surrogates (escaped in the JSON text, as a model may send them) must end in a
+    tool result or a repair message, never in a stuck or failed run."""
+    executed: list[tuple[str, Any, int]] = []
+    corpus = [
+        ("sur_high", "echo", '{"text": "\\ud800"}'),
+        ("sur_low", "echo", '{"text": "a\\udfffb"}'),
+        ("sur_key", "echo", '{"text": "a", "\\ud83d": 1}'),
+    ]
+    model = write_script(
+        tmp_path,
+        [
+            {"tool_calls": [{"id": c, "name": n, "arguments": a} for c, n, a in corpus]},
+            answer("survived"),
+        ],
+    )
+    async with running_worker(
+        client, make_registry(executed), task_queue, secrets={"token": "worker-token"}
+    ):
+        run = await DurableTools(client, task_queue).start("surrogates", model=model)
+        try:
+            result = await asyncio.wait_for(run.result(), 8)
+        except TimeoutError:
+            history = (await run.handle.fetch_history()).to_json()
+            await run.handle.terminate("wedged by a lone surrogate")
+            wedged = "surrogates not allowed" in history
+            raise AssertionError(f"the run is stuck (workflow task failing: {wedged})") from None
+        conversation = await run.conversation()
+    assert result.status == RunStatus.COMPLETED, result
+    replies = {m.tool_call_id: m.content or "" for m in conversation if m.role == "tool"}
+    assert set(replies) == {c for c, _, _ in corpus}
+    assert "sur_key" not in {cid for cid, _, _ in executed}
+
+
+# ----------------------------------------------------------- property-based
+
+
+def _spec() -> Any:
+    return make_registry([]).get("echo").spec
+
+
+SPEC = _spec()
+VALIDATOR = Draft202012Validator(SPEC.input_schema)
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["text", "count", "ctx", "token", "extra", ""]) | st.text(), children
+        )
+    ),
+    max_leaves=20,
+)
+near_valid = st.fixed_dictionaries(
+    {"text": st.text() | st.integers() | st.none()},
+    optional={
+        "count": st.integers() | st.floats() | st.booleans() | st.text(),
+        "ctx": json_values,
+        "token": st.text(),
+    },
+)
+
+
+def _texts() -> st.SearchStrategy[str]:
+    dumped = (json_values | near_valid).map(lambda v: json.dumps(v, allow_nan=True))
+    spliced = st.tuples(dumped, st.integers(0, 50), st.text(max_size=5)).map(
+        lambda t: t[0][: t[1]] + t[2] + t[0][t[1] :]
+    )
+    return st.text() | dumped | spliced | st.binary().map(lambda b: b.decode("latin-1"))
+
+
+def _check(raw: Any) -> None:
+    try:
+        parsed = parse_arguments(raw)
+        accepted = validate_arguments(SPEC, parsed)
+    except InvalidArguments as error:
+        assert error.message and error.errors
+        return
+    # Anything accepted is an object the schema admits, with no hidden parameter.
+    assert isinstance(accepted, dict)
+    assert VALIDATOR.is_valid(accepted)
+    assert set(accepted) <= {"text", "count"}
+    assert isinstance(accepted["text"], str)
+    count = accepted.get("count", 1)
+    assert isinstance(count, int) and not isinstance(count, bool)
+    assert not (isinstance(count, float) and not math.isfinite(count))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_texts())
+def test_parse_and_validate_only_raise_invalid_arguments(raw: str) -> None:
+    _check(raw)
+    _check(raw.encode("utf-8", errors="surrogatepass"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary())
+def test_arbitrary_bytes(raw: bytes) -> None:
+    _check(raw)
