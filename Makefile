@@ -26,7 +26,7 @@ unit: $(STAMP)
 ## make test: lint, type check and the whole test suite (the README's test command).
 test: lint typecheck unit
 
-## make test-slow: the reliability tests behind the `slow` marker.
+## make test-slow: the reliability tests behind the `slow` marker (over ~20 s each).
 test-slow: $(STAMP)
 	$(VENV)/bin/pytest -q -m slow
 
@@ -34,8 +34,10 @@ test-slow: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/durable-tools demo $(DEMO_ARGS)
 
+## make bench: benchmarks vs a bare Temporal loop; table + bench/results/latest.json.
+## BENCH_ARGS=--quick for a ~1 minute version, --address HOST:PORT for another server.
 bench: $(STAMP)
-	$(PY) -m bench
+	$(PY) -m bench $(BENCH_ARGS)
 
 server: $(STAMP)
 	$(VENV)/bin/durable-tools server
