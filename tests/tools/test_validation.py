@@ -116,3 +116,14 @@ def test_output_validation() -> None:
     assert not caught.value.retryable
     assert caught.value.details["errors"] == ["$.t: 'warm' is not of type 'number'"]
     validate_output(ToolSpec(name="free"), {"anything": True})  # no output schema: no check
+
+
+def test_unpaired_surrogates_are_invalid_arguments() -> None:
+    from durable_tools.tools import InvalidArguments, parse_arguments
+
+    with pytest.raises(InvalidArguments, match="surrogate"):
+        parse_arguments('{"text": "\\ud800"}')
+    with pytest.raises(InvalidArguments, match="surrogate"):
+        parse_arguments('{"\\udfff": 1}')
+    # A proper pair is one character and fine.
+    assert parse_arguments('{"text": "\\ud83d\\ude00"}') == {"text": "\U0001f600"}

@@ -123,7 +123,24 @@ def parse_arguments(raw: str | bytes | Mapping[str, Any]) -> dict[str, Any]:
             f"arguments must be a JSON object, got {_json_type(value)}",
             errors=[f"$: expected a JSON object, got {_json_type(value)}"],
         )
+    _check_encodable(value)
     return value
+
+
+def _check_encodable(value: dict[str, Any]) -> None:
+    # JSON may escape lone UTF-16 surrogates ("\ud800"), which no UTF-8 payload can carry:
+    # accepted, they would make the call's activity input unserialisable and wedge the run.
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArguments(
+            "arguments contain an unpaired UTF-16 surrogate, which is not valid text",
+            errors=[f"$: unpaired surrogate {exc.object[exc.start]!r}: send valid Unicode text"],
+        ) from None
+    except RecursionError:
+        raise InvalidArguments(
+            "arguments are nested too deeply", errors=["$: nested too deeply"]
+        ) from None
 
 
 def schema_validator(name: str, schema: Mapping[str, Any]) -> Draft202012Validator:
