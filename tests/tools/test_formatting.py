@@ -108,3 +108,16 @@ def test_skip_error_and_empty_results() -> None:
     failed = error_outcome("c9", "t", InvalidArguments("bad", errors=["$.a: wrong"]))
     assert failed.is_error and failed.error_kind == "InvalidArguments"
     assert "c9" in failed.content and "- $.a: wrong" in failed.content
+
+
+def test_unpaired_surrogates_in_results_become_replacement_characters() -> None:
+    from durable_tools.tools import ToolResult
+    from durable_tools.tools._formatting import format_result, to_tool_result, valid_text
+
+    assert valid_text("a\ud800b") == "a\ufffdb"
+    assert valid_text("ok \U0001f600") == "ok \U0001f600"
+    outcome = format_result(to_tool_result({"t": "x\udfff"}), call_id="c", tool_name="t")
+    outcome.model_dump_json()  # encodable: it can be an activity result
+    assert "\ufffd" in outcome.content and outcome.structured is None
+    plain = format_result(ToolResult(structured={"t": "fine"}), call_id="c", tool_name="t")
+    assert plain.structured == {"t": "fine"}

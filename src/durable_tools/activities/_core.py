@@ -24,6 +24,7 @@ from durable_tools.activities._types import (
 from durable_tools.messages import Message
 from durable_tools.models import resolve_model
 from durable_tools.tools._errors import ToolNotFound
+from durable_tools.tools._formatting import valid_text
 from durable_tools.tools._spec import ToolSpec
 
 __all__ = ["core_activities"]
@@ -69,6 +70,8 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
         added = list(call.request.messages)
         request = call.request.model_copy(update={"messages": [*earlier, *added]})
         response = await adapter.complete(request)
+        if response.message.content:
+            response.message.content = valid_text(response.message.content)
         snapshot = snapshots.save(call.base, earlier, [*added, response.message])
         return ModelTurn(
             response=response,

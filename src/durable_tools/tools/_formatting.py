@@ -28,12 +28,26 @@ __all__ = [
     "redact_arguments",
     "redact_value",
     "to_tool_result",
+    "valid_text",
 ]
 
 DEFAULT_LIMIT_BYTES = 16_000
 """Default bound on the text a tool call adds to the conversation."""
 
 REDACTED = "[redacted]"
+
+
+def valid_text(text: str) -> str:
+    """`text` with unpaired UTF-16 surrogates replaced by U+FFFD.
+
+    Such code points can come from a tool (or a model) through escaped JSON; no UTF-8
+    payload can carry them, so one left in a result would fail its activity for good.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def _dumps(value: Any) -> str:
@@ -167,9 +181,11 @@ def format_result(
     Returns:
         The outcome: `content` within the limit, `structured` only when its JSON fits.
     """
-    text = _render(result, redact)
+    text = valid_text(_render(result, redact))
     structured = redact_value(result.structured, redact)
     structured_json = _dumps(structured) if structured is not None else None
+    if structured_json is not None and valid_text(structured_json) != structured_json:
+        structured, structured_json = None, None  # the text rendering above is kept
     artifacts: list[ArtifactRef] = list(result.artifacts)
     artifacts += [
         b.artifact for b in result.content if b.artifact is not None and b.artifact not in artifacts
