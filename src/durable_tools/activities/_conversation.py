@@ -18,13 +18,14 @@ import json
 import threading
 from collections import OrderedDict
 
-from durable_tools.messages import Message
+from durable_tools.messages import Message, ToolDefinition
 from durable_tools.tools._artifacts import ArtifactStore
 from durable_tools.tools._results import ArtifactRef
 
 __all__ = ["CONVERSATION_MEDIA_TYPE", "ConversationSnapshots", "SnapshotMissing"]
 
 CONVERSATION_MEDIA_TYPE = "application/vnd.durable-tools.conversation-delta+json"
+TOOLS_MEDIA_TYPE = "application/vnd.durable-tools.tool-definitions+json"
 
 
 class SnapshotMissing(LookupError):
@@ -44,7 +45,40 @@ class ConversationSnapshots:
         self.store = store
         self.cache_size = cache_size
         self._cache: OrderedDict[str, list[Message]] = OrderedDict()
+        self._tools: OrderedDict[str, list[ToolDefinition]] = OrderedDict()
         self._lock = threading.Lock()
+
+    def save_tools(self, tools: list[ToolDefinition]) -> ArtifactRef:
+        """Store a run's tool definitions once; later model calls send only the reference."""
+        data = json.dumps([t.model_dump(mode="json") for t in tools], separators=(",", ":"))
+        ref = self.store.put(data.encode(), TOOLS_MEDIA_TYPE)
+        self._remember_tools(ref, tools)
+        return ref
+
+    def load_tools(self, ref: ArtifactRef) -> list[ToolDefinition]:
+        """The tool definitions behind a reference.
+
+        Raises:
+            SnapshotMissing: the store does not hold them.
+        """
+        with self._lock:
+            cached = self._tools.get(ref.sha256)
+        if cached is not None:
+            return cached
+        try:
+            tools = [ToolDefinition.model_validate(t) for t in json.loads(self.store.get(ref))]
+        except KeyError as error:
+            raise SnapshotMissing(str(error)) from None
+        except (ValueError, TypeError) as error:
+            raise SnapshotMissing(f"tool definitions {ref.uri} are corrupt: {error}") from None
+        self._remember_tools(ref, tools)
+        return tools
+
+    def _remember_tools(self, ref: ArtifactRef, tools: list[ToolDefinition]) -> None:
+        with self._lock:
+            self._tools[ref.sha256] = tools
+            while len(self._tools) > self.cache_size:
+                self._tools.popitem(last=False)
 
     def save(
         self, base: ArtifactRef | None, base_messages: list[Message], added: list[Message]

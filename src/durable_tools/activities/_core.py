@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +26,7 @@ from durable_tools.messages import Message
 from durable_tools.models import resolve_model
 from durable_tools.tools._errors import ToolNotFound
 from durable_tools.tools._formatting import valid_text
+from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
 
 __all__ = ["core_activities"]
@@ -60,23 +62,34 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
         except ValueError as error:
             raise ApplicationError(str(error), type="ModelError", non_retryable=True) from None
         earlier: list[Message] = []
-        if call.base is not None:
-            try:
+        tools = list(call.request.tools)
+        try:
+            # Loads are usually served from the in-process cache, so they stay inline.
+            if call.base is not None:
                 earlier = snapshots.load(call.base, call.base_length)
-            except SnapshotMissing as error:
-                raise ApplicationError(
-                    str(error), type=SNAPSHOT_MISSING, non_retryable=True
-                ) from None
+            if call.tools_ref is not None:
+                tools = snapshots.load_tools(call.tools_ref)
+        except SnapshotMissing as error:
+            raise ApplicationError(str(error), type=SNAPSHOT_MISSING, non_retryable=True) from None
         added = list(call.request.messages)
-        request = call.request.model_copy(update={"messages": [*earlier, *added]})
+        request = call.request.model_copy(update={"messages": [*earlier, *added], "tools": tools})
         response = await adapter.complete(request)
         if response.message.content:
             response.message.content = valid_text(response.message.content)
-        snapshot = snapshots.save(call.base, earlier, [*added, response.message])
+
+        def store() -> tuple[ArtifactRef, ArtifactRef | None]:
+            snapshot = snapshots.save(call.base, earlier, [*added, response.message])
+            if call.tools_ref is None and tools:
+                return snapshot, snapshots.save_tools(tools)
+            return snapshot, call.tools_ref
+
+        # In a thread: the store's fsync must not stall the worker's event loop.
+        snapshot, tools_ref = await asyncio.to_thread(store)
         return ModelTurn(
             response=response,
             snapshot=snapshot,
             snapshot_length=len(earlier) + len(added) + 1,
+            tools_ref=tools_ref,
         )
 
     @activity.defn(name=PREFLIGHT_ACTIVITY)

@@ -48,6 +48,8 @@ class ModelCall(BaseModel):
     """Snapshot of the conversation so far (see `ConversationSnapshots`); None sends it all."""
     base_length: int = 0
     """How many messages `base` holds."""
+    tools_ref: ArtifactRef | None = None
+    """Stored tool definitions, sent instead of `request.tools` after a run's first call."""
 
 
 class ModelTurn(BaseModel):
@@ -57,6 +59,8 @@ class ModelTurn(BaseModel):
     snapshot: ArtifactRef | None = None
     """The conversation including the response, for the next call to build on."""
     snapshot_length: int = 0
+    tools_ref: ArtifactRef | None = None
+    """Where the definitions the call used are stored, for the next calls to refer to."""
 
 
 class ToolInvocation(BaseModel):

@@ -6,7 +6,8 @@ deterministic: tools, models and token stores are reached only through activitie
 the tools a run may use come from the catalog activity, recorded in history at start.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: the sandbox re-imports this module for
+# every run, and string annotations would be evaluated (compiled) for each handler anew.
 
 import asyncio
 import builtins
@@ -73,7 +74,11 @@ with workflow.unsafe.imports_passed_through():
         check_decision,
         static_approval,
     )
-    from durable_tools.workflows._options import activity_options_for, retry_delay
+    from durable_tools.workflows._options import (
+        ToolActivityOptions,
+        activity_options_for,
+        retry_delay,
+    )
     from durable_tools.workflows._tool_search import SEARCH_TOOL, search_definition, search_specs
     from durable_tools.workflows._types import (
         AgentConfig,
@@ -137,6 +142,10 @@ class AgentWorkflow:
         )
         self._snapshot: ArtifactRef | None = carried.snapshot if carried else None
         self._snapshot_length = carried.snapshot_length if carried else 0
+        # Tool definitions are stored once per advertised set; calls then send a reference.
+        self._definitions: tuple[tuple[str, ...], list[ToolDefinition]] | None = None
+        self._tools_ref: ArtifactRef | None = None
+        self._options: dict[str, ToolActivityOptions] = {}
         self._status = RunStatus.RUNNING
         self._final_answer: str | None = None
         self._reason: str | None = None
@@ -221,7 +230,9 @@ class AgentWorkflow:
         # rebuilds the rest from the artifact store.
         new = self._conversation[self._snapshot_length - self._offset :]
         try:
-            turn = await self._model_activity(new, self._snapshot, self._snapshot_length)
+            turn = await self._model_activity(
+                new, self._snapshot, self._snapshot_length, self._tools_ref
+            )
         except ActivityError as err:
             cause = err.cause
             if not (
@@ -234,26 +245,31 @@ class AgentWorkflow:
             # send the conversation in full once, which starts a new chain.
             self._event("model.snapshot_missing", detail=cause.message[:200])
             try:
-                turn = await self._model_activity(self._conversation, None, 0)
+                turn = await self._model_activity(self._conversation, None, 0, None)
             except ActivityError as again:
                 raise self._model_failure(again) from again
         self._snapshot = turn.snapshot
         self._snapshot_length = turn.snapshot_length
+        self._tools_ref = turn.tools_ref
         return turn.response
 
     async def _model_activity(
-        self, messages: list[Message], base: ArtifactRef | None, base_length: int
+        self,
+        messages: list[Message],
+        base: ArtifactRef | None,
+        base_length: int,
+        tools_ref: ArtifactRef | None,
     ) -> ModelTurn:
         request = ModelRequest(
             model=self._config.model,
             messages=messages,
-            tools=self._tool_definitions(),
+            tools=[] if tools_ref is not None else self._tool_definitions(),
             turn=self._turn,
             run_id=workflow.info().workflow_id,
         )
         turn: ModelTurn = await workflow.execute_activity(
             MODEL_ACTIVITY,
-            ModelCall(request=request, base=base, base_length=base_length),
+            ModelCall(request=request, base=base, base_length=base_length, tools_ref=tools_ref),
             result_type=ModelTurn,
             start_to_close_timeout=timedelta(seconds=self._config.model_timeout_seconds),
             retry_policy=RetryPolicy(maximum_attempts=self._config.model_max_attempts),
@@ -281,18 +297,22 @@ class AgentWorkflow:
         return any(spec.loading == LoadingMode.DEFERRED for spec in self._catalog)
 
     def _tool_definitions(self) -> list[ToolDefinition]:
-        definitions = [
-            ToolDefinition(
-                name=spec.name,
-                description=spec.description,
-                parameters=spec.input_schema,
-                strict=spec.strict,
-            )
-            for spec in self._advertised().values()
-        ]
-        if self._has_deferred():
-            definitions.append(search_definition())
-        return definitions
+        advertised = self._advertised()
+        key = tuple(advertised)
+        if self._definitions is None or self._definitions[0] != key:
+            definitions = [
+                ToolDefinition(
+                    name=spec.name,
+                    description=spec.description,
+                    parameters=spec.input_schema,
+                    strict=spec.strict,
+                )
+                for spec in advertised.values()
+            ]
+            if self._has_deferred():
+                definitions.append(search_definition())
+            self._definitions = (key, definitions)
+        return self._definitions[1]
 
     # ------------------------------------------------------------- tool calls
 
@@ -456,7 +476,9 @@ class AgentWorkflow:
     ) -> ToolOutcome:
         if spec.subagent is not None:
             return await self._run_subagent(call, spec, arguments, record)
-        options = activity_options_for(spec)
+        options = self._options.get(spec.name)
+        if options is None:
+            options = self._options[spec.name] = activity_options_for(spec)
         info = workflow.info()
         summary = f"{spec.name} {call.id} {record.arguments}"[:200]
         record.started_at = workflow.now()
@@ -638,6 +660,7 @@ class AgentWorkflow:
         for spec in found:
             if spec.name not in self._discovered:
                 self._discovered.append(spec.name)
+                self._tools_ref = None  # the next model call sends the new set
         record.status = "completed"
         record.result = ", ".join(s.name for s in found) or "no match"
         self._event("tool.search", call, detail=record.result)
