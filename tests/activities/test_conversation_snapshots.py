@@ -47,3 +47,13 @@ def test_cache_is_bounded(tmp_path: Path) -> None:
         messages = [*messages, *added]
     assert len(snapshots._cache) == 3
     assert base is not None and snapshots.load(base, 10) == messages
+
+
+def test_tool_definitions_are_stored_once_and_loaded_by_reference(tmp_path: Path) -> None:
+    from durable_tools.messages import ToolDefinition
+
+    tools = [ToolDefinition(name="add", description="Add.", parameters={"type": "object"})]
+    ref = ConversationSnapshots(FileSystemArtifactStore(tmp_path)).save_tools(tools)
+    assert ConversationSnapshots(FileSystemArtifactStore(tmp_path)).load_tools(ref) == tools
+    with pytest.raises(SnapshotMissing):
+        ConversationSnapshots(FileSystemArtifactStore(tmp_path / "elsewhere")).load_tools(ref)

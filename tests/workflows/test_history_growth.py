@@ -44,10 +44,12 @@ async def test_conversation_past_2mb_runs_through_the_openai_adapter(
         return f"page {n}: " + "x" * CHUNK
 
     seen_lengths: list[int] = []
+    seen_tools: list[list[str]] = []
 
     def respond(request: RecordedRequest) -> dict[str, Any]:
         messages = request.json["messages"]
         seen_lengths.append(len(messages))
+        seen_tools.append([t["function"]["name"] for t in request.json.get("tools", [])])
         turn = sum(1 for m in messages if m["role"] == "assistant")
         if turn < TURNS:
             return chat_completion(
@@ -72,6 +74,8 @@ async def test_conversation_past_2mb_runs_through_the_openai_adapter(
     assert result.final_answer == f"read {TURNS} pages"
     # The model saw the whole conversation every time: prompt + 2 messages per turn.
     assert seen_lengths == [1 + 2 * t for t in range(TURNS + 1)]
+    # Tool definitions travel by reference after the first call, yet every request has them.
+    assert all(names == ["page"] for names in seen_tools)
     final_request = server.requests[-1].body
     assert len(final_request) > 2_000_000  # the conversation really passed 2 MB
     # ...yet no payload in history came close to Temporal's 2 MB limit: model inputs carry
