@@ -81,7 +81,7 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
             snapshot = snapshots.save(call.base, earlier, [*added, response.message])
             if call.tools_ref is None and tools:
                 return snapshot, snapshots.save_tools(tools)
-            return snapshot, call.tools_ref
+            return snapshot, None  # the workflow already holds the reference it sent
 
         # In a thread: the store's fsync must not stall the worker's event loop.
         snapshot, tools_ref = await asyncio.to_thread(store)

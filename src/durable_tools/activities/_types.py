@@ -60,7 +60,7 @@ class ModelTurn(BaseModel):
     """The conversation including the response, for the next call to build on."""
     snapshot_length: int = 0
     tools_ref: ArtifactRef | None = None
-    """Where the definitions the call used are stored, for the next calls to refer to."""
+    """Set when the call stored the definitions it was sent, for the next calls to refer to."""
 
 
 class ToolInvocation(BaseModel):

@@ -250,7 +250,8 @@ class AgentWorkflow:
                 raise self._model_failure(again) from again
         self._snapshot = turn.snapshot
         self._snapshot_length = turn.snapshot_length
-        self._tools_ref = turn.tools_ref
+        if turn.tools_ref is not None:
+            self._tools_ref = turn.tools_ref
         return turn.response
 
     async def _model_activity(
