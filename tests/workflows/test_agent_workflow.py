@@ -371,3 +371,39 @@ async def test_search_tools_discovers_deferred_tools(
     )  # deferred tools are not callable before discovery
     assert "refund_invoice" in replies["s1"]
     assert replies["r1"] == "refunded i1"
+
+
+async def test_activities_carry_ui_summaries_unless_turned_off(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    registry = make_registry([])
+    steps = [calls(("c1", "add", {"a": 2, "b": 3})), answer("5")]
+
+    def summaries(history: Any) -> dict[str, str]:
+        found = {}
+        converter = pydantic_data_converter.payload_converter
+        for event in history.events:
+            if event.HasField("activity_task_scheduled_event_attributes") and event.HasField(
+                "user_metadata"
+            ):
+                name = event.activity_task_scheduled_event_attributes.activity_type.name
+                found[name] = converter.from_payload(event.user_metadata.summary, str)
+        return found
+
+    async with running_worker(client, registry, task_queue):
+        dt = DurableTools(client, task_queue)
+        run = await dt.start("sum", config=AgentConfig(model=write_script(tmp_path, steps)))
+        await run.result()
+        quiet = await dt.start(
+            "sum",
+            config=AgentConfig(model=write_script(tmp_path, steps), activity_summaries=False),
+        )
+        await quiet.result()
+    shown = summaries(await run.handle.fetch_history())
+    assert shown["add"].startswith("add c1 ") and "a=2" in shown["add"]
+    assert shown["durable_tools.model"].startswith("model scripted:")  # the last: turn 2
+    assert shown["durable_tools.model"].endswith(" turn 2")
+    hidden = summaries(await quiet.handle.fetch_history())
+    assert "add" not in hidden and "durable_tools.model" not in hidden

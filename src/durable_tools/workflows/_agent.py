@@ -274,7 +274,11 @@ class AgentWorkflow:
             result_type=ModelTurn,
             start_to_close_timeout=timedelta(seconds=self._config.model_timeout_seconds),
             retry_policy=RetryPolicy(maximum_attempts=self._config.model_max_attempts),
-            summary=f"model {self._config.model} turn {self._turn + 1}",
+            summary=(
+                f"model {self._config.model} turn {self._turn + 1}"
+                if self._config.activity_summaries
+                else None
+            ),
         )
         return turn
 
@@ -481,7 +485,11 @@ class AgentWorkflow:
         if options is None:
             options = self._options[spec.name] = activity_options_for(spec)
         info = workflow.info()
-        summary = f"{spec.name} {call.id} {record.arguments}"[:200]
+        summary = (
+            f"{spec.name} {call.id} {record.arguments}"[:200]
+            if self._config.activity_summaries
+            else None
+        )
         record.started_at = workflow.now()
         self._event("tool.started", call)
         attempts = 0

@@ -114,6 +114,10 @@ class AgentConfig(BaseModel):
     max_subagent_depth: int = Field(default=1, ge=0)
     """How deep sub-agents may nest: 1 lets this agent use sub-agents whose own sub-agent
     tools are hidden; 0 hides sub-agent tools altogether."""
+    activity_summaries: bool = True
+    """Give each model and tool activity a UI summary (tool, call id, abridged arguments).
+    Operators want them; each costs the SDK a sandboxed payload conversion, so a
+    latency-critical agent may turn them off (about 3 ms a tool call in `make bench`)."""
     model_timeout_seconds: float = Field(default=300.0, gt=0)
     model_max_attempts: int = Field(default=5, ge=0)
 
