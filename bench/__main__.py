@@ -57,6 +57,18 @@ def table(results: dict[str, Any]) -> list[list[str]]:
                 "ok" if ratio <= 1.15 else "MISSED",
             )
         )
+        if "durable_no_summaries" in ms:
+            quiet = lat["ratio_no_summaries_to_bare"]
+            rows.append(
+                _row(
+                    "  same, activity_summaries=False, ms",
+                    f"{ms['durable_no_summaries']:.1f}",
+                    f"{ms['bare']:.1f}",
+                    f"{quiet:.2f}x",
+                    "<= 1.15x",
+                    "ok" if quiet <= 1.15 else "MISSED",
+                )
+            )
         rows.append(
             _row(
                 "local tool (local=True) per tool call, ms",

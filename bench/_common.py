@@ -153,19 +153,25 @@ class Bench:
             await stack.enter_async_context(bare)
             yield self
 
-    def config(self, script_path: str, calls: int) -> AgentConfig:
+    def config(self, script_path: str, calls: int, *, summaries: bool = True) -> AgentConfig:
         return AgentConfig(
             model=f"scripted:{script_path}",
             limits=Limits(max_turns=calls + 2, max_tool_calls=calls + 1),
+            activity_summaries=summaries,
         )
 
-    async def start_durable(self, script_path: str, calls: int, *, local: bool = False) -> Any:
+    async def start_durable(
+        self, script_path: str, calls: int, *, local: bool = False, summaries: bool = True
+    ) -> Any:
         queue = self.local_queue if local else self.durable_queue
         dt = DurableTools(self.client, queue)
-        return await dt.start("benchmark", config=self.config(script_path, calls))
+        config = self.config(script_path, calls, summaries=summaries)
+        return await dt.start("benchmark", config=config)
 
-    async def run_durable(self, script_path: str, calls: int, *, local: bool = False) -> Any:
-        run = await self.start_durable(script_path, calls, local=local)
+    async def run_durable(
+        self, script_path: str, calls: int, *, local: bool = False, summaries: bool = True
+    ) -> Any:
+        run = await self.start_durable(script_path, calls, local=local, summaries=summaries)
         result = await run.result()
         if result.status != RunStatus.COMPLETED or result.tool_calls != calls:
             raise RuntimeError(f"durable-tools run {run.run_id} ended badly: {result}")

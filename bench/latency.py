@@ -20,6 +20,7 @@ async def measure_latency(bench: Bench, *, calls: int, repeats: int) -> dict[str
         "bare": lambda: bench.run_bare(script, calls),
         "durable": lambda: bench.run_durable(script, calls),
         "durable_local": lambda: bench.run_durable(script, calls, local=True),
+        "durable_no_summaries": lambda: bench.run_durable(script, calls, summaries=False),
     }
     for run in variants.values():  # warm-up: imports, sandbox, connections
         await run()
@@ -38,4 +39,5 @@ async def measure_latency(bench: Bench, *, calls: int, repeats: int) -> dict[str
         "ratio_durable_to_bare": ms["durable"] / ms["bare"],
         "ratio_local_to_bare": ms["durable_local"] / ms["bare"],
         "ratio_local_to_durable": ms["durable_local"] / ms["durable"],
+        "ratio_no_summaries_to_bare": ms["durable_no_summaries"] / ms["bare"],
     }
