@@ -8,19 +8,19 @@ belong to Temporal, which records them in history and honours the run's retry po
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import json
 import logging
 import math
 import os
 import time
-import weakref
 from typing import Any
 
 import httpx
 from pydantic import SecretStr
 
+from .._http_clients import aclose_shared_clients
+from .._http_clients import shared_client as _shared_client
 from ..messages import Message, ModelRequest, ModelResponse, ToolCall, ToolDefinition, Usage
 from ._errors import ModelError
 
@@ -43,29 +43,6 @@ _RETRYABLE_STATUSES = frozenset({408, 409, 429})
 _MAX_PROVIDER_MESSAGE = 1000
 
 _log = logging.getLogger(__name__)
-
-# One client per base URL, so connections (and TLS sessions) are reused across calls. The
-# pool is per event loop as well: an httpx connection belongs to the loop that opened it,
-# and a worker or test suite may run more than one loop in a process.
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, httpx.AsyncClient]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _shared_client(base_url: str) -> httpx.AsyncClient:
-    per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
-    client = per_loop.get(base_url)
-    if client is None or client.is_closed:
-        client = httpx.AsyncClient(follow_redirects=False)
-        per_loop[base_url] = client
-    return client
-
-
-async def aclose_shared_clients() -> None:
-    """Close the shared HTTP clients of the running event loop (on worker shutdown)."""
-    per_loop = _clients.pop(asyncio.get_running_loop(), {})
-    for client in per_loop.values():
-        await client.aclose()
 
 
 def parse_retry_after(headers: httpx.Headers, *, now: float | None = None) -> float | None:

@@ -11,17 +11,15 @@ are not in any input schema, and error messages never quote them.
 
 from __future__ import annotations
 
-import asyncio
 import re
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any, Literal
 from urllib.parse import quote
 
 import httpx
 
+from durable_tools._http_clients import aclose_shared_clients, shared_client
 from durable_tools.tools._classify import parse_retry_after
 from durable_tools.tools._context import ToolContext
 from durable_tools.tools._errors import (
@@ -226,35 +224,7 @@ def as_auth_list(auth: HttpAuth | Sequence[HttpAuth] | None) -> tuple[HttpAuth, 
 
 # ---------------------------------------------------------------------- clients
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, httpx.AsyncClient]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _no_cookies() -> CookieJar:
-    # A shared client must not carry one user's cookies into another user's call.
-    return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
-
-
-def shared_client(base_url: str) -> httpx.AsyncClient:
-    """The process's client for `base_url` (one per base URL and event loop).
-
-    Connections are pooled across tools and calls; cookies are never stored.
-    """
-    loop = asyncio.get_running_loop()
-    per_loop = _clients.setdefault(loop, {})
-    client = per_loop.get(base_url)
-    if client is None or client.is_closed:
-        client = httpx.AsyncClient(cookies=_no_cookies(), follow_redirects=False)
-        per_loop[base_url] = client
-    return client
-
-
-async def aclose_shared_clients() -> None:
-    """Close the shared clients of the running event loop (at worker shutdown)."""
-    per_loop = _clients.pop(asyncio.get_running_loop(), {})
-    for client in per_loop.values():
-        await client.aclose()
+# Pooled per base URL and event loop, shared with the model adapter.
 
 
 # -------------------------------------------------------------------- execution
