@@ -11,14 +11,6 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from fake_openai import (
-    CannedResponse,
-    FakeOpenAIServer,
-    RecordedRequest,
-    chat_completion,
-    error_body,
-    tool_call,
-)
 
 from durable_tools.messages import Message, ModelRequest, ToolCall, ToolDefinition
 from durable_tools.models import (
@@ -27,6 +19,14 @@ from durable_tools.models import (
     aclose_shared_clients,
     parse_retry_after,
     resolve_model,
+)
+from fake_openai import (
+    CannedResponse,
+    FakeOpenAIServer,
+    RecordedRequest,
+    chat_completion,
+    error_body,
+    tool_call,
 )
 
 API_KEY = "sk-test-SENTINEL-0123456789abcdef"
