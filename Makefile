@@ -20,8 +20,8 @@ bytecode: $(STAMP)
 	$(PY) -m compileall -q src bench
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench examples
-	$(VENV)/bin/ruff format --check src tests bench examples
+	$(VENV)/bin/ruff check --no-cache src tests bench examples
+	$(VENV)/bin/ruff format --no-cache --check src tests bench examples
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
