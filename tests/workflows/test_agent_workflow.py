@@ -228,7 +228,7 @@ async def test_mutating_tool_does_not_retry_a_timeout_but_retries_clean_errors(
     assert attempts["hang"] == [1]  # a timeout of a non-idempotent tool is not retried
     assert timeline["e1"].status == "failed" and timeline["e1"].error_kind == "ToolTimeout"
     assert attempts["flaky"] == [1, 2]  # a clean retryable error is
-    assert timeline["e2"].status == "completed"
+    assert timeline["e2"].status == "completed" and timeline["e2"].attempts == 2
 
 
 async def test_sentinel_secret_never_enters_history(
@@ -407,3 +407,33 @@ async def test_activities_carry_ui_summaries_unless_turned_off(
     assert shown["durable_tools.model"].endswith(" turn 2")
     hidden = summaries(await quiet.handle.fetch_history())
     assert "add" not in hidden and "durable_tools.model" not in hidden
+
+
+async def test_reused_call_ids_get_distinct_keys_and_duplicates_are_refused(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    keys: list[str] = []
+    registry = ToolRegistry()
+
+    @registry.tool(idempotent=True)
+    def record(n: int, ctx: ToolContext) -> str:
+        """Record a number."""
+        keys.append(ctx.idempotency_key)
+        return f"recorded {n}"
+
+    model = write_script(
+        tmp_path,
+        [
+            calls(("call_0", "record", {"n": 1})),
+            calls(("call_0", "record", {"n": 2}), ("call_0", "record", {"n": 3})),
+            answer("done"),
+        ],
+    )
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("ids", model=model, run_id=task_queue)
+        assert (await run.result()).status == RunStatus.COMPLETED
+        replies = [m.content or "" for m in await run.conversation() if m.role == "tool"]
+    # The same id in a later turn is a different call: a different key, and it runs.
+    assert keys == [f"{task_queue}/call_0", f"{task_queue}/call_0#1"]
+    assert replies[:2] == ["recorded 1", "recorded 2"]
+    assert "not unique" in replies[2]  # the in-turn duplicate never ran

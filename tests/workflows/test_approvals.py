@@ -345,3 +345,30 @@ async def test_run_level_policy_requires_approval_for_mutating_tools(
         await run.approve("w")
         assert (await run.result()).status == RunStatus.COMPLETED
     assert ran == ["hi"]
+
+
+async def test_a_reused_call_id_needs_a_new_approval(
+    client: Client, task_queue: str, tmp_path: Path
+):
+    executed: list[Any] = []
+    model = write_script(
+        tmp_path,
+        [
+            calls(("r", "refund", {"order_id": "A", "amount_cents": 1})),
+            calls(("r", "refund", {"order_id": "B", "amount_cents": 2})),
+            answer("done"),
+        ],
+    )
+    async with running_worker(client, refund_registry(executed), task_queue):
+        run = await DurableTools(client, task_queue).start("two refunds", model=model)
+        await wait_for(run, lambda s: "r" in pending_ids(s))
+        await run.approve("r", decider="alice")
+        snapshot = await wait_for(
+            run, lambda s: any(p.arguments.get("order_id") == "B" for p in s.pending_approvals)
+        )
+        assert executed == [("A", 1)]  # B waits: the first decision does not carry over
+        await run.deny(
+            "r", decider="alice", arguments_hash=snapshot.pending_approvals[0].arguments_hash
+        )
+        assert (await run.result()).status == RunStatus.COMPLETED
+    assert executed == [("A", 1)]

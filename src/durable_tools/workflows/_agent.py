@@ -146,6 +146,10 @@ class AgentWorkflow:
         self._definitions: tuple[tuple[str, ...], list[ToolDefinition]] | None = None
         self._tools_ref: ArtifactRef | None = None
         self._options: dict[str, ToolActivityOptions] = {}
+        # How often each call id was used: a model that reuses ids across turns must not
+        # give two different calls one idempotency key (or one approval).
+        self._call_uses: dict[str, int] = dict(carried.call_uses) if carried else {}
+        self._keys: dict[str, str] = {}
         self._status = RunStatus.RUNNING
         self._final_answer: str | None = None
         self._reason: str | None = None
@@ -333,21 +337,59 @@ class AgentWorkflow:
         else:
             width, batch = strategy.batch_size, strategy.batch_size
         gate = asyncio.Semaphore(width)
+        duplicates = self._assign_keys(calls)
         results: list[Message] = []
         for start in range(0, len(calls), max(batch, 1)):
             group = calls[start : start + batch]
             if self._cancel_reason is not None:
                 results.extend(self._cancelled_message(call) for call in group)
                 continue
-            tasks = [asyncio.create_task(self._bounded(gate, call, advertised)) for call in group]
-            for call, task in zip(group, tasks, strict=True):
-                self._running[call.id] = task
+            tasks = [
+                asyncio.create_task(
+                    self._duplicate(call)
+                    if start + i in duplicates
+                    else self._bounded(gate, call, advertised)
+                )
+                for i, call in enumerate(group)
+            ]
+            for i, (call, task) in enumerate(zip(group, tasks, strict=True)):
+                if start + i not in duplicates:
+                    self._running[call.id] = task
             try:
                 results.extend(await asyncio.gather(*tasks))
             finally:
                 for call in group:
                     self._running.pop(call.id, None)
         return results
+
+    def _assign_keys(self, calls: list[ToolCall]) -> set[int]:
+        """Give each call its idempotency key; return the indexes of in-turn duplicates.
+
+        The key is `<workflow id>/<call id>`; a call id the model already used in an
+        earlier turn gets `#<n>` appended, so two different calls never share a key.
+        """
+        workflow_id = workflow.info().workflow_id
+        seen: set[str] = set()
+        duplicates: set[int] = set()
+        for index, call in enumerate(calls):
+            if call.id in seen:
+                duplicates.add(index)
+                continue
+            seen.add(call.id)
+            uses = self._call_uses.get(call.id, 0)
+            self._call_uses[call.id] = uses + 1
+            self._keys[call.id] = f"{workflow_id}/{call.id}" + (f"#{uses}" if uses else "")
+        return duplicates
+
+    async def _duplicate(self, call: ToolCall) -> Message:
+        error = InvalidArguments(
+            f"call id {call.id!r} is used by another call of the same turn",
+            errors=[
+                f"$: call id {call.id!r} is not unique in this turn; give each call its own id"
+            ],
+        )
+        self._event("tool.invalid_args", call, detail=error.message)
+        return Message.tool(call.id, call.name, error_message_for_model(call.id, call.name, error))
 
     async def _bounded(
         self, gate: asyncio.Semaphore, call: ToolCall, advertised: dict[str, ToolSpec]
@@ -500,7 +542,7 @@ class AgentWorkflow:
                 arguments=arguments,
                 workflow_id=info.workflow_id,
                 identity=self._input.identity,
-                idempotency_key=f"{info.workflow_id}/{call.id}",
+                idempotency_key=self._keys[call.id],
                 attempt_offset=attempts,
                 output_limit_bytes=self._config.output_limit_bytes,
                 grant_ref=grant_ref,
@@ -558,13 +600,14 @@ class AgentWorkflow:
                 if self._cancel_reason is None:
                     raise
                 return self._cancelled_outcome(call, spec, record)
-            return self._record_outcome(call, record, outcome, attempts + outcome.attempt)
+            return self._record_outcome(call, record, outcome, outcome.attempt)
 
     async def _run_subagent(
         self, call: ToolCall, spec: ToolSpec, arguments: dict[str, Any], record: ToolCallRecord
     ) -> ToolOutcome:
         assert spec.subagent is not None
-        child_id = f"{workflow.info().workflow_id}.{call.id}"
+        workflow_id = workflow.info().workflow_id
+        child_id = f"{workflow_id}.{self._keys[call.id][len(workflow_id) + 1 :]}"
         record.child_run_id = child_id
         record.started_at = workflow.now()
         self._event("tool.started", call, detail=f"sub-agent run {child_id}")
@@ -698,6 +741,7 @@ class AgentWorkflow:
             requested_at=now,
             deadline=now + timedelta(seconds=timeout) if timeout else None,
         )
+        self._decisions.pop(call.id, None)  # a reused call id starts undecided
         self._pending[call.id] = pending
         self._event("approval.requested", call, detail=f"hash {pending.arguments_hash[:12]}")
         self._publish()
@@ -985,6 +1029,7 @@ class AgentWorkflow:
                     events=self._events[-_CARRY_LIMIT:],
                     pending_steer=self._steer,
                     discovered=self._discovered,
+                    call_uses=self._call_uses,
                     continued=self._continued + 1,
                 ),
             )

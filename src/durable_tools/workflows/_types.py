@@ -231,6 +231,8 @@ class CarriedState(BaseModel):
     pending_steer: list[str] = Field(default_factory=list)
     discovered: list[str] = Field(default_factory=list)
     """Deferred tools found through tool search, advertised from then on."""
+    call_uses: dict[str, int] = Field(default_factory=dict)
+    """How often each call id was used, so reused ids keep getting distinct keys."""
     continued: int = 0
     """How many times the run has continued-as-new."""
 
