@@ -437,3 +437,28 @@ async def test_reused_call_ids_get_distinct_keys_and_duplicates_are_refused(
     assert keys == [f"{task_queue}/call_0", f"{task_queue}/call_0#1"]
     assert replies[:2] == ["recorded 1", "recorded 2"]
     assert "not unique" in replies[2]  # the in-turn duplicate never ran
+
+
+async def test_a_tool_the_worker_cannot_prepare_goes_back_to_the_model(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    from durable_tools.tools import Identity, OAuthRequirement
+
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True, oauth=OAuthRequirement(provider="github"))
+    def list_repos() -> list[str]:
+        """The user's repositories."""
+        return []
+
+    model = write_script(tmp_path, [calls(("g1", "list_repos", {})), answer("no access")])
+    async with running_worker(client, registry, task_queue):  # no OAuth broker configured
+        run = await DurableTools(client, task_queue).start(
+            "repos", model=model, identity=Identity(user="u")
+        )
+        result = await run.result()
+        reply = next(m.content for m in await run.conversation() if m.role == "tool") or ""
+        timeline = await run.timeline()
+    assert result.status == RunStatus.COMPLETED
+    assert "no OAuth broker" in reply and "g1" in reply
+    assert timeline[0].status == "failed"

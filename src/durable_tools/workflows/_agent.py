@@ -23,6 +23,7 @@ from temporalio.exceptions import (
     ApplicationError,
     CancelledError,
     ChildWorkflowError,
+    FailureError,
     TimeoutError,
 )
 
@@ -193,7 +194,7 @@ class AgentWorkflow:
             self._cancel_running("run cancelled")
             self._finish(RunStatus.CANCELLED, reason="run cancelled")
             raise
-        except ApplicationError as failure:
+        except FailureError as failure:  # fails the execution; say so in AgentStatus first
             self._finish(RunStatus.FAILED, reason=failure.message)
             raise
 
@@ -443,7 +444,16 @@ class AgentWorkflow:
             )
             return Message.tool(call.id, call.name, message)
         record.arguments = abridge_arguments(redact_arguments(arguments, spec.safety.redact))
-        return await self._approve_and_execute(call, spec, arguments, record)
+        try:
+            return await self._approve_and_execute(call, spec, arguments, record)
+        except ActivityError as err:  # the preflight failed (OAuth not configured, ...)
+            cause = err.cause
+            why = cause.message if isinstance(cause, FailureError) else str(err)
+            failure = ToolExecutionError(f"the call could not be prepared: {why}")
+            outcome = error_outcome(call.id, spec.name, failure)
+            return Message.tool(
+                call.id, spec.name, self._record_outcome(call, record, outcome, 0).content
+            )
 
     async def _approve_and_execute(
         self,
