@@ -7,9 +7,11 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
+import pytest
 from temporalio.client import Client
 
 from durable_tools.client import DurableTools
+from durable_tools.search_attributes import AGENT_STATUS
 from durable_tools.tools import Injected, RetrySpec, ToolContext, ToolExecutionError, ToolRegistry
 from durable_tools.workflows import (
     AgentConfig,
@@ -462,3 +464,21 @@ async def test_a_tool_the_worker_cannot_prepare_goes_back_to_the_model(
     assert result.status == RunStatus.COMPLETED
     assert "no OAuth broker" in reply and "g1" in reply
     assert timeline[0].status == "failed"
+
+
+async def test_a_model_that_fails_for_good_fails_the_run_visibly(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    from temporalio.client import WorkflowFailureError
+
+    registry = make_registry([])
+    model = write_script(tmp_path, [calls(("c1", "add", {"a": 1, "b": 1}))])  # no turn 2
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("short script", model=model)
+        with pytest.raises(WorkflowFailureError) as failed:
+            await run.result()
+        snapshot = await run.status()
+    assert "model call failed" in str(failed.value.cause)
+    assert snapshot.status == RunStatus.FAILED and "model call failed" in (snapshot.reason or "")
+    description = await run.handle.describe()
+    assert description.typed_search_attributes.get(AGENT_STATUS) == "failed"
