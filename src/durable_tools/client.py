@@ -94,9 +94,20 @@ class AgentRun:
     async def pending_approvals(self) -> list[tuple[str, PendingApproval]]:
         """Approvals this run and its running sub-agents wait for, as (run id, approval)."""
         snapshot = await self.status()
-        found = [(self.run_id, approval) for approval in snapshot.pending_approvals]
-        for record in await self.timeline():
-            if record.child_run_id and record.status in ("running", "awaiting_approval"):
+        mine = [(self.run_id, approval) for approval in snapshot.pending_approvals]
+        return mine + await self.subagent_approvals()
+
+    async def subagent_approvals(
+        self, timeline: list[ToolCallRecord] | None = None
+    ) -> list[tuple[str, PendingApproval]]:
+        """Approvals that this run's running sub-agents (and theirs) wait for.
+
+        Args:
+            timeline: The run's timeline when the caller already has it (saves a query).
+        """
+        found: list[tuple[str, PendingApproval]] = []
+        for record in timeline if timeline is not None else await self.timeline():
+            if record.child_run_id and record.status == "running":
                 found += await AgentRun(self.client, record.child_run_id).pending_approvals()
         return found
 
@@ -117,7 +128,7 @@ class AgentRun:
         target = self
         mine = {a.call_id for a in (await self.status()).pending_approvals}
         if call_id not in mine:
-            for run_id, approval in await self.pending_approvals():
+            for run_id, approval in await self.subagent_approvals():
                 if approval.call_id == call_id:
                     target = AgentRun(self.client, run_id)
                     break

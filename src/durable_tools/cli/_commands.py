@@ -233,10 +233,9 @@ async def _subagent_approvals(
     if not any(r.child_run_id and r.status == "running" for r in timeline):
         return []
     try:
-        found = await asyncio.wait_for(run.pending_approvals(), QUERY_TIMEOUT)
+        return await asyncio.wait_for(run.subagent_approvals(timeline), QUERY_TIMEOUT)
     except (WorkflowQueryFailedError, RPCError, TimeoutError):
         return []
-    return [(run_id, approval) for run_id, approval in found if run_id != run.run_id]
 
 
 def _no_worker(task_queue: str, what: str) -> str:
