@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 
+from durable_tools.client import AgentRun
 from durable_tools.tools import ToolRegistry
 from durable_tools.worker import build_worker
+from durable_tools.workflows import RunSnapshot
 
 
 def write_script(directory: Path, steps: list[dict[str, Any]]) -> str:
@@ -57,3 +60,17 @@ def scheduled_activities(history: WorkflowHistory) -> list[str]:
 
 def local_activity_markers(history: WorkflowHistory) -> int:
     return sum(1 for e in history.events if e.HasField("marker_recorded_event_attributes"))
+
+
+async def wait_for(
+    run: AgentRun, check: Callable[[RunSnapshot], bool], timeout: float = 15
+) -> RunSnapshot:
+    """Poll the run's status until `check` holds; fail with the last status after `timeout`."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        snapshot = await run.status()
+        if check(snapshot):
+            return snapshot
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{run.run_id} never reached the expected state: {snapshot}")
+        await asyncio.sleep(0.1)

@@ -3,7 +3,6 @@ provider -> callback server -> signal -> tool runs with the token, which never e
 
 from __future__ import annotations
 
-import asyncio
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 from fake_provider import FakeOAuthProvider
 from temporalio.client import Client
 
-from durable_tools.client import AgentRun, DurableTools
+from durable_tools.client import DurableTools
 from durable_tools.oauth import (
     CallbackServer,
     OAuthBroker,
@@ -30,25 +29,14 @@ from durable_tools.tools import (
     ToolContext,
     ToolRegistry,
 )
-from durable_tools.workflows import RunSnapshot, RunStatus
-from support import answer, calls, running_worker, write_script
+from durable_tools.workflows import RunStatus
+from support import answer, calls, running_worker, wait_for, write_script
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-async def wait_for_authorization(run: AgentRun, timeout: float = 15) -> RunSnapshot:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        snapshot = await run.status()
-        if snapshot.pending_authorizations:
-            return snapshot
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"run never asked for authorization: {snapshot}")
-        await asyncio.sleep(0.1)
 
 
 async def authorize_in_browser(url: str) -> httpx.Response:
@@ -111,7 +99,7 @@ async def test_oauth_pause_completes_through_the_callback_and_repauses_on_revoca
             model=write_script(tmp_path, [step, answer("standup")]),
             identity=identity,
         )
-        snapshot = await wait_for_authorization(run)
+        snapshot = await wait_for(run, lambda s: bool(s.pending_authorizations))
         assert snapshot.status == RunStatus.AWAITING_AUTHORIZATION
         pending = snapshot.pending_authorizations[0]
         assert pending.provider == "fake" and pending.tool == "read_calendar"
@@ -140,7 +128,7 @@ async def test_oauth_pause_completes_through_the_callback_and_repauses_on_revoca
             model=write_script(tmp_path, [step, answer("re-authorized")]),
             identity=identity,
         )
-        snapshot = await wait_for_authorization(third)
+        snapshot = await wait_for(third, lambda s: bool(s.pending_authorizations))
         assert snapshot.pending_authorizations[0].call_id == "cal1"
         page = await authorize_in_browser(snapshot.pending_authorizations[0].authorization_url)
         assert page.status_code == 200, page.text
@@ -176,7 +164,7 @@ async def test_refused_authorization_goes_back_to_the_model(
             ),
             identity=Identity(user="bob"),
         )
-        snapshot = await wait_for_authorization(run)
+        snapshot = await wait_for(run, lambda s: bool(s.pending_authorizations))
         await authorize_in_browser(snapshot.pending_authorizations[0].authorization_url)
         result = await run.result()
         reply = next(m.content for m in await run.conversation() if m.role == "tool") or ""

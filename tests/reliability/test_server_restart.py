@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Callable
 from pathlib import Path
 
-from durable_tools.client import AgentRun, DurableTools
+from durable_tools.client import DurableTools
 from durable_tools.server import DevServer
 from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.workflows import RunSnapshot, RunStatus
-from support import answer, calls, running_worker, write_script
+from durable_tools.workflows import RunStatus
+from support import answer, calls, running_worker, wait_for, write_script
 
 
 def free_port() -> int:
@@ -20,15 +19,6 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-async def wait_for(run: AgentRun, check: Callable[[RunSnapshot], bool]) -> RunSnapshot:
-    for _ in range(200):
-        snapshot = await run.status()
-        if check(snapshot):
-            return snapshot
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{run.run_id} never reached the state: {snapshot}")
 
 
 def registry(started: asyncio.Event, executed: list[str]) -> ToolRegistry:
@@ -70,7 +60,7 @@ async def test_runs_survive_a_server_restart(tmp_path: Path) -> None:
             dt = DurableTools(client, queue)
             slow_runs = [await dt.start(f"report {i}", model=slow_model) for i in range(3)]
             paused = await dt.start("refund A7", model=refund_model)
-            pending = await wait_for(paused, lambda s: bool(s.pending_approvals))
+            pending = await wait_for(paused, lambda s: bool(s.pending_approvals), timeout=20)
             await asyncio.wait_for(started.wait(), 15)
             assert pending.pending_approvals[0].call_id == "r1"
         # Worker gone (its running tools cancelled); the server goes down with every run open.
@@ -81,7 +71,7 @@ async def test_runs_survive_a_server_restart(tmp_path: Path) -> None:
         async with running_worker(client, tools, queue, artifact_store=store):
             dt = DurableTools(client, queue)
             paused = dt.run(paused.run_id)
-            snapshot = await wait_for(paused, lambda s: bool(s.pending_approvals))
+            snapshot = await wait_for(paused, lambda s: bool(s.pending_approvals), timeout=20)
             assert snapshot.status == RunStatus.AWAITING_APPROVAL
             assert await paused.approve("r1", decider="carol") == "approved"
             results = await asyncio.wait_for(

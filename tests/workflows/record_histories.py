@@ -33,7 +33,7 @@ from durable_tools.workflows import (
     ApprovalPolicy,
     ExecutionStrategy,
 )
-from support import answer, calls, running_worker, write_script
+from support import answer, calls, running_worker, wait_for, write_script
 
 HISTORIES = Path(__file__).parent / "histories"
 # Each run's workflow id is its scenario's name, which is also the file's name: replay
@@ -73,14 +73,6 @@ def with_subagent(tools: ToolRegistry, directory: Path) -> ToolRegistry:
     return tools
 
 
-async def wait_pending(run: AgentRun, ids: set[str]) -> None:
-    for _ in range(200):
-        if {p.call_id for p in (await run.status()).pending_approvals} >= ids:
-            return
-        await asyncio.sleep(0.05)
-    raise RuntimeError(f"approvals {ids} never pending")
-
-
 async def record(client: Client, directory: Path) -> None:
     scenarios: dict[str, Callable[[DurableTools, str], Awaitable[AgentRun]]] = {}
 
@@ -94,7 +86,7 @@ async def record(client: Client, directory: Path) -> None:
             approval=ApprovalPolicy(deciders=("alice",)),
         )
         run = await dt.start("two transfers", config=config, run_id="approvals")
-        await wait_pending(run, {"t1", "t2"})
+        await wait_for(run, lambda s: {p.call_id for p in s.pending_approvals} >= {"t1", "t2"})
         await run.approve("t2", decider="alice", reason="fine")
         await run.deny("t1", decider="alice", reason="too much")
         return run

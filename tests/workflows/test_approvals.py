@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 
-from durable_tools.client import AgentRun, DurableTools
+from durable_tools.client import DurableTools
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import (
     AgentConfig,
@@ -19,21 +18,7 @@ from durable_tools.workflows import (
     RunSnapshot,
     RunStatus,
 )
-from support import answer, calls, running_worker, write_script
-
-
-async def wait_for(
-    run: AgentRun, check: Callable[[RunSnapshot], bool], timeout: float = 15
-) -> RunSnapshot:
-    """Poll the run's status until `check` holds."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        snapshot = await run.status()
-        if check(snapshot):
-            return snapshot
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"run never reached the expected state: {snapshot}")
-        await asyncio.sleep(0.1)
+from support import answer, calls, running_worker, wait_for, write_script
 
 
 def pending_ids(snapshot: RunSnapshot) -> set[str]:

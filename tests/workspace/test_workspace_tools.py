@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio.client import Client
 
-from durable_tools.client import AgentRun, DurableTools
+from durable_tools.client import DurableTools
 from durable_tools.tools import ToolContext, ToolExecutionError, ToolRegistry, ToolResult
-from durable_tools.workflows import RunSnapshot, RunStatus
+from durable_tools.workflows import RunStatus
 from durable_tools.workspace import register_workspace_tools
-from support import answer, calls, running_worker, write_script
+from support import answer, calls, running_worker, wait_for, write_script
 
 
 def tools(root: Path, **options: Any) -> ToolRegistry:
@@ -198,19 +196,6 @@ async def test_run_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 # ----------------------------------------------------------------- end to end
-
-
-async def wait_for(
-    run: AgentRun, check: Callable[[RunSnapshot], bool], timeout: float = 15
-) -> RunSnapshot:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        snapshot = await run.status()
-        if check(snapshot):
-            return snapshot
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"run never reached the expected state: {snapshot}")
-        await asyncio.sleep(0.1)
 
 
 async def test_write_waits_for_approval_then_runs(client: Client, task_queue: str, tmp_path: Path):
