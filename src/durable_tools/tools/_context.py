@@ -8,7 +8,7 @@ that supplies one anyway is rejected, never obeyed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,7 +79,6 @@ class ToolContext:
     access_token: str | None = field(default=None, repr=False)
     """The OAuth access token for the tool's provider, when the tool declares one."""
     _progress: Callable[[Any], None] = field(default=_no_progress, repr=False)
-    _cancelled: asyncio.Event | None = field(default=None, repr=False)
     _is_cancelled: Callable[[], bool] | None = field(default=None, repr=False)
 
     def progress(self, details: Any = None) -> None:
@@ -91,9 +90,7 @@ class ToolContext:
     @property
     def cancelled(self) -> bool:
         """Whether the run asked this call to stop. Long tools should check it between steps."""
-        if self._is_cancelled is not None:
-            return self._is_cancelled()
-        return self._cancelled is not None and self._cancelled.is_set()
+        return self._is_cancelled is not None and self._is_cancelled()
 
     async def wait_cancelled(self) -> None:
         """Wait until the call is cancelled (for tools that race work against cancellation)."""
@@ -121,7 +118,3 @@ class ToolContext:
             return self.secrets[name]
         except KeyError:
             raise MissingResource(f"worker has no secret named {name!r}") from None
-
-
-ProgressCallback = Callable[[Any], None]
-AsyncHook = Callable[..., Awaitable[Any]]
