@@ -74,3 +74,25 @@ async def wait_for(
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"{run.run_id} never reached the expected state: {snapshot}")
         await asyncio.sleep(0.1)
+
+
+def workflow_task_failures(history: WorkflowHistory) -> list[str]:
+    """The failure messages of every `WorkflowTaskFailed` event in a history, in order."""
+    failures = []
+    for event in history.events:
+        if event.HasField("workflow_task_failed_event_attributes"):
+            failures.append(event.workflow_task_failed_event_attributes.failure.message)
+    return failures
+
+
+async def assert_not_wedged(handle: WorkflowHandle[Any, Any], *, allowed: int = 1) -> None:
+    """Fail when the run's history shows its workflow task failing again and again.
+
+    A wedged run is one whose workflow task fails on every attempt: its status goes stale
+    and queries and updates fail. One failure can be a worker restart mid-task; more than
+    `allowed` is the loop this helper exists to catch.
+    """
+    failures = workflow_task_failures(await handle.fetch_history())
+    assert len(failures) <= allowed, (
+        f"workflow task failed {len(failures)} times (wedged run): {failures[:3]}"
+    )
