@@ -21,6 +21,7 @@ PASSTHROUGH_MODULES = (
     "durable_tools.models",
     "durable_tools.search_attributes",
     "durable_tools.workflows._types",
+    "durable_tools.workflows._limits",
     "durable_tools.workflows._approvals",
     "durable_tools.workflows._options",
     "durable_tools.workflows._tool_search",

@@ -55,8 +55,17 @@ def check_decision(
     decision: ApprovalDecision,
     pending: dict[str, PendingApproval],
     decided: set[str],
+    *,
+    hash_required: bool = False,
 ) -> PendingApproval:
     """Validate a decision against the run's pending approvals.
+
+    Args:
+        decision: The decision received.
+        pending: The run's pending approvals, by call id.
+        decided: Call ids already decided (and not asked again).
+        hash_required: The call id was used by more than one call in the run, so a
+            decision without the arguments hash could be meant for another of them.
 
     Returns:
         The pending approval the decision answers.
@@ -76,6 +85,12 @@ def check_decision(
         raise InvalidDecision(
             f"{decision.decider!r} may not decide tool call {decision.call_id!r}; "
             f"allowed: {', '.join(approval.deciders)}"
+        )
+    if decision.arguments_hash is None and hash_required:
+        raise InvalidDecision(
+            f"tool call id {decision.call_id!r} was used by more than one call in this run: "
+            "the decision must carry the arguments hash of the request it answers "
+            "(`durable-tools pending` and `show` print it)"
         )
     if decision.arguments_hash is not None and decision.arguments_hash != approval.arguments_hash:
         raise InvalidDecision(

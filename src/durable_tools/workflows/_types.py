@@ -6,12 +6,18 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from durable_tools.messages import Message
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows._limits import (
+    MAX_CALL_ID_CHARS,
+    MAX_DECIDER_CHARS,
+    MAX_GRANT_REF_CHARS,
+    MAX_REASON_CHARS,
+)
 
 __all__ = [
     "AgentConfig",
@@ -90,13 +96,26 @@ class ApprovalPolicy(BaseModel):
     on_deny: Literal["tell_model", "end_run"] = "tell_model"
     """A denial goes back to the model as an error message, or ends the run."""
 
+    @model_validator(mode="after")
+    def _escalation_names_deciders(self) -> ApprovalPolicy:
+        # An escalation with nobody to escalate to would leave the deciders empty, and an
+        # empty list means "anyone": a deadline must never widen who may approve.
+        if self.on_timeout == "escalate" and not self.escalate_to:
+            raise ValueError(
+                "on_timeout='escalate' needs escalate_to: the deciders after the deadline "
+                "(an empty list would let anyone approve)"
+            )
+        if self.on_timeout == "escalate" and self.timeout_seconds is None:
+            raise ValueError("on_timeout='escalate' needs timeout_seconds: when to escalate")
+        return self
+
 
 class AgentConfig(BaseModel):
     """What an agent is: instructions, model, tools, strategy and limits."""
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = "agent"
+    name: str = Field(default="agent", min_length=1, max_length=200)
     """Shown as the `AgentName` search attribute."""
     model: str
     """Adapter and model, e.g. `scripted:steps.json` or `openai:gpt-4o-mini`."""
@@ -149,6 +168,10 @@ class ToolCallRecord(BaseModel):
     attempts: int = 0
     child_run_id: str | None = None
     """For a sub-agent call: the child run's workflow id."""
+    decided_by: str | None = None
+    """For a call that waited for approval: who decided (`deadline` when none did)."""
+    decided_at: datetime | None = None
+    decision_reason: str | None = None
 
 
 class RunEvent(BaseModel):
@@ -182,12 +205,13 @@ class ApprovalDecision(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    call_id: str
+    call_id: str = Field(max_length=MAX_CALL_ID_CHARS)
     approve: bool
-    decider: str = "anonymous"
-    reason: str | None = None
-    arguments_hash: str | None = None
-    """When given, must match the pending call's hash: approving exactly what was shown."""
+    decider: str = Field(default="anonymous", max_length=MAX_DECIDER_CHARS)
+    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
+    arguments_hash: str | None = Field(default=None, max_length=64)
+    """Must match the pending call's hash: approving exactly what was shown. Optional only
+    while the call id was used once in the run; a reused id needs it."""
 
 
 class PendingAuthorization(BaseModel):
@@ -206,10 +230,10 @@ class AuthorizationCompleted(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    call_id: str
-    grant_ref: str | None = None
+    call_id: str = Field(max_length=MAX_CALL_ID_CHARS)
+    grant_ref: str | None = Field(default=None, max_length=MAX_GRANT_REF_CHARS)
     """Opaque reference to the stored grant; never the token itself."""
-    error: str | None = None
+    error: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
     """Set when the person refused or the exchange failed."""
 
 

@@ -1,0 +1,240 @@
+"""Stage 3 of a call: execute it. A tool activity (with workflow-driven retries) or a
+sub-agent run; either way the result is a `ToolOutcome` and the attempts it took."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+    TimeoutError,
+)
+
+from durable_tools.activities._types import ToolInvocation
+from durable_tools.tools import (
+    Cancelled,
+    ErrorKind,
+    ToolExecutionError,
+    ToolOutcome,
+    ToolSpec,
+    ToolTimeout,
+)
+from durable_tools.tools._formatting import error_outcome
+from durable_tools.workflows._options import ToolActivityOptions, activity_options_for, retry_delay
+from durable_tools.workflows._state import RunState
+from durable_tools.workflows._types import (
+    AgentConfig,
+    AgentInput,
+    AgentResult,
+    RunStatus,
+    ToolCallRecord,
+)
+from durable_tools.workflows._validate import ValidCall
+
+__all__ = ["Executed", "execute"]
+
+
+@dataclass(frozen=True)
+class Executed:
+    """What running a call left: its outcome and how many attempts it took."""
+
+    outcome: ToolOutcome
+    attempts: int
+    cancelled: bool = False
+    """True when the run's cancel stopped the call."""
+
+
+async def execute(
+    state: RunState, valid: ValidCall, record: ToolCallRecord, grant_ref: str | None
+) -> Executed:
+    """Run the call: as a sub-agent when the tool is one, else as its tool activity."""
+    record.status = "running"
+    record.started_at = workflow.now()
+    try:
+        if valid.spec.subagent is not None:
+            return await _run_subagent(state, valid, record)
+        return await _run_activity(state, valid, record, grant_ref)
+    except asyncio.CancelledError:
+        if state.cancel_reason is None:
+            raise  # the whole run is being cancelled through Temporal
+        return _cancelled(state, valid)
+
+
+def _options(state: RunState, spec: ToolSpec) -> ToolActivityOptions:
+    options = state.options.get(spec.name)
+    if options is None:
+        options = state.options[spec.name] = activity_options_for(spec)
+    return options
+
+
+async def _run_activity(
+    state: RunState, valid: ValidCall, record: ToolCallRecord, grant_ref: str | None
+) -> Executed:
+    call, spec = valid.call, valid.spec
+    options = _options(state, spec)
+    info = workflow.info()
+    summary = (
+        f"{spec.name} {call.id} {record.arguments}"[:200]
+        if state.config.activity_summaries
+        else None
+    )
+    state.event("tool.started", call)
+    attempts = 0
+    while True:
+        invocation = ToolInvocation(
+            call_id=call.id,
+            tool_name=spec.name,
+            arguments=valid.arguments,
+            workflow_id=info.workflow_id,
+            identity=state.input.identity,
+            idempotency_key=state.keys[call.id],
+            attempt_offset=attempts,
+            output_limit_bytes=state.config.output_limit_bytes,
+            grant_ref=grant_ref,
+        )
+        try:
+            outcome = await _schedule(spec.name, invocation, options, summary)
+        except ActivityError as err:
+            if isinstance(err.cause, CancelledError) and state.cancel_reason is not None:
+                return _cancelled(state, valid)
+            attempts = _attempts_after(err, attempts)
+            failure = _failure_outcome(valid, err)
+            retry = spec.policy.retry
+            cause = err.cause
+            retryable = isinstance(cause, ApplicationError) and not cause.non_retryable
+            if (
+                options.workflow_retries
+                and retryable
+                and (retry.maximum_attempts == 0 or attempts < retry.maximum_attempts)
+            ):
+                requested = cause.next_retry_delay if isinstance(cause, ApplicationError) else None
+                delay = retry_delay(
+                    retry, attempts, None if requested is None else requested.total_seconds()
+                )
+                state.event("tool.retrying", call, detail=f"in {delay:.1f}s: {failure.content}")
+                await workflow.sleep(timedelta(seconds=delay))
+                continue
+            if retryable or isinstance(cause, TimeoutError):
+                state.event("tool.policy_exhausted", call, detail=failure.content[:300])
+            return Executed(failure, attempts)
+        return Executed(outcome, outcome.attempt)
+
+
+async def _schedule(
+    name: str, invocation: ToolInvocation, options: ToolActivityOptions, summary: str | None
+) -> ToolOutcome:
+    if options.local:
+        local: ToolOutcome = await workflow.execute_local_activity(
+            name,
+            invocation,
+            result_type=ToolOutcome,
+            start_to_close_timeout=options.start_to_close_timeout,
+            schedule_to_close_timeout=options.schedule_to_close_timeout,
+            retry_policy=options.retry_policy,
+            summary=summary,
+        )
+        return local
+    remote: ToolOutcome = await workflow.execute_activity(
+        name,
+        invocation,
+        result_type=ToolOutcome,
+        task_queue=options.task_queue,
+        start_to_close_timeout=options.start_to_close_timeout,
+        schedule_to_close_timeout=options.schedule_to_close_timeout,
+        heartbeat_timeout=options.heartbeat_timeout,
+        retry_policy=options.retry_policy,
+        summary=summary,
+    )
+    return remote
+
+
+def _attempts_after(err: ActivityError, so_far: int) -> int:
+    """Attempts made in all once this failure is counted.
+
+    The tool activity reports its attempt number (counting the workflow's own earlier
+    retries) as the failure's second detail, so retries made by Temporal itself are
+    counted too; a failure without it (a timeout, an older worker) counts as one attempt.
+    """
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and len(cause.details) > 1:
+        reported = cause.details[1]
+        if isinstance(reported, int) and not isinstance(reported, bool):
+            return max(so_far + 1, reported)
+    return so_far + 1
+
+
+async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecord) -> Executed:
+    call, spec, arguments = valid.call, valid.spec, valid.arguments
+    assert spec.subagent is not None
+    workflow_id = workflow.info().workflow_id
+    child_id = f"{workflow_id}.{state.keys[call.id][len(workflow_id) + 1 :]}"
+    record.child_run_id = child_id
+    state.event("tool.started", call, detail=f"sub-agent run {child_id}")
+    child_input = AgentInput(
+        prompt=str(arguments["task"]),
+        config=AgentConfig.model_validate(spec.subagent),
+        identity=state.input.identity,
+        granted_scopes=state.input.granted_scopes,
+        depth=state.depth + 1,
+        max_depth=state.max_depth,
+    )
+    try:
+        result: AgentResult = await workflow.execute_child_workflow(
+            "AgentWorkflow",
+            child_input,
+            id=child_id,
+            result_type=AgentResult,
+            static_summary=f"sub-agent {spec.name} of {workflow_id}",
+            # If this run closes first, its sub-agents are asked to stop, not killed.
+            parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
+        )
+    except ChildWorkflowError as err:
+        failure = ToolExecutionError(f"sub-agent run {child_id} failed: {err.cause or err}")
+        return Executed(error_outcome(call.id, spec.name, failure), 1)
+    ok = result.status == RunStatus.COMPLETED
+    answer = result.final_answer if ok else f"ended {result.status.value}: {result.reason}"
+    outcome = ToolOutcome(
+        call_id=call.id,
+        tool_name=spec.name,
+        content=f"{answer}\n\n[sub-agent run {child_id}: {result.status.value}]",
+        is_error=not ok,
+        error_kind=None if ok else ErrorKind.EXECUTION.value,
+    )
+    return Executed(outcome, 1)
+
+
+def _cancelled(state: RunState, valid: ValidCall) -> Executed:
+    reason = state.cancel_reason or "cancelled"
+    outcome = error_outcome(valid.call.id, valid.spec.name, Cancelled(reason))
+    return Executed(outcome, 0, cancelled=True)
+
+
+def _failure_outcome(valid: ValidCall, err: ActivityError) -> ToolOutcome:
+    call, spec = valid.call, valid.spec
+    cause = err.cause
+    if isinstance(cause, ApplicationError):
+        kind = cause.type or ErrorKind.EXECUTION.value
+        details: Any = cause.details
+        text = (
+            details[0]
+            if details and isinstance(details[0], str)
+            else f"Error [{kind}] tool call {call.id} ({spec.name}) failed: {cause.message}"
+        )
+    elif isinstance(cause, TimeoutError):
+        which = cause.type.name.lower().replace("_", "-") if cause.type else "activity"
+        effect = "" if spec.safety.safe_to_repeat else "; it may or may not have taken effect"
+        return error_outcome(call.id, spec.name, ToolTimeout(f"{which} timeout{effect}"))
+    elif isinstance(cause, CancelledError):
+        return error_outcome(call.id, spec.name, Cancelled("the call was cancelled"))
+    else:
+        return error_outcome(call.id, spec.name, ToolExecutionError(str(cause or err)))
+    return ToolOutcome(
+        call_id=call.id, tool_name=spec.name, content=text, is_error=True, error_kind=kind
+    )

@@ -1,0 +1,194 @@
+"""Stage 2 of a call: the gate. Policy, a person's approval, then OAuth authorization.
+
+`approve` decides whether the call needs a person (from the tool, the run's policy, or a
+worker-side predicate through the preflight activity) and waits durably for the decision;
+`authorize` waits for the user to grant OAuth access when the tool needs a token it does
+not have. Each returns a refusal message for the model when the call must not run.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from datetime import timedelta
+
+from temporalio import workflow
+
+from durable_tools.activities._types import PREFLIGHT_ACTIVITY, PreflightRequest, PreflightResult
+from durable_tools.messages import Message
+from durable_tools.tools import Denied, ErrorKind, NeedsAuthorization
+from durable_tools.tools._classify import error_message_for_model
+from durable_tools.tools._formatting import redact_arguments
+from durable_tools.workflows._approvals import arguments_hash, static_approval
+from durable_tools.workflows._state import EndRun, RunState
+from durable_tools.workflows._types import (
+    ApprovalDecision,
+    AuthorizationCompleted,
+    PendingApproval,
+    PendingAuthorization,
+    RunStatus,
+    ToolCallRecord,
+)
+from durable_tools.workflows._validate import ValidCall
+from durable_tools.workflows._visibility import publish, unless_evicted
+
+__all__ = ["Gate", "approve", "authorize", "preflight"]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What the approval gate decided: a refusal for the model, or go on."""
+
+    refusal: Message | None = None
+    """Set when the call was denied: the message the model gets instead of a result."""
+    preflight: PreflightResult | None = None
+    """The preflight's answer, when one ran (OAuth grant or authorization URL)."""
+
+
+async def preflight(state: RunState, valid: ValidCall, *, force: bool) -> PreflightResult:
+    """Ask the worker whether the call needs approval (predicates) and has its OAuth grant."""
+    result: PreflightResult = await workflow.execute_activity(
+        PREFLIGHT_ACTIVITY,
+        PreflightRequest(
+            call_id=valid.call.id,
+            tool_name=valid.spec.name,
+            arguments=valid.arguments,
+            workflow_id=workflow.info().workflow_id,
+            identity=state.input.identity,
+            force_reauthorization=force,
+        ),
+        result_type=PreflightResult,
+        start_to_close_timeout=timedelta(seconds=30),
+        summary=f"preflight {valid.spec.name} {valid.call.id}",
+    )
+    return result
+
+
+async def approve(state: RunState, valid: ValidCall, record: ToolCallRecord) -> Gate:
+    """Run the approval gate: no approval needed, approved, or denied (a refusal)."""
+    spec, call = valid.spec, valid.call
+    needs_approval = static_approval(spec, state.config.approval)
+    checked: PreflightResult | None = None
+    if needs_approval is None or spec.oauth is not None:
+        checked = await preflight(state, valid, force=False)
+        if needs_approval is None:
+            needs_approval = checked.approval_required
+    if not needs_approval:
+        return Gate(preflight=checked)
+    record.status = "awaiting_approval"
+    decision = await _await_decision(state, valid)
+    record.decided_by = decision.decider
+    record.decided_at = workflow.now()
+    record.decision_reason = decision.reason
+    if decision.approve:
+        return Gate(preflight=checked)
+    record.status = "denied"
+    text = f"denied by {decision.decider}" + (f": {decision.reason}" if decision.reason else "")
+    record.result = text[:300]
+    if state.config.approval.on_deny == "end_run":
+        raise EndRun(RunStatus.FAILED, f"tool call {call.id} ({spec.name}) {text}")
+    refusal = error_message_for_model(call.id, spec.name, Denied(text))
+    return Gate(refusal=Message.tool(call.id, spec.name, refusal))
+
+
+async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision:
+    call, spec = valid.call, valid.spec
+    policy = state.config.approval
+    now = workflow.now()
+    timeout = policy.timeout_seconds
+    pending = PendingApproval(
+        call_id=call.id,
+        tool=spec.name,
+        arguments=redact_arguments(valid.arguments, spec.safety.redact),
+        arguments_hash=arguments_hash(valid.arguments),
+        deciders=list(policy.deciders),
+        requested_at=now,
+        deadline=now + timedelta(seconds=timeout) if timeout else None,
+    )
+    state.decisions.pop(call.id, None)  # a reused call id starts undecided
+    state.pending[call.id] = pending
+    state.event("approval.requested", call, detail=f"hash {pending.arguments_hash[:12]}")
+    publish(state)
+    try:
+        while True:
+            try:
+                await workflow.wait_condition(
+                    lambda: call.id in state.decisions or state.cancel_reason is not None,
+                    timeout=timeout,
+                )
+            except builtins.TimeoutError:
+                if policy.on_timeout == "escalate" and not pending.escalated and policy.escalate_to:
+                    timeout = policy.escalation_timeout_seconds or policy.timeout_seconds
+                    pending.escalated = True
+                    pending.deciders = list(policy.escalate_to)
+                    pending.deadline = workflow.now() + timedelta(seconds=timeout or 0)
+                    state.event("approval.escalated", call, detail=", ".join(pending.deciders))
+                    publish(state)
+                    continue
+                if policy.on_timeout == "fail":
+                    raise EndRun(
+                        RunStatus.FAILED,
+                        f"approval of tool call {call.id} ({spec.name}) passed its deadline",
+                    ) from None
+                state.decisions[call.id] = ApprovalDecision(
+                    call_id=call.id,
+                    approve=False,
+                    decider="deadline",
+                    reason="no decision before the deadline",
+                )
+                state.event("approval.expired", call)
+            break
+        state.check_call_cancelled()
+        return state.decisions[call.id]
+    finally:
+        state.pending.pop(call.id, None)
+        unless_evicted(lambda: publish(state))
+
+
+async def authorize(
+    state: RunState, valid: ValidCall, record: ToolCallRecord, checked: PreflightResult | None
+) -> str | Message | None:
+    """The OAuth grant reference to run with (None: the tool needs none), or a refusal.
+
+    When the preflight found no usable grant it returned an authorization URL: the run
+    waits, durably, for the callback's `authorization_completed` signal.
+    """
+    if checked is None or not checked.authorization_url:
+        return checked.grant_ref if checked else None
+    call, spec = valid.call, valid.spec
+    assert spec.oauth is not None
+    record.status = "awaiting_authorization"
+    state.grants.pop(call.id, None)
+    state.authorizations[call.id] = PendingAuthorization(
+        call_id=call.id,
+        tool=spec.name,
+        provider=spec.oauth.provider,
+        scopes=list(spec.oauth.scopes),
+        authorization_url=checked.authorization_url,
+        requested_at=workflow.now(),
+    )
+    state.event("authorization.requested", call, detail=spec.oauth.provider)
+    publish(state)
+    try:
+        await workflow.wait_condition(
+            lambda: call.id in state.grants or state.cancel_reason is not None
+        )
+        state.check_call_cancelled()
+        completed: AuthorizationCompleted = state.grants.pop(call.id)
+        state.event(
+            "authorization.completed" if completed.grant_ref else "authorization.failed",
+            call,
+            detail=completed.error,
+        )
+    finally:
+        state.authorizations.pop(call.id, None)
+        unless_evicted(lambda: publish(state))
+    if completed.error or not completed.grant_ref:
+        record.status = "failed"
+        record.error_kind = ErrorKind.UNAUTHORIZED.value
+        record.result = f"authorization failed: {completed.error}"[:300]
+        refused = NeedsAuthorization(f"authorization failed: {completed.error}")
+        return Message.tool(
+            call.id, spec.name, error_message_for_model(call.id, spec.name, refused)
+        )
+    return completed.grant_ref

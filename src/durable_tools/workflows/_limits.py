@@ -1,0 +1,81 @@
+"""What a run accepts from outside, and how large a payload it may build.
+
+Everything a caller, a model or a tool sends into a run is bounded here, and every payload
+the workflow schedules, returns or carries over continue-as-new is measured against
+`PAYLOAD_BUDGET_BYTES` before it leaves. Temporal fails the *workflow task* (not the
+call) for a payload over 2 MiB, and the task then fails again on every retry: a run that
+builds one is wedged. Measuring first turns that into a repair message or a clear end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from temporalio import workflow
+
+__all__ = [
+    "MAX_CALL_ID_CHARS",
+    "MAX_CANCEL_REASON_CHARS",
+    "MAX_DECIDER_CHARS",
+    "MAX_GRANT_REF_CHARS",
+    "MAX_PENDING_STEERS",
+    "MAX_REASON_CHARS",
+    "MAX_STEER_CHARS",
+    "PAYLOAD_BUDGET_BYTES",
+    "clip",
+    "payload_bytes",
+    "short_call_id",
+]
+
+MAX_CALL_ID_CHARS = 256
+"""Longest tool call id kept as the model sent it; a longer one is shortened (see
+`short_call_id`). Providers' ids are about 30 characters."""
+
+MAX_DECIDER_CHARS = 200
+"""Longest decider name an approval decision may carry."""
+
+MAX_REASON_CHARS = 2_000
+"""Longest reason an approval decision or an authorization error may carry."""
+
+MAX_CANCEL_REASON_CHARS = 500
+"""A cancel reason is cut to this length (a cancel is never refused for its reason)."""
+
+MAX_GRANT_REF_CHARS = 512
+"""Longest opaque grant reference the OAuth callback may send."""
+
+MAX_STEER_CHARS = 32_000
+"""Longest steering instruction."""
+
+MAX_PENDING_STEERS = 20
+"""Steering instructions waiting for the next model turn; more are refused until it runs."""
+
+PAYLOAD_BUDGET_BYTES = 1_800_000
+"""Largest payload the workflow builds: under Temporal's 2 MiB error limit with room for
+the envelope (headers, metadata, a codec's overhead)."""
+
+
+def payload_bytes(value: Any) -> int:
+    """Size of `value` as the run's payload converter encodes it."""
+    return workflow.payload_converter().to_payload(value).ByteSize()
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    note = f"... [{len(text) - limit} more characters cut]"
+    return text[: max(limit - len(note), 0)] + note
+
+
+def short_call_id(call_id: str) -> str:
+    """A call id of at most `MAX_CALL_ID_CHARS`, unchanged when it already fits.
+
+    A longer id is replaced by its start and a digest of the whole: stable for the same id
+    (replay, reuse detection), distinct for different ids, and small in every record that
+    repeats it (assistant message, tool message, timeline, events, activity input).
+    """
+    if len(call_id) <= MAX_CALL_ID_CHARS:
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return f"{call_id[:32]}~{digest}"

@@ -1,0 +1,184 @@
+"""The call pipeline: how the tool calls of one model turn run, and the route of one call.
+
+    run_calls   strategy (sequential, parallel, batched), idempotency keys, cancellation
+      run_call  validate -> gate (approval, authorization) -> execute -> record
+
+Each stage lives in its own module (`_validate`, `_gate`, `_execute`, `_record`) and
+works on the run's `RunState`; this module only wires them in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, FailureError
+
+from durable_tools.messages import Message, ToolCall
+from durable_tools.tools import ErrorKind, InvalidArguments, LoadingMode, ToolExecutionError
+from durable_tools.tools._classify import error_message_for_model
+from durable_tools.tools._formatting import error_outcome
+from durable_tools.tools._spec import ToolSpec
+from durable_tools.tools._validation import parse_arguments
+from durable_tools.workflows._execute import Executed, execute
+from durable_tools.workflows._gate import approve, authorize, preflight
+from durable_tools.workflows._model_turn import advertised, has_deferred
+from durable_tools.workflows._record import cancelled_result, record_outcome
+from durable_tools.workflows._state import RunState
+from durable_tools.workflows._tool_search import SEARCH_TOOL, search_specs
+from durable_tools.workflows._types import ToolCallRecord
+from durable_tools.workflows._validate import ValidCall, open_record, validate_call
+
+__all__ = ["run_calls"]
+
+
+async def run_calls(state: RunState, calls: list[ToolCall]) -> list[Message]:
+    """Run one turn's calls by the agent's strategy; one tool message per call, in order."""
+    strategy = state.config.strategy
+    # The advertised set is fixed for the whole turn: a tool found by search in this
+    # turn becomes callable from the next one.
+    offered = advertised(state)
+    if strategy.mode == "sequential":
+        width, batch = 1, len(calls)
+    elif strategy.mode == "parallel":
+        width, batch = strategy.concurrency, len(calls)
+    else:
+        width, batch = strategy.batch_size, strategy.batch_size
+    gate = asyncio.Semaphore(width)
+    duplicates = _assign_keys(state, calls)
+    state.records = {}
+    results: list[Message] = []
+    for start in range(0, len(calls), max(batch, 1)):
+        group = calls[start : start + batch]
+        if state.cancel_reason is not None:
+            results.extend(_cancelled_message(state, call) for call in group)
+            continue
+        tasks = [
+            asyncio.create_task(
+                _duplicate(state, call)
+                if start + i in duplicates
+                else _bounded(state, gate, call, offered)
+            )
+            for i, call in enumerate(group)
+        ]
+        for i, (call, task) in enumerate(zip(group, tasks, strict=True)):
+            if start + i not in duplicates:
+                state.running[call.id] = task
+        try:
+            results.extend(await asyncio.gather(*tasks))
+        finally:
+            for call in group:
+                state.running.pop(call.id, None)
+    return results
+
+
+async def run_call(state: RunState, call: ToolCall, offered: dict[str, ToolSpec]) -> Message:
+    """The route of one call: validate, gate, execute, record."""
+    record = open_record(state, call)
+    if call.name == SEARCH_TOOL and has_deferred(state):
+        return _search_tools(state, call, record)
+    valid = validate_call(state, call, offered, record)
+    if isinstance(valid, Message):
+        return valid
+    try:
+        gate = await approve(state, valid, record)
+        if gate.refusal is not None:
+            return gate.refusal
+        checked = gate.preflight
+        while True:
+            grant = await authorize(state, valid, record, checked)
+            if isinstance(grant, Message):
+                return grant
+            executed = await execute(state, valid, record, grant)
+            outcome = record_outcome(state, call, record, executed)
+            if outcome.error_kind != ErrorKind.UNAUTHORIZED.value or valid.spec.oauth is None:
+                return Message.tool(call.id, valid.spec.name, outcome.content)
+            # The token was revoked or lacks a scope: ask the user again, then retry.
+            state.event("tool.unauthorized", call, detail="token rejected; re-authorizing")
+            checked = await preflight(state, valid, force=True)
+    except ActivityError as err:  # the preflight failed (OAuth not configured, ...)
+        return _unprepared(state, valid, record, err)
+
+
+def _unprepared(
+    state: RunState, valid: ValidCall, record: ToolCallRecord, err: ActivityError
+) -> Message:
+    cause = err.cause
+    why = cause.message if isinstance(cause, FailureError) else str(err)
+    failure = ToolExecutionError(f"the call could not be prepared: {why}")
+    outcome = error_outcome(valid.call.id, valid.spec.name, failure)
+    record_outcome(state, valid.call, record, Executed(outcome, 0))
+    return Message.tool(valid.call.id, valid.spec.name, outcome.content)
+
+
+def _assign_keys(state: RunState, calls: list[ToolCall]) -> set[int]:
+    """Give each call its idempotency key; return the indexes of in-turn duplicates.
+
+    The key is `<workflow id>/<call id>`; a call id the model already used in an
+    earlier turn gets `#<n>` appended, so two different calls never share a key.
+    """
+    workflow_id = workflow.info().workflow_id
+    seen: set[str] = set()
+    duplicates: set[int] = set()
+    for index, call in enumerate(calls):
+        if call.id in seen:
+            duplicates.add(index)
+            continue
+        seen.add(call.id)
+        uses = state.call_uses.get(call.id, 0)
+        state.call_uses[call.id] = uses + 1
+        state.keys[call.id] = f"{workflow_id}/{call.id}" + (f"#{uses}" if uses else "")
+    return duplicates
+
+
+async def _duplicate(state: RunState, call: ToolCall) -> Message:
+    error = InvalidArguments(
+        f"call id {call.id!r} is used by another call of the same turn",
+        errors=[f"$: call id {call.id!r} is not unique in this turn; give each call its own id"],
+    )
+    state.event("tool.invalid_args", call, detail=error.message)
+    return Message.tool(call.id, call.name, error_message_for_model(call.id, call.name, error))
+
+
+async def _bounded(
+    state: RunState, gate: asyncio.Semaphore, call: ToolCall, offered: dict[str, ToolSpec]
+) -> Message:
+    try:
+        async with gate:
+            state.check_call_cancelled()
+            return await run_call(state, call, offered)
+    except asyncio.CancelledError:
+        if state.cancel_reason is None:
+            raise  # the whole run is being cancelled through Temporal
+        return _cancelled_message(state, call)
+
+
+def _cancelled_message(state: RunState, call: ToolCall) -> Message:
+    return Message.tool(call.id, call.name, cancelled_result(state, call))
+
+
+def _search_tools(state: RunState, call: ToolCall, record: ToolCallRecord) -> Message:
+    try:
+        arguments: dict[str, Any] = parse_arguments(call.arguments)
+        query = str(arguments.get("query", ""))[:500]
+    except InvalidArguments as error:
+        record.status = "invalid"
+        return Message.tool(call.id, call.name, error_message_for_model(call.id, call.name, error))
+    found = search_specs(
+        [s for s in state.catalog if s.loading == LoadingMode.DEFERRED], query, limit=5
+    )
+    for spec in found:
+        if spec.name not in state.discovered:
+            state.discovered.append(spec.name)
+            state.tools_ref = None  # the next model call sends the new set
+    record.status = "completed"
+    record.result = ", ".join(s.name for s in found) or "no match"
+    state.event("tool.search", call, detail=record.result)
+    lines = [f"- {s.name}: {s.description}" for s in found]
+    text = (
+        "Tools found (callable from your next message):\n" + "\n".join(lines)
+        if found
+        else f"No tool matches {query!r}."
+    )
+    return Message.tool(call.id, call.name, text)

@@ -1,0 +1,48 @@
+"""Stage 4 of a call: record what happened in the timeline and the event log."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from durable_tools.messages import ToolCall
+from durable_tools.tools import Cancelled, ToolOutcome
+from durable_tools.tools._classify import error_message_for_model
+from durable_tools.workflows._execute import Executed
+from durable_tools.workflows._state import RunState
+from durable_tools.workflows._types import ToolCallRecord
+
+__all__ = ["cancelled_result", "record_outcome"]
+
+
+def record_outcome(
+    state: RunState, call: ToolCall, record: ToolCallRecord, executed: Executed
+) -> ToolOutcome:
+    """Write the call's final status, result and attempts; emit its closing event."""
+    outcome = executed.outcome
+    record.finished_at = workflow.now()
+    if executed.cancelled:
+        record.status = "cancelled"
+        state.event("tool.cancelled", call, detail=state.cancel_reason)
+        return outcome
+    record.attempts = max(executed.attempts, 1)
+    record.result = outcome.content[:300]
+    record.error_kind = outcome.error_kind
+    if outcome.skipped:
+        record.status = "skipped"
+    elif outcome.is_error:
+        record.status = "failed"
+    else:
+        record.status = "completed"
+    state.event(
+        "tool.failed" if outcome.is_error else "tool.completed", call, detail=outcome.error_kind
+    )
+    return outcome
+
+
+def cancelled_result(state: RunState, call: ToolCall) -> str:
+    """The model-facing text for a call that the run's cancel stopped before it ran."""
+    record = state.records.get(call.id)
+    if record is not None and record.status in ("running", "awaiting_approval"):
+        record.status = "cancelled"
+    cancelled = Cancelled(state.cancel_reason or "the run was cancelled")
+    return error_message_for_model(call.id, call.name, cancelled)

@@ -1,0 +1,199 @@
+"""The state of one agent run, as one dataclass.
+
+Every stage of the loop and of the call pipeline reads and writes a `RunState`; the part
+of it that outlives a history (conversation, timeline, counters, pending steering, ...)
+is what continue-as-new carries (`RunState.carried`), and `RunState.start` rebuilds the
+rest from an `AgentInput`. Pending decisions and running tools are never carried: a run
+continues-as-new only between turns, when none are open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio import workflow
+
+from durable_tools.messages import Message, ToolCall, ToolDefinition
+from durable_tools.tools._results import ArtifactRef
+from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows._options import ToolActivityOptions
+from durable_tools.workflows._types import (
+    AgentConfig,
+    AgentInput,
+    ApprovalDecision,
+    AuthorizationCompleted,
+    CarriedState,
+    PendingApproval,
+    PendingAuthorization,
+    RunEvent,
+    RunStatus,
+    ToolCallRecord,
+)
+
+__all__ = ["CARRY_LIMIT", "EndRun", "RunState"]
+
+CARRY_LIMIT = 500
+"""Timeline entries and events kept across continue-as-new; older ones stay readable in
+the earlier runs' histories."""
+
+
+class EndRun(Exception):
+    """Raised anywhere in the loop to end the run with a status (limit, policy, cancel)."""
+
+    def __init__(self, status: RunStatus, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass
+class RunState:
+    """Everything one run knows. Carried fields first, then what lives in one history."""
+
+    input: AgentInput
+    config: AgentConfig
+    conversation: list[Message]
+    """Messages from index `offset` of the whole conversation on."""
+    catalog: list[ToolSpec]
+    """The tools this run may use, from the catalog activity (recorded in history)."""
+    turn: int = 0
+    tool_calls: int = 0
+    timeline: list[ToolCallRecord] = field(default_factory=list)
+    events: list[RunEvent] = field(default_factory=list)
+    steer: list[str] = field(default_factory=list)
+    """Steering instructions waiting for the next model turn."""
+    discovered: list[str] = field(default_factory=list)
+    """Deferred tools found through `search_tools`, advertised from then on."""
+    continued: int = 0
+    offset: int = 0
+    """Messages before this index live only in the conversation snapshot."""
+    snapshot: ArtifactRef | None = None
+    snapshot_length: int = 0
+    call_uses: dict[str, int] = field(default_factory=dict)
+    """How often each call id was used: a model that reuses ids across turns must not give
+    two different calls one idempotency key (or one approval)."""
+
+    # Not carried: rebuilt, or empty between turns.
+    depth: int = 0
+    max_depth: int = 1
+    status: RunStatus = RunStatus.RUNNING
+    final_answer: str | None = None
+    reason: str | None = None
+    cancel_reason: str | None = None
+    keys: dict[str, str] = field(default_factory=dict)
+    """Idempotency key of each call id of the current turn."""
+    pending: dict[str, PendingApproval] = field(default_factory=dict)
+    decisions: dict[str, ApprovalDecision] = field(default_factory=dict)
+    authorizations: dict[str, PendingAuthorization] = field(default_factory=dict)
+    grants: dict[str, AuthorizationCompleted] = field(default_factory=dict)
+    running: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
+    records: dict[str, ToolCallRecord] = field(default_factory=dict)
+    """Timeline records of the current turn's calls, by call id."""
+    definitions: tuple[tuple[str, ...], list[ToolDefinition]] | None = None
+    """Tool definitions for the advertised set they were built for."""
+    tools_ref: ArtifactRef | None = None
+    """Where the model activity stored the current definitions; later calls send this."""
+    options: dict[str, ToolActivityOptions] = field(default_factory=dict)
+    published: tuple[str, int, str] | None = None
+    """Search attribute values last upserted, so unchanged ones are not sent again."""
+
+    @classmethod
+    def start(cls, input: AgentInput) -> RunState:
+        """The state of a new run, or of a run continued from `input.carried`."""
+        config = input.config
+        max_depth = input.max_depth if input.max_depth is not None else config.max_subagent_depth
+        carried = input.carried
+        if carried is None:
+            return cls(
+                input=input,
+                config=config,
+                conversation=[],
+                catalog=[],
+                depth=input.depth,
+                max_depth=max_depth,
+            )
+        return cls(
+            input=input,
+            config=config,
+            conversation=list(carried.conversation),
+            catalog=list(carried.catalog),
+            turn=carried.turn,
+            tool_calls=carried.tool_calls,
+            timeline=list(carried.timeline),
+            events=list(carried.events),
+            steer=list(carried.pending_steer),
+            discovered=list(carried.discovered),
+            continued=carried.continued,
+            offset=carried.conversation_offset,
+            snapshot=carried.snapshot,
+            snapshot_length=carried.snapshot_length,
+            call_uses=dict(carried.call_uses),
+            depth=input.depth,
+            max_depth=max_depth,
+        )
+
+    def carried(
+        self, conversation: list[Message], offset: int, *, keep: int = CARRY_LIMIT
+    ) -> CarriedState:
+        """What the next run of this chain starts from."""
+        return CarriedState(
+            conversation=conversation,
+            conversation_offset=offset,
+            snapshot=self.snapshot,
+            snapshot_length=self.snapshot_length,
+            turn=self.turn,
+            tool_calls=self.tool_calls,
+            catalog=self.catalog,
+            timeline=self.timeline[-keep:] if keep else [],
+            events=self.events[-keep:] if keep else [],
+            pending_steer=self.steer,
+            discovered=self.discovered,
+            call_uses=self.call_uses,
+            continued=self.continued + 1,
+        )
+
+    def event(
+        self,
+        name: str,
+        call: ToolCall | None = None,
+        *,
+        tool: str | None = None,
+        call_id: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        """Append to the run's event log."""
+        self.events.append(
+            RunEvent(
+                at=workflow.now(),
+                event=name,
+                call_id=call.id if call else call_id,
+                tool=call.name if call else tool,
+                detail=detail,
+            )
+        )
+
+    def check_cancelled(self) -> None:
+        """End the run if a cancel was requested."""
+        if self.cancel_reason is not None:
+            raise EndRun(RunStatus.CANCELLED, self.cancel_reason)
+
+    def check_call_cancelled(self) -> None:
+        """Stop the current call (not the loop) if a cancel was requested."""
+        if self.cancel_reason is not None:
+            raise asyncio.CancelledError(self.cancel_reason)
+
+    def cancel_running(self, reason: str) -> None:
+        """Ask every running call's task to stop (activities learn it through heartbeats)."""
+        for task in self.running.values():
+            if not task.done():
+                task.cancel(reason)
+
+    def running_calls(self) -> list[str]:
+        """Call ids whose tool is executing now (not waiting, not finished)."""
+        return sorted(
+            call_id
+            for call_id, record in self.records.items()
+            if record.status == "running" and call_id in self.running
+        )

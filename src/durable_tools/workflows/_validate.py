@@ -1,0 +1,86 @@
+"""Stage 1 of a call: validate it, or answer the model with a repair message.
+
+Unknown tools, malformed JSON, schema violations and arguments too large to schedule
+never reach an activity; the model is told what was wrong under the same call id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from durable_tools.messages import Message, ToolCall
+from durable_tools.tools import InvalidArguments, ToolNotFound, ToolSpec
+from durable_tools.tools._classify import error_message_for_model
+from durable_tools.tools._formatting import abridge_arguments, redact_arguments
+from durable_tools.tools._validation import parse_arguments, validate_arguments
+from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES, payload_bytes
+from durable_tools.workflows._state import RunState
+from durable_tools.workflows._types import ToolCallRecord
+
+__all__ = ["ValidCall", "open_record", "validate_call"]
+
+# Arguments the model wrote in fewer characters than this cannot encode past the budget
+# (at most 6 bytes a character, with room for the rest of the activity input).
+_UNMEASURED_CHARS = (PAYLOAD_BUDGET_BYTES - 64_000) // 6
+
+
+@dataclass(frozen=True)
+class ValidCall:
+    """A call that passed validation: its tool and its parsed, schema-valid arguments."""
+
+    call: ToolCall
+    spec: ToolSpec
+    arguments: dict[str, Any]
+
+
+def open_record(state: RunState, call: ToolCall) -> ToolCallRecord:
+    """Start the call's timeline entry."""
+    record = ToolCallRecord(
+        call_id=call.id,
+        tool=call.name[:64],
+        turn=state.turn,
+        arguments=call.arguments[:160],
+        status="running",
+    )
+    state.timeline.append(record)
+    state.records[call.id] = record
+    return record
+
+
+def validate_call(
+    state: RunState, call: ToolCall, offered: dict[str, ToolSpec], record: ToolCallRecord
+) -> ValidCall | Message:
+    """The validated call, or the repair message the model gets instead."""
+    spec = offered.get(call.name)
+    try:
+        if spec is None:
+            raise ToolNotFound(f"unknown tool {call.name[:64]!r}")
+        arguments = parse_arguments(call.arguments)
+        validate_arguments(spec, arguments)
+        _check_size(call, arguments)
+    except (InvalidArguments, ToolNotFound) as error:
+        record.status = "invalid"
+        record.error_kind = error.kind.value
+        record.result = error.message[:300]
+        state.event("tool.invalid_args", call, detail=error.message[:300])
+        message = error_message_for_model(call.id, call.name, error, available=sorted(offered))
+        return Message.tool(call.id, call.name, message)
+    record.arguments = abridge_arguments(redact_arguments(arguments, spec.safety.redact))
+    return ValidCall(call=call, spec=spec, arguments=arguments)
+
+
+def _check_size(call: ToolCall, arguments: dict[str, Any]) -> None:
+    """Refuse arguments whose activity input would pass Temporal's payload limit."""
+    if len(call.arguments) < _UNMEASURED_CHARS:
+        return
+    size = payload_bytes(arguments)
+    if size > PAYLOAD_BUDGET_BYTES - 64_000:
+        raise InvalidArguments(
+            f"the arguments are {size:,} bytes encoded, over the "
+            f"{PAYLOAD_BUDGET_BYTES - 64_000:,}-byte limit for one call",
+            errors=[
+                "$: arguments too large; pass large content by reference (a file path, a URL "
+                "or an artifact id) instead of inline"
+            ],
+        )

@@ -1,0 +1,84 @@
+"""What operators see of a run: search attributes and the UI's current details."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from temporalio import workflow
+
+from durable_tools import search_attributes as sa
+from durable_tools.workflows._limits import MAX_REASON_CHARS, clip
+from durable_tools.workflows._state import RunState
+from durable_tools.workflows._types import RunStatus
+
+__all__ = ["FINAL", "publish", "unless_evicted"]
+
+FINAL = frozenset(
+    {RunStatus.COMPLETED, RunStatus.LIMIT_REACHED, RunStatus.FAILED, RunStatus.CANCELLED}
+)
+
+
+def _current_status(state: RunState) -> RunStatus:
+    if state.status in FINAL:
+        return state.status
+    if state.pending:
+        return RunStatus.AWAITING_APPROVAL
+    if state.authorizations:
+        return RunStatus.AWAITING_AUTHORIZATION
+    return RunStatus.RUNNING
+
+
+def publish(state: RunState, doing: str | None = None) -> None:
+    """Keep search attributes and the UI's current details in step with the run.
+
+    Search attributes are upserted only when their values change: each upsert is a
+    command in history.
+    """
+    state.status = _current_status(state)
+    awaiting = next(
+        (p.tool for p in state.pending.values()),
+        next((a.tool for a in state.authorizations.values()), ""),
+    )
+    values = (state.status.value, len(state.pending), awaiting)
+    if values != state.published:
+        state.published = values
+        workflow.upsert_search_attributes(
+            [
+                sa.AGENT_STATUS.value_set(state.status.value),
+                sa.AGENT_NAME.value_set(state.config.name),
+                sa.PENDING_APPROVALS.value_set(len(state.pending)),
+                sa.AWAITING_TOOL.value_set(awaiting),
+            ]
+        )
+    workflow.set_current_details(_details(state, doing))
+
+
+def _details(state: RunState, doing: str | None) -> str:
+    run_id = workflow.info().workflow_id
+    lines = [f"**{state.status.value}** · turn {state.turn} · {state.tool_calls} tool calls"]
+    for p in state.pending.values():
+        lines.append(
+            f"- waiting for approval of `{p.tool}` (call `{p.call_id}`): "
+            f"`durable-tools approve {run_id} {p.call_id}` or `durable-tools deny ...`"
+        )
+    for a in state.authorizations.values():
+        lines.append(
+            f"- waiting for {a.provider} authorization for `{a.tool}` (call `{a.call_id}`): "
+            f"the user opens {a.authorization_url}"
+        )
+    if doing:
+        lines.append(doing)
+    if state.reason:
+        lines.append(clip(state.reason, MAX_REASON_CHARS))
+    return "\n".join(lines)
+
+
+def unless_evicted(publish: Callable[[], None]) -> None:
+    """Run `publish` unless the workflow is being evicted from the worker's cache.
+
+    On eviction the SDK closes pending coroutines (GeneratorExit runs their `finally`
+    blocks) outside the workflow event loop, where workflow calls would raise.
+    """
+    if workflow.in_workflow() and not isinstance(sys.exception(), GeneratorExit):
+        publish()
