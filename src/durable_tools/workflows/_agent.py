@@ -433,7 +433,7 @@ class AgentWorkflow:
             if spec is None:
                 raise ToolNotFound(f"unknown tool {call.name!r}")
             arguments = parse_arguments(call.arguments)
-            validate_arguments(spec, arguments)
+            arguments = validate_arguments(spec, arguments)
         except (InvalidArguments, ToolNotFound) as error:
             record.status = "invalid"
             record.error_kind = error.kind.value
