@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import uuid
@@ -9,10 +10,30 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
+
+# Property tests: random and remembering locally (new examples each run, past failures
+# replayed from .hypothesis/); the same examples on every CI run (CI=true, set by CI and
+# .ci/run), so a red build is the code's doing, not the draw's. Both print the
+# @reproduce_failure blob of a failing example, which replays it anywhere. Both start from
+# hypothesis's defaults (not from its own "ci" profile, which it loads when CI is set).
+_defaults = settings.get_profile("default")
+settings.register_profile("dev", parent=_defaults, print_blob=True)
+settings.register_profile(
+    "ci",
+    parent=_defaults,
+    derandomize=True,  # the seed comes from each test's name: same examples every run
+    database=None,  # nothing carried over from earlier runs
+    print_blob=True,
+    # 2 shared cores: slowness is the machine's, not the code's, and must not fail a build.
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("dev" if os.environ.get("CI", "").lower() in ("", "0", "false") else "ci")
 
 
 def temporal_cli() -> str:

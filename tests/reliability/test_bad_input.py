@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,15 +18,22 @@ from temporalio.client import Client
 
 from durable_tools.client import DurableTools
 from durable_tools.tools import Injected, InvalidArguments, ToolContext, ToolRegistry
-from durable_tools.tools._validation import parse_arguments, validate_arguments
+from durable_tools.tools._validation import MAX_DEPTH, parse_arguments, validate_arguments
 from durable_tools.workflows import AgentConfig, Limits, RunStatus
-from support import answer, running_worker, scheduled_activities, write_script
+from support import (
+    answer,
+    assert_not_wedged,
+    calls,
+    running_worker,
+    scheduled_activities,
+    write_script,
+)
 
 HUGE = "x" * 100_000
 DEEP = 100_000
 
 
-def make_registry(executed: list[tuple[str, Any, int]]) -> ToolRegistry:
+def make_registry(executed: list[tuple[str, Any, Any]]) -> ToolRegistry:
     registry = ToolRegistry()
 
     @registry.tool(read_only=True)
@@ -46,6 +52,19 @@ def make_registry(executed: list[tuple[str, Any, int]]) -> ToolRegistry:
         executed.append((ctx.tool_call_id, text, count))
         return f"{len(text)} chars x{count}"
 
+    @registry.tool(read_only=True)
+    def store(
+        ctx: ToolContext, limit: float | None = None, data: dict[str, Any] | None = None
+    ) -> str:
+        """Keep some data under a size limit.
+
+        Args:
+            limit: The most bytes to use; none for no limit.
+            data: Any JSON object.
+        """
+        executed.append((ctx.tool_call_id, data, limit))
+        return "stored"
+
     return registry
 
 
@@ -56,6 +75,15 @@ CORPUS: list[tuple[str, str, str, bool]] = [
     ("ok_nul_escaped", "echo", '{"text": "a\\u0000b"}', True),
     ("ok_rtl", "echo", '{"text": "\u202eevil\u202c \u200f"}', True),
     ("ok_emoji_zwj", "echo", '{"text": "\U0001f469\u200d\U0001f4bb \ufeff"}', True),
+    ("ok_count_integral", "echo", '{"text": "a", "count": 2.0}', True),
+    ("ok_store", "store", '{"limit": 1.5, "data": {"a": [1, 2.0]}}', True),
+    # The deepest nesting allowed (the top-level object is level 1), and one level more.
+    (
+        "ok_store_deep",
+        "store",
+        '{"data": ' + '{"a":' * (MAX_DEPTH - 1) + "1" + "}" * MAX_DEPTH,
+        True,
+    ),
     ("bad_truncated", "echo", '{"text": "a", ', False),
     ("bad_empty", "echo", "", False),
     ("bad_whitespace", "echo", " \n\t", False),
@@ -76,6 +104,15 @@ CORPUS: list[tuple[str, str, str, bool]] = [
     ("bad_nan", "echo", '{"text": "a", "count": NaN}', False),
     ("bad_infinity", "echo", '{"text": "a", "count": -Infinity}', False),
     ("bad_overflow", "echo", '{"text": "a", "count": 1e999}', False),
+    ("bad_limit_overflow", "store", '{"limit": 1e400}', False),
+    ("bad_limit_overflow_negative", "store", '{"limit": -1e999}', False),
+    ("bad_data_overflow", "store", '{"data": {"a": [1, 1e400]}}', False),
+    (
+        "bad_data_deep",
+        "store",
+        '{"data": ' + '{"a":' * MAX_DEPTH + "1" + "}" * (MAX_DEPTH + 1),
+        False,
+    ),
     ("bad_many_digits", "echo", '{"text": "a", "count": 1' + "0" * 5000 + "}", False),
     ("bad_duplicate", "echo", '{"text": "a", "text": "b"}', False),
     ("bad_raw_nul", "echo", '{"text": "a\x00b"}', False),
@@ -97,7 +134,7 @@ CORPUS: list[tuple[str, str, str, bool]] = [
 
 
 async def test_corpus_of_malformed_calls(client: Client, task_queue: str, tmp_path: Path) -> None:
-    executed: list[tuple[str, Any, int]] = []
+    executed: list[tuple[str, Any, Any]] = []
     per_turn = 8
     steps: list[dict[str, Any]] = [
         {
@@ -128,9 +165,21 @@ async def test_corpus_of_malformed_calls(client: Client, task_queue: str, tmp_pa
     ran = {cid: (text, count) for cid, text, count in executed}
     assert ran["ok_huge"] == (HUGE, 1)
     assert ran["ok_nul_escaped"] == ("a\x00b", 1)
+    # JSON Schema counts 2.0 as an integer: the tool gets an int, and the history records it.
+    assert ran["ok_count_integral"] == ("a", 2) and type(ran["ok_count_integral"][1]) is int
+    assert ran["ok_store"] == ({"a": [1, 2.0]}, 1.5)  # no integer in the schema: left alone
 
     history = await run.handle.fetch_history()
-    assert scheduled_activities(history).count("echo") == len(valid)
+    scheduled = scheduled_activities(history)
+    assert scheduled.count("echo") + scheduled.count("store") == len(valid)
+    inputs = [
+        json.loads(payload.data)
+        for event in history.events
+        if event.HasField("activity_task_scheduled_event_attributes")
+        for payload in event.activity_task_scheduled_event_attributes.input.payloads
+    ]
+    recorded = [i["arguments"] for i in inputs if i.get("call_id") == "ok_count_integral"]
+    assert recorded == [{"text": "a", "count": 2}] and type(recorded[0]["count"]) is int
 
     replies = {m.tool_call_id: m.content or "" for m in conversation if m.role == "tool"}
     assert set(replies) == {cid for cid, *_ in CORPUS}  # every call id got an answer
@@ -138,6 +187,9 @@ async def test_corpus_of_malformed_calls(client: Client, task_queue: str, tmp_pa
         assert timeline[cid].status == "invalid", (cid, timeline[cid])
         assert cid in replies[cid], (cid, replies[cid])  # the repair names the call
         assert len(replies[cid]) < 4_000, cid  # bounded, even for 100 KB of garbage
+    for cid in ("bad_limit_overflow", "bad_limit_overflow_negative", "bad_data_overflow"):
+        assert "out of range" in replies[cid], replies[cid]
+    assert f"limit of {MAX_DEPTH} levels" in replies["bad_data_deep"]
     assert "delete_everything" in replies["unknown_tool"]
     assert "echo" in replies["unknown_tool"]  # the tools that do exist are listed
     for cid in ("smuggle_ctx", "smuggle_injected"):
@@ -151,7 +203,7 @@ async def test_lone_surrogates_do_not_wedge_the_run(
 ) -> None:
     """Lone surrogates (escaped in the JSON text, as a model may send them) end in a repair
     message, never in a stuck run: they cannot be carried in an activity's UTF-8 input."""
-    executed: list[tuple[str, Any, int]] = []
+    executed: list[tuple[str, Any, Any]] = []
     corpus = [
         ("sur_high", "echo", '{"text": "\\ud800"}'),
         ("sur_low", "echo", '{"text": "a\\udfffb"}'),
@@ -182,6 +234,41 @@ async def test_lone_surrogates_do_not_wedge_the_run(
     assert executed == []
     for cid, _, _ in corpus:
         assert cid in replies[cid] and "surrogate" in replies[cid], replies[cid]
+
+
+async def test_deeply_nested_arguments_get_a_repair_message_not_a_wedged_run(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """260 levels parse and pass a schema that takes any object, but pydantic-core refuses
+    to serialise more than ~255 into the activity input: without a depth limit the
+    workflow task fails on every attempt. With it, the model hears the limit and goes on."""
+    executed: list[tuple[str, Any, Any]] = []
+    deep = '{"data": ' + '{"a":' * 260 + "1" + "}" * 261
+    model = write_script(
+        tmp_path,
+        [
+            calls(("deep", "store", deep)),
+            calls(("flat", "store", '{"data": {"a": 1}}')),
+            answer("survived"),
+        ],
+    )
+    async with running_worker(
+        client, make_registry(executed), task_queue, secrets={"token": "worker-token"}
+    ):
+        run = await DurableTools(client, task_queue).start("nest deeply", model=model)
+        try:
+            result = await asyncio.wait_for(run.result(), 30)
+        except TimeoutError:
+            await run.handle.terminate("stuck on deeply nested arguments")
+            raise
+        finally:
+            await assert_not_wedged(run.handle)  # names the failing workflow task if wedged
+        conversation = await run.conversation()
+    assert result.status == RunStatus.COMPLETED and result.final_answer == "survived", result
+    replies = {m.tool_call_id: m.content or "" for m in conversation if m.role == "tool"}
+    assert f"limit of {MAX_DEPTH} levels" in replies["deep"], replies["deep"]
+    assert "deep" in replies["deep"] and len(replies["deep"]) < 1_000
+    assert executed == [("flat", {"a": 1}, None)]  # the deep call never ran; the run went on
 
 
 # ----------------------------------------------------------- property-based
@@ -222,12 +309,27 @@ near_valid = st.fixed_dictionaries(
 )
 
 
+# Number literals as a model may write them: integral floats (2.0, 1E+2), which JSON Schema
+# counts as integers, and literals that overflow a float (1e400), which json.loads makes inf.
+number_literals = (
+    st.integers().map(str)
+    | st.floats(allow_nan=False, allow_infinity=False).map(repr)
+    | st.integers(-(10**6), 10**6).map(lambda n: f"{n}.0")
+    | st.sampled_from(["1E+2", "-0.0", "1e400", "-1e999", "2e308", "1e-400"])
+)
+counted = st.builds(
+    lambda text, number: f'{{"text": {json.dumps(text)}, "count": {number}}}',
+    st.text(max_size=5),
+    number_literals,
+)
+
+
 def _texts() -> st.SearchStrategy[str]:
     dumped = (json_values | near_valid).map(lambda v: json.dumps(v, allow_nan=True))
     spliced = st.tuples(dumped, st.integers(0, 50), st.text(max_size=5)).map(
         lambda t: t[0][: t[1]] + t[2] + t[0][t[1] :]
     )
-    return st.text() | dumped | spliced | st.binary().map(lambda b: b.decode("latin-1"))
+    return st.text() | dumped | counted | spliced | st.binary().map(lambda b: b.decode("latin-1"))
 
 
 def _check(raw: Any) -> None:
@@ -242,11 +344,21 @@ def _check(raw: Any) -> None:
     assert VALIDATOR.is_valid(accepted)
     assert set(accepted) <= {"text", "count"}
     assert isinstance(accepted["text"], str)
+    # An integral float (0.0) is an integer to JSON Schema; it comes back as an int.
     count = accepted.get("count", 1)
     assert isinstance(count, int) and not isinstance(count, bool)
-    assert not (isinstance(count, float) and not math.isfinite(count))
-    # ... and it can be carried in an activity input (UTF-8 JSON).
+    # ... and it can be carried in an activity input: UTF-8 JSON, finite numbers only
+    # (allow_nan=False also refuses inf), within the depth limit.
     json.dumps(accepted, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    assert _depth(accepted) <= MAX_DEPTH
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

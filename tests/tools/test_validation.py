@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from durable_tools.tools import (
     validate_arguments,
     validate_output,
 )
-from durable_tools.tools._validation import _cache, schema_validator
+from durable_tools.tools._validation import MAX_DEPTH, _cache, schema_validator
 
 SPEC = ToolSpec(
     name="weather",
@@ -127,3 +128,82 @@ def test_unpaired_surrogates_are_invalid_arguments() -> None:
         parse_arguments('{"\\udfff": 1}')
     # A proper pair is one character and fine.
     assert parse_arguments('{"text": "\\ud83d\\ude00"}') == {"text": "\U0001f600"}
+
+
+def test_integral_floats_become_ints_where_the_schema_says_integer() -> None:
+    parsed = parse_arguments('{"city": "Paris", "days": 2.0, "where": {"lat": 1.0}}')
+    args = validate_arguments(SPEC, parsed)
+    assert args == {"city": "Paris", "days": 2, "where": {"lat": 1.0}}
+    assert type(args["days"]) is int  # JSON Schema counts 2.0 as an integer
+    assert type(args["where"]["lat"]) is float  # "number": left as the model wrote it
+    assert type(parsed["days"]) is float  # the input is not changed
+    with pytest.raises(InvalidArguments, match=r"\$\.days: 2\.5 is not of type 'integer'"):
+        validate_arguments(SPEC, {"city": "Paris", "days": 2.5})
+
+
+def test_integer_places_inside_unions_arrays_and_references() -> None:
+    spec = ToolSpec(
+        name="places",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "either": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+                "maybe": {"type": "array", "items": {"type": ["integer", "null"]}},
+                "ref": {"$ref": "#/$defs/count"},
+                "number": {"type": "number"},
+                "free": {},
+            },
+            "$defs": {"count": {"type": "integer"}},
+        },
+    )
+    args = validate_arguments(
+        spec, {"either": 1.0, "maybe": [2.0, None, 3], "ref": -0.0, "number": 4.0, "free": 5.0}
+    )
+    assert args == {"either": 1, "maybe": [2, None, 3], "ref": 0, "number": 4.0, "free": 5.0}
+    assert [type(args[k]) for k in ("either", "ref", "number", "free")] == [int, int, float, float]
+    assert type(args["maybe"][0]) is int
+
+
+@pytest.mark.parametrize(
+    ("raw", "path"),
+    [
+        ('{"days": 1e400}', "$.days"),
+        ('{"days": -1e999}', "$.days"),
+        ('{"where": {"lat": [0, 2e308]}}', "$.where.lat[1]"),
+        ({"days": float("inf")}, "$.days"),
+        ({"days": float("nan")}, "$.days"),
+    ],
+)
+def test_numbers_out_of_range_are_rejected_not_made_infinite(raw: Any, path: str) -> None:
+    # json.loads reads 1e400 as inf, which an activity input would carry as null.
+    with pytest.raises(InvalidArguments) as caught:
+        parse_arguments(raw)
+    assert caught.value.errors == [
+        f"{path}: number out of range (it is not a finite 64-bit float): send a finite number"
+    ]
+    assert parse_arguments('{"days": 1e-400}') == {"days": 0.0}  # underflow is finite
+
+
+def _nested(levels: int) -> str:
+    """An object `levels` deep: the top-level object is level 1."""
+    return '{"a":' * levels + "1" + "}" * levels
+
+
+def test_nesting_is_capped_with_a_message_naming_the_limit() -> None:
+    assert MAX_DEPTH == 64
+    assert parse_arguments(_nested(MAX_DEPTH))  # the limit itself is allowed
+    assert parse_arguments('{"a": ' + "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1) + "}")
+    for raw in (
+        _nested(MAX_DEPTH + 1),
+        '{"a": ' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}",
+        _nested(260),  # parses, but no activity input can carry it
+        json.loads(_nested(MAX_DEPTH + 1)),  # already parsed: same rule
+    ):
+        with pytest.raises(InvalidArguments) as caught:
+            parse_arguments(raw)
+        assert caught.value.message == "arguments are nested deeper than the limit of 64 levels"
+        (line,) = caught.value.errors
+        assert line.startswith("$.a") and line.endswith(
+            ": nested deeper than the limit of 64 levels: send a flatter structure"
+        )
+        assert len(line) < 300  # the path is cut, the message stays short

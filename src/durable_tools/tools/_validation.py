@@ -3,17 +3,25 @@
 Pure and deterministic (no I/O, no clocks), so the agent workflow can call it inside
 the Temporal sandbox and fail closed: malformed or invalid arguments never reach an
 activity, and the model gets a message it can act on.
+
+What passes is also what an activity input can carry: an object at most `MAX_DEPTH`
+levels deep, finite numbers only, valid Unicode text. Anything else would be accepted here
+and then fail to serialise when the call is scheduled, which wedges the run.
 """
 
 from __future__ import annotations
 
+import copy
 import json
+import math
+import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError, best_match, relevance
+from jsonschema.validators import extend
 
 from ._classify import classify_exception, error_message_for_model
 from ._errors import InvalidArguments, ToolExecutionError
@@ -23,6 +31,7 @@ from ._spec import ToolSpec
 # re-exported here because validation failures and call failures reach the model
 # through the same message.
 __all__ = [
+    "MAX_DEPTH",
     "classify_exception",
     "error_message_for_model",
     "format_schema_errors",
@@ -31,6 +40,13 @@ __all__ = [
     "validate_arguments",
     "validate_output",
 ]
+
+MAX_DEPTH = 64
+"""How deeply arguments may nest; the top-level object is level 1.
+
+Far above what a tool's arguments need, and far below the ~255 levels at which
+pydantic-core refuses to serialise an activity input.
+"""
 
 _CACHE_LIMIT = 1024
 _cache: dict[tuple[str, str], Draft202012Validator] = {}
@@ -80,10 +96,13 @@ def parse_arguments(raw: str | bytes | Mapping[str, Any]) -> dict[str, Any]:
 
     Raises:
         InvalidArguments: the text is empty, not JSON (the message gives the position),
-            has duplicate keys or NaN/Infinity, or is not a JSON object.
+            has duplicate keys, NaN/Infinity or a number that overflows to infinity
+            (`1e400`), nests deeper than `MAX_DEPTH`, or is not a JSON object.
     """
     if isinstance(raw, Mapping):
-        return dict(raw)
+        value = dict(raw)
+        _check_tree(value)
+        return value
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8")
@@ -123,8 +142,63 @@ def parse_arguments(raw: str | bytes | Mapping[str, Any]) -> dict[str, Any]:
             f"arguments must be a JSON object, got {_json_type(value)}",
             errors=[f"$: expected a JSON object, got {_json_type(value)}"],
         )
+    _check_tree(value)
     _check_encodable(value)
     return value
+
+
+def _path(parts: Iterable[str | int]) -> str:
+    # The JSON path notation of jsonschema's errors, with long keys cut: the path goes
+    # into the model's repair message, which must stay short whatever the model sent.
+    path = "$"
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,39}", part):
+            path += f".{part}"
+        else:
+            key = part if len(part) <= 40 else part[:40] + "..."
+            path += "[" + json.dumps(key) + "]"
+    return path if len(path) <= 200 else path[:200] + "..."
+
+
+def _nodes(value: Any) -> Iterator[tuple[tuple[str | int, ...], Any, int]]:
+    """Every value in a JSON tree with its path and level (the root is level 1), in
+    document order. Iterative, so that no nesting can exhaust the Python stack."""
+    stack: list[tuple[tuple[str | int, ...], Any, int]] = [((), value, 1)]
+    while stack:
+        path, node, depth = stack.pop()
+        yield path, node, depth
+        children: Iterable[tuple[str | int, Any]]
+        if isinstance(node, dict):
+            children = node.items()
+        elif isinstance(node, list):
+            children = enumerate(node)
+        else:
+            continue
+        stack.extend(((*path, key), child, depth + 1) for key, child in reversed(list(children)))
+
+
+def _check_tree(value: dict[str, Any]) -> None:
+    for path, node, depth in _nodes(value):
+        if isinstance(node, dict | list) and depth > MAX_DEPTH:
+            raise InvalidArguments(
+                f"arguments are nested deeper than the limit of {MAX_DEPTH} levels",
+                errors=[
+                    f"{_path(path)}: nested deeper than the limit of {MAX_DEPTH} levels: "
+                    "send a flatter structure"
+                ],
+            )
+        # json.loads turns a number too large for a float (1e400) into inf; an activity
+        # input would carry it as null, so a limit the model set could arrive as "none".
+        if isinstance(node, float) and not math.isfinite(node):
+            raise InvalidArguments(
+                f"arguments contain a number out of range at {_path(path)}",
+                errors=[
+                    f"{_path(path)}: number out of range (it is not a finite 64-bit "
+                    "float): send a finite number"
+                ],
+            )
 
 
 def _check_encodable(value: dict[str, Any]) -> None:
@@ -205,25 +279,72 @@ def format_schema_errors(errors: Iterable[ValidationError]) -> list[str]:
 def validate_arguments(spec: ToolSpec, args: Mapping[str, Any]) -> dict[str, Any]:
     """Check arguments against the tool's input schema (JSON Schema Draft 2020-12).
 
+    JSON Schema counts a number with a zero fractional part (`2.0`) as an integer, so the
+    schema accepts it where it asks for `"integer"`; there it is returned as an `int`, and
+    that is what the tool receives and the run records. A float anywhere else is left alone.
+
     Args:
         spec: The tool's spec.
         args: Parsed arguments (see `parse_arguments`).
 
     Returns:
-        The arguments, as a new dict.
+        The arguments, as a new dict, integral floats at integer places made `int`.
 
     Raises:
         InvalidArguments: one line per violation in `errors`, each with its JSON path.
     """
     validator = schema_validator(spec.name, spec.input_schema)
-    lines = format_schema_errors(validator.iter_errors(dict(args)))
+    value = dict(args)
+    lines = format_schema_errors(validator.iter_errors(value))
     if lines:
         count = "1 problem" if len(lines) == 1 else f"{len(lines)} problems"
         raise InvalidArguments(
             f"arguments for {spec.name!r} break its schema ({count}): {lines[0]}",
             errors=lines,
         )
-    return dict(args)
+    return _integers_as_int(validator, value)
+
+
+def _is_strict_integer(checker: Any, instance: Any) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+# The same draft with "integer" meaning a JSON number written without a fraction: on
+# arguments the real validator accepts, each of its type errors marks an integral float
+# standing where the schema asks for an integer.
+_StrictIntegers = extend(  # type: ignore[no-untyped-call]  # the stubs leave it untyped
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_strict_integer),
+)
+
+
+def _is_integral_float(value: Any) -> bool:
+    return isinstance(value, float) and value.is_integer()
+
+
+def _integer_places(errors: Iterable[ValidationError]) -> Iterator[tuple[str | int, ...]]:
+    for error in errors:
+        types = error.validator_value
+        wants_integer = types == "integer" or (isinstance(types, list) and "integer" in types)
+        if error.validator == "type" and wants_integer and _is_integral_float(error.instance):
+            yield tuple(error.absolute_path)
+        yield from _integer_places(error.context or ())
+
+
+def _integers_as_int(validator: Draft202012Validator, value: dict[str, Any]) -> dict[str, Any]:
+    if not any(_is_integral_float(node) for _, node, _ in _nodes(value)):
+        return value  # the common case: nothing to look for
+    strict = _StrictIntegers(validator.schema, format_checker=validator.format_checker)
+    places = set(_integer_places(strict.iter_errors(value)))
+    if not places:
+        return value
+    value = copy.deepcopy(value)  # nested containers are still the caller's
+    for place in places:
+        parent: Any = value
+        for part in place[:-1]:
+            parent = parent[part]
+        parent[place[-1]] = int(parent[place[-1]])
+    return value
 
 
 def validate_output(spec: ToolSpec, value: Any) -> None:

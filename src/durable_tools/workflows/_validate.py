@@ -57,7 +57,7 @@ def validate_call(
         if spec is None:
             raise ToolNotFound(f"unknown tool {call.name[:64]!r}")
         arguments = parse_arguments(call.arguments)
-        validate_arguments(spec, arguments)
+        arguments = validate_arguments(spec, arguments)
         _check_size(call, arguments)
     except (InvalidArguments, ToolNotFound) as error:
         record.status = "invalid"
