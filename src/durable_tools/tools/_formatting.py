@@ -150,6 +150,23 @@ def _render(result: ToolResult, redact: Collection[str]) -> str:
     return "\n".join(parts)
 
 
+def _scrubbed(result: ToolResult, secrets: frozenset[str]) -> ToolResult:
+    if not secrets:
+        return result
+    blocks = [
+        block.model_copy(
+            update={
+                "text": scrub(block.text, secrets) if block.text is not None else None,
+                "data": scrub_value(block.data, secrets),
+            }
+        )
+        for block in result.content
+    ]
+    return result.model_copy(
+        update={"content": blocks, "structured": scrub_value(result.structured, secrets)}
+    )
+
+
 def _head(text: str, budget: int) -> str:
     # Cut on a byte budget without splitting a UTF-8 sequence.
     return text.encode("utf-8")[: max(0, budget)].decode("utf-8", "ignore")
@@ -189,8 +206,11 @@ def format_result(
             run by then: callers must not run it again (see `output_lost_outcome`).
     """
     found = frozenset(secrets)
+    # Leaf strings first (a repr inside a JSON value is then found whatever JSON does to
+    # it), then the rendered text once more.
+    result = _scrubbed(result, found)
     text = valid_text(scrub(_render(result, redact), found))
-    structured = scrub_value(redact_value(result.structured, redact), found)
+    structured = redact_value(result.structured, redact)
     structured_json = _dumps(structured) if structured is not None else None
     if structured_json is not None and valid_text(structured_json) != structured_json:
         structured, structured_json = None, None  # the text rendering above is kept
@@ -279,7 +299,7 @@ def output_lost_outcome(
     notice = _head(notice, limit_bytes)
     excerpt = ""
     try:
-        text = valid_text(scrub(_render(result, redact), found))
+        text = valid_text(scrub(_render(_scrubbed(result, found), redact), found))
     except Exception:  # the excerpt is a courtesy; the notice alone is the answer
         text = ""
     budget = limit_bytes - len(notice.encode("utf-8")) - 80

@@ -7,7 +7,8 @@ replaces each of these forms of every secret by `[redacted]`:
 
 - the raw value;
 - `repr()` and `ascii()` escapes (the text between the quotes);
-- `json.dumps` escapes, with and without `ensure_ascii`;
+- `json.dumps` escapes, with and without `ensure_ascii`, also of the forms above (a
+  `repr` quoted in a JSON body);
 - URL encoding: `quote` (with and without `/` kept), `quote_plus`, with upper- or
   lower-case hex digits;
 - base64 (standard and URL-safe alphabets), for secrets of at least
@@ -75,6 +76,12 @@ def secret_variants(secret: str) -> frozenset[str]:
         ascii(secret)[1:-1],
         json.dumps(secret)[1:-1],
         json.dumps(secret, ensure_ascii=False)[1:-1],
+    }
+    # One level of nesting: any of these forms inside a JSON string (a repr in a JSON body).
+    variants |= {
+        json.dumps(v, ensure_ascii=ascii_only)[1:-1]
+        for v in list(variants)
+        for ascii_only in (True, False)
     }
     for encoded in (quote(secret, safe=""), quote(secret), quote_plus(secret)):
         variants.add(encoded)
