@@ -9,7 +9,10 @@ grows with what is new each turn, not with everything said so far.
 
 Workers on several machines must share the artifact store (DURABLE_TOOLS_ARTIFACTS on
 shared storage, or another store); when a snapshot is missing anyway, the model activity
-says so and the workflow resends the conversation in full.
+says so and the workflow resends the conversation in full. When a snapshot cannot be
+written (a full or read-only store), the model activity fails for good with a message
+that says so: retrying would call the model again and again for an answer that cannot
+be kept, so the run ends with that reason instead.
 """
 
 from __future__ import annotations
@@ -18,18 +21,47 @@ import json
 import threading
 from collections import OrderedDict
 
+from temporalio.exceptions import ApplicationError
+
 from durable_tools.messages import Message, ToolDefinition
 from durable_tools.tools._artifacts import ArtifactStore
 from durable_tools.tools._results import ArtifactRef
 
-__all__ = ["CONVERSATION_MEDIA_TYPE", "ConversationSnapshots", "SnapshotMissing"]
+__all__ = [
+    "CONVERSATION_MEDIA_TYPE",
+    "SNAPSHOT_UNAVAILABLE",
+    "ConversationSnapshots",
+    "SnapshotMissing",
+    "snapshot_unavailable",
+]
 
 CONVERSATION_MEDIA_TYPE = "application/vnd.durable-tools.conversation-delta+json"
 TOOLS_MEDIA_TYPE = "application/vnd.durable-tools.tool-definitions+json"
+SNAPSHOT_UNAVAILABLE = "SnapshotUnavailable"
+"""The application error type of a model activity whose snapshot could not be saved."""
 
 
 class SnapshotMissing(LookupError):
     """The store does not hold a snapshot the workflow referred to (or it is corrupt)."""
+
+
+def snapshot_unavailable(error: BaseException, store: ArtifactStore) -> ApplicationError:
+    """The non-retryable error of a model call whose conversation could not be saved.
+
+    Args:
+        error: What the store raised (often `OSError`: no space left, read-only).
+        store: The store, named in the message so an operator knows where to look.
+    """
+    where = getattr(store, "root", None)
+    named = f" at {where}" if where is not None else ""
+    return ApplicationError(
+        f"the conversation snapshot could not be saved to the artifact store{named} "
+        f"({type(error).__name__}: {error}); the model's answer cannot be kept, so the run "
+        "stops here instead of calling the model again. Free space or fix the store, then "
+        "start the run again.",
+        type=SNAPSHOT_UNAVAILABLE,
+        non_retryable=True,
+    )
 
 
 class ConversationSnapshots:

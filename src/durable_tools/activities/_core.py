@@ -9,7 +9,11 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from durable_tools.activities._conversation import ConversationSnapshots, SnapshotMissing
+from durable_tools.activities._conversation import (
+    ConversationSnapshots,
+    SnapshotMissing,
+    snapshot_unavailable,
+)
 from durable_tools.activities._runtime import ToolRuntime
 from durable_tools.activities._types import (
     CATALOG_ACTIVITY,
@@ -84,7 +88,10 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
             return snapshot, None  # the workflow already holds the reference it sent
 
         # In a thread: the store's fsync must not stall the worker's event loop.
-        snapshot, tools_ref = await asyncio.to_thread(store)
+        try:
+            snapshot, tools_ref = await asyncio.to_thread(store)
+        except Exception as error:
+            raise snapshot_unavailable(error, snapshots.store) from None
         return ModelTurn(
             response=response,
             snapshot=snapshot,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -23,24 +24,21 @@ from durable_tools.activities._types import ToolInvocation
 from durable_tools.tools._classify import classify_exception, error_message_for_model
 from durable_tools.tools._context import ToolContext
 from durable_tools.tools._errors import ToolError
-from durable_tools.tools._formatting import format_result
+from durable_tools.tools._formatting import format_result, output_lost_outcome
 from durable_tools.tools._registry import RegisteredTool
+from durable_tools.tools._scrub import scrub
 
 __all__ = ["make_tool_activity", "to_application_error"]
 
-
-def _scrub(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "[redacted]")
-    return text
+log = logging.getLogger("durable_tools.activities")
 
 
 def to_application_error(
     error: ToolError, call_id: str, tool_name: str, secrets: list[str]
 ) -> ApplicationError:
     """The Temporal form of a classified tool error, scrubbed of secret values."""
-    message = _scrub(error.message, secrets)
-    model_message = _scrub(error_message_for_model(call_id, tool_name, error), secrets)
+    message = scrub(error.message, secrets)
+    model_message = scrub(error_message_for_model(call_id, tool_name, error), secrets)
     return ApplicationError(
         message,
         model_message,
@@ -132,14 +130,34 @@ def make_tool_activity(
         except Exception as exc:  # classified once, here, for every tool
             classified = classify_exception(exc)
             raise to_application_error(classified, invocation.call_id, spec.name, secrets) from None
-        outcome = format_result(
-            result,
-            call_id=invocation.call_id,
-            tool_name=spec.name,
-            limit_bytes=invocation.output_limit_bytes,
-            store=runtime.artifact_store,
-            redact=spec.safety.redact,
-        )
+        # The tool has run: from here on nothing may raise, or the engine would run it again.
+        try:
+            outcome = format_result(
+                result,
+                call_id=invocation.call_id,
+                tool_name=spec.name,
+                limit_bytes=invocation.output_limit_bytes,
+                store=runtime.artifact_store,
+                redact=spec.safety.redact,
+                secrets=secrets,
+            )
+        except Exception as exc:  # a full or read-only artifact store, a formatting bug
+            reason = scrub(f"{type(exc).__name__}: {exc}", secrets)
+            log.error(
+                "tool %s call %s completed but its output could not be kept: %s",
+                spec.name,
+                invocation.call_id,
+                reason,
+            )
+            outcome = output_lost_outcome(
+                result,
+                call_id=invocation.call_id,
+                tool_name=spec.name,
+                reason=reason,
+                limit_bytes=invocation.output_limit_bytes,
+                redact=spec.safety.redact,
+                secrets=secrets,
+            )
         outcome.attempt = attempt
         outcome.elapsed_ms = result.elapsed_ms or (time.monotonic() - started) * 1000
         return outcome

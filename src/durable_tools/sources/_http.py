@@ -31,6 +31,7 @@ from durable_tools.tools._errors import (
 from durable_tools.tools._names import ToolRegistrationError
 from durable_tools.tools._registry import RegisteredTool, ToolRegistry
 from durable_tools.tools._results import ContentBlock, ToolResult
+from durable_tools.tools._scrub import scrub, scrub_value
 from durable_tools.tools._spec import OAuthRequirement
 
 __all__ = [
@@ -111,6 +112,16 @@ class HttpAuth:
     def on_unauthorized(self, status: int) -> Exception | None:
         """An error to raise for a 401/403 instead of the default, or None."""
         return None
+
+    def secret_values(self, ctx: ToolContext) -> list[str]:
+        """The credentials this auth sends, scrubbed from whatever the service answers
+        (APIs echo a query key in error bodies and in pagination links).
+
+        The default: every query and header value it sets, and the last word of each
+        header value (the token after `Bearer`).
+        """
+        values = [*self.query(ctx).values(), *self.headers(ctx).values()]
+        return [*values, *(v.split()[-1] for v in values if len(v.split()) > 1)]
 
 
 @dataclass(frozen=True)
@@ -420,6 +431,7 @@ class HttpOperation:
         if len(url) > _MAX_URL_IN_MESSAGE:  # arguments in the path can be long
             url = url[: _MAX_URL_IN_MESSAGE - 3] + "..."
         where = f"{request.method} {url}"
+        secrets = [value for auth in self.auth for value in auth.secret_values(ctx)]
         try:
             response = await client.send(request)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
@@ -442,14 +454,17 @@ class HttpOperation:
                 retryable=bool(self.safe_to_repeat),
                 details={"exception_type": type(exc).__name__},
             ) from None
-        return self._read(response, where)
+        return self._read(response, where, secrets)
 
-    def _read(self, response: httpx.Response, where: str) -> Any:
+    def _read(self, response: httpx.Response, where: str, secrets: list[str]) -> Any:
         status = response.status_code
         if 200 <= status < 300:
-            return _success(response)
+            return scrub_value(_success(response), secrets)
         details: dict[str, Any] = {"status_code": status, "request": where}
-        body = _bounded(response.text, self.max_error_body) if response.content else ""
+        # Scrubbed before the cut, so a cut cannot leave half a key that no longer matches.
+        body = (
+            _bounded(scrub(response.text, secrets), self.max_error_body) if response.content else ""
+        )
         said = f": {body}" if body else ""
         if status == 429 or status >= 500:
             retry_after = parse_retry_after(response.headers.get("Retry-After"))
@@ -467,7 +482,7 @@ class HttpOperation:
                     raise special
         if 300 <= status < 400:
             location = response.headers.get("Location")
-            said = f"; it redirects to {location}" if location else said
+            said = f"; it redirects to {scrub(location, secrets)}" if location else said
         raise ToolExecutionError(
             f"{where} answered HTTP {status} {response.reason_phrase}{said}",
             retryable=False,

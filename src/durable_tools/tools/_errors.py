@@ -29,6 +29,9 @@ class ErrorKind(StrEnum):
     UNAUTHORIZED = "NeedsAuthorization"
     DENIED = "Denied"
     CANCELLED = "Cancelled"
+    OUTPUT_LOST = "ToolOutputLost"
+    """Not a failure: the tool ran, but its output could not be stored or formatted.
+    Never retried (the tool's side effects happened); the model is told so."""
 
 
 class Disposition(StrEnum):

@@ -1,7 +1,10 @@
 """Lifecycle events of tool calls, for metrics, logs and UIs.
 
 Listeners observe; they never steer. A listener that raises is logged and ignored,
-because an observer must not be able to fail a tool call.
+because an observer must not be able to fail a tool call. Events carry no argument
+values, and their messages and details are scrubbed of the call's secrets (the worker's
+secrets and the OAuth access token, in every form `scrub` knows) before any listener
+sees them: listeners often forward to log pipelines and metrics backends.
 """
 
 from __future__ import annotations
@@ -9,9 +12,11 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
+
+from ._scrub import scrub, scrub_value
 
 __all__ = [
     "ALL_EVENTS",
@@ -24,6 +29,7 @@ __all__ = [
     "EventListener",
     "ToolEvent",
     "deliver",
+    "scrub_event",
 ]
 
 log = logging.getLogger("durable_tools.tools")
@@ -50,7 +56,11 @@ ALL_EVENTS: Final = (
 
 @dataclass(frozen=True)
 class ToolEvent:
-    """Something that happened to one tool call. Holds no argument values (secrets)."""
+    """Something that happened to one tool call.
+
+    Holds no argument values; the registry scrubs secrets from `message` and `details`
+    (`scrub_event`) before emitting it.
+    """
 
     name: str
     """One of the `tool.*` constants."""
@@ -64,6 +74,16 @@ class ToolEvent:
     message: str | None = None
     """The error message, or the skip reason."""
     details: dict[str, Any] = field(default_factory=dict)
+
+
+def scrub_event(event: ToolEvent, secrets: Iterable[str]) -> ToolEvent:
+    """`event` with every form of the given secret values scrubbed from its message and
+    details (exception text often quotes a URL with a key in it, or a token)."""
+    found = frozenset(secrets)
+    if not found:
+        return event
+    message = scrub(event.message, found) if event.message is not None else None
+    return replace(event, message=message, details=scrub_value(event.details, found))
 
 
 EventListener = Callable[[ToolEvent], Awaitable[None] | None]

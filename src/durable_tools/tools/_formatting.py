@@ -8,7 +8,7 @@ store and the model sees a head excerpt plus where the rest is.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -16,8 +16,9 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ._artifacts import ArtifactStore
 from ._classify import error_message_for_model
-from ._errors import ToolError, ToolExecutionError
+from ._errors import ErrorKind, ToolError, ToolExecutionError
 from ._results import ArtifactRef, ContentBlock, ToolOutcome, ToolResult
+from ._scrub import REDACTED, scrub, scrub_value
 
 __all__ = [
     "DEFAULT_LIMIT_BYTES",
@@ -25,6 +26,7 @@ __all__ = [
     "abridge_arguments",
     "error_outcome",
     "format_result",
+    "output_lost_outcome",
     "redact_arguments",
     "redact_value",
     "to_tool_result",
@@ -33,8 +35,6 @@ __all__ = [
 
 DEFAULT_LIMIT_BYTES = 16_000
 """Default bound on the text a tool call adds to the conversation."""
-
-REDACTED = "[redacted]"
 
 
 def valid_text(text: str) -> str:
@@ -150,6 +150,23 @@ def _render(result: ToolResult, redact: Collection[str]) -> str:
     return "\n".join(parts)
 
 
+def _scrubbed(result: ToolResult, secrets: frozenset[str]) -> ToolResult:
+    if not secrets:
+        return result
+    blocks = [
+        block.model_copy(
+            update={
+                "text": scrub(block.text, secrets) if block.text is not None else None,
+                "data": scrub_value(block.data, secrets),
+            }
+        )
+        for block in result.content
+    ]
+    return result.model_copy(
+        update={"content": blocks, "structured": scrub_value(result.structured, secrets)}
+    )
+
+
 def _head(text: str, budget: int) -> str:
     # Cut on a byte budget without splitting a UTF-8 sequence.
     return text.encode("utf-8")[: max(0, budget)].decode("utf-8", "ignore")
@@ -164,8 +181,9 @@ def format_result(
     store: ArtifactStore | None = None,
     redact: Collection[str] = (),
     attempt: int = 1,
+    secrets: Iterable[str] = (),
 ) -> ToolOutcome:
-    """Bound and redact a tool's result into the outcome recorded in the run.
+    """Bound, redact and scrub a tool's result into the outcome recorded in the run.
 
     Args:
         result: What the tool returned.
@@ -177,11 +195,21 @@ def format_result(
             truncated and the rest is lost.
         redact: Key names whose values are replaced by `[redacted]` in structured data.
         attempt: The attempt that produced the result.
+        secrets: Worker secret values, scrubbed (in every form `scrub` knows) from the
+            content, the structured value and what goes to the store, before any cut.
 
     Returns:
         The outcome: `content` within the limit, `structured` only when its JSON fits.
+
+    Raises:
+        Exception: whatever `store.put` raises (a full or read-only disk). The tool has
+            run by then: callers must not run it again (see `output_lost_outcome`).
     """
-    text = valid_text(_render(result, redact))
+    found = frozenset(secrets)
+    # Leaf strings first (a repr inside a JSON value is then found whatever JSON does to
+    # it), then the rendered text once more.
+    result = _scrubbed(result, found)
+    text = valid_text(scrub(_render(result, redact), found))
     structured = redact_value(result.structured, redact)
     structured_json = _dumps(structured) if structured is not None else None
     if structured_json is not None and valid_text(structured_json) != structured_json:
@@ -190,6 +218,7 @@ def format_result(
     artifacts += [
         b.artifact for b in result.content if b.artifact is not None and b.artifact not in artifacts
     ]
+    artifacts = [a.model_copy(update={"uri": scrub(a.uri, found)}) for a in artifacts]
 
     encoded = text.encode("utf-8")
     if len(encoded) > limit_bytes:
@@ -229,7 +258,62 @@ def format_result(
         artifacts=artifacts,
         elapsed_ms=result.elapsed_ms or 0.0,
         attempt=attempt,
-        skipped=result.skipped,
+        skipped=scrub(result.skipped, found) if result.skipped is not None else None,
+    )
+
+
+def output_lost_outcome(
+    result: ToolResult,
+    *,
+    call_id: str,
+    tool_name: str,
+    reason: str,
+    limit_bytes: int = DEFAULT_LIMIT_BYTES,
+    redact: Collection[str] = (),
+    attempt: int = 1,
+    secrets: Iterable[str] = (),
+) -> ToolOutcome:
+    """The outcome of a call that completed but whose output could not be kept.
+
+    The tool has run (its side effects happened), so the call is reported as completed,
+    with `error_kind` `ToolOutputLost`, never as a failure to retry. The model reads that
+    the call took effect, why its output is missing, and as much of the start of the
+    output as fits, when that can still be rendered.
+
+    Args:
+        result: What the tool returned.
+        call_id: The model's id for the call.
+        tool_name: The tool's name.
+        reason: Why the output could not be kept (scrubbed here).
+        limit_bytes: Most UTF-8 bytes of `content`.
+        redact: Key names whose values are redacted in the excerpt.
+        attempt: The attempt that produced the result.
+        secrets: Worker secret values to scrub.
+    """
+    found = frozenset(secrets)
+    notice = (
+        f"Tool call {call_id} to {tool_name!r} completed, but its output could not be kept: "
+        f"{scrub(reason, found)}. The call took effect: do not call it again only to see "
+        "its output."
+    )
+    notice = _head(notice, limit_bytes)
+    excerpt = ""
+    try:
+        text = valid_text(scrub(_render(_scrubbed(result, found), redact), found))
+    except Exception:  # the excerpt is a courtesy; the notice alone is the answer
+        text = ""
+    budget = limit_bytes - len(notice.encode("utf-8")) - 80
+    if text and budget > 0:
+        head = _head(text, budget)
+        cut = "" if len(head) == len(text) else " (the rest is lost)"
+        excerpt = f"\n\nThe start of its output{cut}:\n{head}"
+    return ToolOutcome(
+        call_id=call_id,
+        tool_name=tool_name,
+        content=notice + excerpt,
+        error_kind=ErrorKind.OUTPUT_LOST.value,
+        elapsed_ms=result.elapsed_ms or 0.0,
+        attempt=attempt,
     )
 
 

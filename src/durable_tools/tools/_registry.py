@@ -28,6 +28,7 @@ from ._events import (
     EventListener,
     ToolEvent,
     deliver,
+    scrub_event,
 )
 from ._formatting import to_tool_result
 from ._middleware import Skip, ToolCallInfo, run_after, run_before
@@ -327,14 +328,19 @@ class ToolRegistry:
         tool = self.get(name)
         spec = tool.spec
 
+        secrets = [*context.secrets.values(), *filter(None, [context.access_token])]
+
         def event(kind: str, **extra: Any) -> ToolEvent:
-            return ToolEvent(
-                name=kind,
-                tool_name=spec.name,
-                call_id=context.tool_call_id,
-                run_id=context.run_id,
-                attempt=context.attempt,
-                **extra,
+            return scrub_event(
+                ToolEvent(
+                    name=kind,
+                    tool_name=spec.name,
+                    call_id=context.tool_call_id,
+                    run_id=context.run_id,
+                    attempt=context.attempt,
+                    **extra,
+                ),
+                secrets,
             )
 
         try:
