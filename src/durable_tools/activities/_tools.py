@@ -62,7 +62,7 @@ AUTO_HEARTBEAT_SECONDS = 1.0
 """How often a running non-local tool heartbeats by itself (the SDK throttles the sends)."""
 
 HEARTBEAT_THROTTLE = timedelta(seconds=2)
-"""Most one heartbeat a tool without `heartbeat_timeout` sends per this interval; so the
+"""At most one heartbeat per this interval for a tool without `heartbeat_timeout`: the
 longest a cancellation waits to reach it. Set on the worker as
 `default_heartbeat_throttle_interval` (the SDK's default, 30 s, would delay every cancel)."""
 
