@@ -17,8 +17,9 @@ SENTINEL = "sk-CRASH-SENTINEL-5d1e0b"
 
 
 @pytest.mark.slow  # ~18 s: heartbeat timeout, retry, a new process and the dead sticky queue
+@pytest.mark.parametrize("tool", ["long_step", "long_step_sync"])  # async, and sync in a thread
 async def test_worker_killed_mid_tool_resumes_with_same_key_and_applies_once(
-    client: Client, task_queue: str, tmp_path: Path
+    client: Client, task_queue: str, tmp_path: Path, tool: str
 ) -> None:
     address = client.service_client.config.target_host
     work = tmp_path / "work"
@@ -26,7 +27,7 @@ async def test_worker_killed_mid_tool_resumes_with_same_key_and_applies_once(
     model = write_script(
         tmp_path,
         [
-            calls(("s1", "long_step", {"steps": 12})),
+            calls(("s1", tool, {"steps": 12})),
             calls(("a1", "call_api", {"path": "/fail"})),
             answer("done"),
         ],
@@ -68,7 +69,7 @@ async def test_worker_killed_mid_tool_resumes_with_same_key_and_applies_once(
     assert len(list((work / "effects").iterdir())) == 1
     assert timeline["s1"].status == "completed" and timeline["s1"].attempts == 2
     assert f"resumed at {resumed['step'] + 1}" in (timeline["s1"].result or "")
-    assert scheduled_activities(history).count("long_step") == 1  # one activity, retried
+    assert scheduled_activities(history).count(tool) == 1  # one activity, retried
 
     # The failing call's message carried the secret: scrubbed from history and logs.
     assert timeline["a1"].status == "failed"

@@ -4,8 +4,9 @@
 
 Tools write what they see under WORK_DIR, which the test reads:
 
-- `attempts.jsonl`: one line per attempt of `long_step` (idempotency key, attempt, the
-  heartbeat details it started from, pid), and `progress.jsonl` for each step it reports.
+- `attempts.jsonl`: one line per attempt of `long_step` or `long_step_sync` (its twin as a
+  plain function: idempotency key, attempt, the heartbeat details it started from, pid),
+  and `progress.jsonl` for each step it reports.
 - `effects/<sha256 of the key>`: the side effect of `long_step`, created only if absent;
   `applied.jsonl` gets a line only when this attempt created it.
 - `pids.jsonl`: which process ran each `whoami` call.
@@ -52,11 +53,8 @@ def make_registry(work: Path) -> ToolRegistry:
     effects = work / "effects"
     effects.mkdir(parents=True, exist_ok=True)
 
-    @registry.tool(idempotent=True, heartbeat_timeout=2.0, start_to_close_timeout=120)
-    async def long_step(steps: int, ctx: ToolContext) -> str:
-        """A long job that reports progress, resumes from it, and applies its effect once."""
+    def begin(ctx: ToolContext) -> int:
         details = ctx.heartbeat_details
-        start = details["step"] + 1 if isinstance(details, dict) else 0
         _append(
             work / "attempts.jsonl",
             {
@@ -66,10 +64,13 @@ def make_registry(work: Path) -> ToolRegistry:
                 "pid": os.getpid(),
             },
         )
-        for step in range(start, steps):
-            await asyncio.sleep(STEP_SECONDS)
-            ctx.progress({"step": step})
-            _append(work / "progress.jsonl", {"step": step, "pid": os.getpid()})
+        return details["step"] + 1 if isinstance(details, dict) else 0
+
+    def step_done(ctx: ToolContext, step: int) -> None:
+        ctx.progress({"step": step})
+        _append(work / "progress.jsonl", {"step": step, "pid": os.getpid()})
+
+    def apply_once(ctx: ToolContext, steps: int, start: int) -> str:
         target = effects / hashlib.sha256(ctx.idempotency_key.encode()).hexdigest()
         try:
             with open(target, "x") as handle:  # create-if-absent: the effect happens once
@@ -78,6 +79,24 @@ def make_registry(work: Path) -> ToolRegistry:
             return f"already applied for {ctx.idempotency_key}"
         _append(work / "applied.jsonl", {"key": ctx.idempotency_key, "pid": os.getpid()})
         return f"applied after {steps} steps (resumed at {start})"
+
+    @registry.tool(idempotent=True, heartbeat_timeout=2.0, start_to_close_timeout=120)
+    async def long_step(steps: int, ctx: ToolContext) -> str:
+        """A long job that reports progress, resumes from it, and applies its effect once."""
+        start = begin(ctx)
+        for step in range(start, steps):
+            await asyncio.sleep(STEP_SECONDS)
+            step_done(ctx, step)
+        return apply_once(ctx, steps, start)
+
+    @registry.tool(idempotent=True, heartbeat_timeout=2.0, start_to_close_timeout=120)
+    def long_step_sync(steps: int, ctx: ToolContext) -> str:
+        """`long_step` as a plain function: it runs in a thread and heartbeats from there."""
+        start = begin(ctx)
+        for step in range(start, steps):
+            time.sleep(STEP_SECONDS)
+            step_done(ctx, step)
+        return apply_once(ctx, steps, start)
 
     @registry.tool(read_only=True)
     async def whoami(n: int) -> str:

@@ -9,8 +9,9 @@ type is the stable `ErrorKind` value and whose first detail is the model-facing 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import contextvars
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -23,25 +24,35 @@ from durable_tools.activities._runtime import ToolRuntime
 from durable_tools.activities._types import ToolInvocation
 from durable_tools.tools._classify import classify_exception, error_message_for_model
 from durable_tools.tools._context import ToolContext
-from durable_tools.tools._errors import ToolError
+from durable_tools.tools._errors import Cancelled, ToolError
 from durable_tools.tools._formatting import format_result, output_lost_outcome
 from durable_tools.tools._registry import RegisteredTool
 from durable_tools.tools._scrub import scrub
 
-__all__ = ["make_tool_activity", "to_application_error"]
+__all__ = [
+    "AUTO_HEARTBEAT_SECONDS",
+    "HEARTBEAT_THROTTLE",
+    "make_tool_activity",
+    "to_application_error",
+]
 
 log = logging.getLogger("durable_tools.activities")
 
 
 def to_application_error(
-    error: ToolError, call_id: str, tool_name: str, secrets: list[str]
+    error: ToolError, call_id: str, tool_name: str, secrets: list[str], attempt: int = 1
 ) -> ApplicationError:
-    """The Temporal form of a classified tool error, scrubbed of secret values."""
+    """The Temporal form of a classified tool error, scrubbed of secret values.
+
+    Its details are the model-facing message and the attempt number (counting the
+    workflow's own retries), so the run's timeline counts retries made by the engine.
+    """
     message = scrub(error.message, secrets)
     model_message = scrub(error_message_for_model(call_id, tool_name, error), secrets)
     return ApplicationError(
         message,
         model_message,
+        attempt,
         type=error.kind.value,
         non_retryable=not error.retryable,
         next_retry_delay=(
@@ -50,23 +61,57 @@ def to_application_error(
     )
 
 
-async def _heartbeat_while(work: Awaitable[Any], interval: float | None, details: list[Any]) -> Any:
-    """Await `work`, heartbeating every `interval` seconds so cancellation and crash
-    detection work even for tools that never report progress themselves."""
-    if interval is None:
-        return await work
+AUTO_HEARTBEAT_SECONDS = 1.0
+"""How often a running non-local tool heartbeats by itself (the SDK throttles the sends)."""
+
+HEARTBEAT_THROTTLE = timedelta(seconds=2)
+"""At most one heartbeat per this interval for a tool without `heartbeat_timeout`: the
+longest a cancellation waits to reach it. Set on the worker as
+`default_heartbeat_throttle_interval` (the SDK's default, 30 s, would delay every cancel)."""
+
+
+def _heartbeat_every(heartbeat_timeout: float | None) -> float:
+    if heartbeat_timeout is None:
+        return AUTO_HEARTBEAT_SECONDS
+    return max(min(heartbeat_timeout / 3, AUTO_HEARTBEAT_SECONDS), 0.05)
+
+
+async def _heartbeat_while(
+    work: Awaitable[Any], interval: float | None, details: list[Any], context: ToolContext
+) -> Any:
+    """Await `work`, heartbeating every `interval` seconds (None: never, local activities).
+
+    Temporal delivers a cancellation only in the reply to a heartbeat, so every non-local
+    tool heartbeats, whether or not it reports progress or sets `heartbeat_timeout`. On
+    cancellation the call's flag is set and its subprocesses killed; then the tool gets to
+    end: an async tool through `CancelledError`, a sync tool (a thread nothing can
+    interrupt) by seeing `ctx.cancelled`. What it ends with is the call's outcome; a
+    `Cancelled` error, or a `CancelledError`, acknowledges the cancellation.
+    """
     task = asyncio.ensure_future(work)
+    cancelled = False
     try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=interval)
-            if done:
-                return task.result()
-            activity.heartbeat(*details[:1])
+        while not task.done():
+            try:
+                await asyncio.wait({task}, timeout=interval)
+            except asyncio.CancelledError:
+                if not cancelled:
+                    cancelled = True
+                    context._cancel()
+                    task.cancel()
+                current = asyncio.current_task()
+                if current is not None:
+                    current.uncancel()
+                continue
+            if not task.done() and interval is not None:
+                activity.heartbeat(*details[:1])
     finally:
-        if not task.done():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        context._kill_subprocesses()  # a subprocess lives no longer than its call
+    if cancelled:
+        error = None if task.cancelled() else task.exception()
+        if task.cancelled() or isinstance(error, Cancelled):
+            raise asyncio.CancelledError()
+    return task.result()
 
 
 def make_tool_activity(
@@ -81,11 +126,18 @@ def make_tool_activity(
         attempt = invocation.attempt_offset + info.attempt
         previous = info.heartbeat_details[0] if info.heartbeat_details else None
         last_details: list[Any] = [previous]
+        loop = asyncio.get_running_loop()
+        loop_thread = threading.get_ident()
+        activity_context = contextvars.copy_context()
 
         def progress(details: Any = None) -> None:
             last_details[0] = details
-            if not info.is_local:
+            if info.is_local:
+                return
+            if threading.get_ident() == loop_thread:
                 activity.heartbeat(details)
+            else:  # a sync tool's thread: the SDK heartbeats on the event loop only
+                loop.call_soon_threadsafe(activity.heartbeat, details, context=activity_context)
 
         secrets = runtime.secret_values()
         try:
@@ -110,26 +162,25 @@ def make_tool_activity(
                 secrets=runtime.secrets,
                 access_token=access_token,
                 _progress=progress,
-                _is_cancelled=activity.is_cancelled,
-            )
-            heartbeat_every = (
-                None
-                if info.is_local or spec.policy.heartbeat_timeout is None
-                else max(spec.policy.heartbeat_timeout / 3, 0.05)
             )
             started = time.monotonic()
             result = await _heartbeat_while(
                 runtime.registry.invoke(spec.name, invocation.arguments, context),
-                heartbeat_every,
+                None if info.is_local else _heartbeat_every(spec.policy.heartbeat_timeout),
                 last_details,
+                context,
             )
         except asyncio.CancelledError:
             raise
         except ToolError as error:
-            raise to_application_error(error, invocation.call_id, spec.name, secrets) from None
+            raise to_application_error(
+                error, invocation.call_id, spec.name, secrets, attempt
+            ) from None
         except Exception as exc:  # classified once, here, for every tool
             classified = classify_exception(exc)
-            raise to_application_error(classified, invocation.call_id, spec.name, secrets) from None
+            raise to_application_error(
+                classified, invocation.call_id, spec.name, secrets, attempt
+            ) from None
         # The tool has run: from here on nothing may raise, or the engine would run it again.
         try:
             outcome = format_result(

@@ -8,11 +8,18 @@ that supplies one anyway is rejected, never obeyed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from ._errors import Cancelled
 
 __all__ = ["Identity", "Injected", "MissingResource", "ToolContext"]
 
@@ -79,23 +86,95 @@ class ToolContext:
     access_token: str | None = field(default=None, repr=False)
     """The OAuth access token for the tool's provider, when the tool declares one."""
     _progress: Callable[[Any], None] = field(default=_no_progress, repr=False)
-    _is_cancelled: Callable[[], bool] | None = field(default=None, repr=False)
+    _cancel_event: threading.Event = field(default_factory=threading.Event, repr=False)
+    _groups: list[int] = field(default_factory=list, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def progress(self, details: Any = None) -> None:
-        """Heartbeat, recording `details` so a retry can resume from them."""
+        """Heartbeat, recording `details` so a retry can resume from them.
+
+        Safe to call from a sync tool (which runs in a thread) as well as from an async one.
+        """
         self._progress(details)
 
     heartbeat = progress
 
     @property
     def cancelled(self) -> bool:
-        """Whether the run asked this call to stop. Long tools should check it between steps."""
-        return self._is_cancelled is not None and self._is_cancelled()
+        """Whether the run asked this call to stop. Long tools should check it between steps.
+
+        A plain thread-safe flag: sync tools, which Python cannot interrupt, poll it.
+        """
+        return self._cancel_event.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        """Stop here if the call was cancelled: the call is then recorded as cancelled.
+
+        Raises:
+            Cancelled: the run asked this call to stop.
+        """
+        if self.cancelled:
+            raise Cancelled(f"tool call {self.tool_call_id} ({self.tool_name}) was cancelled")
 
     async def wait_cancelled(self) -> None:
         """Wait until the call is cancelled (for tools that race work against cancellation)."""
         while not self.cancelled:
             await asyncio.sleep(0.1)
+
+    def popen(self, args: str | Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
+        """Start a subprocess that lives no longer than this call (for sync tools).
+
+        Takes the arguments of `subprocess.Popen`. The process starts in its own process
+        group (session), and the whole group is killed (SIGKILL) when the call is cancelled
+        or ends, so neither it nor its children outlive a cancelled or finished call.
+
+        Raises:
+            Cancelled: the call was already cancelled; nothing was started.
+        """
+        self.raise_if_cancelled()
+        process = subprocess.Popen(args, start_new_session=True, **kwargs)
+        self._adopt(process.pid)
+        return process
+
+    async def create_subprocess_exec(
+        self, program: str, *args: str, **kwargs: Any
+    ) -> asyncio.subprocess.Process:
+        """`asyncio.create_subprocess_exec` for async tools, with the guarantees of `popen`.
+
+        Raises:
+            Cancelled: the call was already cancelled; nothing was started.
+        """
+        self.raise_if_cancelled()
+        start = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(program, *args, start_new_session=True, **kwargs)
+        )
+        # Adopt the process even if the tool is cancelled while it starts.
+        start.add_done_callback(
+            lambda done: (
+                None if done.cancelled() or done.exception() else self._adopt(done.result().pid)
+            )
+        )
+        return await asyncio.shield(start)
+
+    def _adopt(self, group: int) -> None:
+        # Registering and checking under the lock that `_cancel` holds: a process started
+        # while the call is being cancelled is killed by one side or the other.
+        with self._lock:
+            self._groups.append(group)
+            if self._cancel_event.is_set():
+                _kill_group(group)
+
+    def _cancel(self) -> None:
+        """Mark the call cancelled and kill its subprocesses (called by the activity)."""
+        self._cancel_event.set()
+        self._kill_subprocesses()
+
+    def _kill_subprocesses(self) -> None:
+        """Kill every process group this call started that is still running."""
+        with self._lock:
+            for group in self._groups:
+                _kill_group(group)
+            self._groups.clear()
 
     def resource(self, name: str) -> Any:
         """A worker-side resource by name.
@@ -118,3 +197,8 @@ class ToolContext:
             return self.secrets[name]
         except KeyError:
             raise MissingResource(f"worker has no secret named {name!r}") from None
+
+
+def _kill_group(group: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)

@@ -7,6 +7,8 @@ the worker, while the `ToolSpec` (plain data) is what a workflow sees.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -129,7 +131,29 @@ class RegisteredTool:
         """Run the function: coroutines on the loop, sync functions in a worker thread."""
         if self.is_async:
             return await self.fn(**kwargs)
-        result = await asyncio.to_thread(self.fn, **kwargs)
+        result = await _in_thread(functools.partial(self.fn, **kwargs))
         if inspect.isawaitable(result):  # a sync wrapper around an async function
             return await result
         return result
+
+
+async def _in_thread(fn: Callable[[], Any]) -> Any:
+    """Run `fn` in a worker thread and wait for it to end, even when cancelled.
+
+    Python cannot interrupt a thread, so `asyncio.to_thread` would return at once on
+    cancellation while the function ran on unseen, possibly still causing effects after its
+    call was reported cancelled. Here cancellation waits for the function instead: it sees
+    `ToolContext.cancelled`, stops and returns or raises, and that is the call's outcome.
+    """
+    loop = asyncio.get_running_loop()
+    future = loop.run_in_executor(None, contextvars.copy_context().run, fn)
+    while True:
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if future.done():
+                return future.result()
+            # Keep waiting; the caller has set the cancellation flag the function polls.
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()

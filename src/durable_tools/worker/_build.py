@@ -12,6 +12,7 @@ from temporalio.worker import Worker
 
 from durable_tools.activities import ToolRuntime, core_activities, make_tool_activity
 from durable_tools.activities._runtime import AuthorizationBroker
+from durable_tools.activities._tools import HEARTBEAT_THROTTLE
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._sandbox import workflow_runner
@@ -103,6 +104,7 @@ def build_worker(
         if tool.spec.subagent is None  # sub-agents run as child workflows
     ]
     worker_options.setdefault("workflow_runner", workflow_runner())
+    worker_options.setdefault("default_heartbeat_throttle_interval", HEARTBEAT_THROTTLE)
     return Worker(
         client,
         task_queue=task_queue or task_queue_from_env(),

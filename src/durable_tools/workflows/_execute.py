@@ -138,6 +138,7 @@ async def _schedule(
             start_to_close_timeout=options.start_to_close_timeout,
             schedule_to_close_timeout=options.schedule_to_close_timeout,
             retry_policy=options.retry_policy,
+            cancellation_type=options.cancellation_type,
             summary=summary,
         )
         return local
@@ -150,6 +151,7 @@ async def _schedule(
         schedule_to_close_timeout=options.schedule_to_close_timeout,
         heartbeat_timeout=options.heartbeat_timeout,
         retry_policy=options.retry_policy,
+        cancellation_type=options.cancellation_type,
         summary=summary,
     )
     return remote

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio.common import RetryPolicy
+from temporalio.workflow import ActivityCancellationType
 
 from durable_tools.tools._errors import ErrorKind
 from durable_tools.tools._spec import RetrySpec, ToolSpec
@@ -36,6 +37,9 @@ class ToolActivityOptions:
     retry_policy: RetryPolicy
     task_queue: str | None
     local: bool
+    cancellation_type: ActivityCancellationType
+    """Always `WAIT_CANCELLATION_COMPLETED`: a cancelled call is recorded only once the tool
+    has stopped (or finished), never while it may still be acting."""
     workflow_retries: bool
     """True when the engine must not retry by itself: the tool is not safe to repeat after a
     timeout, so the workflow retries only clean, retryable failures (see `retry_delay`)."""
@@ -71,6 +75,7 @@ def activity_options_for(spec: ToolSpec) -> ToolActivityOptions:
         ),
         task_queue=None if policy.local else policy.task_queue,
         local=policy.local,
+        cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         workflow_retries=workflow_retries,
     )
 
