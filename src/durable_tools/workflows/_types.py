@@ -149,6 +149,12 @@ class ToolCallRecord(BaseModel):
     attempts: int = 0
     child_run_id: str | None = None
     """For a sub-agent call: the child run's workflow id."""
+    decided_by: str | None = None
+    """Who approved or denied the call (`deadline` when it expired); None if never asked."""
+    decided_at: datetime | None = None
+    """When the decision was recorded."""
+    decision_reason: str | None = None
+    """The reason the decider gave, if any."""
 
 
 class RunEvent(BaseModel):
