@@ -57,8 +57,12 @@ async def main() -> None:
             print("run:", run.run_id, run.ui_url)
             while not (status := await run.status()).pending_approvals:
                 await asyncio.sleep(0.1)
-            print("waiting for approval of:", status.pending_approvals[0].tool)
-            await run.approve("p1", decider="alice", reason="within budget")
+            pending = status.pending_approvals[0]
+            print("waiting for approval of:", pending.tool)
+            # The hash binds the decision to exactly the arguments shown.
+            await run.approve(
+                "p1", decider="alice", reason="within budget", arguments_hash=pending.arguments_hash
+            )
             result = await run.result()
             print("status:", result.status.value)
             print("answer:", result.final_answer)

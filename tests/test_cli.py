@@ -1,8 +1,4 @@
-"""The `durable-tools` command line against the session's real dev server.
-
-`main()` runs in a thread (it calls `asyncio.run`), so the test's own event loop keeps
-running the worker meanwhile; stdout and stderr are captured by capsys.
-"""
+"""The `durable-tools` command line against the session's real dev server."""
 
 from __future__ import annotations
 
@@ -17,42 +13,15 @@ from typing import Any
 
 import pytest
 from temporalio.client import Client
-from temporalio.testing import WorkflowEnvironment
 
-from durable_tools.cli import main
+import cli_support
+from cli_support import cli, cli_json
 from durable_tools.client import DurableTools
 from durable_tools.demo.tools import registry as demo_registry
 from durable_tools.workflows import RunStatus
 from support import answer, calls, running_worker, write_script
 
-CliResult = tuple[int, str, str]
-
-
-@pytest.fixture
-def cli_env(
-    env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, task_queue: str
-) -> str:
-    """Point the CLI at the session server, on the test's task queue; returns the address."""
-    address = env.client.service_client.config.target_host
-    monkeypatch.setenv("TEMPORAL_ADDRESS", address)
-    monkeypatch.setenv("TEMPORAL_NAMESPACE", env.client.namespace)
-    monkeypatch.setenv("DURABLE_TOOLS_TASK_QUEUE", task_queue)
-    monkeypatch.setenv("DURABLE_TOOLS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DURABLE_TOOLS_ARTIFACTS", str(tmp_path / "artifacts"))
-    monkeypatch.delenv("TEMPORAL_UI_URL", raising=False)
-    return address
-
-
-async def cli(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
-    code = await asyncio.to_thread(main, list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-async def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
-    code, out, err = await cli(capsys, *args, "--json")
-    assert code == 0, err
-    return json.loads(out)
+cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
 
 
 async def test_run_wait_show_and_runs(
@@ -271,3 +240,135 @@ async def test_show_lists_approvals_inside_subagents(
         code, _, err = await cli(capsys, "approve", run.run_id, "pub", "--as", "ops")
         assert code == 0, err
         assert (await run.result()).status == RunStatus.COMPLETED
+
+
+async def test_show_marks_each_call_done_as_it_finishes(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    from durable_tools.tools import ToolRegistry
+    from durable_tools.workflows import AgentConfig, ExecutionStrategy
+
+    registry = ToolRegistry()
+    gate = asyncio.Event()
+
+    @registry.tool(read_only=True)
+    async def quick(n: int) -> str:
+        """Answers at once."""
+        return f"quick {n}"
+
+    @registry.tool(read_only=True)
+    async def slow(n: int) -> str:
+        """Answers when the test lets it."""
+        await gate.wait()
+        return f"slow {n}"
+
+    model = write_script(
+        tmp_path,
+        [
+            calls(("a", "quick", {"n": 1}), ("b", "slow", {"n": 2}), ("c", "quick", {"n": "x"})),
+            answer("done"),
+        ],
+    )
+    config = AgentConfig(model=model, strategy=ExecutionStrategy(mode="parallel"))
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("go", config=config)
+        for _ in range(100):
+            shown = await cli_json(capsys, "show", run.run_id)
+            states = {r["call_id"]: r["status"] for r in shown.get("timeline", [])}
+            if states.get("a") == "completed":
+                break
+            await asyncio.sleep(0.1)
+        # The workflow's own running_tools still lists a, b and c here; show does not.
+        assert states == {"a": "completed", "b": "running", "c": "invalid"}
+        assert shown["running_tools"] == ["b"]
+        code, text, _ = await cli(capsys, "show", run.run_id)
+        assert code == 0 and "running: b\n" in text
+        gate.set()
+        assert (await run.result()).status == RunStatus.COMPLETED
+
+
+MCP_TOOLS_MODULE = """
+import sys
+from durable_tools.sources import McpStdio, attach_mcp_sync
+from durable_tools.tools import ToolRegistry
+
+registry = ToolRegistry()
+attach_mcp_sync(registry, McpStdio(sys.executable, ({server!r}, "stdio"), name="calc"))
+"""
+
+
+@pytest.fixture
+def mcp_tools_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A tools module that attaches the test MCP server with `attach_mcp_sync` at import."""
+    server = Path(__file__).parent / "sources" / "mcp_test_server.py"
+    name = f"mcp_tools_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(MCP_TOOLS_MODULE.format(server=str(server)))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+async def test_tools_loads_a_module_that_attaches_mcp_and_shows_one_approval_rule(
+    mcp_tools_module: str, capfd: Any
+) -> None:
+    # capfd, not capsys: the stdio MCP server inherits stderr, which needs a real fd.
+    capsys = capfd
+    tools = await cli_json(capsys, "tools", "--tools", mcp_tools_module)
+    by_name = {t["name"]: t for t in tools}
+    # Marked destructive by the server: the run asks for approval, and so says --json.
+    assert by_name["calc__delete_file"]["approval"] == "always"
+    assert by_name["calc__add"]["approval"] == "never"
+    code, out, err = await cli(capsys, "tools", "--tools", mcp_tools_module)
+    assert code == 0, err
+    delete = out.split("calc__delete_file", 1)[1].split("\n\n", 1)[0]
+    assert "approval: always" in delete
+
+
+async def test_worker_runs_a_module_that_attaches_mcp(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, mcp_tools_module: str
+) -> None:
+    model = write_script(tmp_path, [calls(("c1", "calc__add", {"a": 2, "b": 3})), answer("5")])
+    program = Path(sys.executable).parent / "durable-tools"
+    worker = subprocess.Popen(
+        [str(program), "worker", "--tools", mcp_tools_module, "--graceful-shutdown", "5"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
+        text=True,
+    )
+    try:
+        assert worker.stdout is not None
+        banner = await asyncio.to_thread(worker.stdout.readline)
+        assert banner.startswith("worker on"), banner + worker.stdout.read()
+        run = await DurableTools(client, task_queue).start("add", model=model)
+        assert (await run.result()).final_answer == "5"
+        [record] = await run.timeline()
+        assert (record.tool, record.status, record.result) == ("calc__add", "completed", "5")
+    finally:
+        worker.terminate()
+        output, _ = await asyncio.to_thread(worker.communicate, timeout=30)
+    assert worker.returncode == 0, output
+    assert "cannot run inside an event loop" not in output
+
+
+async def test_run_links_to_the_ui_the_server_recorded(
+    client: Client, task_queue: str, cli_env: str, capsys: Any
+) -> None:
+    from durable_tools.cli._ui import forget_ui, record_ui
+
+    # What `durable-tools server --ui-port 9411` records while it runs.
+    record_ui(cli_env, "http://127.0.0.1:9411", os.getpid())
+    try:
+        started = await cli_json(capsys, "run", "hello", "--model", "scripted:none")
+        assert started["ui_url"].startswith("http://127.0.0.1:9411/namespaces/")
+        code, out, _ = await cli(capsys, "show", started["run_id"])
+        assert code == 0 and "UI: http://127.0.0.1:9411/namespaces/" in out
+        # A record left by a server that is gone is ignored.
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        record_ui(cli_env, "http://127.0.0.1:9411", dead.pid)
+        again = await cli_json(capsys, "run", "hello", "--model", "scripted:none")
+        assert "9411" not in again["ui_url"]
+    finally:
+        forget_ui(cli_env)
+        for run_id in (started["run_id"], again["run_id"]):
+            await DurableTools(client, task_queue).run(run_id).handle.terminate("test over")

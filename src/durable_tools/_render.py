@@ -2,11 +2,17 @@
 
 Pure functions from the wire types to strings, so the CLI and the demo print the same
 thing and tests can check the text without a terminal.
+
+Call ids, tool names, arguments and results come from the model and from tools: every
+rendered field goes through `terminal_safe`, so a hostile value cannot move the cursor,
+erase a line or reverse text on the decider's terminal (a carriage return plus an ANSI erase once
+made 5,000,000 cents read as 5).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -21,31 +27,63 @@ from durable_tools.workflows import (
 
 __all__ = [
     "approval_commands",
+    "approval_label",
     "clip",
     "duration_ms",
     "render_approval",
     "render_authorization",
+    "render_decision",
     "render_record",
     "render_snapshot",
     "render_table",
     "render_timeline",
     "render_tool",
+    "running_calls",
     "safety_summary",
+    "terminal_safe",
     "tool_json",
 ]
+
+# Characters a terminal acts on instead of printing: C0 controls, DEL and C1 controls
+# (ESC and CSI start ANSI sequences; CR rewinds the line), line and paragraph separators,
+# and the bidirectional overrides, embeddings and isolates that reorder text on screen.
+_BIDI = r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_UNSAFE = re.compile(rf"[\x00-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
+_UNSAFE_KEEP_LINES = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: object, *, multiline: bool = False) -> str:
+    """`text` with every character a terminal would act on shown as a visible escape.
+
+    ESC shows as `\\x1b`, CR as `\\x0d`, U+202E as `\\u202e`: what the reader sees is what
+    the value holds. Used for every line of text the CLI prints.
+
+    Args:
+        text: The value (str()-ed).
+        multiline: Keep newlines and tabs (free text such as a final answer); otherwise
+            they are escaped too, so one field cannot forge another line.
+    """
+    pattern = _UNSAFE_KEEP_LINES if multiline else _UNSAFE
+    return pattern.sub(_escape, str(text))
 
 
 def clip(text: str | None, width: int) -> str:
     """One line of at most `width` characters (newlines folded, an ellipsis when cut)."""
     if text is None:
         return ""
-    flat = " ".join(str(text).split())
+    flat = terminal_safe(" ".join(str(text).split()))
     return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A left-aligned text table with a header rule; cells are str()-ed, None as empty."""
-    cells = [[("" if c is None else str(c)) for c in row] for row in rows]
+    """A left-aligned text table with a header rule; cells are str()-ed, None as empty,
+    and made `terminal_safe`."""
+    cells = [[("" if c is None else terminal_safe(c)) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
         for i, cell in enumerate(row):
@@ -69,7 +107,7 @@ def duration_ms(record: ToolCallRecord) -> float | None:
 
 def render_record(record: ToolCallRecord, *, width: int = 100) -> str:
     """One progress line for a tool call in its current state."""
-    head = f"[turn {record.turn}] {record.tool}({clip(record.arguments, 60)})"
+    head = f"[turn {record.turn}] {terminal_safe(record.tool)}({clip(record.arguments, 60)})"
     state: str = record.status
     took = duration_ms(record)
     if took is not None:
@@ -79,6 +117,8 @@ def render_record(record: ToolCallRecord, *, width: int = 100) -> str:
     line = f"{head} -> {state}"
     if record.result and record.status not in ("running", "awaiting_approval"):
         line += f": {clip(record.result, max(width - len(line) - 2, 30))}"
+    if record.decided_by is not None:
+        line += f" [{render_decision(record)}]"
     return line
 
 
@@ -107,10 +147,12 @@ def render_timeline(timeline: Sequence[ToolCallRecord], *, result_width: int = 6
 
 
 def approval_commands(run_id: str, approval: PendingApproval) -> list[str]:
-    """The exact commands that approve or deny a pending call."""
+    """The exact commands that approve or deny a pending call (terminal-safe)."""
+    run, call = terminal_safe(run_id), terminal_safe(approval.call_id)
+    digest = terminal_safe(approval.arguments_hash)
     return [
-        f"durable-tools approve {run_id} {approval.call_id} --hash {approval.arguments_hash}",
-        f"durable-tools deny {run_id} {approval.call_id} --reason '...'",
+        f"durable-tools approve {run} {call} --hash {digest}",
+        f"durable-tools deny {run} {call} --hash {digest} --reason '...'",
     ]
 
 
@@ -120,7 +162,8 @@ def _when(moment: datetime | None) -> str:
 
 def render_approval(run_id: str, approval: PendingApproval, *, commands: bool = True) -> str:
     """A pending approval: what, arguments (redacted), hash, who and until when."""
-    args = json.dumps(approval.arguments, ensure_ascii=False, sort_keys=True)
+    # JSON with ASCII escapes: an argument value shows exactly what it holds.
+    args = json.dumps(approval.arguments, ensure_ascii=True, sort_keys=True)
     lines = [
         f"approval needed: {approval.tool} {args} (call {approval.call_id})",
         f"  arguments hash: {approval.arguments_hash}",
@@ -128,43 +171,87 @@ def render_approval(run_id: str, approval: PendingApproval, *, commands: bool = 
         f"   deadline: {_when(approval.deadline)}"
         + ("   (escalated)" if approval.escalated else ""),
     ]
+    lines = [terminal_safe(line) for line in lines]
     if commands:
         cmds = approval_commands(run_id, approval)
         lines += [f"  approve: {cmds[0]}", f"  deny:    {cmds[1]}"]
     return "\n".join(lines)
 
 
+def render_decision(record: ToolCallRecord) -> str:
+    """Who decided a call's approval, when, and why (empty when nobody decided it)."""
+    if record.decided_by is None:
+        return ""
+    verdict = "denied" if record.status == "denied" else "approved"
+    text = f"{verdict} by {record.decided_by}"
+    if record.decided_at is not None:
+        text += f" at {_when(record.decided_at)}"
+    if record.decision_reason:
+        text += f": {record.decision_reason}"
+    return terminal_safe(text)
+
+
 def render_authorization(authorization: PendingAuthorization) -> str:
     """A pending OAuth authorization: the URL the person must open."""
     scopes = " ".join(authorization.scopes) or "default scopes"
-    return (
+    head = (
         f"authorization needed: {authorization.tool} via {authorization.provider} ({scopes}), "
-        f"call {authorization.call_id}\n  open: {authorization.authorization_url}"
+        f"call {authorization.call_id}"
     )
+    return f"{terminal_safe(head)}\n  open: {terminal_safe(authorization.authorization_url)}"
 
 
 def render_snapshot(
     run_id: str, snapshot: RunSnapshot, timeline: Sequence[ToolCallRecord], ui: str
 ) -> str:
-    """What `durable-tools show` prints for a run a worker can answer for."""
+    """What `durable-tools show` prints for a run a worker can answer for.
+
+    Which calls are running is read from the timeline (each record's status is set as its
+    call ends), not from `snapshot.running_tools`, which lists a whole group of calls
+    until the last of them finishes.
+    """
     lines = [
         f"run {run_id}  agent {snapshot.agent}  status {snapshot.status.value}",
         f"turns {snapshot.turn}  tool calls {snapshot.tool_calls}"
         + (f"  continued-as-new {snapshot.continued}x" if snapshot.continued else ""),
         f"UI: {ui}",
     ]
-    if snapshot.running_tools:
-        lines.append(f"running: {', '.join(snapshot.running_tools)}")
+    running = running_calls(timeline)
+    if running:
+        lines.append(f"running: {', '.join(running)}")
+    lines = [terminal_safe(line) for line in lines]
     for approval in snapshot.pending_approvals:
         lines += ["", render_approval(run_id, approval)]
     for authorization in snapshot.pending_authorizations:
         lines += ["", render_authorization(authorization)]
     lines += ["", render_timeline(timeline)]
+    decided = [r for r in timeline if r.decided_by is not None]
+    if decided:
+        lines += ["", "decisions:"]
+        lines += [
+            f"  call {terminal_safe(r.call_id)} ({terminal_safe(r.tool)}, turn {r.turn}): "
+            + render_decision(r)
+            for r in decided
+        ]
     if snapshot.reason:
-        lines += ["", f"reason: {snapshot.reason}"]
+        lines += ["", f"reason: {terminal_safe(snapshot.reason)}"]
     if snapshot.final_answer is not None:
-        lines += ["", "final answer:", snapshot.final_answer]
+        lines += ["", "final answer:", terminal_safe(snapshot.final_answer, multiline=True)]
     return "\n".join(lines)
+
+
+def running_calls(timeline: Sequence[ToolCallRecord]) -> list[str]:
+    """Call ids of the calls running now, by their timeline records."""
+    return [r.call_id for r in timeline if r.status == "running"]
+
+
+def approval_label(spec: ToolSpec) -> str:
+    """The tool's own approval rule, as the workflow applies it under the default policy:
+    `always` for `approval="always"` or `requires_confirmation` (MCP tools marked
+    destructive), else `conditional` or `never`."""
+    if spec.approval == "always" or spec.safety.requires_confirmation:
+        return "always"
+    return str(spec.approval)
 
 
 def safety_summary(spec: ToolSpec) -> str:
@@ -181,8 +268,7 @@ def safety_summary(spec: ToolSpec) -> str:
     ):
         if flag:
             parts.append(label)
-    approval = "always" if s.requires_confirmation else spec.approval
-    parts.append(f"approval: {approval}")
+    parts.append(f"approval: {approval_label(spec)}")
     if spec.oauth is not None:
         parts.append(f"oauth: {spec.oauth.provider}")
     if spec.loading != "always":
@@ -197,7 +283,7 @@ def tool_json(spec: ToolSpec) -> dict[str, Any]:
         "description": spec.description,
         "parameters": spec.input_schema,
         "safety": spec.safety.model_dump(mode="json"),
-        "approval": spec.approval,
+        "approval": approval_label(spec),
         "summary": safety_summary(spec),
         "loading": str(spec.loading),
         "oauth": spec.oauth.model_dump(mode="json") if spec.oauth else None,
@@ -206,7 +292,10 @@ def tool_json(spec: ToolSpec) -> dict[str, Any]:
 
 def render_tool(spec: ToolSpec) -> str:
     """A tool's name, description, safety summary and parameter schema."""
-    schema = json.dumps(spec.input_schema, indent=2, ensure_ascii=False)
+    schema = json.dumps(spec.input_schema, indent=2, ensure_ascii=True)
     body = "\n".join("    " + line for line in schema.splitlines())
     description = spec.description.strip() or "(no description)"
-    return f"{spec.name}\n  {description}\n  [{safety_summary(spec)}]\n  parameters:\n{body}"
+    head = terminal_safe(
+        f"{spec.name}\n  {description}\n  [{safety_summary(spec)}]", multiline=True
+    )
+    return f"{head}\n  parameters:\n{body}"

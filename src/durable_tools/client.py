@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -29,9 +30,55 @@ from durable_tools.workflows import (
     ToolCallRecord,
 )
 
-__all__ = ["AgentRun", "DurableTools", "RunSummary"]
+__all__ = ["AgentRun", "DurableTools", "RunSummary", "with_decisions"]
 
 _WAITING = (RunStatus.AWAITING_APPROVAL.value, RunStatus.AWAITING_AUTHORIZATION.value)
+# Statuses a call reaches without ever being put to a person.
+_NEVER_DECIDED = ("invalid", "awaiting_approval")
+_DECIDED = re.compile(r"(approved|denied) by (.*?)(?:: (.*))?", re.DOTALL)
+
+
+def with_decisions(timeline: list[ToolCallRecord], events: list[RunEvent]) -> list[ToolCallRecord]:
+    """Fill `decided_by`, `decided_at` and `decision_reason` from a run's events.
+
+    Records that already carry a decider are kept. A call id asked about as often as it
+    appears in the timeline pairs its decisions with its records in order; when a reused
+    id makes the pairing ambiguous, its records are left as they are rather than guessed.
+    """
+    requested: dict[str, int] = {}
+    outcomes: dict[str, list[tuple[str, RunEvent, str | None]]] = {}
+    for event in events:
+        if event.call_id is None:
+            continue
+        if event.event == "approval.requested":
+            requested[event.call_id] = requested.get(event.call_id, 0) + 1
+        elif event.event == "approval.decided":
+            match = _DECIDED.fullmatch(event.detail or "")
+            if match:
+                entry = (match.group(2), event, match.group(3))
+                outcomes.setdefault(event.call_id, []).append(entry)
+        elif event.event == "approval.expired":
+            entry = ("deadline", event, "no decision before the deadline")
+            outcomes.setdefault(event.call_id, []).append(entry)
+    by_call: dict[str, list[int]] = {}
+    for index, record in enumerate(timeline):
+        by_call.setdefault(record.call_id, []).append(index)
+    filled = list(timeline)
+    for call_id, indexes in by_call.items():
+        if requested.get(call_id, 0) != len(indexes):
+            continue
+        for index, (decider, event, reason) in zip(
+            indexes, outcomes.get(call_id, []), strict=False
+        ):
+            if filled[index].decided_by is None:
+                filled[index] = filled[index].model_copy(
+                    update={
+                        "decided_by": decider,
+                        "decided_at": event.at,
+                        "decision_reason": reason,
+                    }
+                )
+    return filled
 
 
 class RunSummary(BaseModel):
@@ -75,6 +122,22 @@ class AgentRun:
         """Every tool call of the run so far."""
         return await self.handle.query(AgentWorkflow.timeline)
 
+    async def decided_timeline(
+        self, timeline: list[ToolCallRecord] | None = None
+    ) -> list[ToolCallRecord]:
+        """The timeline with who decided each approval, when and why.
+
+        Records from a workflow that fills `decided_by` are returned as they are; for
+        older runs the decisions are read from the run's `approval.*` events.
+
+        Args:
+            timeline: The run's timeline when the caller already has it (saves a query).
+        """
+        records = timeline if timeline is not None else await self.timeline()
+        if all(r.decided_by is not None or r.status in _NEVER_DECIDED for r in records):
+            return records
+        return with_decisions(records, await self.events())
+
     async def conversation(self) -> list[Message]:
         """The conversation so far."""
         return await self.handle.query(AgentWorkflow.conversation)
@@ -111,6 +174,17 @@ class AgentRun:
                 found += await AgentRun(self.client, record.child_run_id).pending_approvals()
         return found
 
+    async def find_approval(self, call_id: str) -> tuple[AgentRun, PendingApproval] | None:
+        """The approval pending for `call_id` in this run or one of its running sub-agents,
+        with the run that waits for it; None when no such approval is pending."""
+        for approval in (await self.status()).pending_approvals:
+            if approval.call_id == call_id:
+                return self, approval
+        for run_id, approval in await self.subagent_approvals():
+            if approval.call_id == call_id:
+                return AgentRun(self.client, run_id), approval
+        return None
+
     async def decide(
         self,
         call_id: str,
@@ -122,32 +196,56 @@ class AgentRun:
     ) -> str:
         """Approve or deny a pending call. Raises if the run's validator rejects the decision.
 
+        Pass the `arguments_hash` of the `PendingApproval` you showed the decider: the run
+        then accepts the decision only for exactly those arguments, and rejects it if the
+        call pending under that id has changed since (a model may reuse a call id in a
+        later turn with other arguments). Without a hash the decision applies to whatever
+        is pending under `call_id` when it arrives.
+
         A call pending in a sub-agent of this run may be decided through this run: the
         decision goes to the sub-agent run that waits for it.
         """
-        target = self
-        mine = {a.call_id for a in (await self.status()).pending_approvals}
-        if call_id not in mine:
-            for run_id, approval in await self.subagent_approvals():
-                if approval.call_id == call_id:
-                    target = AgentRun(self.client, run_id)
-                    break
-        decision = ApprovalDecision(
-            call_id=call_id,
-            approve=approve,
-            decider=decider,
-            reason=reason,
-            arguments_hash=arguments_hash,
+        found = await self.find_approval(call_id)
+        target = found[0] if found is not None else self
+        return await target.send_decision(
+            ApprovalDecision(
+                call_id=call_id,
+                approve=approve,
+                decider=decider,
+                reason=reason,
+                arguments_hash=arguments_hash,
+            )
         )
-        return await target.handle.execute_update(AgentWorkflow.decide, decision)
 
-    async def approve(self, call_id: str, *, decider: str = "anonymous", **kw: str | None) -> str:
-        """Approve a pending call (see `decide`)."""
-        return await self.decide(call_id, approve=True, decider=decider, **kw)
+    async def send_decision(self, decision: ApprovalDecision) -> str:
+        """Send a decision to this very run (no sub-agent lookup); returns the verdict."""
+        return await self.handle.execute_update(AgentWorkflow.decide, decision)
 
-    async def deny(self, call_id: str, *, decider: str = "anonymous", **kw: str | None) -> str:
-        """Deny a pending call (see `decide`)."""
-        return await self.decide(call_id, approve=False, decider=decider, **kw)
+    async def approve(
+        self,
+        call_id: str,
+        *,
+        decider: str = "anonymous",
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+    ) -> str:
+        """Approve a pending call; pass the hash you showed (see `decide`)."""
+        return await self.decide(
+            call_id, approve=True, decider=decider, reason=reason, arguments_hash=arguments_hash
+        )
+
+    async def deny(
+        self,
+        call_id: str,
+        *,
+        decider: str = "anonymous",
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+    ) -> str:
+        """Deny a pending call; pass the hash you showed (see `decide`)."""
+        return await self.decide(
+            call_id, approve=False, decider=decider, reason=reason, arguments_hash=arguments_hash
+        )
 
     async def steer(self, instruction: str) -> None:
         """Give the model a new instruction before its next turn."""

@@ -54,7 +54,14 @@ def test_default_root_comes_from_the_environment(
     store = default_artifact_store()
     assert store.root == tmp_path / "env-root"
     monkeypatch.delenv(ARTIFACTS_ENV)
-    assert FileSystemArtifactStore().root == Path(".durable-tools") / "artifacts"
+    # Without it: under the project home, where the server keeps its data, not under
+    # whatever directory the worker started in.
+    monkeypatch.setenv("DURABLE_TOOLS_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert FileSystemArtifactStore().root == tmp_path / "home" / "artifacts"
+    monkeypatch.delenv("DURABLE_TOOLS_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    assert default_artifact_store().root == tmp_path / "user" / ".durable-tools" / "artifacts"
 
 
 def test_stores_satisfy_the_protocol(tmp_path: Path) -> None:

@@ -15,7 +15,9 @@ import os
 import sys
 from collections.abc import Sequence
 
+from ._commands import preload_tools
 from ._errors import CliError
+from ._output import echo
 from ._parser import build_parser
 
 __all__ = ["CliError", "build_parser", "main"]
@@ -46,12 +48,14 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 2
     try:
+        # Before the event loop: a tools module may run its own (`attach_mcp_sync`).
+        preload_tools(args)
         code: int = asyncio.run(args.handler(args))
     except CliError as error:
-        print(f"durable-tools: {error}", file=sys.stderr)
+        echo(f"durable-tools: {error}", err=True)
         return error.exit_code
     except KeyboardInterrupt:
-        print("durable-tools: interrupted", file=sys.stderr)
+        echo("durable-tools: interrupted", err=True)
         return 130
     except BrokenPipeError:
         # The reader went away (`durable-tools runs | head`): not an error worth a traceback.

@@ -1,14 +1,9 @@
-"""Commands that talk to runs: run, show, runs, pending, approve/deny, steer, cancel, tools."""
+"""Commands that read runs: run, show, runs, pending, tools (and their shared helpers)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
-import json
-import os
-import sys
-from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -16,8 +11,6 @@ from temporalio.client import (
     WorkflowExecutionDescription,
     WorkflowFailureError,
     WorkflowQueryFailedError,
-    WorkflowUpdateFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -30,11 +23,11 @@ from durable_tools._render import (
     render_snapshot,
     render_table,
     render_tool,
+    running_calls,
+    terminal_safe,
     tool_json,
 )
 from durable_tools.client import AgentRun, DurableTools, RunSummary
-from durable_tools.connection import resolve_address
-from durable_tools.server import ui_url
 from durable_tools.tools._context import Identity
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker import load_registry
@@ -47,49 +40,23 @@ from durable_tools.workflows import (
 )
 
 from ._errors import CliError, connect_or_explain, translate_rpc_errors
-from ._watch import QUERY_TIMEOUT, RunWatcher, has_workers, query_quietly
+from ._output import dump_json, echo
+from ._ui import run_link
+from ._watch import QUERY_TIMEOUT, RunWatcher, query_quietly
 
 __all__ = [
-    "cmd_cancel",
-    "cmd_decide",
     "cmd_pending",
     "cmd_run",
     "cmd_runs",
     "cmd_show",
-    "cmd_steer",
     "cmd_tools",
+    "describe_run",
+    "load_tools",
+    "no_worker",
+    "preload_tools",
+    "status_name",
+    "tools_for",
 ]
-
-DECIDE_TIMEOUT = 30.0
-"""Seconds an approval or denial may wait for a worker to take it."""
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value)
-
-
-def _dump(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False, default=_json_default))
-
-
-def _who() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "anonymous"
-
-
-def run_link(run: AgentRun) -> str:
-    """The run's page in the Web UI: `TEMPORAL_UI_URL` if set; for a server on loopback,
-    the embedded server's UI port (frontend port + 1000); else the default."""
-    if not os.environ.get("TEMPORAL_UI_URL"):
-        host, _, port = resolve_address().rpartition(":")
-        if host in ("127.0.0.1", "localhost") and port.isdigit():
-            base = f"http://{host}:{int(port) + 1000}"
-            return ui_url(run.client.namespace, run.run_id, base=base)
-    return run.ui_url
 
 
 def load_tools(target: str) -> ToolRegistry:
@@ -98,9 +65,27 @@ def load_tools(target: str) -> ToolRegistry:
         return load_registry(target)
     except ValueError as error:
         raise CliError(str(error)) from None
+    except Exception as error:  # the user's module failed while it ran: say which, briefly
+        raise CliError(f"loading tools module {target!r} failed: {error}") from None
 
 
-async def _tools(args: argparse.Namespace) -> DurableTools:
+def preload_tools(args: argparse.Namespace) -> None:
+    """Import the `--tools` module before the command's event loop starts.
+
+    A tools module may do blocking start-up work such as `attach_mcp_sync`, which runs its
+    own event loop and so cannot run inside the command's. The registry is kept on `args`.
+    """
+    target = getattr(args, "tools", None)
+    if target:
+        args.registry = load_tools(target)
+
+
+def _registry(args: argparse.Namespace) -> ToolRegistry:
+    registry = getattr(args, "registry", None)
+    return registry if isinstance(registry, ToolRegistry) else load_tools(args.tools)
+
+
+async def tools_for(args: argparse.Namespace) -> DurableTools:
     client = await connect_or_explain()
     return DurableTools(client, getattr(args, "task_queue", None))
 
@@ -111,7 +96,7 @@ async def _tools(args: argparse.Namespace) -> DurableTools:
 def _config(args: argparse.Namespace) -> AgentConfig:
     names = None
     if args.tools:
-        names = [spec.name for spec in load_tools(args.tools).specs()]
+        names = [spec.name for spec in _registry(args).specs()]
     strategy: dict[str, Any] = {}
     if args.strategy:
         strategy["mode"] = args.strategy
@@ -134,7 +119,7 @@ def _config(args: argparse.Namespace) -> AgentConfig:
 async def cmd_run(args: argparse.Namespace) -> int:
     """Start a run; with `--wait`, follow it to its end."""
     config = _config(args)
-    tools = await _tools(args)
+    tools = await tools_for(args)
     try:
         async with translate_rpc_errors():
             run = await tools.start(
@@ -148,35 +133,34 @@ async def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(f"a run with id {args.run_id!r} already exists") from None
     if not args.wait:
         if args.json:
-            _dump({"run_id": run.run_id, "ui_url": run_link(run), "task_queue": tools.task_queue})
+            dump_json(
+                {"run_id": run.run_id, "ui_url": run_link(run), "task_queue": tools.task_queue}
+            )
         else:
-            print(f"started run {run.run_id} on task queue {tools.task_queue}")
-            print(f"UI: {run_link(run)}")
-            print(f"follow it: durable-tools show {run.run_id}")
+            echo(f"started run {run.run_id} on task queue {tools.task_queue}")
+            echo(f"UI: {run_link(run)}")
+            echo(f"follow it: durable-tools show {run.run_id}")
         return 0
 
     # With --json, progress goes to stderr so stdout stays one JSON document.
     def progress(line: str) -> None:
-        print(line, file=sys.stderr if args.json else sys.stdout, flush=True)
+        echo(line, err=args.json, flush=True)
 
     progress(f"started run {run.run_id}")
     progress(f"UI: {run_link(run)}")
     try:
         outcome = await RunWatcher(run, out=progress, task_queue=tools.task_queue).watch()
     except (KeyboardInterrupt, asyncio.CancelledError):
-        print(
-            f"\nstopped following; the run goes on: durable-tools show {run.run_id}",
-            file=sys.stderr,
-        )
+        echo(f"\nstopped following; the run goes on: durable-tools show {run.run_id}", err=True)
         raise
     if args.json:
-        _dump(outcome.to_json(run_link(run)))
+        dump_json(outcome.to_json(run_link(run)))
     else:
         if outcome.reason:
-            print(f"reason: {outcome.reason}")
+            echo(f"reason: {terminal_safe(outcome.reason)}")
         if outcome.final_answer is not None:
-            print("final answer:")
-            print(outcome.final_answer)
+            echo("final answer:")
+            echo(outcome.final_answer)
     return 0 if outcome.ok else 1
 
 
@@ -189,28 +173,32 @@ def _attributes(description: WorkflowExecutionDescription) -> dict[str, Any]:
     return {name: value for name, value in found.items() if value is not None}
 
 
-async def _describe(run: AgentRun) -> WorkflowExecutionDescription:
+async def describe_run(run: AgentRun) -> WorkflowExecutionDescription:
     async with translate_rpc_errors(run.run_id):
         return await run.handle.describe()
 
 
 async def cmd_show(args: argparse.Namespace) -> int:
     """A run's status, approvals, timeline and answer; the server's view without a worker."""
-    tools = await _tools(args)
+    tools = await tools_for(args)
     run = tools.run(args.run_id)
-    description = await _describe(run)
+    description = await describe_run(run)
     polled = await query_quietly(run, task_queue=description.task_queue)
     if polled is not None:
         snapshot, timeline = polled
+        timeline = await _with_decisions(run, timeline)
         in_children = await _subagent_approvals(run, timeline)
         if args.json:
-            _dump(
+            dump_json(
                 {
                     "run_id": run.run_id,
                     "ui_url": run_link(run),
                     "source": "worker",
-                    "execution_status": _status_name(description),
+                    "execution_status": status_name(description),
                     **snapshot.model_dump(mode="json"),
+                    # The workflow's `running_tools` keeps a call listed until its whole
+                    # group ends; the timeline says which calls run now.
+                    "running_tools": running_calls(timeline),
                     "timeline": [r.model_dump(mode="json") for r in timeline],
                     "subagent_approvals": [
                         {"run_id": run_id, **approval.model_dump(mode="json")}
@@ -219,11 +207,19 @@ async def cmd_show(args: argparse.Namespace) -> int:
                 }
             )
         else:
-            print(render_snapshot(run.run_id, snapshot, timeline, run_link(run)))
+            echo(render_snapshot(run.run_id, snapshot, timeline, run_link(run)))
             for run_id, approval in in_children:
-                print(f"\nin sub-agent run {run_id}:\n{render_approval(run_id, approval)}")
+                echo(f"\nin sub-agent run {run_id}:\n{render_approval(run_id, approval)}")
         return 0
     return await _show_from_server(run, description, args.json)
+
+
+async def _with_decisions(run: AgentRun, timeline: list[ToolCallRecord]) -> list[ToolCallRecord]:
+    """The timeline with deciders filled in (as it is when the events query fails)."""
+    try:
+        return await asyncio.wait_for(run.decided_timeline(timeline), QUERY_TIMEOUT)
+    except (WorkflowQueryFailedError, RPCError, TimeoutError):
+        return timeline
 
 
 async def _subagent_approvals(
@@ -238,21 +234,21 @@ async def _subagent_approvals(
         return []
 
 
-def _no_worker(task_queue: str, what: str) -> str:
+def no_worker(task_queue: str, what: str) -> str:
     return (
         f"no worker {what}: start one for task queue {task_queue} "
         "(`durable-tools worker --tools MODULE --task-queue ...`)"
     )
 
 
-def _status_name(description: WorkflowExecutionDescription) -> str:
+def status_name(description: WorkflowExecutionDescription) -> str:
     return description.status.name if description.status is not None else "UNKNOWN"
 
 
 async def _show_from_server(
     run: AgentRun, description: WorkflowExecutionDescription, as_json: bool
 ) -> int:
-    execution = _status_name(description)
+    execution = status_name(description)
     attributes = _attributes(description)
     result: dict[str, Any] | None = None
     failure: str | None = None
@@ -264,9 +260,9 @@ async def _show_from_server(
             failure = str(error.cause or error)
         except TimeoutError:
             failure = "the result could not be read in time"
-    note = _no_worker(description.task_queue, "answered the status query") + " for the full view"
+    note = no_worker(description.task_queue, "answered the status query") + " for the full view"
     if as_json:
-        _dump(
+        dump_json(
             {
                 "run_id": run.run_id,
                 "ui_url": run_link(run),
@@ -282,23 +278,23 @@ async def _show_from_server(
             }
         )
         return 0
-    print(f"run {run.run_id}  execution {execution}  task queue {description.task_queue}")
+    echo(f"run {run.run_id}  execution {execution}  task queue {description.task_queue}")
     for name, value in attributes.items():
-        print(f"  {name}: {value}")
-    print(f"UI: {run_link(run)}")
+        echo(f"  {name}: {value}")
+    echo(f"UI: {run_link(run)}")
     if result is not None:
-        print(
+        echo(
             f"status: {result['status']}  turns {result['turns']}  "
             f"tool calls {result['tool_calls']}"
         )
         if result.get("reason"):
-            print(f"reason: {result['reason']}")
+            echo(f"reason: {terminal_safe(result['reason'])}")
         if result.get("final_answer") is not None:
-            print("final answer:")
-            print(result["final_answer"])
+            echo("final answer:")
+            echo(result["final_answer"])
     if failure:
-        print(f"failure: {failure}")
-    print(f"\nnote: {note}")
+        echo(f"failure: {terminal_safe(failure)}")
+    echo(f"\nnote: {note}")
     return 0
 
 
@@ -325,24 +321,24 @@ def _summary_rows(summaries: list[RunSummary]) -> str:
 
 async def cmd_runs(args: argparse.Namespace) -> int:
     """Recent runs, newest first."""
-    tools = await _tools(args)
+    tools = await tools_for(args)
     async with translate_rpc_errors():
         try:
             summaries = await tools.runs(status=args.status, limit=args.limit)
         except ValueError as error:
             raise CliError(str(error)) from None
     if args.json:
-        _dump([s.model_dump(mode="json") for s in summaries])
+        dump_json([s.model_dump(mode="json") for s in summaries])
     elif summaries:
-        print(_summary_rows(summaries))
+        echo(_summary_rows(summaries))
     else:
-        print("no runs" + (f" with status {args.status}" if args.status else ""))
+        echo("no runs" + (f" with status {args.status}" if args.status else ""))
     return 0
 
 
 async def cmd_pending(args: argparse.Namespace) -> int:
     """Every run waiting on a person, with its pending calls when a worker answers."""
-    tools = await _tools(args)
+    tools = await tools_for(args)
     async with translate_rpc_errors():
         summaries = await tools.pending()
     polls = await asyncio.gather(*(query_quietly(tools.run(s.run_id), 3.0) for s in summaries))
@@ -358,76 +354,20 @@ async def cmd_pending(args: argparse.Namespace) -> int:
                     a.model_dump(mode="json") for a in polled[0].pending_authorizations
                 ]
             entries.append(entry)
-        _dump(entries)
+        dump_json(entries)
         return 0
     if not summaries:
-        print("nothing is waiting on anyone")
+        echo("nothing is waiting on anyone")
         return 0
     for summary, polled in zip(summaries, polls, strict=True):
-        print(f"{summary.run_id}  agent {summary.agent or '?'}  {summary.status}")
+        echo(f"{summary.run_id}  agent {summary.agent or '?'}  {summary.status}")
         if polled is None:
-            print("  (no worker answers: start one to see the pending calls)")
+            echo("  (no worker answers: start one to see the pending calls)")
             continue
         for approval in polled[0].pending_approvals:
-            print("  " + render_approval(summary.run_id, approval).replace("\n", "\n  "))
+            echo("  " + render_approval(summary.run_id, approval).replace("\n", "\n  "))
         for authorization in polled[0].pending_authorizations:
-            print("  " + render_authorization(authorization).replace("\n", "\n  "))
-    return 0
-
-
-# --------------------------------------------------------- approve, deny, steer, cancel
-
-
-async def cmd_decide(args: argparse.Namespace) -> int:
-    """Approve or deny a pending call; a rejected decision exits with 2."""
-    tools = await _tools(args)
-    run = tools.run(args.run_id)
-    description = await _describe(run)
-    if description.close_time is not None:
-        raise CliError(f"run {run.run_id} has ended ({_status_name(description)}): no decision")
-    if not await has_workers(tools.client, description.task_queue):
-        raise CliError(_no_worker(description.task_queue, "to take the decision"))
-    try:
-        async with translate_rpc_errors(run.run_id):
-            verdict = await asyncio.wait_for(
-                run.decide(
-                    args.call_id,
-                    approve=args.approve,
-                    decider=args.decider or _who(),
-                    reason=args.reason,
-                    arguments_hash=args.arguments_hash,
-                ),
-                DECIDE_TIMEOUT,
-            )
-    except WorkflowUpdateFailedError as error:
-        cause = error.cause
-        message = getattr(cause, "message", None) or str(cause or error)
-        raise CliError(f"rejected by run {run.run_id}: {message}") from None
-    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
-        raise CliError(
-            _no_worker(description.task_queue, f"took the decision within {DECIDE_TIMEOUT:.0f} s")
-        ) from None
-    print(f"{verdict}: call {args.call_id} of run {run.run_id}")
-    return 0
-
-
-async def cmd_steer(args: argparse.Namespace) -> int:
-    """Signal a new instruction."""
-    tools = await _tools(args)
-    run = tools.run(args.run_id)
-    async with translate_rpc_errors(run.run_id):
-        await run.steer(args.text)
-    print(f"sent to run {run.run_id}: the model reads it before its next turn")
-    return 0
-
-
-async def cmd_cancel(args: argparse.Namespace) -> int:
-    """Signal a clean cancellation."""
-    tools = await _tools(args)
-    run = tools.run(args.run_id)
-    async with translate_rpc_errors(run.run_id):
-        await run.cancel(args.reason)
-    print(f"cancellation requested for run {run.run_id}")
+            echo("  " + render_authorization(authorization).replace("\n", "\n  "))
     return 0
 
 
@@ -436,9 +376,9 @@ async def cmd_cancel(args: argparse.Namespace) -> int:
 
 async def cmd_tools(args: argparse.Namespace) -> int:
     """Print a registry's model-visible schemas and safety rules."""
-    specs = load_tools(args.tools).specs()
+    specs = _registry(args).specs()
     if args.json:
-        _dump([tool_json(spec) for spec in specs])
+        dump_json([tool_json(spec) for spec in specs])
     else:
-        print("\n\n".join(render_tool(spec) for spec in specs) or "no tools")
+        echo("\n\n".join(render_tool(spec) for spec in specs) or "no tools")
     return 0

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from durable_tools.cli._errors import CliError, connect_or_explain
+from durable_tools.cli._output import echo
 from durable_tools.oauth import (
     OAuthBroker,
     OAuthError,
@@ -47,7 +48,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
     on_complete, on_error = run_notifier(client)
     server = await serve_callback(manager, on_complete, on_error, host=args.host, port=args.port)
     stop = stop_on_signals()
-    print(
+    echo(
         f"OAuth callback at {server.callback_url} (providers: "
         f"{', '.join(manager.providers.names())}); Ctrl-C to stop",
         flush=True,

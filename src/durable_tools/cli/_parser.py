@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ._commands import (
-    cmd_cancel,
-    cmd_decide,
-    cmd_pending,
-    cmd_run,
-    cmd_runs,
-    cmd_show,
-    cmd_steer,
-    cmd_tools,
-)
+from ._commands import cmd_pending, cmd_run, cmd_runs, cmd_show, cmd_tools
+from ._decide import cmd_cancel, cmd_decide, cmd_steer
 from ._oauth import cmd_serve
 from ._services import cmd_demo, cmd_server, cmd_worker
 

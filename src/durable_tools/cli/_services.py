@@ -16,6 +16,8 @@ from durable_tools.worker import build_worker, secrets_from_env, task_queue_from
 from ._commands import load_tools
 from ._errors import CliError, connect_or_explain
 from ._oauth import oauth_broker
+from ._output import echo
+from ._ui import forget_ui, record_ui
 
 __all__ = ["cmd_demo", "cmd_server", "cmd_worker", "stop_on_signals"]
 
@@ -48,27 +50,30 @@ async def cmd_server(args: argparse.Namespace) -> int:
         await server.start()
     except DevServerError as error:
         raise CliError(str(error)) from None
-    print(f"Temporal dev server at {server.address} (namespace {server.namespace})", flush=True)
+    # Where the UI listens (`--ui-port` included), for the links other commands print.
+    record_ui(server.address, server.ui_base, server.pid)
+    echo(f"Temporal dev server at {server.address} (namespace {server.namespace})", flush=True)
     if server.ui_base:
-        print(f"Web UI: {server.ui_base}", flush=True)
-    print(f"state: {server.db_path}   log: {server.log_path}", flush=True)
-    print("Ctrl-C to stop", flush=True)
+        echo(f"Web UI: {server.ui_base}", flush=True)
+    echo(f"state: {server.db_path}   log: {server.log_path}", flush=True)
+    echo("Ctrl-C to stop", flush=True)
     try:
         while server.running and not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 0.5)
     finally:
         crashed = not server.running
+        forget_ui(server.address)
         code = await server.stop()
     if crashed and not stop.is_set():
         raise CliError(f"the dev server exited with code {code}; see {server.log_path}", 1)
-    print("stopped", flush=True)
+    echo("stopped", flush=True)
     return 0
 
 
 async def cmd_worker(args: argparse.Namespace) -> int:
     """Run a worker for a registry until Ctrl-C or SIGTERM, then shut down gracefully."""
-    registry = load_tools(args.tools)
+    registry = getattr(args, "registry", None) or load_tools(args.tools)
     client = await connect_or_explain()
     task_queue = args.task_queue or task_queue_from_env()
     options: dict[str, Any] = {
@@ -83,7 +88,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     )
     stop = stop_on_signals()
     names = ", ".join(spec.name for spec in registry.specs()) or "none"
-    print(
+    echo(
         f"worker on {resolve_address()} namespace {client.namespace} task queue {task_queue}\n"
         f"tools: {names}\nsecrets: {len(secrets)} from DURABLE_TOOLS_SECRET_*\n"
         f"OAuth: {'providers from ' + args.oauth_providers if broker else 'not configured'}\n"
@@ -94,14 +99,14 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     stopping = asyncio.ensure_future(stop.wait())
     await asyncio.wait({run, stopping}, return_when=asyncio.FIRST_COMPLETED)
     if not run.done():
-        print("shutting down: finishing running tools ...", flush=True)
+        echo("shutting down: finishing running tools ...", flush=True)
         await worker.shutdown()
     stopping.cancel()
     try:
         await run
     except Exception as error:  # the worker died on its own: say why, briefly
         raise CliError(f"worker stopped: {error}", 1) from None
-    print("worker stopped", flush=True)
+    echo("worker stopped", flush=True)
     return 0
 
 
@@ -110,7 +115,7 @@ async def cmd_demo(args: argparse.Namespace) -> int:
     from durable_tools.demo.runner import run_demo
 
     def out(line: str) -> None:
-        print(line, flush=True)
+        echo(line, flush=True)
 
     try:
         return await run_demo(auto_approve=args.auto_approve, keep_server=args.keep_server, out=out)

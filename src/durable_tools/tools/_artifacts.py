@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 ARTIFACTS_ENV = "DURABLE_TOOLS_ARTIFACTS"
+HOME_ENV = "DURABLE_TOOLS_HOME"
 """Environment variable naming the default artifact directory."""
 
 
@@ -49,8 +50,19 @@ class ArtifactStore(Protocol):
 
 
 def default_artifact_root() -> Path:
-    """`$DURABLE_TOOLS_ARTIFACTS`, else `./.durable-tools/artifacts`."""
-    return Path(os.environ.get(ARTIFACTS_ENV) or Path(".durable-tools") / "artifacts")
+    """`$DURABLE_TOOLS_ARTIFACTS`, else `artifacts` under the project home.
+
+    The home is `$DURABLE_TOOLS_HOME`, else `~/.durable-tools`: the same place as the
+    embedded server's data (`durable_tools.server.default_data_dir`, not imported here
+    because the tool layer does not depend on Temporal). A default under the current
+    directory would scatter artifacts wherever a worker happened to start, and a worker
+    started elsewhere could not read them back.
+    """
+    explicit = os.environ.get(ARTIFACTS_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    home = os.environ.get(HOME_ENV)
+    return (Path(home).expanduser() if home else Path.home() / ".durable-tools") / "artifacts"
 
 
 def default_artifact_store() -> FileSystemArtifactStore:

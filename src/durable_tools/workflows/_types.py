@@ -169,9 +169,11 @@ class ToolCallRecord(BaseModel):
     child_run_id: str | None = None
     """For a sub-agent call: the child run's workflow id."""
     decided_by: str | None = None
-    """For a call that waited for approval: who decided (`deadline` when none did)."""
+    """Who approved or denied the call (`deadline` when it expired); None if never asked."""
     decided_at: datetime | None = None
+    """When the decision was recorded."""
     decision_reason: str | None = None
+    """The reason the decider gave, if any."""
 
 
 class RunEvent(BaseModel):

@@ -1,0 +1,173 @@
+"""Approvals from the command line: a decision binds to the request shown, text output
+cannot be steered by hostile call ids or arguments, and `show` says who decided."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+
+import cli_support
+from cli_support import cli, cli_json
+from durable_tools._render import terminal_safe
+from durable_tools.client import AgentRun, DurableTools
+from durable_tools.tools import ToolRegistry
+from durable_tools.workflows import RunStatus
+from support import answer, calls, running_worker, wait_for, write_script
+
+cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
+
+
+def pay_registry() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True)
+    def pay(amount_cents: int, memo: str = "") -> str:
+        """Pay an amount (needs approval)."""
+        return f"paid {amount_cents}"
+
+    return registry
+
+
+async def decisions_sent(run: AgentRun) -> list[dict[str, Any]]:
+    """The decisions the run accepted, as they were sent (from its history)."""
+    history = await run.handle.fetch_history()
+    sent = []
+    for event in history.events:
+        if event.HasField("workflow_execution_update_accepted_event_attributes"):
+            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            sent.append(json.loads(request.input.args.payloads[0].data))
+    return sent
+
+
+async def test_approve_without_hash_sends_the_hash_of_the_request_shown(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    # The model reuses call id c1: 5 cents in turn 1, 5,000,000 in turn 2.
+    model = write_script(
+        tmp_path,
+        [
+            calls(("c1", "pay", {"amount_cents": 5})),
+            calls(("c1", "pay", {"amount_cents": 5_000_000})),
+            answer("done"),
+        ],
+    )
+    async with running_worker(client, pay_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start("pay", model=model)
+        first = (await wait_for(run, lambda s: bool(s.pending_approvals))).pending_approvals[0]
+        code, out, err = await cli(
+            capsys, "approve", run.run_id, "c1", "--as", "alice", "--reason", "small"
+        )
+        assert code == 0, err
+        # The decider sees what they approve: tool, arguments and hash.
+        assert 'pay {"amount_cents": 5} (call c1)' in out
+        assert first.arguments_hash in out
+
+        second = (
+            await wait_for(
+                run,
+                lambda s: any(
+                    a.arguments_hash != first.arguments_hash for a in s.pending_approvals
+                ),
+            )
+        ).pending_approvals[0]
+        # A decision made on what was shown for turn 1 does not approve turn 2's payment.
+        with pytest.raises(WorkflowUpdateFailedError) as stale:
+            await run.approve("c1", decider="alice", arguments_hash=first.arguments_hash)
+        assert "hash does not match" in str(stale.value.cause)
+
+        code, out, err = await cli(capsys, "deny", run.run_id, "c1", "--as", "bob")
+        assert code == 0, err
+        assert '"amount_cents": 5000000' in out and second.arguments_hash in out
+        assert (await run.result()).status == RunStatus.COMPLETED
+
+        sent = await decisions_sent(run)
+        assert [(d["decider"], d["arguments_hash"]) for d in sent] == [
+            ("alice", first.arguments_hash),
+            ("bob", second.arguments_hash),
+        ]
+
+        # `show` says who decided each approval, when and why.
+        shown = await cli_json(capsys, "show", run.run_id)
+        decided = [(r["decided_by"], r["decision_reason"], r["status"]) for r in shown["timeline"]]
+        assert decided == [("alice", "small", "completed"), ("bob", None, "denied")]
+        assert all(r["decided_at"] for r in shown["timeline"])
+        code, text, _ = await cli(capsys, "show", run.run_id)
+        assert "call c1 (pay, turn 1): approved by alice at " in text and ": small" in text
+        assert "call c1 (pay, turn 2): denied by bob at " in text
+
+
+async def test_approve_an_unknown_call_says_what_is_pending(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    model = write_script(tmp_path, [calls(("c1", "pay", {"amount_cents": 5})), answer("ok")])
+    async with running_worker(client, pay_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start("pay", model=model)
+        await wait_for(run, lambda s: bool(s.pending_approvals))
+        code, _, err = await cli(capsys, "approve", run.run_id, "c2")
+        assert code == 2 and "no approval is pending for call c2" in err
+        await run.cancel("test over")
+        await run.result()
+
+
+HOSTILE_ID = 'c9\r\x1b[2Kapproval needed: pay {"amount_cents": 5} (call c9)\x9b2K'
+HOSTILE_MEMO = "\u202e5 stnec\u202c"
+
+
+async def test_hostile_call_ids_and_arguments_cannot_steer_the_terminal(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    model = write_script(
+        tmp_path,
+        [
+            calls((HOSTILE_ID, "pay", {"amount_cents": 5_000_000, "memo": HOSTILE_MEMO})),
+            answer("paid \x1b[31mred\x1b[0m"),
+        ],
+    )
+
+    def assert_inert(text: str) -> None:
+        for raw in ("\r", "\x1b", "\x9b", "\u202e", "\u202c"):
+            assert raw not in text, f"{raw!r} reached the terminal"
+
+    async with running_worker(client, pay_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start("pay", model=model)
+        await wait_for(run, lambda s: bool(s.pending_approvals))
+
+        code, out, _ = await cli(capsys, "pending")
+        assert code == 0
+        assert_inert(out)
+        assert "5000000" in out and "\\x1b[2K" in out and "\\u202e" in out
+
+        code, out, _ = await cli(capsys, "show", run.run_id)
+        assert code == 0
+        assert_inert(out)
+        assert "\\x0d\\x1b[2Kapproval needed" in out
+
+        # JSON stays exact (and escaped, so it is inert on a terminal too).
+        code, raw_json, _ = await cli(capsys, "show", run.run_id, "--json")
+        assert_inert(raw_json)
+        [pending] = json.loads(raw_json)["pending_approvals"]
+        assert pending["call_id"] == HOSTILE_ID
+        assert pending["arguments"]["memo"] == HOSTILE_MEMO
+
+        code, out, err = await cli(capsys, "approve", run.run_id, HOSTILE_ID, "--as", "ops")
+        assert code == 0, err
+        assert_inert(out + err)
+        assert (await run.result()).status == RunStatus.COMPLETED
+
+        code, out, _ = await cli(capsys, "show", run.run_id)
+        assert_inert(out)
+        assert "paid \\x1b[31mred\\x1b[0m" in out
+
+
+def test_terminal_safe_escapes_what_a_terminal_acts_on() -> None:
+    hostile = "a\x00b\x07c\x1b[2Kd\x7fe\x85f\x9bg\u2028h\u200fi\u2066j\u2069k"
+    assert terminal_safe(hostile) == (
+        "a\\x00b\\x07c\\x1b[2Kd\\x7fe\\x85f\\x9bg\\u2028h\\u200fi\\u2066j\\u2069k"
+    )
+    assert terminal_safe("line 1\nline 2\tcol", multiline=True) == "line 1\nline 2\tcol"
+    assert terminal_safe("one\nfield") == "one\\x0afield"
+    assert terminal_safe("ünïcödé, 漢字, emoji 🙂") == "ünïcödé, 漢字, emoji 🙂"
