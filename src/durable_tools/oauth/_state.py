@@ -13,77 +13,10 @@ import os
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, SecretStr
-
+from ._records import PendingAuthorization
 from ._storage import EncryptedJsonFile, load_key
 
-__all__ = [
-    "AuthorizationRequest",
-    "FileStateStore",
-    "MemoryStateStore",
-    "PendingAuthorization",
-    "StateStore",
-]
-
-
-class AuthorizationRequest(BaseModel):
-    """What a run shows a person: where to go to grant access. Holds no secret."""
-
-    model_config = ConfigDict(frozen=True)
-
-    url: str
-    """The provider's authorization URL, with state, scopes and the S256 challenge."""
-    state: str
-    """The single-use `state` the callback will carry back."""
-    expires_at: datetime
-    """After this, the callback is refused and the run must ask again."""
-    provider: str
-    user: str
-    scopes: tuple[str, ...]
-    """The scopes asked for (the tool's, plus any the user already granted)."""
-    workflow_id: str
-    call_id: str
-
-
-class PendingAuthorization(BaseModel):
-    """A started authorization, as the state store keeps it (verifier included)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    state: str
-    provider: str
-    user: str
-    scopes: tuple[str, ...]
-    workflow_id: str
-    call_id: str
-    redirect_uri: str
-    code_verifier: SecretStr
-    """The PKCE verifier: a secret that never leaves the worker side."""
-    created_at: datetime
-    expires_at: datetime
-
-    def expired(self, now: datetime) -> bool:
-        """True once `expires_at` has passed."""
-        return now >= self.expires_at
-
-    def request(self, url: str) -> AuthorizationRequest:
-        """The public view of this authorization."""
-        return AuthorizationRequest(
-            url=url,
-            state=self.state,
-            expires_at=self.expires_at,
-            provider=self.provider,
-            user=self.user,
-            scopes=self.scopes,
-            workflow_id=self.workflow_id,
-            call_id=self.call_id,
-        )
-
-    def to_record(self) -> dict[str, Any]:
-        """A JSON-able dict with the verifier revealed: for encrypted storage only."""
-        record = self.model_dump(mode="json")
-        record["code_verifier"] = self.code_verifier.get_secret_value()
-        return record
+__all__ = ["FileStateStore", "MemoryStateStore", "StateStore"]
 
 
 @runtime_checkable
