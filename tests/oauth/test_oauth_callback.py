@@ -8,7 +8,7 @@ import socket
 import unicodedata
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
@@ -231,6 +231,35 @@ async def test_the_run_is_told_in_the_background_once_it_answers(
             break
         await asyncio.sleep(0.05)
     assert [done.workflow_id for done in run.told] == ["wf-6"]
+
+
+async def test_a_restarted_callback_resumes_telling_the_run(
+    fake: FakeOAuthProvider, tmp_path: Path
+) -> None:
+    key = generate_key()
+    first, second = FlakyRun(), FlakyRun()
+    manager = OAuthManager.from_data_dir([fake.provider_config()], tmp_path, key=key)
+    app = make_callback_app(manager, first.on_complete, retry=NotifyRetry(first_delay=3600))
+    request = await manager.begin_authorization("fake", "alice", ["read"], "wf-9", "call-1")
+    code = fake.issue_code(code_challenge_of(request.url))
+    response = await app("GET", f"/oauth/callback?state={request.state}&code={code}")
+    assert response.status == 503
+    await app.aclose()  # the callback process stops before Temporal is back
+
+    second.up = True  # a new process, on the same stores
+    manager = OAuthManager.from_data_dir([fake.provider_config()], tmp_path, key=key)
+    app = make_callback_app(manager, second.on_complete, retry=NotifyRetry(first_delay=0.05))
+    async with CallbackServer(app, port=0):
+        for _ in range(200):  # bounded: the test fails rather than hangs
+            if second.told:
+                break
+            await asyncio.sleep(0.05)
+    assert [done.workflow_id for done in second.told] == ["wf-9"] and first.told == []
+    assert await manager.states.undelivered() == []  # type: ignore[attr-defined]
+
+
+def code_challenge_of(url: str) -> str:
+    return parse_qs(urlsplit(url).query)["code_challenge"][0]
 
 
 async def test_head_does_not_use_up_the_state(

@@ -34,7 +34,7 @@ from ._records import (
     CompletedAuthorization,
     PendingAuthorization,
 )
-from ._state import FileStateStore, MemoryStateStore, StateStore
+from ._state import FileStateStore, MemoryStateStore, StateStore, UndeliveredOutcomes
 from ._storage import KEY_ENV, generate_key, load_key
 from ._tokens import FileTokenStore, Grant, MemoryTokenStore, StoredToken, TokenStore
 
@@ -68,6 +68,7 @@ __all__ = [
     "TokenEndpointError",
     "TokenKeyError",
     "TokenStore",
+    "UndeliveredOutcomes",
     "UnknownProvider",
     "code_challenge",
     "generate_key",

@@ -145,6 +145,10 @@ class CallbackApp:
     def on_error(self, hook: OnError | None) -> None:
         self.delivery.on_error = hook
 
+    async def resume(self) -> int:
+        """Resume telling runs the outcomes a previous process could not deliver."""
+        return await self.delivery.resume()
+
     async def aclose(self) -> None:
         """Stop the background retries (undelivered outcomes stay in the state store)."""
         await self.delivery.aclose()
@@ -294,9 +298,11 @@ class CallbackServer:
         return self.url + self.app.path
 
     async def start(self) -> None:
-        """Listen (returns once the socket is bound)."""
+        """Listen (returns once the socket is bound), and resume telling runs the outcomes
+        a previous callback process could not deliver."""
         self._server = await asyncio.start_server(self._handle, self.host, self.port, limit=16384)
         self.port = int(self._server.sockets[0].getsockname()[1])
+        await self.app.resume()
 
     async def stop(self) -> None:
         """Stop listening, wait for open requests to finish, and stop the background retries

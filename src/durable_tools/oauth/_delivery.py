@@ -7,7 +7,8 @@ could not be delivered goes back into the state store under its `state`, as the 
 record's `outcome`, where two things pick it up:
 
 - a background task retries with exponential backoff for `NotifyRetry.give_up_after`;
-- a reload of the callback link retries at once (a person sees the result).
+- a reload of the callback link retries at once (a person sees the result);
+- a restarted callback server resumes the background retries (`resume()`).
 
 Each attempt takes the record from the store first (the store's atomic `take`), so of the
 background task and a reload exactly one delivers, and a signal is sent once. The record
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from ._records import AuthorizationFailure, CompletedAuthorization, PendingAuthorization
-from ._state import StateStore
+from ._state import StateStore, UndeliveredOutcomes
 
 __all__ = ["NotifyRetry", "OnComplete", "OnError", "Outcome", "OutcomeDelivery"]
 
@@ -114,6 +115,18 @@ class OutcomeDelivery:
         """The record and the attempt running for `state` right now (the record is then
         out of the store); the future says whether the run was told."""
         return self._in_flight.get(state)
+
+    async def resume(self) -> int:
+        """Retry, in the background, every outcome the store holds undelivered (those a
+        previous process could not deliver); returns how many."""
+        if not isinstance(self.states, UndeliveredOutcomes):
+            return 0
+        states = await self.states.undelivered()
+        for state in states:
+            self._schedule(state)
+        if states:
+            logger.info("resuming %d undelivered authorization outcome(s)", len(states))
+        return len(states)
 
     async def aclose(self) -> None:
         """Stop the background retries (undelivered outcomes stay in the store)."""

@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 from ._records import PendingAuthorization
 from ._storage import EncryptedJsonFile, load_key
 
-__all__ = ["FileStateStore", "MemoryStateStore", "StateStore"]
+__all__ = ["FileStateStore", "MemoryStateStore", "StateStore", "UndeliveredOutcomes"]
 
 
 @runtime_checkable
@@ -39,6 +39,16 @@ class StateStore(Protocol):
         ...
 
 
+@runtime_checkable
+class UndeliveredOutcomes(Protocol):
+    """A state store that can list the outcomes a run was not told yet, so a restarted
+    callback server resumes telling them (both built-in stores can)."""
+
+    async def undelivered(self) -> list[str]:
+        """The states whose record holds an outcome not delivered yet."""
+        ...
+
+
 class MemoryStateStore:
     """Pending authorizations in this process's memory (tests; one-process setups)."""
 
@@ -53,6 +63,10 @@ class MemoryStateStore:
     async def take(self, state: str) -> PendingAuthorization | None:
         async with self._lock:
             return self._pending.pop(state, None)
+
+    async def undelivered(self) -> list[str]:
+        async with self._lock:
+            return [state for state, pending in self._pending.items() if pending.outcome]
 
     async def purge(self, now: datetime) -> int:
         async with self._lock:
@@ -96,6 +110,10 @@ class FileStateStore:
 
         record = await self._file.update(change)
         return PendingAuthorization.model_validate(record) if record is not None else None
+
+    async def undelivered(self) -> list[str]:
+        data = await self._file.read()
+        return [state for state, record in data.items() if record.get("outcome")]
 
     async def purge(self, now: datetime) -> int:
         def change(data: dict[str, Any]) -> int:
