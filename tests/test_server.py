@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import signal
 import socket
+import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -10,7 +17,9 @@ import pytest
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError
 
+from durable_tools._server_process import PidFile, process_cmdline
 from durable_tools.connection import connect
 from durable_tools.search_attributes import SEARCH_ATTRIBUTES
 from durable_tools.server import (
@@ -134,3 +143,165 @@ async def test_start_failure_points_at_log(tmp_path: Path) -> None:
     with pytest.raises(DevServerError, match=r"server\.log"):
         await server.start()
     assert not server.running
+
+
+# -- the temporal child never outlives its parent ----------------------------------------
+
+
+def alive_as(pid: int, cmdline: list[str]) -> bool:
+    return process_cmdline(pid) == cmdline
+
+
+def wait_until_gone(pid: int, cmdline: list[str], within: float = 30.0) -> bool:
+    """Polls until the process no longer runs `cmdline` (bounded: the test fails, not hangs)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not alive_as(pid, cmdline):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def start_cli_server(data_dir: Path, port: int) -> subprocess.Popen[str]:
+    command = ["server", "--data-dir", str(data_dir), "--port", str(port), "--headless"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "durable_tools.cli", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert process.stdout is not None
+    output = []
+    for line in process.stdout:  # ends when the command exits (and fails the test below)
+        output.append(line)
+        if line.startswith("Ctrl-C to stop"):
+            return process
+    process.wait()
+    raise AssertionError("durable-tools server did not start:\n" + "".join(output))
+
+
+def stop_cli_server(process: subprocess.Popen[str]) -> str:
+    process.send_signal(signal.SIGTERM)
+    out, _ = process.communicate(timeout=60)
+    assert process.returncode == 0, out
+    return out
+
+
+def recorded_child(data_dir: Path) -> tuple[int, list[str]]:
+    record = json.loads((data_dir / "server.pid").read_text())
+    return int(record["pid"]), list(record["cmdline"])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal: Linux")
+def test_kill_9_of_the_server_command_takes_the_temporal_child_along(tmp_path: Path) -> None:
+    port = free_port()
+    server = start_cli_server(tmp_path, port)
+    child, cmdline = recorded_child(tmp_path)
+    assert alive_as(child, cmdline) and "start-dev" in cmdline
+
+    server.kill()  # SIGKILL: no handler, no cleanup of its own
+    server.communicate(timeout=10)
+    try:
+        assert wait_until_gone(child, cmdline), f"temporal child {child} outlived its parent"
+    finally:
+        if alive_as(child, cmdline):  # don't leave it behind when the assertion fails
+            os.kill(child, signal.SIGKILL)
+
+    # And the same command starts again on the same port and database.
+    again = start_cli_server(tmp_path, port)
+    assert "stopped" in stop_cli_server(again)
+    assert not (tmp_path / "server.pid").exists()
+
+
+def test_server_command_stops_a_leftover_of_its_data_dir(tmp_path: Path) -> None:
+    # A leftover: a dev server on this data dir whose parent is gone (simulated by starting
+    # it directly and recording it as a DevServer would have).
+    port = free_port()
+    cmd = DevServer(tmp_path, port=port, headless=True).command()
+    leftover = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        PidFile(tmp_path / "server.pid").write(leftover.pid, cmd)
+
+        server = start_cli_server(tmp_path, port)  # before: "already answers" and exit 2
+        try:
+            assert leftover.poll() is not None  # stopped and reaped by us, its parent
+            child, _ = recorded_child(tmp_path)
+            assert child != leftover.pid
+        finally:
+            stop_cli_server(server)
+    finally:
+        if leftover.poll() is None:
+            leftover.kill()
+        leftover.wait()
+
+
+async def test_start_stops_a_leftover_and_keeps_its_state(tmp_path: Path) -> None:
+    port = free_port()
+    cmd = DevServer(tmp_path, port=port, headless=True).command()
+    leftover = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        PidFile(tmp_path / "server.pid").write(leftover.pid, cmd)
+        workflow_id = f"left-{uuid.uuid4()}"
+        old = None
+        for _ in range(300):  # the leftover's own startup
+            try:
+                old = await connect(f"127.0.0.1:{port}")
+                await old.start_workflow(
+                    "NobodyRunsThis", id=workflow_id, task_queue=f"nobody-{uuid.uuid4()}"
+                )
+                break
+            except (RuntimeError, RPCError):
+                await asyncio.sleep(0.1)
+        assert old is not None
+
+        # Another port too: the leftover holds the database, whatever port it listens on.
+        async with DevServer(tmp_path, port=free_port(), headless=True) as server:
+            assert leftover.wait(timeout=30) is not None
+            assert server.client is not None
+            handle = server.client.get_workflow_handle(workflow_id)
+            assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+            await handle.terminate("test done")
+    finally:
+        if leftover.poll() is None:
+            leftover.kill()
+        leftover.wait()
+
+
+async def test_a_pid_file_naming_an_unrelated_process_is_left_alone(tmp_path: Path) -> None:
+    # The recorded pid now belongs to something else (here: a sleep): never signal it.
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        cmd = DevServer(tmp_path, headless=True).command()
+        PidFile(tmp_path / "server.pid").write(bystander.pid, cmd)
+        assert await DevServer(tmp_path, headless=True).stop_leftover() is None
+        assert bystander.poll() is None
+        assert not (tmp_path / "server.pid").exists()  # the stale record is dropped
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+async def test_a_record_of_another_data_dirs_server_is_left_alone(tmp_path: Path) -> None:
+    # A live process that reads exactly like a dev server of *another* database: `sh` runs
+    # the script named `server` in its cwd, with argv[0] and the arguments of that command.
+    other = DevServer(tmp_path / "other", headless=True).command()
+    (tmp_path / "server").write_text("sleep 60\n")
+    lookalike = subprocess.Popen(other, executable="/bin/sh", cwd=tmp_path)
+    try:
+        assert wait_for_cmdline(lookalike.pid, other)
+        (tmp_path / "data").mkdir()
+        PidFile(tmp_path / "data" / "server.pid").write(lookalike.pid, other)
+        assert await DevServer(tmp_path / "data", headless=True).stop_leftover() is None
+        assert lookalike.poll() is None
+    finally:
+        lookalike.kill()
+        lookalike.wait()
+
+
+def wait_for_cmdline(pid: int, cmdline: list[str], within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if alive_as(pid, cmdline):
+            return True
+        time.sleep(0.05)
+    return False

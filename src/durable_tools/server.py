@@ -4,11 +4,19 @@
 at the address and otherwise starts a dev server that keeps its state in a SQLite file under
 the data directory (`DURABLE_TOOLS_HOME`, default `~/.durable-tools`), so runs survive a
 restart of the server as well as of the workers.
+
+The `temporal` child never outlives its parent for long. On Linux it is started with a
+parent-death signal (SIGTERM), so a `kill -9` of the Python process stops it too; and a pid
+file in the data directory (`server.pid`: the child's pid and command line) lets the next
+`start()` find a dev server of the same data directory that survived anyway (another OS, a
+child stuck in shutdown) and stop it before starting afresh, instead of failing on a port
+or a database that is still held.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import signal
@@ -32,6 +40,7 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributeIndexedValueType, SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_tools._server_process import PidFile, spawn, stop_process
 from durable_tools.connection import connect, resolve_address, resolve_namespace
 from durable_tools.search_attributes import SEARCH_ATTRIBUTES
 
@@ -45,6 +54,8 @@ __all__ = [
     "find_temporal_cli",
     "ui_url",
 ]
+
+logger = logging.getLogger("durable_tools.server")
 
 DEFAULT_UI_URL = "http://127.0.0.1:8233"
 """Where the embedded server's Web UI listens by default."""
@@ -144,6 +155,14 @@ async def ensure_search_attributes(
             raise
 
 
+def _uses_database(cmdline: Sequence[str], db_path: Path) -> bool:
+    """True if a `temporal server start-dev` command line keeps its state in `db_path`."""
+    args = list(cmdline)
+    if args[1:3] != ["server", "start-dev"] or "--db-filename" not in args[:-1]:
+        return False
+    return Path(args[args.index("--db-filename") + 1]).resolve() == db_path.resolve()
+
+
 def _split_address(address: str) -> tuple[str, int]:
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit():
@@ -169,7 +188,8 @@ class DevServer:
     Use `await start()` / `await stop()`, or `async with DevServer(...) as server:`.
 
     Args:
-        data_dir: Holds `temporal.sqlite` and `server.log`; default `default_data_dir()`.
+        data_dir: Holds `temporal.sqlite`, `server.log` and, while the server runs,
+            `server.pid`; default `default_data_dir()`.
         ip: Address the frontend and the UI bind to. Keep it on loopback.
         port: Frontend gRPC port.
         ui_port: Web UI port; default `port + 1000` (8233 for 7233).
@@ -227,6 +247,11 @@ class DevServer:
     def log_path(self) -> Path:
         """Where the server's output goes."""
         return self.data_dir / "server.log"
+
+    @property
+    def pid_path(self) -> Path:
+        """`{"pid": N, "cmdline": [...]}` of the running child, so a restart finds a leftover."""
+        return self.data_dir / "server.pid"
 
     @property
     def ui_base(self) -> str | None:
@@ -292,16 +317,15 @@ class DevServer:
         if self.running:
             raise DevServerError(f"the dev server already runs (pid {self.pid})")
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        await self.stop_leftover()
         cmd = self.command()
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the process
         self._log.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n".encode())
         self._log.flush()
-        self._process = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
+        self._process = await spawn(
+            cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
         )
+        PidFile(self.pid_path).write(self._process.pid, cmd)
         try:
             self.client = await self._wait_ready()
             # The CLI registers the attributes at launch; this also covers a data dir created
@@ -311,6 +335,39 @@ class DevServer:
             await self.stop()
             raise
         return self.client
+
+    async def stop_leftover(self) -> int | None:
+        """Stop a dev server of this data directory that outlived the process that started it.
+
+        A leftover is stopped rather than reused: nothing would stop it on Ctrl-C, it may
+        run with other flags (ports, UI, namespace) than this server's, and its SQLite file
+        is all the state there is, so a fresh server on that file loses nothing. It is only
+        signalled if `server.pid` names a live process whose command line is exactly the
+        recorded one and uses this data directory's database (never a process that took
+        over the pid); it gets SIGTERM, then SIGKILL after `stop_grace` seconds.
+
+        Returns:
+            The pid of the stopped leftover, or None if there was none.
+
+        Raises:
+            DevServerError: The leftover survived SIGKILL.
+        """
+        pid_file = PidFile(self.pid_path)
+        found = pid_file.live()
+        if found is None:
+            return None
+        pid, cmdline = found
+        if not _uses_database(cmdline, self.db_path):
+            return None  # someone else's record: not ours to act on
+        logger.warning(
+            "a dev server of %s outlived its parent (pid %d): stopping it", self.data_dir, pid
+        )
+        if not await asyncio.to_thread(stop_process, pid, cmdline, self.stop_grace):
+            raise DevServerError(
+                f"a leftover dev server of {self.data_dir} (pid {pid}) survived SIGKILL"
+            )
+        pid_file.remove()
+        return pid
 
     async def _wait_ready(self) -> Client:
         deadline = time.monotonic() + self.startup_timeout
@@ -357,6 +414,7 @@ class DevServer:
                     process.kill()
                     await asyncio.to_thread(process.wait)
             code = process.returncode
+            PidFile(self.pid_path).remove()
         if self._log is not None:
             self._log.close()
             self._log = None

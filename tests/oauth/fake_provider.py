@@ -54,6 +54,8 @@ class FakeOAuthProvider:
     """Seconds the token endpoint sleeps on a refresh (to make concurrent callers overlap)."""
     deny: bool = False
     """`/authorize` redirects with error=access_denied."""
+    deny_description: str = "user said no"
+    """The `error_description` of a denial."""
     rotate_refresh_tokens: bool = False
 
     codes: dict[str, IssuedCode] = field(default_factory=dict)
@@ -164,7 +166,7 @@ class FakeOAuthProvider:
         q = {k: v[0] for k, v in parse_qs(url.query).items()}
         redirect = q["redirect_uri"]
         if self.deny:
-            params = {"error": "access_denied", "error_description": "user said no"}
+            params = {"error": "access_denied", "error_description": self.deny_description}
         else:
             code = "code-" + secrets.token_urlsafe(12)
             with self._lock:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -34,6 +34,31 @@ from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
 
 __all__ = ["core_activities"]
+
+_T = TypeVar("_T")
+
+
+async def _heartbeating(call: Awaitable[_T]) -> _T:
+    """Await a model call, heartbeating while it is in flight.
+
+    With a heartbeat timeout on the activity (`AgentConfig.model_heartbeat_seconds`), a model
+    call whose worker or server died is retried after that timeout instead of after the whole
+    start-to-close timeout. Heartbeats go out three times per timeout (the SDK throttles
+    them further); without a heartbeat timeout there is nobody to tell.
+    """
+    timeout = activity.info().heartbeat_timeout
+    if not timeout:
+        return await call
+    every = timeout.total_seconds() / 3
+    task = asyncio.ensure_future(call)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=every)
+            if done:
+                return task.result()
+            activity.heartbeat()
+    finally:
+        task.cancel()  # an activity cancelled mid-call stops the model call too
 
 
 def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
@@ -77,7 +102,7 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
             raise ApplicationError(str(error), type=SNAPSHOT_MISSING, non_retryable=True) from None
         added = list(call.request.messages)
         request = call.request.model_copy(update={"messages": [*earlier, *added], "tools": tools})
-        response = await adapter.complete(request)
+        response = await _heartbeating(adapter.complete(request))
         if response.message.content:
             response.message.content = valid_text(response.message.content)
 

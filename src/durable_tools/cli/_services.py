@@ -35,6 +35,10 @@ def stop_on_signals() -> asyncio.Event:
 async def cmd_server(args: argparse.Namespace) -> int:
     """Run the embedded dev server in the foreground until Ctrl-C."""
     server = DevServer(args.data_dir, port=args.port, ui_port=args.ui_port, headless=args.headless)
+    try:
+        await server.stop_leftover()  # one of this data dir whose parent was killed
+    except DevServerError as error:
+        raise CliError(str(error)) from None
     # A server already answering there would make the new one fail to bind, and its
     # readiness check would succeed against the old one: refuse up front.
     try:

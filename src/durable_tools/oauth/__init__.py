@@ -12,11 +12,10 @@ from ._callback_server import (
     CallbackApp,
     CallbackServer,
     HttpResponse,
-    OnComplete,
-    OnError,
     make_callback_app,
     serve_callback,
 )
+from ._delivery import NotifyRetry, OnComplete, OnError
 from ._errors import (
     ExpiredState,
     InvalidState,
@@ -26,16 +25,16 @@ from ._errors import (
     TokenKeyError,
     UnknownProvider,
 )
-from ._flow import AuthorizationFailure, CompletedAuthorization, OAuthManager
+from ._flow import OAuthManager
 from ._pkce import code_challenge, new_code_verifier, new_state
 from ._providers import OAuthProvider, ProviderRegistry, load_providers
-from ._state import (
+from ._records import (
+    AuthorizationFailure,
     AuthorizationRequest,
-    FileStateStore,
-    MemoryStateStore,
+    CompletedAuthorization,
     PendingAuthorization,
-    StateStore,
 )
+from ._state import FileStateStore, MemoryStateStore, StateStore, UndeliveredOutcomes
 from ._storage import KEY_ENV, generate_key, load_key
 from ._tokens import FileTokenStore, Grant, MemoryTokenStore, StoredToken, TokenStore
 
@@ -54,6 +53,7 @@ __all__ = [
     "InvalidState",
     "MemoryStateStore",
     "MemoryTokenStore",
+    "NotifyRetry",
     "OAuthBroker",
     "OAuthConfigError",
     "OAuthError",
@@ -68,6 +68,7 @@ __all__ = [
     "TokenEndpointError",
     "TokenKeyError",
     "TokenStore",
+    "UndeliveredOutcomes",
     "UnknownProvider",
     "code_challenge",
     "generate_key",

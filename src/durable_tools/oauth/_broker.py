@@ -13,7 +13,8 @@ from collections.abc import Awaitable, Callable
 
 from temporalio.client import Client
 
-from durable_tools.oauth._flow import AuthorizationFailure, CompletedAuthorization, OAuthManager
+from durable_tools.oauth._flow import OAuthManager
+from durable_tools.oauth._records import AuthorizationFailure, CompletedAuthorization
 from durable_tools.tools._context import Identity
 from durable_tools.tools._errors import ToolExecutionError
 from durable_tools.tools._spec import OAuthRequirement

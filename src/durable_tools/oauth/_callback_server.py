@@ -6,6 +6,12 @@ and shows a page saying the tab can be closed. A denial (`?error=access_denied`)
 used or expired state, or a refused code gives a 400 page with the reason, and `on_error` is
 called whenever the run the state belongs to is known. `GET /healthz` answers `ok`.
 
+If the run cannot be told (Temporal unreachable), nothing is lost: the grant is stored, the
+outcome waits in the state store under its `state`, a background task retries, and a reload
+of the link retries at once (see `_delivery`). A `HEAD` request never uses up a state (link
+checkers and prefetchers send them). The provider's `error` and `error_description` are
+cleaned (length-bounded, no control or invisible characters) before anyone sees them.
+
 Nothing here logs a code, a state, a verifier or a token: request targets are never logged.
 """
 
@@ -14,9 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import html
-import inspect
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from types import TracebackType
@@ -24,28 +28,28 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
+from ._delivery import NotifyRetry, OnComplete, OnError, Outcome, OutcomeDelivery
 from ._errors import ExpiredState, InvalidState, OAuthConfigError, TokenEndpointError
-from ._flow import AuthorizationFailure, CompletedAuthorization, OAuthManager
-from ._state import PendingAuthorization
+from ._flow import OAuthManager
+from ._records import AuthorizationFailure, CompletedAuthorization, PendingAuthorization
+from ._sanitize import clean_description, clean_error_code
 
 __all__ = [
     "CallbackApp",
     "CallbackServer",
     "HttpResponse",
-    "OnComplete",
-    "OnError",
     "make_callback_app",
     "serve_callback",
 ]
 
 logger = logging.getLogger("durable_tools.oauth")
 
-OnComplete = Callable[[CompletedAuthorization], Awaitable[None] | None]
-"""Called after a grant is stored; may be async. Typically signals the run."""
-OnError = Callable[[AuthorizationFailure], Awaitable[None] | None]
-"""Called when an authorization of a known run fails; may be async."""
-
 DEFAULT_CALLBACK_PATH = "/oauth/callback"
+
+_NOT_TOLD = (
+    "The run could not be told yet (Temporal did not answer); it will be told as soon as "
+    "Temporal answers. Reload this page to try again now."
+)
 
 
 @dataclass(frozen=True)
@@ -67,10 +71,33 @@ def _page(status: int, title: str, message: str) -> HttpResponse:
     return HttpResponse(status, body)
 
 
-async def _call(hook: Callable[[object], Awaitable[None] | None], arg: object) -> None:
-    result = hook(arg)
-    if inspect.isawaitable(result):
-        await result
+def _granted_page(done: CompletedAuthorization, told: bool) -> HttpResponse:
+    if told:
+        return _page(
+            200,
+            "Authorization complete",
+            f"Access to {done.provider} was granted. You can close this tab.",
+        )
+    return _page(
+        503,
+        "Run not notified yet",
+        f"Access to {done.provider} was granted and saved. {_NOT_TOLD}",
+    )
+
+
+def _failure_page(failure: AuthorizationFailure, told: bool) -> HttpResponse:
+    reason = "access was denied" if failure.error == "access_denied" else f"error {failure.error}"
+    detail = f" ({failure.description})" if failure.description else ""
+    after = "The run was told; you can close this tab." if told else _NOT_TOLD
+    return _page(
+        400, "Authorization not granted", f"{failure.provider} reported {reason}{detail}. {after}"
+    )
+
+
+def _outcome_page(outcome: Outcome, told: bool) -> HttpResponse:
+    if isinstance(outcome, CompletedAuthorization):
+        return _granted_page(outcome, told)
+    return _failure_page(outcome, told)
 
 
 class CallbackApp:
@@ -82,6 +109,7 @@ class CallbackApp:
         on_complete: Called with each `CompletedAuthorization`; sync or async.
         on_error: Called with an `AuthorizationFailure` when the run is known; sync or async.
         path: The callback path (the path of the providers' `redirect_uri`).
+        retry: How long and how often to retry telling a run while the hooks fail.
     """
 
     def __init__(
@@ -91,11 +119,39 @@ class CallbackApp:
         on_error: OnError | None = None,
         *,
         path: str = DEFAULT_CALLBACK_PATH,
+        retry: NotifyRetry | None = None,
     ) -> None:
         self.manager = manager
-        self.on_complete = on_complete
-        self.on_error = on_error
         self.path = path
+        self.delivery = OutcomeDelivery(
+            manager.states, on_complete, on_error, retry or NotifyRetry()
+        )
+
+    @property
+    def on_complete(self) -> OnComplete:
+        """Told of each grant."""
+        return self.delivery.on_complete
+
+    @on_complete.setter
+    def on_complete(self, hook: OnComplete) -> None:
+        self.delivery.on_complete = hook
+
+    @property
+    def on_error(self) -> OnError | None:
+        """Told of each failure of a known run."""
+        return self.delivery.on_error
+
+    @on_error.setter
+    def on_error(self, hook: OnError | None) -> None:
+        self.delivery.on_error = hook
+
+    async def resume(self) -> int:
+        """Resume telling runs the outcomes a previous process could not deliver."""
+        return await self.delivery.resume()
+
+    async def aclose(self) -> None:
+        """Stop the background retries (undelivered outcomes stay in the state store)."""
+        await self.delivery.aclose()
 
     async def __call__(self, method: str, target: str) -> HttpResponse:
         url = urlsplit(target)
@@ -103,7 +159,10 @@ class CallbackApp:
             return HttpResponse(200, "ok\n", "text/plain; charset=utf-8")
         if url.path != self.path:
             return _page(404, "Not found", "There is nothing here.")
-        if method not in ("GET", "HEAD"):
+        if method == "HEAD":
+            # Link checkers and prefetchers: answer without using up the state.
+            return _page(200, "Authorization callback", "Open this link in a browser.")
+        if method != "GET":
             return _page(405, "Method not allowed", "The callback only answers GET.")
         query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         return await self.callback(query)
@@ -117,38 +176,44 @@ class CallbackApp:
             pending = await self.manager.take_state(state)
         except InvalidState as err:
             if isinstance(err, ExpiredState) and err.pending is not None:
-                await self._fail(err.pending, "expired_state", str(err))
+                told = await self._fail(err.pending, "expired_state", str(err))
                 reason = "This authorization link expired."
-            else:
-                reason = "This authorization link is unknown or was already used."
+                after = "" if told else f" {_NOT_TOLD}"
+                return _page(
+                    400, "Authorization failed", f"{reason} Start it again from the run.{after}"
+                )
+            attempt = self.delivery.in_flight(state)
+            if attempt is not None:  # a background retry holds the record: share its result
+                record, done = attempt
+                assert record.outcome is not None
+                return _outcome_page(record.outcome, await asyncio.shield(done))
+            reason = "This authorization link is unknown or was already used."
             return _page(400, "Authorization failed", f"{reason} Start it again from the run.")
+
+        if pending.outcome is not None:
+            # A reload after the run could not be told: the code was used, retry the telling.
+            return _outcome_page(pending.outcome, await self.delivery.redeliver(pending))
 
         error = query.get("error")
         if error:
-            description = query.get("error_description", "")
-            await self._fail(pending, error, description)
-            reason = "access was denied" if error == "access_denied" else f"error {error}"
-            detail = f" ({description})" if description else ""
-            return _page(
-                400,
-                "Authorization not granted",
-                f"{pending.provider} reported that {reason}{detail}. "
-                "The run was told; you can close this tab.",
-            )
+            failure = self._failure(pending, error, query.get("error_description", ""))
+            return _failure_page(failure, await self.delivery.deliver(pending, failure))
         code = query.get("code", "")
         if not code:
-            await self._fail(pending, "invalid_request", "the callback has no code")
-            return _page(400, "Authorization failed", "The request has no code parameter.")
+            told = await self._fail(pending, "invalid_request", "the callback has no code")
+            after = "" if told else f" {_NOT_TOLD}"
+            return _page(400, "Authorization failed", f"The request has no code parameter.{after}")
 
         try:
             completed = await self.manager.exchange_code(pending, code)
         except TokenEndpointError as err:
-            await self._fail(pending, err.error or "token_exchange_failed", str(err))
+            told = await self._fail(pending, err.error or "token_exchange_failed", str(err))
+            after = "Start the authorization again from the run." if told else _NOT_TOLD
             return _page(
                 400,
                 "Authorization failed",
-                f"{pending.provider} refused the authorization code ({err.error or err.status}). "
-                "Start the authorization again from the run.",
+                f"{pending.provider} refused the authorization code "
+                f"({clean_error_code(err.error or str(err.status))}). {after}",
             )
         except (httpx.HTTPError, OAuthConfigError) as err:
             logger.error("token exchange at %s failed: %s", pending.provider, type(err).__name__)
@@ -156,28 +221,12 @@ class CallbackApp:
             return _page(
                 502, "Authorization failed", f"Could not reach {pending.provider}'s token endpoint."
             )
+        return _granted_page(completed, await self.delivery.deliver(pending, completed))
 
-        try:
-            await _call(self.on_complete, completed)  # type: ignore[arg-type]
-        except Exception as err:
-            logger.exception(
-                "authorization of %s/%s stored, but on_complete failed",
-                completed.workflow_id,
-                completed.call_id,
-            )
-            return _page(
-                500,
-                "Run not notified",
-                f"Access to {completed.provider} was granted and saved, but the run "
-                f"{completed.workflow_id} could not be notified ({type(err).__name__}).",
-            )
-        return _page(
-            200,
-            "Authorization complete",
-            f"Access to {completed.provider} was granted. You can close this tab.",
-        )
-
-    async def _fail(self, pending: PendingAuthorization, error: str, description: str) -> None:
+    def _failure(
+        self, pending: PendingAuthorization, error: str, description: str
+    ) -> AuthorizationFailure:
+        error, description = clean_error_code(error), clean_description(description)
         logger.info(
             "authorization of %s for %s/%s failed: %s",
             pending.provider,
@@ -185,9 +234,7 @@ class CallbackApp:
             pending.call_id,
             error,
         )
-        if self.on_error is None:
-            return
-        failure = AuthorizationFailure(
+        return AuthorizationFailure(
             workflow_id=pending.workflow_id,
             call_id=pending.call_id,
             user=pending.user,
@@ -195,10 +242,10 @@ class CallbackApp:
             error=error,
             description=description,
         )
-        try:
-            await _call(self.on_error, failure)  # type: ignore[arg-type]
-        except Exception:
-            logger.exception("on_error failed for %s/%s", pending.workflow_id, pending.call_id)
+
+    async def _fail(self, pending: PendingAuthorization, error: str, description: str) -> bool:
+        """Tell the run of a failure (later, if not now); True if it was told now."""
+        return await self.delivery.deliver(pending, self._failure(pending, error, description))
 
 
 def make_callback_app(
@@ -207,9 +254,10 @@ def make_callback_app(
     on_error: OnError | None = None,
     *,
     path: str = DEFAULT_CALLBACK_PATH,
+    retry: NotifyRetry | None = None,
 ) -> CallbackApp:
     """The callback endpoint, to serve with `CallbackServer` (or call directly in tests)."""
-    return CallbackApp(manager, on_complete, on_error, path=path)
+    return CallbackApp(manager, on_complete, on_error, path=path, retry=retry)
 
 
 class CallbackServer:
@@ -250,16 +298,20 @@ class CallbackServer:
         return self.url + self.app.path
 
     async def start(self) -> None:
-        """Listen (returns once the socket is bound)."""
+        """Listen (returns once the socket is bound), and resume telling runs the outcomes
+        a previous callback process could not deliver."""
         self._server = await asyncio.start_server(self._handle, self.host, self.port, limit=16384)
         self.port = int(self._server.sockets[0].getsockname()[1])
+        await self.app.resume()
 
     async def stop(self) -> None:
-        """Stop listening and wait for open requests to finish."""
+        """Stop listening, wait for open requests to finish, and stop the background retries
+        (an outcome not delivered yet stays in the state store for a reload of its link)."""
         server, self._server = self._server, None
         if server is not None:
             server.close()
             await server.wait_closed()
+        await self.app.aclose()
 
     async def serve_forever(self) -> None:
         """Serve until cancelled."""
@@ -334,10 +386,11 @@ async def serve_callback(
     host: str = "127.0.0.1",
     port: int = 8765,
     path: str = DEFAULT_CALLBACK_PATH,
+    retry: NotifyRetry | None = None,
 ) -> CallbackServer:
     """Start serving the callback endpoint; stop it with `await server.stop()`."""
     server = CallbackServer(
-        make_callback_app(manager, on_complete, on_error, path=path), host, port
+        make_callback_app(manager, on_complete, on_error, path=path, retry=retry), host, port
     )
     await server.start()
     return server

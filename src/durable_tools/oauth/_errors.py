@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ._state import PendingAuthorization
+from ._records import PendingAuthorization
 
 __all__ = [
     "ExpiredState",

@@ -21,46 +21,24 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import SecretStr
 
 from durable_tools.tools._errors import NeedsAuthorization, ToolExecutionError
 
 from ._errors import ExpiredState, InvalidState, TokenEndpointError
 from ._pkce import code_challenge, new_code_verifier, new_state
 from ._providers import OAuthProvider, ProviderRegistry
-from ._state import AuthorizationRequest, FileStateStore, PendingAuthorization, StateStore
+from ._records import (
+    AuthorizationRequest,
+    CompletedAuthorization,
+    PendingAuthorization,
+)
+from ._state import FileStateStore, StateStore
 from ._tokens import FileTokenStore, Grant, StoredToken, TokenStore, new_grant_ref
 
-__all__ = ["AuthorizationFailure", "CompletedAuthorization", "OAuthManager"]
+__all__ = ["OAuthManager"]
 
 logger = logging.getLogger("durable_tools.oauth")
-
-
-class CompletedAuthorization(BaseModel):
-    """A finished authorization: what the run is told. Holds a reference, never a token."""
-
-    model_config = ConfigDict(frozen=True)
-
-    workflow_id: str
-    call_id: str
-    grant_ref: str
-    user: str
-    provider: str
-    scopes: tuple[str, ...] = ()
-
-
-class AuthorizationFailure(BaseModel):
-    """An authorization that ended without a grant (denied, expired, refused code)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    workflow_id: str
-    call_id: str
-    user: str
-    provider: str
-    error: str
-    """An OAuth error code (`access_denied`, `invalid_grant`, ...) or `expired_state`."""
-    description: str = ""
 
 
 def _utcnow() -> datetime:

@@ -13,77 +13,10 @@ import os
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, SecretStr
-
+from ._records import PendingAuthorization
 from ._storage import EncryptedJsonFile, load_key
 
-__all__ = [
-    "AuthorizationRequest",
-    "FileStateStore",
-    "MemoryStateStore",
-    "PendingAuthorization",
-    "StateStore",
-]
-
-
-class AuthorizationRequest(BaseModel):
-    """What a run shows a person: where to go to grant access. Holds no secret."""
-
-    model_config = ConfigDict(frozen=True)
-
-    url: str
-    """The provider's authorization URL, with state, scopes and the S256 challenge."""
-    state: str
-    """The single-use `state` the callback will carry back."""
-    expires_at: datetime
-    """After this, the callback is refused and the run must ask again."""
-    provider: str
-    user: str
-    scopes: tuple[str, ...]
-    """The scopes asked for (the tool's, plus any the user already granted)."""
-    workflow_id: str
-    call_id: str
-
-
-class PendingAuthorization(BaseModel):
-    """A started authorization, as the state store keeps it (verifier included)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    state: str
-    provider: str
-    user: str
-    scopes: tuple[str, ...]
-    workflow_id: str
-    call_id: str
-    redirect_uri: str
-    code_verifier: SecretStr
-    """The PKCE verifier: a secret that never leaves the worker side."""
-    created_at: datetime
-    expires_at: datetime
-
-    def expired(self, now: datetime) -> bool:
-        """True once `expires_at` has passed."""
-        return now >= self.expires_at
-
-    def request(self, url: str) -> AuthorizationRequest:
-        """The public view of this authorization."""
-        return AuthorizationRequest(
-            url=url,
-            state=self.state,
-            expires_at=self.expires_at,
-            provider=self.provider,
-            user=self.user,
-            scopes=self.scopes,
-            workflow_id=self.workflow_id,
-            call_id=self.call_id,
-        )
-
-    def to_record(self) -> dict[str, Any]:
-        """A JSON-able dict with the verifier revealed: for encrypted storage only."""
-        record = self.model_dump(mode="json")
-        record["code_verifier"] = self.code_verifier.get_secret_value()
-        return record
+__all__ = ["FileStateStore", "MemoryStateStore", "StateStore", "UndeliveredOutcomes"]
 
 
 @runtime_checkable
@@ -106,6 +39,16 @@ class StateStore(Protocol):
         ...
 
 
+@runtime_checkable
+class UndeliveredOutcomes(Protocol):
+    """A state store that can list the outcomes a run was not told yet, so a restarted
+    callback server resumes telling them (both built-in stores can)."""
+
+    async def undelivered(self) -> list[str]:
+        """The states whose record holds an outcome not delivered yet."""
+        ...
+
+
 class MemoryStateStore:
     """Pending authorizations in this process's memory (tests; one-process setups)."""
 
@@ -120,6 +63,10 @@ class MemoryStateStore:
     async def take(self, state: str) -> PendingAuthorization | None:
         async with self._lock:
             return self._pending.pop(state, None)
+
+    async def undelivered(self) -> list[str]:
+        async with self._lock:
+            return [state for state, pending in self._pending.items() if pending.outcome]
 
     async def purge(self, now: datetime) -> int:
         async with self._lock:
@@ -163,6 +110,10 @@ class FileStateStore:
 
         record = await self._file.update(change)
         return PendingAuthorization.model_validate(record) if record is not None else None
+
+    async def undelivered(self) -> list[str]:
+        data = await self._file.read()
+        return [state for state, record in data.items() if record.get("outcome")]
 
     async def purge(self, now: datetime) -> int:
         def change(data: dict[str, Any]) -> int:

@@ -139,6 +139,9 @@ class AgentConfig(BaseModel):
     latency-critical agent may turn them off (about 3 ms a tool call in `make bench`)."""
     model_timeout_seconds: float = Field(default=300.0, gt=0)
     model_max_attempts: int = Field(default=5, ge=0)
+    model_heartbeat_seconds: float = Field(default=10.0, gt=0)
+    """The model activity heartbeats while its call is in flight; one silent this long (its
+    worker or the server died) is retried instead of waiting out `model_timeout_seconds`."""
 
 
 class ToolCallRecord(BaseModel):
