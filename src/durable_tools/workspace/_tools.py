@@ -145,7 +145,8 @@ def register_workspace_tools(
             line, at = window.cut
             return text + (
                 f"\n[line {line} is {window.cut_line_bytes} bytes, cut at byte {at} "
-                f"(file has {total} lines); call read_file with offset={line} and "
+                f"(the file has {total} line{'s' if total != 1 else ''}); call read_file "
+                f"with offset={line} and "
                 f"byte_offset={at} for the rest of it]"
             )
         shown_last = window.last
@@ -294,11 +295,9 @@ def register_workspace_tools(
             _find_program(argv[0], located.dir_fd, env["PATH"])
             done = await run_supervised(argv, located.dir_fd, env, limit, max_output_bytes)
         out, err = done.stdout, done.stderr
-        status = (
-            f"timed out after {limit:g}s (killed)"
-            if done.timed_out
-            else f"exit code {done.exit_code}"
-        )
+        status = f"exit code {done.exit_code}"
+        if done.timed_out:
+            status = f"timed out after {limit:g}s (killed, with everything it started)"
         text = f"$ {shlex.join(argv)}\n{status}\n--- stdout ---\n{out.text()}"
         text += f"\n--- stderr ---\n{err.text()}"
         return ToolResult(
