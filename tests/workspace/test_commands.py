@@ -127,3 +127,31 @@ async def test_output_over_the_bound_is_cut_with_a_note(tmp_path: Path):
     assert len(stdout) < 1100 and "bytes omitted ...]" in stdout
     assert stdout.startswith("flood\nflood\n")
     assert alive(marker) == []
+
+
+WORKER = """
+import asyncio, sys
+from durable_tools.tools import ToolContext, ToolRegistry
+from durable_tools.workspace import register_workspace_tools
+
+registry = ToolRegistry()
+register_workspace_tools(registry, sys.argv[1], command_env={"DT_TEST_MARKER": sys.argv[2]})
+command = ["sh", "-c", "setsid sleep 1000 & sleep 1000 & echo up > up; sleep 1000"]
+context = ToolContext(tool_call_id="c1", tool_name="run_command")
+asyncio.run(registry.invoke("run_command", {"command": command}, context))
+"""
+
+
+@pytest.mark.timeout(60)
+async def test_a_command_dies_with_the_worker(tmp_path: Path):
+    marker = uuid.uuid4().hex
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", WORKER, str(tmp_path), marker
+    )
+    while len(alive(marker)) < 4:  # the supervisor, sh and two sleeps
+        assert worker.returncode is None
+        await asyncio.sleep(0.05)
+    worker.kill()  # SIGKILL: no cleanup code of the worker runs
+    await worker.wait()
+    while alive(marker):  # PR_SET_PDEATHSIG tells the supervisor; pytest-timeout bounds it
+        await asyncio.sleep(0.05)

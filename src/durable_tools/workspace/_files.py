@@ -7,7 +7,6 @@ it, never a path from the root, so nothing swapped meanwhile can lead outside.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import stat
 import uuid
@@ -169,10 +168,3 @@ def read_window(fd: int, first: int, last: int | None, byte_offset: int, budget:
         if not tail.endswith(b"\n"):
             total += 1
         return Window(bytes(out), total, shown_last, cut, cut_bytes)
-
-
-def open_error(error: OSError, path: str) -> WorkspacePathError | None:
-    """The refusal an `OSError` from opening a workspace file means, if it is one."""
-    if error.errno == errno.ELOOP:
-        return WorkspacePathError(path, "symlink", "it became a symlink while being opened")
-    return None
