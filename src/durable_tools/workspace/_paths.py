@@ -1,12 +1,13 @@
 """Confining paths to a workspace root.
 
-Every path a model gives goes through `Workspace.resolve` before any file is touched.
+Every path a model gives goes through `Workspace.locate` before any file is touched.
 The lexical rules come first (NUL bytes, control characters, backslashes, drive
 letters, `~`, `..`, absolute paths outside the root, Unicode forms that normalise into
-any of those, lengths); then the path is walked beneath the root one open directory at a time
-(`_resolve`): a symlink anywhere on the way must lead inside the root, and the final
-object must be a regular file or a directory, never a device, FIFO or socket. Refusals are
-non-retryable errors naming the path and the rule, so the model can correct itself.
+any of those, lengths); then the path is walked beneath the root one open directory at
+a time (`_resolve`): a symlink anywhere on the way must lead inside the root, and the
+final object must be a regular file or a directory, never a device, FIFO or socket.
+Refusals are non-retryable errors naming the path and the rule, so the model can
+correct itself.
 """
 
 from __future__ import annotations

@@ -12,11 +12,12 @@ are bounded too.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 import regex  # type: ignore[import-untyped]  # no stubs in the project's dev set
@@ -58,7 +59,7 @@ def _fail(message: str, **details: object) -> ToolExecutionError:
 
 def _files(
     workspace: Workspace, path: str, glob: str | None, limits: SearchLimits
-) -> Iterator[tuple[str, bytes | None]]:
+) -> Generator[tuple[str, bytes | None], None, None]:
     """(relative path, content) of each file to search; content None when skipped."""
     with workspace.locate(path) as located:
         if located.name is not None:
@@ -103,51 +104,53 @@ def search(
     lines: list[str] = []
     used = matches = in_files = files = read = 0
     stopped: str | None = None
-    for relative, data in _files(workspace, path, glob, limits):
-        if data is None or is_binary(data):
-            continue
-        if files >= limits.max_files or read + len(data) > limits.max_bytes:
-            stopped = (
-                f"stopped after reading {files} files ({read} bytes), the most one search "
-                "reads; narrow the path or glob"
-            )
-            break
-        files += 1
-        read += len(data)
-        hit = False
-        for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-            remaining = deadline - time.monotonic()
-            try:
-                if remaining <= 0:
-                    raise TimeoutError
-                found = compiled.search(line, timeout=remaining, concurrent=True)
-            except TimeoutError:
-                raise _fail(
-                    f"search_files timed out after {limits.seconds:g}s (the search timeout) "
-                    f"at {relative}:{number}: the pattern {pattern!r} is too slow on this "
-                    "text (nested repetition such as '(a+)+' backtracks exponentially); "
-                    "simplify the pattern or narrow the path or glob",
-                    pattern=pattern,
-                    file=relative,
-                    line=number,
-                ) from None
-            if found is None:
+    # closing(): a search that stops early closes the directories it holds at once.
+    with contextlib.closing(_files(workspace, path, glob, limits)) as found_files:
+        for relative, data in found_files:
+            if data is None or is_binary(data):
                 continue
-            if matches >= limits.max_matches:
-                stopped = f"stopped at the limit of {limits.max_matches}; narrow the search"
+            if files >= limits.max_files or read + len(data) > limits.max_bytes:
+                stopped = (
+                    f"stopped after reading {files} files ({read} bytes), the most one search "
+                    "reads; narrow the path or glob"
+                )
                 break
-            shown = line if len(line) <= _MAX_LINE_CHARS else line[:_MAX_LINE_CHARS] + "..."
-            entry = f"{relative}:{number}: {shown}"
-            if used + len(entry) > limits.max_output_bytes:
-                stopped = "stopped at the output limit; narrow the search"
+            files += 1
+            read += len(data)
+            hit = False
+            for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+                remaining = deadline - time.monotonic()
+                try:
+                    if remaining <= 0:
+                        raise TimeoutError
+                    found = compiled.search(line, timeout=remaining, concurrent=True)
+                except TimeoutError:
+                    raise _fail(
+                        f"search_files timed out after {limits.seconds:g}s (the search timeout) "
+                        f"at {relative}:{number}: the pattern {pattern!r} is too slow on this "
+                        "text (nested repetition such as '(a+)+' backtracks exponentially); "
+                        "simplify the pattern or narrow the path or glob",
+                        pattern=pattern,
+                        file=relative,
+                        line=number,
+                    ) from None
+                if found is None:
+                    continue
+                if matches >= limits.max_matches:
+                    stopped = f"stopped at the limit of {limits.max_matches}; narrow the search"
+                    break
+                shown = line if len(line) <= _MAX_LINE_CHARS else line[:_MAX_LINE_CHARS] + "..."
+                entry = f"{relative}:{number}: {shown}"
+                if used + len(entry) > limits.max_output_bytes:
+                    stopped = "stopped at the output limit; narrow the search"
+                    break
+                lines.append(entry)
+                used += len(entry) + 1
+                matches += 1
+                hit = True
+            in_files += hit
+            if stopped:
                 break
-            lines.append(entry)
-            used += len(entry) + 1
-            matches += 1
-            hit = True
-        in_files += hit
-        if stopped:
-            break
     if not lines:
         suffix = f" ({stopped})" if stopped else ""
         return f"no matches for {pattern!r}{suffix}"

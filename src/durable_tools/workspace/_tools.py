@@ -22,7 +22,7 @@ from durable_tools.tools._results import ContentBlock, ToolResult
 
 from ._command import run_supervised
 from ._files import BINARY_SNIFF, is_binary, read_window, replace_at, walk_fd
-from ._paths import Workspace
+from ._paths import Workspace, WorkspacePathError
 from ._search import SearchLimits, search
 
 __all__ = ["register_workspace_tools"]
@@ -167,7 +167,7 @@ def register_workspace_tools(
             content: The whole new content of the file.
         """
         if not workspace.parts(path):
-            raise _fail(f"{path!r} names the workspace root, not a file", path=path)
+            raise WorkspacePathError(path, "is_a_directory", "it names the workspace root")
         data = content.encode("utf-8")
         with workspace.locate(path, want="file", must_exist=False, create_parents=True) as located:
             assert located.name is not None  # want="file" never ends on a directory
