@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import tracemalloc
 from pathlib import Path
@@ -134,3 +135,31 @@ async def test_edit_file_refuses_files_too_large_to_hold(tmp_path: Path):
     registry = tools(tmp_path, approval_for_writes=False)
     with pytest.raises(ToolExecutionError, match="more than edit_file edits"):
         await call(registry, "edit_file", path="huge.txt", old_text="0", new_text="1")
+
+
+async def test_following_the_notes_reassembles_any_text(tmp_path: Path):
+    rng = random.Random(7)  # fixed: the same 150 files every run
+    alphabet = ["a", "é", "€", "𝄞", "\n", "\n", "xyz"]
+    for _ in range(150):
+        content = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 400)))
+        (tmp_path / "f.txt").write_bytes(content.encode())
+        budget = rng.randint(4, 60)
+        registry = tools(tmp_path, max_output_bytes=budget)
+        pieces: list[str] = []
+        offset, byte_offset = 1, 0
+        for _ in range(2000):
+            out = text(
+                await call(
+                    registry, "read_file", path="f.txt", offset=offset, byte_offset=byte_offset
+                )
+            )
+            body, sep, note = out.rpartition("\n[")
+            if not sep:
+                body, note = out, ""
+            pieces.append(body)
+            more = re.search(r"offset=(\d+)(?: and byte_offset=(\d+))?", note)
+            if more is None:
+                break
+            offset, byte_offset = int(more[1]), int(more[2] or 0)
+        assert "".join(pieces) == content, (content, budget)
+        assert all(len(p.encode()) <= budget for p in pieces)
