@@ -1,25 +1,27 @@
 """Confining paths to a workspace root.
 
-Every path a model gives goes through `Workspace.resolve` before any file is touched.
+Every path a model gives goes through `Workspace.locate` before any file is touched.
 The lexical rules come first (NUL bytes, control characters, backslashes, drive
 letters, `~`, `..`, absolute paths outside the root, Unicode forms that normalise into
-any of those, lengths); then each existing component is checked on disk: a symlink
-anywhere on the way must resolve inside the root (by realpath), and the final object
-must be a regular file or a directory, never a device, FIFO or socket. Refusals are
-non-retryable errors naming the path and the rule, so the model can correct itself.
+any of those, lengths); then the path is walked beneath the root one open directory at
+a time (`_resolve`): a symlink anywhere on the way must lead inside the root, and the
+final object must be a regular file or a directory, never a device, FIFO or socket.
+Refusals are non-retryable errors naming the path and the rule, so the model can
+correct itself.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import stat
 import unicodedata
 from pathlib import Path
-from typing import Literal
 
-from durable_tools.tools._errors import ToolExecutionError
+from ._errors import WorkspacePathError
+from ._errors import shorten as _shorten
+from ._resolve import Located, Want, locate
 
+# WorkspacePathError is re-exported: it is the error `Workspace` raises.
 __all__ = ["MAX_PATH_BYTES", "Workspace", "WorkspacePathError"]
 
 MAX_PATH_BYTES = 4096
@@ -31,44 +33,6 @@ _BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
 _DRIVE = re.compile(r"^[A-Za-z]:")
-
-Want = Literal["file", "dir", "any"]
-
-
-class WorkspacePathError(ToolExecutionError):
-    """A path the workspace refuses. Not retryable: the same path fails again.
-
-    Args:
-        path: The path as given.
-        rule: A short stable name of the broken rule (`parent`, `absolute`, `symlink`, ...).
-        why: What is wrong, for the model.
-    """
-
-    def __init__(self, path: object, rule: str, why: str) -> None:
-        shown = repr(path) if not isinstance(path, str) else repr(_shorten(path))
-        super().__init__(
-            f"path {shown} is refused ({rule}): {why}",
-            retryable=False,
-            details={"path": _shorten(str(path)), "rule": rule},
-        )
-        self.path = path
-        self.rule = rule
-
-
-def _shorten(text: str, limit: int = 160) -> str:
-    return text if len(text) <= limit else f"{text[: limit - 20]}...({len(text)} characters)"
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "FIFO"),
-        (stat.S_ISSOCK, "socket"),
-        (stat.S_ISCHR, "character device"),
-        (stat.S_ISBLK, "block device"),
-    ):
-        if test(mode):
-            return name
-    return "special file"
 
 
 class Workspace:
@@ -184,106 +148,68 @@ class Workspace:
 
     # -------------------------------------------------------------- resolving
 
-    def resolve(self, path: object, *, want: Want = "any", must_exist: bool = True) -> Path:
-        """The real path `path` names inside the workspace.
+    def locate(
+        self,
+        path: object,
+        *,
+        want: Want = "any",
+        must_exist: bool = True,
+        create_parents: bool = False,
+    ) -> Located:
+        """Where `path` ends, held open by a directory descriptor: the race-free way in.
+
+        Open the file with `Located.open` (relative to the held directory, never through
+        a symlink) instead of by name: nothing swapped meanwhile can redirect it.
 
         Args:
             path: What the model gave: relative to the root, or absolute inside it.
             want: `file` (a regular file), `dir` (a directory) or `any` of the two.
-            must_exist: Refuse a path that does not exist. When False, the missing part
-                is returned as plain names under the deepest existing directory (for
-                writes of new files).
+            must_exist: Refuse a path that does not exist.
+            create_parents: Create missing parent directories (for writes).
 
         Raises:
             WorkspacePathError: a rule is broken, or the path does not exist / is of
                 the wrong kind.
         """
-        parts = self.parts(path)
-        current = self._real
-        for index, part in enumerate(parts):
-            candidate = os.path.join(current, part)
-            try:
-                info = os.lstat(candidate)
-            except FileNotFoundError:
-                if must_exist:
-                    raise WorkspacePathError(
-                        path, "not_found", f"{'/'.join(parts[: index + 1])!r} does not exist"
-                    ) from None
-                return Path(os.path.join(candidate, *parts[index + 1 :]))
-            except NotADirectoryError:
-                raise WorkspacePathError(
-                    path, "not_a_directory", f"{'/'.join(parts[:index])!r} is not a directory"
-                ) from None
-            if stat.S_ISLNK(info.st_mode):
-                target = os.path.realpath(candidate)
-                if not self.inside(target):
-                    raise WorkspacePathError(
-                        path,
-                        "symlink",
-                        f"{'/'.join(parts[: index + 1])!r} is a symlink to {target}, "
-                        "outside the workspace",
-                    )
-                current = target
-                if not os.path.lexists(target):
-                    if must_exist:
-                        raise WorkspacePathError(
-                            path,
-                            "not_found",
-                            f"{'/'.join(parts[: index + 1])!r} is a dangling symlink",
-                        )
-                    return Path(os.path.join(target, *parts[index + 1 :]))
-            else:
-                current = candidate
-            if index < len(parts) - 1 and not os.path.isdir(current):
-                raise WorkspacePathError(
-                    path,
-                    "not_a_directory",
-                    f"{'/'.join(parts[: index + 1])!r} is not a directory",
-                )
-        real = os.path.realpath(current)
-        if not self.inside(real):  # belt and braces: a race, or a chain of links
-            raise WorkspacePathError(path, "outside", f"it resolves to {real}, outside the root")
-        self._check_kind(path, real, want)
-        return Path(real)
+        return locate(
+            self._real,
+            self._given,
+            self.parts(path),
+            path,
+            want=want,
+            must_exist=must_exist,
+            create_parents=create_parents,
+        )
 
-    def _check_kind(self, path: object, real: str, want: Want) -> None:
-        try:
-            mode = os.stat(real).st_mode
-        except FileNotFoundError:
-            return
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            raise WorkspacePathError(
-                path,
-                "special_file",
-                f"it is a {_kind(mode)}; only regular files and directories are allowed",
-            )
-        if want == "file" and stat.S_ISDIR(mode):
-            raise WorkspacePathError(path, "is_a_directory", "it is a directory, not a file")
-        if want == "dir" and not stat.S_ISDIR(mode):
-            raise WorkspacePathError(path, "not_a_directory", "it is a file, not a directory")
+    def resolve(self, path: object, *, want: Want = "any", must_exist: bool = True) -> Path:
+        """The real path `path` names inside the workspace (a check; see `locate`).
+
+        Opening the returned path by name later reopens the check-then-use gap; tools
+        that touch files should use `locate` and `Located.open` instead.
+
+        Args:
+            path: What the model gave: relative to the root, or absolute inside it.
+            want: `file` (a regular file), `dir` (a directory) or `any` of the two.
+            must_exist: Refuse a path that does not exist. When False, the missing part
+                is returned as plain names under the deepest existing directory.
+
+        Raises:
+            WorkspacePathError: a rule is broken, or the path does not exist / is of
+                the wrong kind.
+        """
+        with self.locate(path, want=want, must_exist=must_exist) as located:
+            return self._path(located.relative)
 
     def resolve_for_write(self, path: object) -> Path:
         """The real path to write `path` to, creating missing parent directories.
-
-        The target may be new; if it exists it must be a regular file. Every existing
-        component, the parent included, is checked as in `resolve`, so a symlinked parent
-        that leads outside is refused before anything is created.
 
         Raises:
             WorkspacePathError: as for `resolve`, or the path names the root itself.
         """
         if not self.parts(path):
             raise WorkspacePathError(path, "is_a_directory", "it names the workspace root")
-        target = self.resolve(path, want="file", must_exist=False)
-        parent = target.parent
-        missing: list[Path] = []
-        while not os.path.lexists(parent):
-            missing.append(parent)
-            parent = parent.parent
-        if not self.inside(os.path.realpath(parent)) or not parent.is_dir():
-            raise WorkspacePathError(path, "outside", "its parent is not a workspace directory")
-        for directory in reversed(missing):
-            os.mkdir(directory)
-            if os.path.realpath(directory) != str(directory):
-                raise WorkspacePathError(path, "symlink", "a directory changed while creating it")
-        return target
+        with self.locate(path, want="file", must_exist=False, create_parents=True) as located:
+            return self._path(located.relative)
+
+    def _path(self, relative: str) -> Path:
+        return self.root if relative == "." else self.root / relative
