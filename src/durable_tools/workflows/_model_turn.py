@@ -119,6 +119,9 @@ async def _model_activity(
         call,
         result_type=ModelTurn,
         start_to_close_timeout=timedelta(seconds=config.model_timeout_seconds),
+        # A model call whose completion was lost (worker or server killed) is retried
+        # within seconds instead of waiting out the whole start-to-close timeout.
+        heartbeat_timeout=timedelta(seconds=config.model_heartbeat_seconds),
         retry_policy=RetryPolicy(maximum_attempts=config.model_max_attempts),
         summary=(
             f"model {config.model} turn {state.turn + 1}" if config.activity_summaries else None
