@@ -7,6 +7,7 @@ from pathlib import Path
 
 from durable_tools.cli._errors import CliError, connect_or_explain
 from durable_tools.cli._output import echo
+from durable_tools.cli._signals import stop_on_signals
 from durable_tools.oauth import (
     OAuthBroker,
     OAuthError,
@@ -41,7 +42,6 @@ def oauth_broker(providers_file: str | None) -> OAuthBroker | None:
 
 async def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the OAuth callback until Ctrl-C: exchange codes, store tokens, wake runs."""
-    from durable_tools.cli._services import stop_on_signals  # _services imports this module
 
     manager = oauth_manager(args.oauth_providers)
     client = await connect_or_explain()

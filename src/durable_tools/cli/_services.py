@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import signal
 from datetime import timedelta
 from typing import Any
 
@@ -17,19 +16,10 @@ from ._commands import load_tools
 from ._errors import CliError, connect_or_explain
 from ._oauth import oauth_broker
 from ._output import echo
+from ._signals import stop_on_signals
 from ._ui import forget_ui, record_ui
 
-__all__ = ["cmd_demo", "cmd_server", "cmd_worker", "stop_on_signals"]
-
-
-def stop_on_signals() -> asyncio.Event:
-    """An event set by SIGINT or SIGTERM (where the loop supports signal handlers)."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
-    return stop
+__all__ = ["cmd_demo", "cmd_server", "cmd_worker"]
 
 
 async def cmd_server(args: argparse.Namespace) -> int:

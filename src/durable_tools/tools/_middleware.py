@@ -11,13 +11,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ._context import ToolContext
+from ._registered import RegisteredTool
 from ._spec import ToolSpec
-
-if TYPE_CHECKING:
-    from ._registry import RegisteredTool
 
 __all__ = ["Middleware", "Skip", "ToolCallInfo", "run_after", "run_before"]
 

@@ -3,8 +3,8 @@
     run_calls   strategy (sequential, parallel, batched), idempotency keys, cancellation
       run_call  validate -> gate (approval, authorization) -> execute -> record
 
-Each stage lives in its own module (`_validate`, `_gate`, `_execute`, `_record`) and
-works on the run's `RunState`; this module only wires them in order.
+Each stage lives in its own module (`_validate`, `_approval_gate`, `_authorization_gate`,
+`_execute`, `_record`) and works on the run's `RunState`; this module only wires them.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import error_outcome
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.tools._validation import parse_arguments
+from durable_tools.workflows._approval_gate import approve, preflight
+from durable_tools.workflows._authorization_gate import authorize
 from durable_tools.workflows._execute import Executed, execute
-from durable_tools.workflows._gate import approve, authorize, preflight
 from durable_tools.workflows._model_turn import advertised, has_deferred
 from durable_tools.workflows._record import cancelled_result, record_outcome
 from durable_tools.workflows._state import RunState

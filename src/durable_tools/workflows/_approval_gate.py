@@ -1,9 +1,8 @@
-"""Stage 2 of a call: the gate. Policy, a person's approval, then OAuth authorization.
+"""Stage 2a of a call: the approval gate. Policy, then a person's decision.
 
 `approve` decides whether the call needs a person (from the tool, the run's policy, or a
 worker-side predicate through the preflight activity) and waits durably for the decision;
-`authorize` waits for the user to grant OAuth access when the tool needs a token it does
-not have. Each returns a refusal message for the model when the call must not run.
+a denial becomes a refusal message for the model (or ends the run, by policy).
 """
 
 from __future__ import annotations
@@ -16,23 +15,21 @@ from temporalio import workflow
 
 from durable_tools.activities._types import PREFLIGHT_ACTIVITY, PreflightRequest, PreflightResult
 from durable_tools.messages import Message
-from durable_tools.tools import Denied, ErrorKind, NeedsAuthorization
+from durable_tools.tools import Denied
 from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import redact_arguments
 from durable_tools.workflows._approvals import arguments_hash, static_approval
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._types import (
     ApprovalDecision,
-    AuthorizationCompleted,
     PendingApproval,
-    PendingAuthorization,
     RunStatus,
     ToolCallRecord,
 )
 from durable_tools.workflows._validate import ValidCall
 from durable_tools.workflows._visibility import publish, unless_evicted
 
-__all__ = ["Gate", "approve", "authorize", "preflight"]
+__all__ = ["Gate", "approve", "preflight"]
 
 
 @dataclass(frozen=True)
@@ -143,52 +140,3 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
     finally:
         state.pending.pop(call.id, None)
         unless_evicted(lambda: publish(state))
-
-
-async def authorize(
-    state: RunState, valid: ValidCall, record: ToolCallRecord, checked: PreflightResult | None
-) -> str | Message | None:
-    """The OAuth grant reference to run with (None: the tool needs none), or a refusal.
-
-    When the preflight found no usable grant it returned an authorization URL: the run
-    waits, durably, for the callback's `authorization_completed` signal.
-    """
-    if checked is None or not checked.authorization_url:
-        return checked.grant_ref if checked else None
-    call, spec = valid.call, valid.spec
-    assert spec.oauth is not None
-    record.status = "awaiting_authorization"
-    state.grants.pop(call.id, None)
-    state.authorizations[call.id] = PendingAuthorization(
-        call_id=call.id,
-        tool=spec.name,
-        provider=spec.oauth.provider,
-        scopes=list(spec.oauth.scopes),
-        authorization_url=checked.authorization_url,
-        requested_at=workflow.now(),
-    )
-    state.event("authorization.requested", call, detail=spec.oauth.provider)
-    publish(state)
-    try:
-        await workflow.wait_condition(
-            lambda: call.id in state.grants or state.cancel_reason is not None
-        )
-        state.check_call_cancelled()
-        completed: AuthorizationCompleted = state.grants.pop(call.id)
-        state.event(
-            "authorization.completed" if completed.grant_ref else "authorization.failed",
-            call,
-            detail=completed.error,
-        )
-    finally:
-        state.authorizations.pop(call.id, None)
-        unless_evicted(lambda: publish(state))
-    if completed.error or not completed.grant_ref:
-        record.status = "failed"
-        record.error_kind = ErrorKind.UNAUTHORIZED.value
-        record.result = f"authorization failed: {completed.error}"[:300]
-        refused = NeedsAuthorization(f"authorization failed: {completed.error}")
-        return Message.tool(
-            call.id, spec.name, error_message_for_model(call.id, spec.name, refused)
-        )
-    return completed.grant_ref
