@@ -156,6 +156,7 @@ async def test_corpus_of_malformed_calls(client: Client, task_queue: str, tmp_pa
         result = await run.result()
         conversation = await run.conversation()
         timeline = {r.call_id: r for r in await run.timeline()}
+        await assert_not_wedged(run.handle, allowed=0)
     assert result.status == RunStatus.COMPLETED and result.final_answer == "survived"
 
     valid = {cid for cid, _, _, ok in CORPUS if ok}

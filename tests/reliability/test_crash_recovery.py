@@ -11,7 +11,7 @@ from temporalio.client import Client
 
 from durable_tools.client import DurableTools
 from durable_tools.workflows import RunStatus
-from support import answer, calls, scheduled_activities, write_script
+from support import answer, assert_not_wedged, calls, scheduled_activities, write_script
 
 SENTINEL = "sk-CRASH-SENTINEL-5d1e0b"
 
@@ -49,6 +49,7 @@ async def test_worker_killed_mid_tool_resumes_with_same_key_and_applies_once(
         result = await asyncio.wait_for(run.result(), 60)
         timeline = {r.call_id: r for r in await run.timeline()}
         history = await run.handle.fetch_history()
+        await assert_not_wedged(run.handle)
     finally:
         if second is not None:
             second.stop()

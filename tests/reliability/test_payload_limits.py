@@ -11,7 +11,7 @@ from temporalio.client import Client
 from durable_tools.client import DurableTools
 from durable_tools.tools import ArtifactRef, FileSystemArtifactStore, ToolRegistry
 from durable_tools.workflows import AgentConfig, RunStatus
-from support import answer, calls, running_worker, write_script
+from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 SIZE = 5 * 1024 * 1024
 LIMIT = 16_000
@@ -44,6 +44,7 @@ async def test_five_megabyte_output_goes_to_the_artifact_store(
         result = await run.result()
         conversation = await run.conversation()
         timeline = await run.timeline()
+        await assert_not_wedged(run.handle, allowed=0)
     assert result.status == RunStatus.COMPLETED and result.final_answer == "exported"
     assert timeline[0].status == "completed"
 

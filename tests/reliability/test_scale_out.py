@@ -11,7 +11,7 @@ from temporalio.client import Client
 
 from durable_tools.client import DurableTools
 from durable_tools.workflows import RunStatus
-from support import answer, calls, write_script
+from support import answer, assert_not_wedged, calls, write_script
 
 RUNS = 50
 
@@ -32,6 +32,8 @@ async def test_three_workers_share_fifty_runs(
         runs = await asyncio.gather(*(dt.start(f"run {i}", model=model) for i in range(RUNS)))
         results = await asyncio.wait_for(asyncio.gather(*(r.result() for r in runs)), 120)
         timelines = await asyncio.gather(*(r.timeline() for r in runs))
+        for run in runs:
+            await assert_not_wedged(run.handle, allowed=0)
     finally:
         for worker in workers:
             worker.stop()

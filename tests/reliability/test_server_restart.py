@@ -11,7 +11,7 @@ from durable_tools.client import DurableTools
 from durable_tools.server import DevServer
 from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
 from durable_tools.workflows import RunStatus
-from support import answer, calls, running_worker, wait_for, write_script
+from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 
 def free_port() -> int:
@@ -79,6 +79,8 @@ async def test_runs_survive_a_server_restart(tmp_path: Path) -> None:
             )
             timelines = [await dt.run(r.run_id).timeline() for r in [*slow_runs, paused]]
             events = await paused.events()
+            for run in [*slow_runs, paused]:
+                await assert_not_wedged(dt.run(run.run_id).handle)
     finally:
         await server.stop()
 
