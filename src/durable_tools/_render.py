@@ -28,6 +28,8 @@ from durable_tools.workflows import (
 __all__ = [
     "approval_commands",
     "approval_label",
+    "catalog_json",
+    "catalog_line",
     "clip",
     "duration_ms",
     "render_approval",
@@ -276,6 +278,34 @@ def safety_summary(spec: ToolSpec) -> str:
     return ", ".join(parts)
 
 
+def catalog_line(spec: ToolSpec) -> str:
+    """Catalog metadata in one line: transport, source, cost, latency, MIME types."""
+    parts = [f"transport: {spec.transport}"]
+    for label, value in (
+        ("source", spec.source),
+        ("cost", spec.cost_hint),
+        ("latency", spec.latency_hint),
+        ("types", ", ".join(spec.mime_types) or None),
+    ):
+        if value:
+            parts.append(f"{label}: {value}")
+    return "; ".join(parts)
+
+
+def catalog_json(spec: ToolSpec) -> dict[str, Any]:
+    """Catalog metadata as JSON."""
+    return {
+        "transport": spec.transport,
+        "source": spec.source,
+        "cost_hint": spec.cost_hint,
+        "latency_hint": spec.latency_hint,
+        "safety_notes": spec.safety_notes,
+        "mime_types": list(spec.mime_types),
+        "validate": spec.validation,
+        "examples": list(spec.examples),
+    }
+
+
 def tool_json(spec: ToolSpec) -> dict[str, Any]:
     """A tool as the model sees it, plus its safety and approval rules."""
     return {
@@ -287,6 +317,7 @@ def tool_json(spec: ToolSpec) -> dict[str, Any]:
         "summary": safety_summary(spec),
         "loading": str(spec.loading),
         "oauth": spec.oauth.model_dump(mode="json") if spec.oauth else None,
+        "catalog": catalog_json(spec),
     }
 
 
@@ -295,7 +326,10 @@ def render_tool(spec: ToolSpec) -> str:
     schema = json.dumps(spec.input_schema, indent=2, ensure_ascii=True)
     body = "\n".join("    " + line for line in schema.splitlines())
     description = spec.description.strip() or "(no description)"
+    notes = f"\n  safety notes: {spec.safety_notes}" if spec.safety_notes else ""
     head = terminal_safe(
-        f"{spec.name}\n  {description}\n  [{safety_summary(spec)}]", multiline=True
+        f"{spec.name}\n  {description}\n  [{safety_summary(spec)}]\n  "
+        f"[{catalog_line(spec)}]{notes}",
+        multiline=True,
     )
     return f"{head}\n  parameters:\n{body}"

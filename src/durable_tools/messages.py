@@ -7,6 +7,7 @@ text the model produced: parsing is validation's job, and malformed JSON must re
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -50,6 +51,11 @@ class Message(BaseModel):
     """Set on tool messages: the call this result answers."""
     name: str | None = None
     """On tool messages, the tool's name."""
+    is_error: bool | None = None
+    """On tool messages: True when the call failed, was refused, skipped or invalid. Kept
+    for the run's own records; model adapters do not send it to providers."""
+    at: datetime | None = None
+    """On tool messages: when the result was made (workflow time). Not sent to providers."""
 
     @classmethod
     def system(cls, content: str) -> Message:
@@ -60,8 +66,23 @@ class Message(BaseModel):
         return cls(role="user", content=content)
 
     @classmethod
-    def tool(cls, call_id: str, name: str, content: str) -> Message:
-        return cls(role="tool", tool_call_id=call_id, name=name, content=content)
+    def tool(
+        cls,
+        call_id: str,
+        name: str,
+        content: str,
+        *,
+        is_error: bool | None = None,
+        at: datetime | None = None,
+    ) -> Message:
+        return cls(
+            role="tool",
+            tool_call_id=call_id,
+            name=name,
+            content=content,
+            is_error=is_error,
+            at=at,
+        )
 
 
 class ToolDefinition(BaseModel):

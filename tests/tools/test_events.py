@@ -13,6 +13,7 @@ def test_event_names_are_stable() -> None:
         "tool.failed",
         "tool.invalid_args",
         "tool.policy_exhausted",
+        "tool.skipped",
     )
 
 

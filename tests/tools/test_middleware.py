@@ -14,6 +14,7 @@ from durable_tools.tools import (
     Skip,
     ToolCallInfo,
     ToolContext,
+    ToolError,
     ToolEvent,
     ToolRegistry,
     ToolResult,
@@ -49,7 +50,8 @@ async def test_before_hook_can_skip_the_call() -> None:
     skipped = await registry.invoke("echo", {"text": "no"}, ctx())
     assert calls == []
     assert skipped.skipped == "echo is disabled today"
-    assert skipped.content[0].text == "echo is disabled today"
+    assert skipped.content[0].text == "Tool call c to 'echo' was not run: echo is disabled today"
+    assert skipped.is_error  # the model reads it as an error result
     ran = await registry.invoke("echo", {"text": "yes"}, ctx())
     assert calls == ["yes"] and ran.skipped is None
     assert seen[0].name == "echo" and seen[0].spec.name == "echo"
@@ -112,3 +114,35 @@ async def test_middleware_on_event_receives_events() -> None:
     registry.use(SimpleNamespace(after=lambda call, result: None, on_event=on_event))
     await registry.invoke("echo", {"text": "x"}, ctx())
     assert got[-1] == TOOL_COMPLETED
+
+
+async def test_a_skip_emits_skipped_and_neither_started_nor_completed() -> None:
+    registry = make_registry([])
+    seen: list[str] = []
+    registry.on("*", lambda event: seen.append(event.name))
+    registry.use(SimpleNamespace(before=lambda call: Skip("not today")))
+    await registry.invoke("echo", {"text": "x"}, ctx())
+    assert seen == ["tool.skipped"]
+
+
+async def test_before_hooks_do_not_run_on_a_retry_attempt() -> None:
+    calls: list[str] = []
+    registry = make_registry(calls)
+    hooks: list[str] = []
+    registry.use(SimpleNamespace(before=lambda call: hooks.append(call.name)))
+    assert registry.has_before_hooks
+    await registry.invoke("echo", {"text": "a"}, ctx())
+    await registry.invoke("echo", {"text": "b"}, ctx(), run_before_hooks=False)
+    assert hooks == ["echo"] and calls == ["a", "b"]
+
+
+async def test_a_failing_before_hook_is_final_so_no_retry_can_skip_it() -> None:
+    registry = make_registry([])
+
+    def before(call: ToolCallInfo) -> None:
+        raise ConnectionError("policy service unreachable")  # retryable by kind
+
+    registry.use(SimpleNamespace(before=before))
+    with pytest.raises(ToolError) as caught:
+        await registry.invoke("echo", {"text": "x"}, ctx())
+    assert caught.value.retryable is False

@@ -28,6 +28,7 @@ from durable_tools.activities._types import (
 )
 from durable_tools.messages import Message
 from durable_tools.models import resolve_model
+from durable_tools.tools._catalog import IdentityIncomplete
 from durable_tools.tools._errors import ToolNotFound
 from durable_tools.tools._formatting import valid_text
 from durable_tools.tools._results import ArtifactRef
@@ -76,7 +77,14 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
                     type="UnknownTools",
                     non_retryable=True,
                 )
-        specs = registry.catalog(identity=request.identity, granted_scopes=request.granted_scopes)
+        try:
+            specs = registry.catalog(
+                identity=request.identity, granted_scopes=request.granted_scopes
+            )
+        except IdentityIncomplete as error:
+            raise ApplicationError(
+                str(error), type="IdentityIncomplete", non_retryable=True
+            ) from None
         if request.tools is not None:
             wanted = set(request.tools)
             specs = [spec for spec in specs if spec.name in wanted]

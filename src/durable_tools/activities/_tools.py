@@ -22,7 +22,11 @@ from temporalio.exceptions import ApplicationError
 
 from durable_tools.activities._runtime import ToolRuntime
 from durable_tools.activities._types import ToolInvocation
-from durable_tools.tools._classify import classify_exception, error_message_for_model
+from durable_tools.tools._classify import (
+    apply_retry_spec,
+    classify_exception,
+    error_message_for_model,
+)
 from durable_tools.tools._context import ToolContext
 from durable_tools.tools._errors import Cancelled, ToolError
 from durable_tools.tools._formatting import format_result, output_lost_outcome
@@ -40,12 +44,19 @@ log = logging.getLogger("durable_tools.activities")
 
 
 def to_application_error(
-    error: ToolError, call_id: str, tool_name: str, secrets: list[str], attempt: int = 1
+    error: ToolError,
+    call_id: str,
+    tool_name: str,
+    secrets: list[str],
+    attempt: int = 1,
+    *,
+    retryable: bool | None = None,
 ) -> ApplicationError:
     """The Temporal form of a classified tool error, scrubbed of secret values.
 
     Its details are the model-facing message and the attempt number (counting the
     workflow's own retries), so the run's timeline counts retries made by the engine.
+    `retryable` overrides the error's own flag (the tool's `retry_on` said no).
     """
     message = scrub(error.message, secrets)
     model_message = scrub(error_message_for_model(call_id, tool_name, error), secrets)
@@ -54,7 +65,7 @@ def to_application_error(
         model_message,
         attempt,
         type=error.kind.value,
-        non_retryable=not error.retryable,
+        non_retryable=not (error.retryable if retryable is None else retryable),
         next_retry_delay=(
             timedelta(seconds=error.retry_after) if error.retry_after is not None else None
         ),
@@ -124,6 +135,7 @@ def make_tool_activity(
     async def run_tool(invocation: ToolInvocation) -> Any:
         info = activity.info()
         attempt = invocation.attempt_offset + info.attempt
+        first = attempt == 1
         previous = info.heartbeat_details[0] if info.heartbeat_details else None
         last_details: list[Any] = [previous]
         loop = asyncio.get_running_loop()
@@ -140,6 +152,7 @@ def make_tool_activity(
                 loop.call_soon_threadsafe(activity.heartbeat, details, context=activity_context)
 
         secrets = runtime.secret_values()
+        final_on_failure = False
         try:
             access_token = None
             if spec.oauth is not None:
@@ -148,7 +161,11 @@ def make_tool_activity(
                         f"tool {spec.name!r} needs OAuth ({spec.oauth.provider}) but this worker "
                         "has no OAuth broker configured"
                     )
+                # Before-hooks run on the first attempt only (see `ToolRegistry.invoke`): an
+                # attempt that fails before them must not be retried, or a retry would skip them.
+                final_on_failure = first and runtime.registry.has_before_hooks
                 access_token = await runtime.oauth.access_token(invocation.identity, spec.oauth)
+                final_on_failure = False
                 secrets.append(access_token)
             context = ToolContext(
                 tool_call_id=invocation.call_id,
@@ -165,21 +182,23 @@ def make_tool_activity(
             )
             started = time.monotonic()
             result = await _heartbeat_while(
-                runtime.registry.invoke(spec.name, invocation.arguments, context),
+                runtime.registry.invoke(
+                    spec.name, invocation.arguments, context, run_before_hooks=first
+                ),
                 None if info.is_local else _heartbeat_every(spec.policy.heartbeat_timeout),
                 last_details,
                 context,
             )
         except asyncio.CancelledError:
             raise
-        except ToolError as error:
-            raise to_application_error(
-                error, invocation.call_id, spec.name, secrets, attempt
-            ) from None
         except Exception as exc:  # classified once, here, for every tool
             classified = classify_exception(exc)
+            cause = exc.__cause__ if exc is classified else exc
+            retryable = not final_on_failure and apply_retry_spec(
+                classified, spec.policy.retry, cause
+            )
             raise to_application_error(
-                classified, invocation.call_id, spec.name, secrets, attempt
+                classified, invocation.call_id, spec.name, secrets, attempt, retryable=retryable
             ) from None
         # The tool has run: from here on nothing may raise, or the engine would run it again.
         try:

@@ -28,6 +28,7 @@ from durable_tools._render import (
     tool_json,
 )
 from durable_tools.client import AgentRun, DurableTools, RunSummary
+from durable_tools.tools._catalog import filter_specs
 from durable_tools.tools._context import Identity
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker import load_registry
@@ -376,7 +377,15 @@ async def cmd_pending(args: argparse.Namespace) -> int:
 
 async def cmd_tools(args: argparse.Namespace) -> int:
     """Print a registry's model-visible schemas and safety rules."""
-    specs = _registry(args).specs()
+    every = _registry(args).specs()
+    specs = filter_specs(
+        every,
+        granted_scopes={scope for spec in every for scope in spec.auth_scopes},  # list them all
+        transport=args.transport,
+        source=args.source,
+        mime_type=args.mime_type,
+        tag=args.tag,
+    )
     if args.json:
         dump_json([tool_json(spec) for spec in specs])
     else:

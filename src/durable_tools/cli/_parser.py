@@ -118,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tools", help="print the model-visible schemas of a registry")
     p.add_argument("--tools", required=True, metavar="MODULE[:ATTR]")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--transport", help="only tools reached this way (function, mcp, http, ...)")
+    p.add_argument("--source", help="only tools whose source matches this glob")
+    p.add_argument("--mime-type", help="only tools handling this MIME type")
+    p.add_argument("--tag", help="only tools with this tag")
     p.set_defaults(handler=cmd_tools)
 
     p = sub.add_parser("demo", help="the whole story on the embedded server, in ~20 s")

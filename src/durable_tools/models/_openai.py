@@ -114,8 +114,8 @@ def _message_to_openai(message: Message) -> dict[str, Any]:
             out["content"] = ""
         return out
     if message.role == "tool":
-        # `name` is left out: the API ties a result to its call by id, and some
-        # compatible servers reject fields they do not know.
+        # `name` (and the run's own `is_error`, `at`) are left out: the API ties a result to
+        # its call by id, and some compatible servers reject fields they do not know.
         return {
             "role": "tool",
             "tool_call_id": message.tool_call_id or "",

@@ -613,7 +613,13 @@ def http_tool(
         idempotency_header=idempotency_header,
         max_error_body=max_error_body,
     )
-    merged: dict[str, Any] = {**method_safety(upper), **options}
+    host = httpx.URL(url_template.split("{")[0]).host  # the host only: no userinfo, no query
+    merged: dict[str, Any] = {
+        **method_safety(upper),
+        "transport": "http",
+        "source": f"http:{host}",
+        **options,
+    }
     requirement = next((a.requirement() for a in auths if a.requirement() is not None), None)
     if requirement is not None:
         merged.setdefault("oauth", requirement)

@@ -157,6 +157,8 @@ def _register(
             or tool.get("title")
             or f"MCP tool {mcp_name} of {server.label}",
             "tags": ("mcp", f"mcp:{chosen_prefix or server.label}"),
+            "transport": "mcp",
+            "source": f"mcp:{server.name or 'server'}/{mcp_name}",  # never the URL (tokens)
             **_options_from_annotations(annotations),
             **defaults,
             **per_tool.get(mcp_name, {}),

@@ -448,6 +448,8 @@ def attach_openapi(
             **method_safety(op.method),
             "description": _description(op),
             "tags": op.tags,
+            "transport": "http",
+            "source": f"openapi:{httpx.URL(root).host}",  # the host only: no userinfo, no query
         }
         if bearer is not None and bearer.provider is not None:
             scopes = tuple(dict.fromkeys([*bearer.scopes, *_oauth_scopes(parsed, op)]))

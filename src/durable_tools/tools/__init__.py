@@ -30,6 +30,7 @@ from ._events import (
     TOOL_FAILED,
     TOOL_INVALID_ARGS,
     TOOL_POLICY_EXHAUSTED,
+    TOOL_SKIPPED,
     TOOL_STARTED,
     ToolEvent,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "TOOL_FAILED",
     "TOOL_INVALID_ARGS",
     "TOOL_POLICY_EXHAUSTED",
+    "TOOL_SKIPPED",
     "TOOL_STARTED",
     "ApprovalMode",
     "ApprovalPredicate",

@@ -11,9 +11,24 @@ import fnmatch
 import re
 from collections.abc import Collection, Iterable
 
+from ._context import Identity
 from ._spec import LoadingMode, ToolSpec
 
-__all__ = ["filter_specs", "search_specs", "tokenize"]
+
+class IdentityIncomplete(LookupError):
+    """A catalog that requires a full identity was asked for without one."""
+
+
+def missing_identity(identity: Identity | None) -> list[str]:
+    """The parts (`user`, `tenant`, `session`) that `identity` lacks, in that order."""
+    return [
+        part
+        for part in ("user", "tenant", "session")
+        if identity is None or not getattr(identity, part)
+    ]
+
+
+__all__ = ["IdentityIncomplete", "filter_specs", "missing_identity", "search_specs", "tokenize"]
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -30,6 +45,10 @@ def filter_specs(
     granted_scopes: Collection[str] | None = None,
     loading: LoadingMode | str | None = None,
     pattern: str | None = None,
+    transport: str | None = None,
+    source: str | None = None,
+    mime_type: str | None = None,
+    tag: str | None = None,
 ) -> list[ToolSpec]:
     """The specs a run may see.
 
@@ -39,6 +58,12 @@ def filter_specs(
             invisible; None grants nothing (fail closed), so scoped tools are hidden.
         loading: Keep only tools of this loading mode; None keeps all.
         pattern: A glob over names (`github_*`); None keeps all.
+        transport: Keep only tools reached this way (`function`, `mcp`, `http`,
+            `sub-agent`).
+        source: A glob over the tools' `source` (`mcp:github*`); a tool without one fails it.
+        mime_type: Keep only tools that handle this MIME type; `image/*` in a tool's list
+            matches `image/png`.
+        tag: Keep only tools with this tag.
 
     Returns:
         The visible specs, in input order.
@@ -51,7 +76,16 @@ def filter_specs(
         if set(spec.auth_scopes) <= granted
         and (mode is None or spec.loading == mode)
         and (pattern is None or fnmatch.fnmatchcase(spec.name, pattern))
+        and (transport is None or spec.transport == transport)
+        and (source is None or fnmatch.fnmatchcase(spec.source or "", source))
+        and (mime_type is None or _handles(spec, mime_type))
+        and (tag is None or tag in spec.tags)
     ]
+
+
+def _handles(spec: ToolSpec, mime_type: str) -> bool:
+    wanted = mime_type.lower()
+    return any(fnmatch.fnmatchcase(wanted, handled.lower()) for handled in spec.mime_types)
 
 
 def _score(spec: ToolSpec, terms: list[str], phrase: str) -> float:

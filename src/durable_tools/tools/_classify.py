@@ -28,8 +28,14 @@ from ._errors import (
     ToolNotFound,
     ToolTimeout,
 )
+from ._spec import RetrySpec
 
-__all__ = ["classify_exception", "error_message_for_model", "parse_retry_after"]
+__all__ = [
+    "apply_retry_spec",
+    "classify_exception",
+    "error_message_for_model",
+    "parse_retry_after",
+]
 
 # errno values that mean "the network hiccupped", worth another attempt.
 _NETWORK_ERRNOS = {
@@ -195,6 +201,37 @@ def classify_exception(exc: BaseException) -> ToolError:
             f"{'network error' if network else kind}: {text}", retryable=True, details=details
         )
     return ToolExecutionError(f"{kind}: {text}", retryable=True, details=details)
+
+
+def _error_names(error: ToolError, cause: BaseException | None) -> set[str]:
+    names = {error.kind.value, *_mro_names(error)}
+    if cause is not None:
+        names |= _mro_names(cause)
+    original = error.details.get("exception_type")
+    if isinstance(original, str):
+        names.add(original)
+    return names - {"object", "BaseException", "Exception"}
+
+
+def apply_retry_spec(error: ToolError, retry: RetrySpec, cause: BaseException | None) -> bool:
+    """Whether `error` may be retried under the tool's `non_retryable_errors`/`retry_on`.
+
+    An error is named by its `ErrorKind` value, its class and base classes, and those of
+    the exception it was classified from (`cause`), so `retry_on=["ConnectionError"]`
+    also retries a `ConnectionResetError`. A retryable error is only ever made final here,
+    never the reverse: a list cannot make an invalid-arguments error worth repeating.
+
+    Args:
+        error: The classified error.
+        retry: The tool's retry spec.
+        cause: The exception the tool raised, when `error` was classified from it.
+    """
+    if not error.retryable:
+        return False
+    names = _error_names(error, cause)
+    if names & set(retry.non_retryable_errors):
+        return False
+    return retry.retry_on is None or bool(names & set(retry.retry_on))
 
 
 def error_message_for_model(

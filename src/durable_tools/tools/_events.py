@@ -24,6 +24,7 @@ __all__ = [
     "TOOL_FAILED",
     "TOOL_INVALID_ARGS",
     "TOOL_POLICY_EXHAUSTED",
+    "TOOL_SKIPPED",
     "TOOL_STARTED",
     "EventBus",
     "EventListener",
@@ -37,7 +38,9 @@ log = logging.getLogger("durable_tools.tools")
 TOOL_STARTED: Final = "tool.started"
 """Arguments are valid and the tool function is about to run."""
 TOOL_COMPLETED: Final = "tool.completed"
-"""The tool returned (or a before-hook skipped it)."""
+"""The tool returned."""
+TOOL_SKIPPED: Final = "tool.skipped"
+"""A before-hook skipped the call: the tool did not run (no started/completed events)."""
 TOOL_FAILED: Final = "tool.failed"
 """The tool, a hook or argument injection raised; `error_kind` says how it was classified."""
 TOOL_INVALID_ARGS: Final = "tool.invalid_args"
@@ -51,6 +54,7 @@ ALL_EVENTS: Final = (
     TOOL_FAILED,
     TOOL_INVALID_ARGS,
     TOOL_POLICY_EXHAUSTED,
+    TOOL_SKIPPED,
 )
 
 

@@ -20,7 +20,7 @@ from ._context import Identity
 from ._docstrings import parse_docstring
 from ._names import NameStyle, ToolRegistrationError, check_alias, check_tool_name
 from ._registered import ApprovalPredicate, RegisteredTool
-from ._schema import SignaturePlan, plan_signature, schema_for_model
+from ._schema import SignaturePlan, output_schema_for, plan_signature, schema_for_model
 from ._schema_tools import SchemaTool, plan_for_schema
 from ._spec import (
     ExecutionPolicy,
@@ -30,6 +30,8 @@ from ._spec import (
     Safety,
     SideEffect,
     ToolSpec,
+    Transport,
+    ValidateMode,
 )
 from ._validation import format_schema_errors, schema_validator
 
@@ -91,8 +93,19 @@ class ToolOptions(TypedDict, total=False):
     """Defaults to the schema of a pydantic return annotation."""
     visible_to: Callable[[Identity], bool] | None
     """Worker-side rule hiding the tool from some identities in `catalog()`."""
+    validate: ValidateMode
+    """What is checked: `input`, `output`, `both` (default) or `none`. Asking for `output`
+    or `both` explicitly derives an output schema from any return annotation."""
+    cost_hint: str | None
+    latency_hint: str | None
+    safety_notes: str | None
+    source: str | None
+    transport: Transport
+    mime_types: Sequence[str]
 
 
+_CATALOG_KEYS = ("cost_hint", "latency_hint", "safety_notes", "source", "transport", "mime_types")
+_OUTPUT = ("output", "both")
 _KNOWN_OPTIONS = frozenset(ToolOptions.__annotations__) | {"input_schema"}
 
 
@@ -179,6 +192,8 @@ def build_tool(
         else plan_for_schema(given_schema, tool_name=name, strict=strict)
     )
     output_schema = _output_schema(options.get("output_schema"), plan, name)
+    if output_schema is None and given_schema is None and options.get("validate") in _OUTPUT:
+        output_schema = output_schema_for(fn, tool_name=name)
 
     aliases = dict(options.get("aliases") or {})
     for provider, alias in aliases.items():
@@ -200,6 +215,8 @@ def build_tool(
             oauth=options.get("oauth"),
             aliases=aliases,
             strict=strict,
+            validation=options.get("validate", "both"),
+            **{k: options[k] for k in _CATALOG_KEYS if k in options},
         )
     except (PydanticValidationError, ValueError, TypeError) as exc:
         raise ToolRegistrationError(

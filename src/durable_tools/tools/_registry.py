@@ -15,7 +15,7 @@ from typing import Any, TypeVar, overload
 
 from typing_extensions import Unpack
 
-from ._catalog import filter_specs, search_specs
+from ._catalog import IdentityIncomplete, filter_specs, missing_identity, search_specs
 from ._classify import classify_exception
 from ._context import Identity, ToolContext
 from ._errors import InvalidArguments, ToolExecutionError, ToolNotFound
@@ -23,6 +23,7 @@ from ._events import (
     TOOL_COMPLETED,
     TOOL_FAILED,
     TOOL_INVALID_ARGS,
+    TOOL_SKIPPED,
     TOOL_STARTED,
     EventBus,
     EventListener,
@@ -53,7 +54,10 @@ class ToolRegistry:
     Args:
         name_style: `snake_case` (default) or `provider` (`^[a-zA-Z0-9_-]{1,64}$`).
         max_name_length: Longest tool name.
-        validate_outputs: Check structured results against the tool's output schema.
+        validate_outputs: Check structured results against the tool's output schema
+            (for tools whose `validate` asks for it); False turns output checks off.
+        require_full_identity: Refuse to serve a catalog (`catalog()`, and so a run's
+            start) unless the identity names a user, a tenant and a session.
     """
 
     def __init__(
@@ -62,10 +66,12 @@ class ToolRegistry:
         name_style: NameStyle = "snake_case",
         max_name_length: int = 64,
         validate_outputs: bool = True,
+        require_full_identity: bool = False,
     ) -> None:
         self.name_style: NameStyle = name_style
         self.max_name_length = max_name_length
         self.validate_outputs = validate_outputs
+        self.require_full_identity = require_full_identity
         # Copy-on-write: writers replace the dicts under the lock, readers take a
         # snapshot reference and never see a half-made change.
         self._tools: dict[str, RegisteredTool] = {}
@@ -108,6 +114,9 @@ class ToolRegistry:
         tool = build_tool(
             fn, options, name_style=self.name_style, max_name_length=self.max_name_length
         )
+        if tool.spec.source is None:
+            where = f"python:{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
+            tool = dataclasses.replace(tool, spec=tool.spec.model_copy(update={"source": where}))
         self._add(tool)
         return tool
 
@@ -183,7 +192,9 @@ class ToolRegistry:
             **options,
         )
         with self._lock:
-            tool = dataclasses.replace(tool, spec=tool.spec.model_copy(update={"subagent": dumped}))
+            source = f"agent:{dumped.get('name', 'agent')}"
+            update = {"subagent": dumped, "transport": "sub-agent", "source": source}
+            tool = dataclasses.replace(tool, spec=tool.spec.model_copy(update=update))
             self._tools = {**self._tools, name: tool}
         return tool
 
@@ -274,6 +285,10 @@ class ToolRegistry:
         granted_scopes: Collection[str] | None = None,
         loading: LoadingMode | str | None = None,
         pattern: str | None = None,
+        transport: str | None = None,
+        source: str | None = None,
+        mime_type: str | None = None,
+        tag: str | None = None,
     ) -> list[ToolSpec]:
         """The specs a run may see.
 
@@ -283,10 +298,32 @@ class ToolRegistry:
                 None grants none (fail closed).
             loading: Only tools of this loading mode.
             pattern: A glob over names.
+            transport: Only tools reached this way (`function`, `mcp`, `http`, `sub-agent`).
+            source: A glob over the tools' `source`.
+            mime_type: Only tools handling this MIME type.
+            tag: Only tools with this tag.
+
+        Raises:
+            IdentityIncomplete: the registry has `require_full_identity` and `identity`
+                lacks a user, a tenant or a session.
         """
+        if self.require_full_identity:
+            missing = missing_identity(identity)
+            if missing:
+                raise IdentityIncomplete(
+                    "this worker serves tools only to a full identity (user, tenant and "
+                    f"session); missing: {', '.join(missing)}"
+                )
         visible = [t.spec for t in self._tools.values() if t.is_visible_to(identity)]
         return filter_specs(
-            visible, granted_scopes=granted_scopes, loading=loading, pattern=pattern
+            visible,
+            granted_scopes=granted_scopes,
+            loading=loading,
+            pattern=pattern,
+            transport=transport,
+            source=source,
+            mime_type=mime_type,
+            tag=tag,
         )
 
     def search(
@@ -315,10 +352,33 @@ class ToolRegistry:
 
     # ---------------------------------------------------------------- executing
 
+    @property
+    def has_before_hooks(self) -> bool:
+        """Whether any middleware has a before-hook."""
+        return any(getattr(m, "before", None) is not None for m in self._middleware)
+
     async def invoke(
-        self, name: str, arguments: Mapping[str, Any] | str, context: ToolContext
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | str,
+        context: ToolContext,
+        *,
+        run_before_hooks: bool = True,
     ) -> ToolResult:
         """Validate, inject, run hooks and the tool, and return its result.
+
+        Before-hooks run once per call: the tool activity passes `run_before_hooks` only on
+        a call's first attempt. So that a retry never skips hooks that did not pass, a
+        failure before the tool body starts on an attempt that runs them (a hook raising,
+        an argument that cannot be injected) is made final (`retryable=False`). A skip
+        completes the call, so it is never retried either; it emits `tool.skipped`, not
+        `tool.started`/`tool.completed`, and its result is an error the model reads.
+
+        Args:
+            name: The tool.
+            arguments: JSON text or a mapping.
+            context: The call's context.
+            run_before_hooks: False on a retry attempt of a call whose hooks already passed.
 
         Raises:
             ToolNotFound: no such tool.
@@ -344,7 +404,8 @@ class ToolRegistry:
             )
 
         try:
-            args = validate_arguments(spec, parse_arguments(arguments))
+            parsed = parse_arguments(arguments)
+            args = validate_arguments(spec, parsed) if spec.validates_input else parsed
             values = tool.to_python(args)
         except InvalidArguments as error:
             await self.emit(
@@ -352,24 +413,40 @@ class ToolRegistry:
             )
             raise
         call = ToolCallInfo(tool=tool, arguments=args, context=context)
-        await self.emit(event(TOOL_STARTED))
         started = time.monotonic()
+        body_started = False
         try:
-            skip = await run_before(self._middleware, call)
+            skip = await run_before(self._middleware, call) if run_before_hooks else None
             if isinstance(skip, Skip):
-                result = ToolResult(
-                    content=[ContentBlock(type="text", text=skip.reason)], skipped=skip.reason
+                elapsed = (time.monotonic() - started) * 1000
+                await self.emit(event(TOOL_SKIPPED, elapsed_ms=elapsed, message=skip.reason))
+                text = (
+                    f"Tool call {context.tool_call_id} to {spec.name!r} was not run: {skip.reason}"
                 )
-            else:
-                raw = await tool.call(tool.inject(values, context))
-                result = to_tool_result(raw)
-                if self.validate_outputs and result.structured is not None and not result.is_error:
-                    validate_output(spec, result.structured)
+                return ToolResult(
+                    content=[ContentBlock(type="text", text=text)],
+                    is_error=True,
+                    skipped=skip.reason,
+                    elapsed_ms=elapsed,
+                )
+            await self.emit(event(TOOL_STARTED))
+            body_started = True
+            raw = await tool.call(tool.inject(values, context))
+            result = to_tool_result(raw)
+            if (
+                self.validate_outputs
+                and spec.validates_output
+                and result.structured is not None
+                and not result.is_error
+            ):
+                validate_output(spec, result.structured)  # never retryable: the body ran
             result = await run_after(self._middleware, call, result)
             if not isinstance(result, ToolResult):
                 raise TypeError(f"an after-hook returned {type(result).__name__}, not a ToolResult")
         except Exception as exc:
             failure = classify_exception(exc)
+            if not body_started and run_before_hooks and failure.retryable:
+                failure.retryable = False  # a retry would not run the hooks again
             elapsed = (time.monotonic() - started) * 1000
             await self.emit(
                 event(
@@ -386,5 +463,5 @@ class ToolRegistry:
         elapsed = (time.monotonic() - started) * 1000
         if result.elapsed_ms is None:
             result = result.model_copy(update={"elapsed_ms": elapsed})
-        await self.emit(event(TOOL_COMPLETED, elapsed_ms=result.elapsed_ms, message=result.skipped))
+        await self.emit(event(TOOL_COMPLETED, elapsed_ms=result.elapsed_ms))
         return result

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import NoneType, UnionType
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 from pydantic.fields import FieldInfo
 
 from ._context import Injected, ToolContext
@@ -29,6 +29,7 @@ __all__ = [
     "clean_schema",
     "drop_added_nulls",
     "make_strict",
+    "output_schema_for",
     "plan_signature",
     "schema_for_model",
 ]
@@ -237,6 +238,34 @@ def plan_signature(
         input_schema=input_schema,
         output_schema=output_schema,
     )
+
+
+def output_schema_for(fn: Callable[..., Any], *, tool_name: str) -> JsonSchema | None:
+    """The JSON Schema of `fn`'s return annotation, whatever type it is, or None.
+
+    Built with a pydantic `TypeAdapter` in serialization mode: the schema of what the tool
+    returns once made JSON-able. None when there is no annotation, or it is `Any` or
+    `None`, or pydantic cannot describe it (then nothing is checked).
+
+    Raises:
+        ToolRegistrationError: the return annotation cannot be resolved.
+    """
+    try:
+        returns = typing.get_type_hints(fn, include_extras=True).get("return")
+    except Exception as exc:
+        raise ToolRegistrationError(
+            f"tool {tool_name!r}: cannot resolve the return annotation: {exc}",
+            rule="signature",
+            tool_name=tool_name,
+        ) from exc
+    if returns is None or returns is Any or returns is type(None):
+        return None
+    if isinstance(returns, type) and issubclass(returns, BaseModel):
+        return schema_for_model(returns, tool_name=tool_name, mode="serialization")
+    try:
+        return TypeAdapter(returns).json_schema(mode="serialization")
+    except Exception:
+        return None
 
 
 def schema_for_model(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "ApprovalMode",
@@ -22,6 +22,8 @@ __all__ = [
     "Safety",
     "SideEffect",
     "ToolSpec",
+    "Transport",
+    "ValidateMode",
 ]
 
 
@@ -37,6 +39,13 @@ SideEffect = Literal["none", "internal", "external", "irreversible"]
 
 ApprovalMode = Literal["never", "always", "conditional"]
 """`conditional` means a worker-side predicate over the arguments decides, per call."""
+
+ValidateMode = Literal["input", "output", "both", "none"]
+"""What is checked against the tool's schemas: its arguments, its result, both or neither."""
+
+Transport = Literal["function", "mcp", "http", "sub-agent"]
+"""How a call reaches the tool: a Python function on the worker, an MCP server, an HTTP
+API (OpenAPI or hand-declared), or a child agent run."""
 
 
 class _Frozen(BaseModel):
@@ -90,9 +99,23 @@ class RetrySpec(_Frozen):
     maximum_attempts: int = Field(default=5, ge=0)
     """Attempts in all, the first included; 0 means no limit (bounded by the timeouts)."""
     non_retryable_errors: tuple[str, ...] = ()
-    """Error type names (exception class names) that never retry."""
+    """Error type names (exception class names, or `ErrorKind` values) that never retry."""
+    retry_on: tuple[str, ...] | None = None
+    """An allow-list: only errors of these type names (exception class names, base classes
+    included, or `ErrorKind` values) are retried, every other error goes to the model at
+    once. None retries every retryable error. Exclusive with `non_retryable_errors`.
+    Timeouts follow `retry_timeouts`."""
     retry_timeouts: bool | None = None
     """Whether a timed-out attempt is retried. None: only if the tool is safe to repeat."""
+
+    @model_validator(mode="after")
+    def _one_list(self) -> RetrySpec:
+        if self.retry_on is not None and self.non_retryable_errors:
+            raise ValueError(
+                "retry_on and non_retryable_errors are exclusive: give the errors to retry "
+                "(retry_on) or the errors not to retry (non_retryable_errors), not both"
+            )
+        return self
 
 
 class ExecutionPolicy(_Frozen):
@@ -153,3 +176,30 @@ class ToolSpec(_Frozen):
     subagent: dict[str, Any] | None = None
     """For a sub-agent tool: the child agent's configuration (an `AgentConfig` as JSON).
     Such a tool runs as a child workflow, not as an activity."""
+    validation: ValidateMode = "both"
+    """What is checked: `input` (arguments, in the workflow and again on the worker),
+    `output` (the structured result against `output_schema`, once the tool has run),
+    `both` (the default; output is checked only when there is an output schema) or `none`
+    (a schema tool then gets the arguments as the model wrote them, parsed but unchecked)."""
+    cost_hint: str | None = None
+    """Catalog metadata: what a call costs, in the tool author's words ("free", "$0.01")."""
+    latency_hint: str | None = None
+    """Catalog metadata: how long a call usually takes ("~200 ms", "minutes")."""
+    safety_notes: str | None = None
+    """Catalog metadata: what a person should know before allowing the tool."""
+    source: str | None = None
+    """Catalog metadata: where the tool comes from (a module, an MCP server, an API)."""
+    transport: Transport = "function"
+    """Catalog metadata: how a call reaches the tool."""
+    mime_types: tuple[str, ...] = ()
+    """Catalog metadata: MIME types the tool reads or produces ("application/pdf")."""
+
+    @property
+    def validates_input(self) -> bool:
+        """Whether arguments are checked against `input_schema`."""
+        return self.validation in ("input", "both")
+
+    @property
+    def validates_output(self) -> bool:
+        """Whether a structured result is checked against `output_schema`."""
+        return self.validation in ("output", "both")

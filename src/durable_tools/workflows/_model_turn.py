@@ -7,6 +7,7 @@ advertised set, then by reference.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from temporalio import workflow
@@ -26,7 +27,7 @@ from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._tool_search import search_definition
 from durable_tools.workflows._types import RunStatus
 
-__all__ = ["advertised", "call_model", "has_deferred"]
+__all__ = ["advertised", "call_model", "describe", "has_deferred"]
 
 # Below this many characters of new messages the model activity's input cannot reach the
 # payload budget (JSON escapes at most 6 bytes a character), so it is not measured.
@@ -48,6 +49,19 @@ def has_deferred(state: RunState) -> bool:
     return any(spec.loading == LoadingMode.DEFERRED for spec in state.catalog)
 
 
+def describe(spec: ToolSpec) -> str:
+    """The description the model reads: the tool's own, then its examples as JSON lines.
+
+    No adapter has a field for examples (Anthropic's `input_examples` is not wired), so
+    they travel in the description, where every provider shows them to the model.
+    """
+    if not spec.examples:
+        return spec.description
+    lines = [json.dumps(example, ensure_ascii=False, sort_keys=True) for example in spec.examples]
+    head = spec.description.rstrip()
+    return (head + "\n\n" if head else "") + "Examples:\n" + "\n".join(lines)
+
+
 def _tool_definitions(state: RunState) -> list[ToolDefinition]:
     offered = advertised(state)
     key = tuple(offered)
@@ -55,7 +69,7 @@ def _tool_definitions(state: RunState) -> list[ToolDefinition]:
         definitions = [
             ToolDefinition(
                 name=spec.name,
-                description=spec.description,
+                description=describe(spec),
                 parameters=spec.input_schema,
                 strict=spec.strict,
             )

@@ -85,16 +85,18 @@ async def run_call(state: RunState, call: ToolCall, offered: dict[str, ToolSpec]
     try:
         gate = await approve(state, valid, record)
         if gate.refusal is not None:
-            return gate.refusal
+            return _as_error(gate.refusal)
         checked = gate.preflight
         while True:
             grant = await authorize(state, valid, record, checked)
             if isinstance(grant, Message):
-                return grant
+                return _as_error(grant)
             executed = await execute(state, valid, record, grant)
             outcome = record_outcome(state, call, record, executed)
             if outcome.error_kind != ErrorKind.UNAUTHORIZED.value or valid.spec.oauth is None:
-                return Message.tool(call.id, valid.spec.name, outcome.content)
+                return Message.tool(
+                    call.id, valid.spec.name, outcome.content, is_error=outcome.is_error
+                )
             # The token was revoked or lacks a scope: ask the user again, then retry.
             state.event("tool.unauthorized", call, detail="token rejected; re-authorizing")
             checked = await preflight(state, valid, force=True)
@@ -110,7 +112,7 @@ def _unprepared(
     failure = ToolExecutionError(f"the call could not be prepared: {why}")
     outcome = error_outcome(valid.call.id, valid.spec.name, failure)
     record_outcome(state, valid.call, record, Executed(outcome, 0))
-    return Message.tool(valid.call.id, valid.spec.name, outcome.content)
+    return Message.tool(valid.call.id, valid.spec.name, outcome.content, is_error=True)
 
 
 def _assign_keys(state: RunState, calls: list[ToolCall]) -> set[int]:
@@ -139,7 +141,8 @@ async def _duplicate(state: RunState, call: ToolCall) -> Message:
         errors=[f"$: call id {call.id!r} is not unique in this turn; give each call its own id"],
     )
     state.event("tool.invalid_args", call, detail=error.message)
-    return Message.tool(call.id, call.name, error_message_for_model(call.id, call.name, error))
+    text = error_message_for_model(call.id, call.name, error)
+    return Message.tool(call.id, call.name, text, is_error=True, at=workflow.now())
 
 
 async def _bounded(
@@ -148,7 +151,10 @@ async def _bounded(
     try:
         async with gate:
             state.check_call_cancelled()
-            return await run_call(state, call, offered)
+            message = await run_call(state, call, offered)
+            if message.at is None:
+                message = message.model_copy(update={"at": workflow.now()})
+            return message
     except asyncio.CancelledError:
         if state.cancel_reason is None:
             raise  # the whole run is being cancelled through Temporal
@@ -156,7 +162,13 @@ async def _bounded(
 
 
 def _cancelled_message(state: RunState, call: ToolCall) -> Message:
-    return Message.tool(call.id, call.name, cancelled_result(state, call))
+    text = cancelled_result(state, call)
+    return Message.tool(call.id, call.name, text, is_error=True, at=workflow.now())
+
+
+def _as_error(message: Message) -> Message:
+    """A gate's answer (a refusal, a missing authorization): the call did not run."""
+    return message.model_copy(update={"is_error": True})
 
 
 def _search_tools(state: RunState, call: ToolCall, record: ToolCallRecord) -> Message:
@@ -165,7 +177,8 @@ def _search_tools(state: RunState, call: ToolCall, record: ToolCallRecord) -> Me
         query = str(arguments.get("query", ""))[:500]
     except InvalidArguments as error:
         record.status = "invalid"
-        return Message.tool(call.id, call.name, error_message_for_model(call.id, call.name, error))
+        text = error_message_for_model(call.id, call.name, error)
+        return Message.tool(call.id, call.name, text, is_error=True)
     found = search_specs(
         [s for s in state.catalog if s.loading == LoadingMode.DEFERRED], query, limit=5
     )
@@ -182,4 +195,4 @@ def _search_tools(state: RunState, call: ToolCall, record: ToolCallRecord) -> Me
         if found
         else f"No tool matches {query!r}."
     )
-    return Message.tool(call.id, call.name, text)
+    return Message.tool(call.id, call.name, text, is_error=False)

@@ -27,9 +27,18 @@ def record_outcome(
     record.attempts = max(executed.attempts, 1)
     record.result = outcome.content[:300]
     record.error_kind = outcome.error_kind
-    if outcome.skipped:
+    if outcome.skipped is not None:
+        # A before-hook skipped the call: the tool never started, so the run's events say
+        # `tool.skipped` instead of a `tool.started`/`tool.completed` pair.
         record.status = "skipped"
-    elif outcome.is_error:
+        for index in range(len(state.events) - 1, -1, -1):
+            started = state.events[index]
+            if started.event == "tool.started" and started.call_id == call.id:
+                del state.events[index]  # the latest one: a reused call id has older ones
+                break
+        state.event("tool.skipped", call, detail=outcome.skipped[:300])
+        return outcome
+    if outcome.is_error:
         record.status = "failed"
     else:
         record.status = "completed"

@@ -142,6 +142,9 @@ class AgentConfig(BaseModel):
     model_heartbeat_seconds: float = Field(default=10.0, gt=0)
     """The model activity heartbeats while its call is in flight; one silent this long (its
     worker or the server died) is retried instead of waiting out `model_timeout_seconds`."""
+    on_invalid_call: Literal["repair", "fail"] = "repair"
+    """A call of an unknown tool or with invalid arguments: `repair` tells the model what was
+    wrong under the same call id and goes on; `fail` ends the run FAILED, naming the call."""
 
 
 class ToolCallRecord(BaseModel):

@@ -15,8 +15,8 @@ from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import abridge_arguments, redact_arguments
 from durable_tools.tools._validation import parse_arguments, validate_arguments
 from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES, payload_bytes
-from durable_tools.workflows._state import RunState
-from durable_tools.workflows._types import ToolCallRecord
+from durable_tools.workflows._state import EndRun, RunState
+from durable_tools.workflows._types import RunStatus, ToolCallRecord
 
 __all__ = ["ValidCall", "open_record", "validate_call"]
 
@@ -51,21 +51,31 @@ def open_record(state: RunState, call: ToolCall) -> ToolCallRecord:
 def validate_call(
     state: RunState, call: ToolCall, offered: dict[str, ToolSpec], record: ToolCallRecord
 ) -> ValidCall | Message:
-    """The validated call, or the repair message the model gets instead."""
+    """The validated call, or the repair message the model gets instead.
+
+    Raises:
+        EndRun: the call is invalid and the agent's `on_invalid_call` is `fail`.
+    """
     spec = offered.get(call.name)
     try:
         if spec is None:
             raise ToolNotFound(f"unknown tool {call.name[:64]!r}")
         arguments = parse_arguments(call.arguments)
-        arguments = validate_arguments(spec, arguments)
+        if spec.validates_input:
+            arguments = validate_arguments(spec, arguments)
         _check_size(call, arguments)
     except (InvalidArguments, ToolNotFound) as error:
         record.status = "invalid"
         record.error_kind = error.kind.value
         record.result = error.message[:300]
         state.event("tool.invalid_args", call, detail=error.message[:300])
+        if state.config.on_invalid_call == "fail":
+            raise EndRun(
+                RunStatus.FAILED,
+                f"invalid tool call {call.id[:64]!r} to {call.name[:64]!r}: {error.message[:300]}",
+            ) from None
         message = error_message_for_model(call.id, call.name, error, available=sorted(offered))
-        return Message.tool(call.id, call.name, message)
+        return Message.tool(call.id, call.name, message, is_error=True)
     record.arguments = abridge_arguments(redact_arguments(arguments, spec.safety.redact))
     return ValidCall(call=call, spec=spec, arguments=arguments)
 
