@@ -27,6 +27,7 @@ from durable_tools.workflows import (
     RunEvent,
     RunSnapshot,
     RunStatus,
+    Steer,
     ToolCallRecord,
 )
 
@@ -247,9 +248,26 @@ class AgentRun:
             call_id, approve=False, decider=decider, reason=reason, arguments_hash=arguments_hash
         )
 
-    async def steer(self, instruction: str) -> None:
-        """Give the model a new instruction before its next turn."""
-        await self.handle.signal(AgentWorkflow.steer, instruction)
+    async def steer(self, instruction: str, *, skip_remaining: bool = False) -> None:
+        """Give the model a new instruction before its next turn.
+
+        Args:
+            instruction: What the model should do now; it reads it as a user message.
+            skip_remaining: Also skip the current turn's calls that have not started:
+                each gets the result `skipped: the user steered: <instruction>`, and calls
+                waiting for approval stop waiting (a later decision is rejected). Calls
+                already running finish.
+
+        Raises:
+            pydantic.ValidationError: The instruction is empty or too long (checked here,
+                before anything is sent).
+        """
+        steer = Steer(instruction=instruction, skip_remaining=skip_remaining)
+        if skip_remaining:
+            await self.handle.signal(AgentWorkflow.steer_turn, steer)
+        else:
+            # The plain signal: workers deployed before `steer_turn` existed understand it.
+            await self.handle.signal(AgentWorkflow.steer, steer.instruction)
 
     async def cancel(self, reason: str | None = None) -> None:
         """End the run cleanly, cancelling running tools."""

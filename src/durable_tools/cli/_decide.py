@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import getpass
 
+from pydantic import ValidationError
 from temporalio.client import (
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
@@ -90,9 +91,14 @@ async def cmd_steer(args: argparse.Namespace) -> int:
     """Signal a new instruction."""
     tools = await tools_for(args)
     run = tools.run(args.run_id)
-    async with translate_rpc_errors(run.run_id):
-        await run.steer(args.text)
-    echo(f"sent to run {run.run_id}: the model reads it before its next turn")
+    try:
+        async with translate_rpc_errors(run.run_id):
+            await run.steer(args.text, skip_remaining=args.skip_remaining)
+    except ValidationError as error:  # empty or too long: checked before sending
+        problem = error.errors(include_url=False, include_input=False)[0]["msg"]
+        raise CliError(f"not sent to run {run.run_id}: {problem}") from None
+    skipping = "; the turn's calls not started yet are skipped" if args.skip_remaining else ""
+    echo(f"sent to run {run.run_id}{skipping}: the model reads it before its next turn")
     return 0
 
 

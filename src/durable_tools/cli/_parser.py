@@ -108,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("steer", help="give a run a new instruction before its next turn")
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("text")
+    p.add_argument(
+        "--skip-remaining",
+        action="store_true",
+        help="skip this turn's tool calls that have not started (and pending approvals)",
+    )
     p.set_defaults(handler=cmd_steer)
 
     p = sub.add_parser("cancel", help="end a run cleanly")

@@ -16,6 +16,7 @@ from ._types import (
     RunEvent,
     RunSnapshot,
     RunStatus,
+    Steer,
     ToolCallRecord,
 )
 
@@ -35,5 +36,6 @@ __all__ = [
     "RunEvent",
     "RunSnapshot",
     "RunStatus",
+    "Steer",
     "ToolCallRecord",
 ]

@@ -15,6 +15,7 @@ raised would fail the workflow task on every retry and wedge the run.
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
@@ -27,9 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.workflows._approvals import InvalidDecision, check_decision
     from durable_tools.workflows._limits import (
         MAX_CANCEL_REASON_CHARS,
-        MAX_PENDING_STEERS,
         MAX_REASON_CHARS,
-        MAX_STEER_CHARS,
         PAYLOAD_BUDGET_BYTES,
         clip,
         payload_bytes,
@@ -49,6 +48,7 @@ from durable_tools.workflows._continue import maybe_continue_as_new
 from durable_tools.workflows._model_turn import call_model
 from durable_tools.workflows._pipeline import run_calls
 from durable_tools.workflows._state import EndRun, RunState
+from durable_tools.workflows._steering import accept_steer
 from durable_tools.workflows._visibility import publish
 
 __all__ = ["AgentWorkflow"]
@@ -111,6 +111,7 @@ class AgentWorkflow:
                 raise EndRun(RunStatus.LIMIT_REACHED, f"max_turns ({limits.max_turns}) reached")
             while state.steer:
                 state.conversation.append(Message.user(state.steer.pop(0)))
+            state.skip_steer = None  # a skip lasts until the model reads the instruction
             publish(state, f"Calling the model (turn {state.turn + 1}).")
             response = await call_model(state)
             state.turn += 1
@@ -228,24 +229,19 @@ class AgentWorkflow:
 
         Refused (and said so in the events) when it is not text, longer than
         `MAX_STEER_CHARS`, or when `MAX_PENDING_STEERS` already wait for the next turn.
+        `steer_turn` takes the same instruction with the option to skip the turn's
+        remaining calls.
         """
-        state = self._state
-        if not isinstance(instruction, str) or not instruction.strip():
-            state.event("run.steer_refused", detail="the instruction must be non-empty text")
-        elif len(instruction) > MAX_STEER_CHARS:
-            state.event(
-                "run.steer_refused",
-                detail=f"the instruction has {len(instruction):,} characters; "
-                f"the limit is {MAX_STEER_CHARS:,}",
-            )
-        elif len(state.steer) >= MAX_PENDING_STEERS:
-            state.event(
-                "run.steer_refused",
-                detail=f"{MAX_PENDING_STEERS} instructions already wait for the next turn",
-            )
-        else:
-            state.steer.append(instruction)
-            state.event("run.steered", detail=instruction[:200])
+        accept_steer(self._state, instruction)
+
+    @workflow.signal(name="steer_turn")
+    def steer_turn(self, steer: Any) -> None:
+        """A `Steer` (or plain text): an instruction, optionally skipping the turn's rest.
+
+        Typed `Any` so that whatever arrives reaches the checks (and a refusal event)
+        instead of being dropped by the SDK's decoder without a trace; see `_steering`.
+        """
+        accept_steer(self._state, steer)
 
     @workflow.signal
     def cancel(self, reason: str | None = None) -> None:

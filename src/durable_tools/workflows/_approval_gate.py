@@ -110,7 +110,11 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
         while True:
             try:
                 await workflow.wait_condition(
-                    lambda: call.id in state.decisions or state.cancel_reason is not None,
+                    lambda: (
+                        call.id in state.decisions
+                        or state.cancel_reason is not None
+                        or state.skip_steer is not None
+                    ),
                     timeout=timeout,
                 )
             except builtins.TimeoutError:
@@ -136,6 +140,8 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
                 state.event("approval.expired", call)
             break
         state.check_call_cancelled()
+        if call.id not in state.decisions:  # withdrawn: a steer skipped the turn's rest
+            state.check_call_skipped()
         return state.decisions[call.id]
     finally:
         state.pending.pop(call.id, None)

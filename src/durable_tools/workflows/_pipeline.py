@@ -1,6 +1,7 @@
 """The call pipeline: how the tool calls of one model turn run, and the route of one call.
 
-    run_calls   strategy (sequential, parallel, batched), idempotency keys, cancellation
+    run_calls   strategy (sequential, parallel, batched), idempotency keys, cancellation,
+                steering (a skip-steer answers the calls not yet started, `_steering`)
       run_call  validate -> gate (approval, authorization) -> execute -> record
 
 Each stage lives in its own module (`_validate`, `_approval_gate`, `_authorization_gate`,
@@ -26,7 +27,8 @@ from durable_tools.workflows._authorization_gate import authorize
 from durable_tools.workflows._execute import Executed, execute
 from durable_tools.workflows._model_turn import advertised, has_deferred
 from durable_tools.workflows._record import cancelled_result, record_outcome
-from durable_tools.workflows._state import RunState
+from durable_tools.workflows._state import CallSkipped, RunState
+from durable_tools.workflows._steering import skipped_message
 from durable_tools.workflows._tool_search import SEARCH_TOOL, search_specs
 from durable_tools.workflows._types import ToolCallRecord
 from durable_tools.workflows._validate import ValidCall, open_record, validate_call
@@ -49,6 +51,24 @@ async def run_calls(state: RunState, calls: list[ToolCall]) -> list[Message]:
     gate = asyncio.Semaphore(width)
     duplicates = _assign_keys(state, calls)
     state.records = {}
+    state.in_calls = True
+    try:
+        return await _run_groups(state, calls, offered, gate, batch, duplicates)
+    finally:
+        state.in_calls = False
+
+
+async def _run_groups(
+    state: RunState,
+    calls: list[ToolCall],
+    offered: dict[str, ToolSpec],
+    gate: asyncio.Semaphore,
+    batch: int,
+    duplicates: set[int],
+) -> list[Message]:
+    # Sequential calls share one gate of width 1: each waits for the previous one, then
+    # checks for a cancel or a skip-steer before it starts (in `_bounded`). Batches run one
+    # after another, so a later batch's calls check after the earlier batch finished.
     results: list[Message] = []
     for start in range(0, len(calls), max(batch, 1)):
         group = calls[start : start + batch]
@@ -151,10 +171,13 @@ async def _bounded(
     try:
         async with gate:
             state.check_call_cancelled()
+            state.check_call_skipped()
             message = await run_call(state, call, offered)
             if message.at is None:
                 message = message.model_copy(update={"at": workflow.now()})
             return message
+    except CallSkipped:  # before it started, or while it waited for approval
+        return skipped_message(state, call)
     except asyncio.CancelledError:
         if state.cancel_reason is None:
             raise  # the whole run is being cancelled through Temporal

@@ -32,7 +32,7 @@ from durable_tools.workflows._types import (
     ToolCallRecord,
 )
 
-__all__ = ["CARRY_LIMIT", "EndRun", "RunState"]
+__all__ = ["CARRY_LIMIT", "CallSkipped", "EndRun", "RunState"]
 
 CARRY_LIMIT = 500
 """Timeline entries and events kept across continue-as-new; older ones stay readable in
@@ -46,6 +46,11 @@ class EndRun(Exception):
         super().__init__(reason)
         self.status = status
         self.reason = reason
+
+
+class CallSkipped(Exception):
+    """Raised inside a call's route when a steer asked to skip the turn's remaining calls
+    (a call waiting for approval stops waiting); the pipeline answers it as skipped."""
 
 
 @dataclass
@@ -82,6 +87,12 @@ class RunState:
     final_answer: str | None = None
     reason: str | None = None
     cancel_reason: str | None = None
+    skip_steer: str | None = None
+    """The instruction of a steer that asked to skip the current turn's remaining calls;
+    cleared when the pending steers are delivered to the model. Never carried: a run
+    continues-as-new only between turns, and the next delivery would clear it anyway."""
+    in_calls: bool = False
+    """True while the tool calls of a turn run (a steer then arrives "mid-turn")."""
     keys: dict[str, str] = field(default_factory=dict)
     """Idempotency key of each call id of the current turn."""
     pending: dict[str, PendingApproval] = field(default_factory=dict)
@@ -183,6 +194,11 @@ class RunState:
         """Stop the current call (not the loop) if a cancel was requested."""
         if self.cancel_reason is not None:
             raise asyncio.CancelledError(self.cancel_reason)
+
+    def check_call_skipped(self) -> None:
+        """Stop the current call before it runs if a steer asked to skip the rest."""
+        if self.skip_steer is not None:
+            raise CallSkipped(self.skip_steer)
 
     def cancel_running(self, reason: str) -> None:
         """Ask every running call's task to stop (activities learn it through heartbeats)."""

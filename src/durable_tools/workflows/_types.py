@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from durable_tools.messages import Message
 from durable_tools.tools._context import Identity
@@ -17,6 +17,7 @@ from durable_tools.workflows._limits import (
     MAX_DECIDER_CHARS,
     MAX_GRANT_REF_CHARS,
     MAX_REASON_CHARS,
+    MAX_STEER_CHARS,
 )
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "RunEvent",
     "RunSnapshot",
     "RunStatus",
+    "Steer",
     "ToolCallRecord",
 ]
 
@@ -220,6 +222,30 @@ class ApprovalDecision(BaseModel):
     arguments_hash: str | None = Field(default=None, max_length=64)
     """Must match the pending call's hash: approving exactly what was shown. Optional only
     while the call id was used once in the run; a reused id needs it."""
+
+
+class Steer(BaseModel):
+    """A steering instruction for a run, sent with the `steer_turn` signal.
+
+    The instruction reaches the model as a user message before its next turn. With
+    `skip_remaining`, the calls of the current turn that have not started yet are not run:
+    each gets the result `skipped: the user steered: <instruction>`, and calls waiting for
+    approval stop waiting (their approval is withdrawn). Calls already running finish.
+    """
+
+    # Strict: `"skip_remaining": "yes"` is a typo to refuse, not a truthy string to obey.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    instruction: str = Field(min_length=1, max_length=MAX_STEER_CHARS)
+    skip_remaining: bool = False
+    """Skip the current turn's calls that have not started (see above)."""
+
+    @field_validator("instruction")
+    @classmethod
+    def _not_blank(cls, instruction: str) -> str:
+        if not instruction.strip():
+            raise ValueError("the instruction must be non-empty text")
+        return instruction
 
 
 class PendingAuthorization(BaseModel):
