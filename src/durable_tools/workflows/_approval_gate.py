@@ -16,7 +16,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 from durable_tools.activities._types import PREFLIGHT_ACTIVITY, PreflightRequest, PreflightResult
-from durable_tools.messages import Message
+from durable_tools.messages import Message, ToolCall
 from durable_tools.tools import Denied
 from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import redact_arguments
@@ -174,11 +174,13 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
         state.pending.pop(call.id, None)
         if evaluation is not None and not evaluation.done():
             # A person answered first: the evaluation is no longer wanted.
-            unless_evicted(lambda: _cancel(evaluation))
+            unless_evicted(lambda: _cancel(state, call, evaluation))
         unless_evicted(lambda: publish(state))
 
 
-def _cancel(task: asyncio.Task[None]) -> None:
+def _cancel(state: RunState, call: ToolCall, task: asyncio.Task[None]) -> None:
+    why = "a person decided first" if call.id in state.decisions else "the approval ended"
+    state.event("auto.cancelled", call, detail=why)
     task.cancel()
 
 

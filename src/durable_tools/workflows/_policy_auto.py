@@ -9,7 +9,6 @@ call that needs two approvals) leaves the call with the person: auto mode never 
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
@@ -57,9 +56,6 @@ async def evaluate_call(
             cancellation_type=workflow.ActivityCancellationType.TRY_CANCEL,
             summary=f"evaluate {valid.spec.name} {call.id}",
         )
-    except asyncio.CancelledError:
-        state.event("auto.cancelled", call, detail="a person decided first")
-        raise
     except ActivityError as error:
         cause = error.cause
         why = cause.message if isinstance(cause, FailureError) else str(error)
