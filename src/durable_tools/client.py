@@ -23,10 +23,17 @@ from durable_tools.workflows import (
     AgentResult,
     AgentWorkflow,
     ApprovalDecision,
+    ApprovalPolicy,
+    BatchDecision,
+    BatchItem,
+    GrantRequest,
+    GrantRevocation,
     PendingApproval,
+    PolicyChange,
     RunEvent,
     RunSnapshot,
     RunStatus,
+    StandingGrant,
     Steer,
     ToolCallRecord,
 )
@@ -194,6 +201,7 @@ class AgentRun:
         decider: str = "anonymous",
         reason: str | None = None,
         arguments_hash: str | None = None,
+        grant: GrantRequest | None = None,
     ) -> str:
         """Approve or deny a pending call. Raises if the run's validator rejects the decision.
 
@@ -205,6 +213,9 @@ class AgentRun:
 
         A call pending in a sub-agent of this run may be decided through this run: the
         decision goes to the sub-agent run that waits for it.
+
+        With `grant`, an approval also stops asking: a standing grant for the tool, for the
+        run or the run's identity, optionally bounded by argument constraints.
         """
         found = await self.find_approval(call_id)
         target = found[0] if found is not None else self
@@ -215,6 +226,7 @@ class AgentRun:
                 decider=decider,
                 reason=reason,
                 arguments_hash=arguments_hash,
+                grant=grant,
             )
         )
 
@@ -229,10 +241,16 @@ class AgentRun:
         decider: str = "anonymous",
         reason: str | None = None,
         arguments_hash: str | None = None,
+        grant: GrantRequest | None = None,
     ) -> str:
         """Approve a pending call; pass the hash you showed (see `decide`)."""
         return await self.decide(
-            call_id, approve=True, decider=decider, reason=reason, arguments_hash=arguments_hash
+            call_id,
+            approve=True,
+            decider=decider,
+            reason=reason,
+            arguments_hash=arguments_hash,
+            grant=grant,
         )
 
     async def deny(
@@ -247,6 +265,48 @@ class AgentRun:
         return await self.decide(
             call_id, approve=False, decider=decider, reason=reason, arguments_hash=arguments_hash
         )
+
+    async def decide_batch(
+        self,
+        decisions: Sequence[tuple[str, bool, str]],
+        *,
+        decider: str = "anonymous",
+        reason: str | None = None,
+    ) -> list[str]:
+        """Decide several pending calls of this run at once: `(call_id, approve, hash)` each.
+
+        Every item must carry the arguments hash of the call it decides; the run checks all
+        of them before applying any, so one stale or unknown item rejects the whole batch.
+        """
+        batch = BatchDecision(
+            items=tuple(
+                BatchItem(call_id=call_id, approve=approve, arguments_hash=arguments_hash)
+                for call_id, approve, arguments_hash in decisions
+            ),
+            decider=decider,
+            reason=reason,
+        )
+        return await self.handle.execute_update(AgentWorkflow.decide_batch, batch)
+
+    async def policy(self) -> ApprovalPolicy | None:
+        """The run's live approval policy."""
+        return (await self.status()).policy
+
+    async def set_policy(
+        self, policy: ApprovalPolicy, *, changed_by: str = "anonymous", reason: str | None = None
+    ) -> str:
+        """Replace the run's live approval policy (recorded in its events with who and why)."""
+        change = PolicyChange(policy=policy, changed_by=changed_by, reason=reason)
+        return await self.handle.execute_update(AgentWorkflow.set_policy, change)
+
+    async def grants(self) -> list[StandingGrant]:
+        """The run's run-scoped standing grants (revoked ones included)."""
+        return (await self.status()).standing_grants
+
+    async def revoke_grant(self, grant_id: str, *, revoked_by: str = "anonymous") -> str:
+        """Revoke a run-scoped standing grant; the tool's next calls are asked again."""
+        revocation = GrantRevocation(grant_id=grant_id, revoked_by=revoked_by)
+        return await self.handle.execute_update(AgentWorkflow.revoke_grant, revocation)
 
     async def steer(self, instruction: str, *, skip_remaining: bool = False) -> None:
         """Give the model a new instruction before its next turn.

@@ -1,6 +1,8 @@
-"""Activities: one per tool, plus the catalog, model and preflight activities."""
+"""Activities: one per tool, plus the catalog, model, preflight, evaluator and grant ones."""
 
 from ._core import core_activities
+from ._evaluate import Evaluator, evaluate_activity
+from ._grants import GrantStore, grant_activities
 from ._runtime import AuthorizationBroker, ToolRuntime
 from ._tools import make_tool_activity, to_application_error
 from ._types import (
@@ -20,12 +22,16 @@ __all__ = [
     "PREFLIGHT_ACTIVITY",
     "AuthorizationBroker",
     "CatalogRequest",
+    "Evaluator",
+    "GrantStore",
     "ModelCall",
     "PreflightRequest",
     "PreflightResult",
     "ToolInvocation",
     "ToolRuntime",
     "core_activities",
+    "evaluate_activity",
+    "grant_activities",
     "make_tool_activity",
     "to_application_error",
 ]

@@ -42,6 +42,7 @@ from durable_tools.workflows import (
 
 from ._errors import CliError, connect_or_explain, translate_rpc_errors
 from ._output import dump_json, echo
+from ._policy_flags import approval_policy
 from ._ui import run_link
 from ._watch import QUERY_TIMEOUT, RunWatcher, query_quietly
 
@@ -112,6 +113,7 @@ def _config(args: argparse.Namespace) -> AgentConfig:
             tools=names,
             strategy=ExecutionStrategy(**strategy),
             limits=Limits(max_turns=args.max_turns) if args.max_turns else Limits(),
+            approval=approval_policy(args),
         )
     except ValidationError as error:
         raise CliError(f"invalid agent configuration: {error}") from None

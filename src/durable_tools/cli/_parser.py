@@ -7,6 +7,8 @@ import argparse
 from ._commands import cmd_pending, cmd_run, cmd_runs, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
 from ._oauth import cmd_serve
+from ._policy import add_policy_commands
+from ._policy_flags import add_run_policy_flags
 from ._services import cmd_demo, cmd_server, cmd_worker
 
 __all__ = ["build_parser"]
@@ -79,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task-queue", help="default DURABLE_TOOLS_TASK_QUEUE or durable-tools")
     p.add_argument("--wait", action="store_true", help="follow the run and print its answer")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_run_policy_flags(p)
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("show", help="status, approvals, timeline and answer of a run")
@@ -104,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--reason", help="why")
         p.add_argument("--hash", dest="arguments_hash", metavar="H", help="arguments hash shown")
         p.set_defaults(handler=cmd_decide, approve=verb == "approve")
+
+    add_policy_commands(sub)
 
     p = sub.add_parser("steer", help="give a run a new instruction before its next turn")
     p.add_argument("run_id", metavar="RUN_ID")

@@ -10,7 +10,15 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from durable_tools.activities import ToolRuntime, core_activities, make_tool_activity
+from durable_tools.activities import (
+    Evaluator,
+    GrantStore,
+    ToolRuntime,
+    core_activities,
+    evaluate_activity,
+    grant_activities,
+    make_tool_activity,
+)
 from durable_tools.activities._runtime import AuthorizationBroker
 from durable_tools.activities._tools import HEARTBEAT_THROTTLE
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
@@ -77,6 +85,8 @@ def build_worker(
     secrets: Mapping[str, str] | None = None,
     artifact_store: ArtifactStore | None = None,
     oauth: AuthorizationBroker | None = None,
+    evaluators: Mapping[str, Evaluator] | None = None,
+    grant_store: GrantStore | None = None,
     **worker_options: Any,
 ) -> Worker:
     """A worker that runs the agent workflow, its core activities and one activity per tool.
@@ -89,6 +99,9 @@ def build_worker(
         secrets: Worker-side secrets handed to tools by name; never enter history.
         artifact_store: Where large outputs go (default: the filesystem store).
         oauth: The OAuth broker for tools that declare an OAuth requirement.
+        evaluators: Auto-mode approval evaluators by name (see `ApprovalPolicy.auto`).
+        grant_store: Where identity-scoped standing grants live (default: a JSON file
+            under `DURABLE_TOOLS_HOME`).
         **worker_options: Passed to `temporalio.worker.Worker` (e.g. `max_cached_workflows`).
     """
     runtime = ToolRuntime(
@@ -98,7 +111,11 @@ def build_worker(
         artifact_store=artifact_store or default_artifact_store(),
         oauth=oauth,
     )
-    activities = core_activities(runtime) + [
+    activities = [
+        *core_activities(runtime),
+        evaluate_activity(evaluators or {}),
+        *grant_activities(grant_store or GrantStore()),
+    ] + [
         make_tool_activity(tool, runtime)
         for tool in registry.tools()
         if tool.spec.subagent is None  # sub-agents run as child workflows

@@ -1,6 +1,18 @@
 """The agent workflow and the data it takes, keeps and returns."""
 
 from ._agent import AgentWorkflow
+from ._policy_types import (
+    AutoApproval,
+    BatchDecision,
+    BatchItem,
+    Constraint,
+    CriteriaSet,
+    Evaluation,
+    EvaluationRequest,
+    GrantRequest,
+    GrantRevocation,
+    StandingGrant,
+)
 from ._types import (
     AgentConfig,
     AgentInput,
@@ -13,6 +25,7 @@ from ._types import (
     Limits,
     PendingApproval,
     PendingAuthorization,
+    PolicyChange,
     RunEvent,
     RunSnapshot,
     RunStatus,
@@ -28,14 +41,25 @@ __all__ = [
     "ApprovalDecision",
     "ApprovalPolicy",
     "AuthorizationCompleted",
+    "AutoApproval",
+    "BatchDecision",
+    "BatchItem",
     "CarriedState",
+    "Constraint",
+    "CriteriaSet",
+    "Evaluation",
+    "EvaluationRequest",
     "ExecutionStrategy",
+    "GrantRequest",
+    "GrantRevocation",
     "Limits",
     "PendingApproval",
     "PendingAuthorization",
+    "PolicyChange",
     "RunEvent",
     "RunSnapshot",
     "RunStatus",
+    "StandingGrant",
     "Steer",
     "ToolCallRecord",
 ]

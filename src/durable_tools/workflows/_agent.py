@@ -33,11 +33,13 @@ with workflow.unsafe.imports_passed_through():
         clip,
         payload_bytes,
     )
+    from durable_tools.workflows._policy_types import BatchDecision, GrantRevocation
     from durable_tools.workflows._types import (
         AgentInput,
         AgentResult,
         ApprovalDecision,
         AuthorizationCompleted,
+        PolicyChange,
         RunEvent,
         RunSnapshot,
         RunStatus,
@@ -167,8 +169,7 @@ class AgentWorkflow:
     async def decide(self, decision: ApprovalDecision) -> str:
         """Approve or deny a pending tool call. Invalid decisions are rejected by the validator
         and never enter history."""
-        self._record_decision(decision)
-        return "approved" if decision.approve else "denied"
+        return self._record_decision(decision)
 
     @decide.validator
     def _validate_decision(self, decision: ApprovalDecision) -> None:
@@ -197,15 +198,113 @@ class AgentWorkflow:
             state.pending,
             set(state.decisions),
             hash_required=state.call_uses.get(decision.call_id, 0) > 1,
+            identity_grants=state.policy.identity_grants,
         )
 
-    def _record_decision(self, decision: ApprovalDecision) -> None:
-        self._state.decisions[decision.call_id] = decision
+    def _record_decision(self, decision: ApprovalDecision) -> str:
+        state = self._state
         verdict = "approved" if decision.approve else "denied"
         detail = f"{verdict} by {decision.decider}" + (
             f": {decision.reason}" if decision.reason else ""
         )
-        self._state.event("approval.decided", call_id=decision.call_id, detail=detail)
+        pending = state.pending.get(decision.call_id)
+        if decision.approve and pending is not None and pending.approvals_required > 1:
+            # Two-person rule: approvals from distinct deciders add up; any denial denies.
+            pending.approved_by.append(decision.decider)
+            count, needed = len(pending.approved_by), pending.approvals_required
+            if count < needed:
+                state.event(
+                    "approval.partial",
+                    call_id=decision.call_id,
+                    detail=f"{detail} ({count} of {needed})",
+                )
+                return f"approved ({count} of {needed})"
+            decision = decision.model_copy(update={"decider": "+".join(pending.approved_by)})
+            detail = f"approved by {decision.decider}" + (
+                f": {decision.reason}" if decision.reason else ""
+            )
+        state.decisions[decision.call_id] = decision
+        state.event("approval.decided", call_id=decision.call_id, detail=detail)
+        return verdict
+
+    @workflow.update
+    async def decide_batch(self, batch: BatchDecision) -> list[str]:
+        """Decide several pending calls at once, each bound to its own arguments hash.
+
+        The validator checks every item before any applies: one bad item rejects the batch.
+        """
+        return [self._record_decision(decision) for decision in self._batch_decisions(batch)]
+
+    @decide_batch.validator
+    def _validate_batch(self, batch: BatchDecision) -> None:
+        if not isinstance(batch, BatchDecision):
+            raise InvalidDecision(f"a batch must be a BatchDecision, got {type(batch).__name__}")
+        seen: set[str] = set()
+        for decision in self._batch_decisions(batch):
+            if decision.call_id in seen:
+                raise InvalidDecision(f"tool call {decision.call_id!r} appears twice in the batch")
+            seen.add(decision.call_id)
+            self._check_decision(decision)
+
+    @staticmethod
+    def _batch_decisions(batch: BatchDecision) -> list[ApprovalDecision]:
+        return [
+            ApprovalDecision(
+                call_id=item.call_id,
+                approve=item.approve,
+                decider=batch.decider,
+                reason=batch.reason,
+                arguments_hash=item.arguments_hash,
+            )
+            for item in batch.items
+        ]
+
+    @workflow.update
+    async def set_policy(self, change: PolicyChange) -> str:
+        """Replace the run's live approval policy (operators only: never a model's tool).
+
+        Calls already waiting keep the deciders they were asked of; the next calls follow
+        the new policy.
+        """
+        state = self._state
+        state.policy = change.policy
+        detail = f"by {change.changed_by}" + (f": {change.reason}" if change.reason else "")
+        state.event("policy.changed", detail=clip(detail, MAX_REASON_CHARS))
+        return "policy changed"
+
+    @set_policy.validator
+    def _validate_policy(self, change: PolicyChange) -> None:
+        if not isinstance(change, PolicyChange):
+            raise InvalidDecision(
+                f"a policy change must be a PolicyChange, got {type(change).__name__}"
+            )
+        if payload_bytes(change) > PAYLOAD_BUDGET_BYTES // 16:
+            raise InvalidDecision("the policy is too large")
+
+    @workflow.update
+    async def revoke_grant(self, revocation: GrantRevocation) -> str:
+        """Revoke a run-scoped standing grant: its tool's calls are asked again."""
+        state = self._state
+        for index, grant in enumerate(state.standing_grants):
+            if grant.grant_id == revocation.grant_id:
+                state.standing_grants[index] = grant.model_copy(
+                    update={"revoked_at": workflow.now(), "revoked_by": revocation.revoked_by}
+                )
+        state.event("grant.revoked", detail=f"{revocation.grant_id} by {revocation.revoked_by}")
+        return "revoked"
+
+    @revoke_grant.validator
+    def _validate_revocation(self, revocation: GrantRevocation) -> None:
+        if not isinstance(revocation, GrantRevocation):
+            raise InvalidDecision(
+                f"a revocation must be a GrantRevocation, got {type(revocation).__name__}"
+            )
+        live = [g.grant_id for g in self._state.standing_grants if g.revoked_at is None]
+        if revocation.grant_id not in live:
+            raise InvalidDecision(
+                f"no live run-scoped grant {revocation.grant_id!r} "
+                f"(live: {', '.join(live) or 'none'})"
+            )
 
     @workflow.signal
     def authorization_completed(self, completed: AuthorizationCompleted | None) -> None:
@@ -271,6 +370,8 @@ class AgentWorkflow:
             running_tools=state.running_calls(),
             continued=state.continued,
             conversation_offset=state.offset,
+            policy=state.policy,
+            standing_grants=list(state.standing_grants),
         )
 
     @workflow.query

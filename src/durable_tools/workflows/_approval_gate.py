@@ -1,12 +1,14 @@
-"""Stage 2a of a call: the approval gate. Policy, then a person's decision.
+"""Stage 2a of a call: the approval gate. The layered policy, then a person's decision.
 
-`approve` decides whether the call needs a person (from the tool, the run's policy, or a
-worker-side predicate through the preflight activity) and waits durably for the decision;
-a denial becomes a refusal message for the model (or ends the run, by policy).
+`approve` decides whether the call needs a person (from the tool, the run's live policy
+and its layers, or a worker-side predicate through the preflight activity) and waits
+durably for the decision, racing auto mode's evaluator when the policy has one; a denial
+becomes a refusal message for the model (or ends the run, by policy).
 """
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from dataclasses import dataclass
 from datetime import timedelta
@@ -14,11 +16,14 @@ from datetime import timedelta
 from temporalio import workflow
 
 from durable_tools.activities._types import PREFLIGHT_ACTIVITY, PreflightRequest, PreflightResult
-from durable_tools.messages import Message
+from durable_tools.messages import Message, ToolCall
 from durable_tools.tools import Denied
 from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import redact_arguments
 from durable_tools.workflows._approvals import arguments_hash, static_approval
+from durable_tools.workflows._grants import grant_from_decision, standing_verdict
+from durable_tools.workflows._policy import criteria_for, quorum_for, screen
+from durable_tools.workflows._policy_auto import evaluate_call
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._types import (
     ApprovalDecision,
@@ -62,9 +67,23 @@ async def preflight(state: RunState, valid: ValidCall, *, force: bool) -> Prefli
 
 
 async def approve(state: RunState, valid: ValidCall, record: ToolCallRecord) -> Gate:
-    """Run the approval gate: no approval needed, approved, or denied (a refusal)."""
-    spec, call = valid.spec, valid.call
-    needs_approval = static_approval(spec, state.config.approval)
+    """Run the approval gate: no approval needed, approved, or denied (a refusal).
+
+    The layers of the run's live policy decide in order (`_policy`): skip switch, deny
+    list, the tool's and run's own rules, safe tools, allow list, standing grants, auto
+    mode, then a person. The layer that decided is kept on the call's record.
+    """
+    spec = valid.spec
+    policy = state.policy
+    screened = screen(spec, policy)
+    if screened is not None:
+        record.policy_layer = screened.layer
+        state.event(f"policy.{screened.action}ed", valid.call, detail=screened.detail)
+        if screened.action == "deny":
+            return _refuse(state, valid, record, f"denied by policy ({screened.layer})")
+        needs_approval: bool | None = False
+    else:
+        needs_approval = static_approval(spec, policy)
     checked: PreflightResult | None = None
     if needs_approval is None or spec.oauth is not None:
         checked = await preflight(state, valid, force=False)
@@ -72,17 +91,29 @@ async def approve(state: RunState, valid: ValidCall, record: ToolCallRecord) -> 
             needs_approval = checked.approval_required
     if not needs_approval:
         return Gate(preflight=checked)
+    verdict = await standing_verdict(state, valid)
+    if verdict is not None:
+        record.policy_layer = verdict.layer
+        state.event("policy.allowed", valid.call, detail=f"{verdict.layer}: {verdict.detail}")
+        return Gate(preflight=checked)
     record.status = "awaiting_approval"
     decision = await _await_decision(state, valid)
+    record.policy_layer = "auto" if decision.decider.startswith("auto:") else "person"
     record.decided_by = decision.decider
     record.decided_at = workflow.now()
     record.decision_reason = decision.reason
     if decision.approve:
+        await grant_from_decision(state, valid, decision)
         return Gate(preflight=checked)
-    record.status = "denied"
     text = f"denied by {decision.decider}" + (f": {decision.reason}" if decision.reason else "")
+    return _refuse(state, valid, record, text)
+
+
+def _refuse(state: RunState, valid: ValidCall, record: ToolCallRecord, text: str) -> Gate:
+    spec, call = valid.spec, valid.call
+    record.status = "denied"
     record.result = text[:300]
-    if state.config.approval.on_deny == "end_run":
+    if state.policy.on_deny == "end_run":
         raise EndRun(RunStatus.FAILED, f"tool call {call.id} ({spec.name}) {text}")
     refusal = error_message_for_model(call.id, spec.name, Denied(text))
     return Gate(refusal=Message.tool(call.id, spec.name, refusal))
@@ -90,7 +121,7 @@ async def approve(state: RunState, valid: ValidCall, record: ToolCallRecord) -> 
 
 async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision:
     call, spec = valid.call, valid.spec
-    policy = state.config.approval
+    policy = state.policy
     now = workflow.now()
     timeout = policy.timeout_seconds
     pending = PendingApproval(
@@ -101,11 +132,13 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
         deciders=list(policy.deciders),
         requested_at=now,
         deadline=now + timedelta(seconds=timeout) if timeout else None,
+        approvals_required=quorum_for(spec, policy),
     )
     state.decisions.pop(call.id, None)  # a reused call id starts undecided
     state.pending[call.id] = pending
     state.event("approval.requested", call, detail=f"hash {pending.arguments_hash[:12]}")
     publish(state)
+    evaluation = _start_evaluation(state, valid, pending)
     try:
         while True:
             try:
@@ -145,4 +178,28 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
         return state.decisions[call.id]
     finally:
         state.pending.pop(call.id, None)
+        if evaluation is not None and not evaluation.done():
+            # A person answered first: the evaluation is no longer wanted.
+            unless_evicted(lambda: _cancel(state, call, evaluation))
         unless_evicted(lambda: publish(state))
+
+
+def _cancel(state: RunState, call: ToolCall, task: asyncio.Task[None]) -> None:
+    why = "a person decided first" if call.id in state.decisions else "the approval ended"
+    state.event("auto.cancelled", call, detail=why)
+    task.cancel()
+
+
+def _start_evaluation(
+    state: RunState, valid: ValidCall, pending: PendingApproval
+) -> asyncio.Task[None] | None:
+    """Start auto mode's evaluator, racing the person; None when auto mode is off or the
+    tool has no criteria set (then the person alone decides)."""
+    auto = state.policy.auto
+    if auto is None:
+        return None
+    criteria = criteria_for(state.policy, valid.spec.name)
+    if criteria is None:
+        state.event("auto.no_criteria", valid.call, detail="no criteria set; a person decides")
+        return None
+    return asyncio.create_task(evaluate_call(state, valid, pending, auto, criteria))

@@ -57,6 +57,7 @@ def check_decision(
     decided: set[str],
     *,
     hash_required: bool = False,
+    identity_grants: bool = False,
 ) -> PendingApproval:
     """Validate a decision against the run's pending approvals.
 
@@ -66,6 +67,7 @@ def check_decision(
         decided: Call ids already decided (and not asked again).
         hash_required: The call id was used by more than one call in the run, so a
             decision without the arguments hash could be meant for another of them.
+        identity_grants: The run's policy lets decisions create identity-scoped grants.
 
     Returns:
         The pending approval the decision answers.
@@ -97,4 +99,22 @@ def check_decision(
             f"arguments hash does not match tool call {decision.call_id!r}: the decision was "
             "made on different arguments than the ones pending"
         )
+    if decision.approve and decision.decider in approval.approved_by:
+        raise InvalidDecision(
+            f"{decision.decider!r} already approved tool call {decision.call_id!r}: it needs "
+            f"{approval.approvals_required} approvals from distinct deciders"
+        )
+    if decision.grant is not None:
+        if not decision.approve:
+            raise InvalidDecision("a standing grant can only come with an approval")
+        if decision.grant.scope == "identity" and not identity_grants:
+            raise InvalidDecision(
+                "this run's approval policy does not keep identity-scoped grants "
+                "(identity_grants is off); grant for the run instead"
+            )
+        if approval.approvals_required > 1:
+            raise InvalidDecision(
+                f"tool call {decision.call_id!r} needs {approval.approvals_required} "
+                "approvals: a standing grant would let one person approve its calls alone"
+            )
     return approval

@@ -19,10 +19,12 @@ from durable_tools.messages import Message, ToolCall, ToolDefinition
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows._options import ToolActivityOptions
+from durable_tools.workflows._policy_types import StandingGrant
 from durable_tools.workflows._types import (
     AgentConfig,
     AgentInput,
     ApprovalDecision,
+    ApprovalPolicy,
     AuthorizationCompleted,
     CarriedState,
     PendingApproval,
@@ -79,6 +81,10 @@ class RunState:
     call_uses: dict[str, int] = field(default_factory=dict)
     """How often each call id was used: a model that reuses ids across turns must not give
     two different calls one idempotency key (or one approval)."""
+    policy: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    """The live approval policy: the config's, until a `set_policy` update changes it."""
+    standing_grants: list[StandingGrant] = field(default_factory=list)
+    """Run-scoped standing grants ("approve and stop asking"), revoked ones kept."""
 
     # Not carried: rebuilt, or empty between turns.
     depth: int = 0
@@ -122,6 +128,7 @@ class RunState:
                 config=config,
                 conversation=[],
                 catalog=[],
+                policy=config.approval,
                 depth=input.depth,
                 max_depth=max_depth,
             )
@@ -141,6 +148,8 @@ class RunState:
             snapshot=carried.snapshot,
             snapshot_length=carried.snapshot_length,
             call_uses=dict(carried.call_uses),
+            policy=carried.policy or config.approval,
+            standing_grants=list(carried.standing_grants),
             depth=input.depth,
             max_depth=max_depth,
         )
@@ -163,6 +172,8 @@ class RunState:
             discovered=self.discovered,
             call_uses=self.call_uses,
             continued=self.continued + 1,
+            policy=None if self.policy == self.config.approval else self.policy,
+            standing_grants=self.standing_grants,
         )
 
     def event(

@@ -19,6 +19,7 @@ from durable_tools.workflows._limits import (
     MAX_REASON_CHARS,
     MAX_STEER_CHARS,
 )
+from durable_tools.workflows._policy_types import AutoApproval, GrantRequest, StandingGrant
 
 __all__ = [
     "AgentConfig",
@@ -32,6 +33,7 @@ __all__ = [
     "Limits",
     "PendingApproval",
     "PendingAuthorization",
+    "PolicyChange",
     "RunEvent",
     "RunSnapshot",
     "RunStatus",
@@ -98,6 +100,30 @@ class ApprovalPolicy(BaseModel):
     on_deny: Literal["tell_model", "end_run"] = "tell_model"
     """A denial goes back to the model as an error message, or ends the run."""
 
+    # Layers, checked in this order for a call the rules above would send to a person
+    # (see `durable_tools.workflows._policy`). Every default keeps the rules above as they
+    # were: a person is asked.
+    skip_all_approvals_unsafe: bool = False
+    """Never ask anyone, whatever tools and the rules above say. For tests and sandboxes
+    only: the name is meant to be seen in a review."""
+    allow_safe_tools: bool = False
+    """Allow without asking the calls of tools safe under any input: read-only and not
+    networked, or tagged `approval_safe`."""
+    allow_tools: tuple[str, ...] = ()
+    """Tools allowed without asking."""
+    deny_tools: tuple[str, ...] = ()
+    """Tools denied without asking (checked before every allowing layer but the skip)."""
+    identity_grants: bool = False
+    """Look up (and let deciders create) standing grants scoped to the run's identity, kept
+    in the worker's grant store across runs."""
+    auto: AutoApproval | None = None
+    """Auto mode: an evaluator judges calls against criteria; it never fails open."""
+    quorum: int = Field(default=1, ge=1, le=10)
+    """Two-person rule: distinct approvals a call of a `quorum_tools` or `spends_money` tool
+    needs (any denial denies). 1 keeps one approval for every tool."""
+    quorum_tools: tuple[str, ...] = ()
+    """Tools that need `quorum` approvals besides those marked `spends_money`."""
+
     @model_validator(mode="after")
     def _escalation_names_deciders(self) -> ApprovalPolicy:
         # An escalation with nobody to escalate to would leave the deciders empty, and an
@@ -109,7 +135,25 @@ class ApprovalPolicy(BaseModel):
             )
         if self.on_timeout == "escalate" and self.timeout_seconds is None:
             raise ValueError("on_timeout='escalate' needs timeout_seconds: when to escalate")
+        if self.quorum > 1 and self.deciders and len(self.deciders) < self.quorum:
+            raise ValueError(
+                f"quorum {self.quorum} needs at least {self.quorum} deciders "
+                f"({len(self.deciders)} named)"
+            )
+        both = sorted(set(self.allow_tools) & set(self.deny_tools))
+        if both:
+            raise ValueError(f"tools both allowed and denied: {', '.join(both)}")
         return self
+
+
+class PolicyChange(BaseModel):
+    """A new live approval policy for a run (the `set_policy` update)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: ApprovalPolicy
+    changed_by: str = Field(default="anonymous", max_length=MAX_DECIDER_CHARS)
+    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
 
 
 class AgentConfig(BaseModel):
@@ -182,6 +226,9 @@ class ToolCallRecord(BaseModel):
     """When the decision was recorded."""
     decision_reason: str | None = None
     """The reason the decider gave, if any."""
+    policy_layer: str | None = None
+    """Which policy layer decided the call (`skip_all`, `safe_tool`, `allow_list`,
+    `grant:<id>`, `auto`, `person`, ...); None for calls no layer had to decide."""
 
 
 class RunEvent(BaseModel):
@@ -208,6 +255,10 @@ class PendingApproval(BaseModel):
     requested_at: datetime
     deadline: datetime | None = None
     escalated: bool = False
+    approvals_required: int = 1
+    """Distinct approvals needed (two-person rule)."""
+    approved_by: list[str] = Field(default_factory=list)
+    """Deciders who approved so far, while fewer than `approvals_required`."""
 
 
 class ApprovalDecision(BaseModel):
@@ -222,6 +273,8 @@ class ApprovalDecision(BaseModel):
     arguments_hash: str | None = Field(default=None, max_length=64)
     """Must match the pending call's hash: approving exactly what was shown. Optional only
     while the call id was used once in the run; a reused id needs it."""
+    grant: GrantRequest | None = None
+    """With an approval: approve and stop asking (a standing grant for this tool)."""
 
 
 class Steer(BaseModel):
@@ -293,6 +346,10 @@ class CarriedState(BaseModel):
     """How often each call id was used, so reused ids keep getting distinct keys."""
     continued: int = 0
     """How many times the run has continued-as-new."""
+    policy: ApprovalPolicy | None = None
+    """The live approval policy, when `set_policy` changed it."""
+    standing_grants: list[StandingGrant] = Field(default_factory=list)
+    """Run-scoped standing grants."""
 
 
 class AgentInput(BaseModel):
@@ -337,3 +394,7 @@ class RunSnapshot(BaseModel):
     conversation_offset: int = 0
     """Index of the first message the `conversation` query returns; earlier ones were
     carried over continue-as-new only as a snapshot in the artifact store."""
+    policy: ApprovalPolicy | None = None
+    """The live approval policy (the start's, or the last `set_policy`)."""
+    standing_grants: list[StandingGrant] = Field(default_factory=list)
+    """Run-scoped standing grants, revoked ones included."""

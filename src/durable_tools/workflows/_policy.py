@@ -1,0 +1,216 @@
+"""The layered approval policy as pure functions: which layer decides a call, and how.
+
+For each validated call the gate asks, in order:
+
+1. `skip_all_approvals_unsafe`: allow everything (tests, sandboxes);
+2. `deny_tools`: deny;
+3. the tool's and the run's own rules (`static_approval`, or a worker-side predicate):
+   a call they do not send to a person is allowed;
+4. `allow_safe_tools`: allow tools safe under any input;
+5. `allow_tools`: allow by name;
+6. standing grants (run-scoped here, identity-scoped from the worker's store), each
+   within its argument constraints and before its expiry;
+7. auto mode (an evaluator activity, raced against a person; it never fails open);
+8. a person (`quorum` distinct approvals for money-spending or chosen tools).
+
+Nothing here does I/O, reads a clock or draws randomness: the workflow passes `now`.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from durable_tools.tools._context import Identity
+from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows._policy_types import (
+    Constraint,
+    CriteriaSet,
+    GrantRequest,
+    StandingGrant,
+)
+from durable_tools.workflows._types import ApprovalPolicy
+
+__all__ = [
+    "SAFE_TAG",
+    "Verdict",
+    "constraints_hold",
+    "criteria_for",
+    "describe_constraints",
+    "find_grant",
+    "grant_covers",
+    "identity_key",
+    "is_safe_tool",
+    "make_grant",
+    "quorum_for",
+    "screen",
+    "standing_layers",
+]
+
+SAFE_TAG = "approval_safe"
+"""A tool tagged so declares itself safe under any input (for `allow_safe_tools`)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a policy layer decided."""
+
+    action: Literal["allow", "deny"]
+    layer: str
+    """`skip_all`, `deny_list`, `safe_tool`, `allow_list` or `grant:<id>`."""
+    detail: str = ""
+
+
+def screen(spec: ToolSpec, policy: ApprovalPolicy) -> Verdict | None:
+    """The layers checked before the tool's own rules: the skip switch, then the deny list."""
+    if policy.skip_all_approvals_unsafe:
+        return Verdict("allow", "skip_all", "skip_all_approvals_unsafe is set")
+    if spec.name in policy.deny_tools:
+        return Verdict("deny", "deny_list", f"{spec.name} is in the policy's deny_tools")
+    return None
+
+
+def standing_layers(
+    spec: ToolSpec,
+    policy: ApprovalPolicy,
+    arguments: dict[str, Any],
+    grants: Iterable[StandingGrant],
+    now: datetime,
+) -> Verdict | None:
+    """The allowing layers for a call the rules send to a person; None: keep asking."""
+    if policy.allow_safe_tools and is_safe_tool(spec):
+        return Verdict("allow", "safe_tool", f"{spec.name} is safe under any input")
+    if spec.name in policy.allow_tools:
+        return Verdict("allow", "allow_list", f"{spec.name} is in the policy's allow_tools")
+    grant = find_grant(grants, spec.name, arguments, now)
+    if grant is not None:
+        return Verdict("allow", f"grant:{grant.grant_id}", f"standing grant by {grant.granted_by}")
+    return None
+
+
+def is_safe_tool(spec: ToolSpec) -> bool:
+    """Read-only and not networked, or explicitly tagged `approval_safe`."""
+    return (spec.safety.read_only and not spec.safety.networked) or SAFE_TAG in spec.tags
+
+
+def quorum_for(spec: ToolSpec, policy: ApprovalPolicy) -> int:
+    """Distinct approvals a call of `spec` needs under `policy` (two-person rule)."""
+    if policy.quorum > 1 and (spec.safety.spends_money or spec.name in policy.quorum_tools):
+        return policy.quorum
+    return 1
+
+
+def criteria_for(policy: ApprovalPolicy, tool: str) -> CriteriaSet | None:
+    """The auto-mode criteria set for `tool` (its own, else `*`), or None."""
+    if policy.auto is None:
+        return None
+    return policy.auto.criteria.get(tool) or policy.auto.criteria.get("*")
+
+
+def identity_key(identity: Identity) -> str:
+    """The key identity grants are stored under: `tenant/user` (empty parts kept empty)."""
+    return f"{identity.tenant or ''}/{identity.user or ''}"
+
+
+_MISSING = object()
+
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">=": operator.ge,
+    ">": operator.gt,
+}
+
+
+def _lookup(arguments: dict[str, Any], path: str) -> Any:
+    value: Any = arguments
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+def _holds(constraint: Constraint, arguments: dict[str, Any]) -> bool:
+    value = _lookup(arguments, constraint.path)
+    if value is _MISSING:
+        return False  # a grant bounded by an argument never covers a call without it
+    if constraint.op == "in":
+        allowed = constraint.value
+        return isinstance(allowed, list | tuple) and any(
+            type(value) is type(item) and value == item for item in allowed
+        )
+    expected = constraint.value
+    # bool is an int in Python: `True <= 10000` must not pass an amount bound.
+    numbers = (int, float)
+    if isinstance(value, bool) or isinstance(expected, bool):
+        if type(value) is not type(expected):
+            return False
+    elif isinstance(value, numbers) and isinstance(expected, numbers):
+        pass
+    elif type(value) is not type(expected):
+        return False
+    try:
+        return bool(_COMPARE[constraint.op](value, expected))
+    except TypeError:  # e.g. `<` on dicts
+        return False
+
+
+def constraints_hold(constraints: Sequence[Constraint], arguments: dict[str, Any]) -> bool:
+    """Whether every constraint holds for `arguments` (fail closed on a missing or
+    mistyped argument)."""
+    return all(_holds(c, arguments) for c in constraints)
+
+
+def describe_constraints(constraints: Sequence[Constraint]) -> str:
+    """`amount_cents <= 10000 and currency in ['EUR']`, for events and the CLI."""
+    return " and ".join(f"{c.path} {c.op} {c.value!r}" for c in constraints) or "any arguments"
+
+
+def grant_covers(grant: StandingGrant, tool: str, arguments: dict[str, Any], now: datetime) -> bool:
+    """Whether `grant` allows this call now: same tool, not revoked or expired, constraints hold."""
+    if grant.tool != tool or grant.revoked_at is not None:
+        return False
+    if grant.expires_at is not None and now >= grant.expires_at:
+        return False
+    return constraints_hold(grant.constraints, arguments)
+
+
+def find_grant(
+    grants: Iterable[StandingGrant], tool: str, arguments: dict[str, Any], now: datetime
+) -> StandingGrant | None:
+    """The first grant covering the call, or None."""
+    return next((g for g in grants if grant_covers(g, tool, arguments, now)), None)
+
+
+def make_grant(
+    request: GrantRequest,
+    *,
+    grant_id: str,
+    tool: str,
+    granted_by: str,
+    now: datetime,
+    identity: Identity,
+    run_id: str,
+    reason: str | None = None,
+) -> StandingGrant:
+    """The standing grant an approving decision asked for."""
+    duration = request.duration_seconds
+    expires = now + timedelta(seconds=duration) if duration else None
+    return StandingGrant(
+        grant_id=grant_id,
+        tool=tool,
+        scope=request.scope,
+        identity=identity_key(identity) if request.scope == "identity" else "",
+        constraints=request.constraints,
+        granted_by=granted_by,
+        granted_at=now,
+        expires_at=expires,
+        reason=reason,
+        run_id=run_id,
+    )
