@@ -273,7 +273,21 @@ def safety_summary(spec: ToolSpec) -> str:
         parts.append(f"oauth: {spec.oauth.provider}")
     if spec.loading != "always":
         parts.append(f"loading: {spec.loading}")
+    limits = _limits_label(spec)
+    if limits:
+        parts.append(f"limits: {limits}")
     return ", ".join(parts)
+
+
+def _limits_label(spec: ToolSpec) -> str:
+    """`at most 2 at once, 5/s, 10 per run`, or empty for an unlimited tool."""
+    p = spec.policy
+    labels = [
+        f"at most {p.max_concurrent} at once" if p.max_concurrent is not None else "",
+        f"{p.rate_limit:g}/s" if p.rate_limit is not None else "",
+        f"{p.max_calls_per_run} per run" if p.max_calls_per_run is not None else "",
+    ]
+    return ", ".join(label for label in labels if label)
 
 
 def tool_json(spec: ToolSpec) -> dict[str, Any]:

@@ -74,6 +74,8 @@ class RunState:
     call_uses: dict[str, int] = field(default_factory=dict)
     """How often each call id was used: a model that reuses ids across turns must not give
     two different calls one idempotency key (or one approval)."""
+    budget_used: dict[str, int] = field(default_factory=dict)
+    """Calls made of each tool with a `max_calls_per_run` budget (see `_budget`)."""
 
     # Not carried: rebuilt, or empty between turns.
     depth: int = 0
@@ -130,6 +132,7 @@ class RunState:
             snapshot=carried.snapshot,
             snapshot_length=carried.snapshot_length,
             call_uses=dict(carried.call_uses),
+            budget_used=dict(carried.budget_used),
             depth=input.depth,
             max_depth=max_depth,
         )
@@ -151,6 +154,7 @@ class RunState:
             pending_steer=self.steer,
             discovered=self.discovered,
             call_uses=self.call_uses,
+            budget_used=self.budget_used,
             continued=self.continued + 1,
         )
 
