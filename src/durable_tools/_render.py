@@ -301,6 +301,9 @@ def tool_json(spec: ToolSpec) -> dict[str, Any]:
         "summary": safety_summary(spec),
         "loading": str(spec.loading),
         "oauth": spec.oauth.model_dump(mode="json") if spec.oauth else None,
+        "limits": spec.policy.model_dump(
+            mode="json", include={"max_concurrent", "rate_limit", "max_calls_per_run"}
+        ),
     }
 
 

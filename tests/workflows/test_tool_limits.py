@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from durable_tools._render import safety_summary
+from durable_tools._render import safety_summary, tool_json
 from durable_tools.client import DurableTools
 from durable_tools.tools import ToolRegistrationError, ToolRegistry
 from durable_tools.workflows import AgentConfig, ExecutionStrategy, Limits, RunStatus
@@ -215,7 +215,12 @@ def test_limits_are_checked_at_registration_and_shown() -> None:
 
     spec = registry.get("send").spec
     assert (spec.policy.max_concurrent, spec.policy.rate_limit) == (3, 2.5)
-    assert "at most 3 at once, 2.5/s, 10 per run" in safety_summary(spec)
+    assert "limits: at most 3 at once, 2.5/s, 10 per run" in safety_summary(spec)
+    assert tool_json(spec)["limits"] == {
+        "max_concurrent": 3,
+        "rate_limit": 2.5,
+        "max_calls_per_run": 10,
+    }
     with pytest.raises(ToolRegistrationError, match="local=True"):
         registry.register(lambda: "x", name="fast", local=True, rate_limit=1)
     with pytest.raises(ToolRegistrationError, match="max_concurrent"):
