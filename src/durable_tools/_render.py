@@ -275,6 +275,9 @@ def safety_summary(spec: ToolSpec) -> str:
         parts.append(f"oauth: {spec.oauth.provider}")
     if spec.loading != "always":
         parts.append(f"loading: {spec.loading}")
+    limits = _limits_label(spec)
+    if limits:
+        parts.append(f"limits: {limits}")
     return ", ".join(parts)
 
 
@@ -306,6 +309,17 @@ def catalog_json(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
+def _limits_label(spec: ToolSpec) -> str:
+    """`at most 2 at once, 5/s, 10 per run`, or empty for an unlimited tool."""
+    p = spec.policy
+    labels = [
+        f"at most {p.max_concurrent} at once" if p.max_concurrent is not None else "",
+        f"{p.rate_limit:g}/s" if p.rate_limit is not None else "",
+        f"{p.max_calls_per_run} per run" if p.max_calls_per_run is not None else "",
+    ]
+    return ", ".join(label for label in labels if label)
+
+
 def tool_json(spec: ToolSpec) -> dict[str, Any]:
     """A tool as the model sees it, plus its safety and approval rules."""
     return {
@@ -318,6 +332,9 @@ def tool_json(spec: ToolSpec) -> dict[str, Any]:
         "loading": str(spec.loading),
         "oauth": spec.oauth.model_dump(mode="json") if spec.oauth else None,
         "catalog": catalog_json(spec),
+        "limits": spec.policy.model_dump(
+            mode="json", include={"max_concurrent", "rate_limit", "max_calls_per_run"}
+        ),
     }
 
 

@@ -32,6 +32,8 @@ class ErrorKind(StrEnum):
     OUTPUT_LOST = "ToolOutputLost"
     """Not a failure: the tool ran, but its output could not be stored or formatted.
     Never retried (the tool's side effects happened); the model is told so."""
+    BUDGET_EXHAUSTED = "BudgetExhausted"
+    """The run used up the tool's `max_calls_per_run`: the call never ran."""
 
 
 class Disposition(StrEnum):

@@ -79,6 +79,12 @@ class ToolOptions(TypedDict, total=False):
     retry: RetrySpec
     task_queue: str | None
     local: bool
+    max_concurrent: int | None
+    """Most calls running at once per worker process, over all runs (own task queue)."""
+    rate_limit: float | None
+    """Most calls started per second across the deployment (Temporal enforces it)."""
+    max_calls_per_run: int | None
+    """Most calls one run may make; further calls get a "budget used up" message."""
     approval: bool | ApprovalPredicate
     """True: always ask a person; a predicate over the validated arguments: ask when it
     returns True (or raises). The predicate stays on the worker."""

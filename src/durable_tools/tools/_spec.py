@@ -133,6 +133,32 @@ class ExecutionPolicy(_Frozen):
     """Run the tool on workers of this task queue instead of the run's own."""
     local: bool = False
     """Run as a local activity: cheaper and faster, for short tools on the same worker."""
+    max_concurrent: int | None = Field(default=None, ge=1)
+    """Most calls of the tool running at once on one worker process (all runs together).
+    The tool gets its own task queue and worker slots; with several worker processes the
+    cap is this times the number of processes."""
+    rate_limit: float | None = Field(default=None, gt=0)
+    """Most calls of the tool started per second across the deployment, enforced by the
+    Temporal server on the tool's own task queue (calls over it wait, they do not fail)."""
+    max_calls_per_run: int | None = Field(default=None, ge=1)
+    """Most calls of the tool one run may make (continue-as-new included); calls over the
+    budget never run and the model is told the budget is used up."""
+
+    @property
+    def limited(self) -> bool:
+        """True when the tool runs on its own task queue for `max_concurrent`/`rate_limit`."""
+        return self.max_concurrent is not None or self.rate_limit is not None
+
+    @model_validator(mode="after")
+    def _limits_need_a_queue(self) -> ExecutionPolicy:
+        # A local activity runs inside the workflow's worker, with no task queue of its own:
+        # a cap or rate limit could not be enforced, and a silently ignored limit is worse
+        # than an error at registration.
+        if self.local and self.limited:
+            raise ValueError(
+                "max_concurrent and rate_limit need a regular activity: drop local=True"
+            )
+        return self
 
 
 class OAuthRequirement(_Frozen):

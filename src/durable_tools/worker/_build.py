@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Worker
 
 from durable_tools.activities import (
     Evaluator,
@@ -23,6 +22,7 @@ from durable_tools.activities._runtime import AuthorizationBroker
 from durable_tools.activities._tools import HEARTBEAT_THROTTLE
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
 from durable_tools.tools._registry import ToolRegistry
+from durable_tools.worker._limited import ToolWorker, limited_workers
 from durable_tools.worker._sandbox import workflow_runner
 from durable_tools.workflows import AgentWorkflow
 
@@ -88,8 +88,13 @@ def build_worker(
     evaluators: Mapping[str, Evaluator] | None = None,
     grant_store: GrantStore | None = None,
     **worker_options: Any,
-) -> Worker:
+) -> ToolWorker:
     """A worker that runs the agent workflow, its core activities and one activity per tool.
+
+    A tool with `max_concurrent` or `rate_limit` runs on a task queue of its own
+    (`<task_queue>.tool.<name>`, or its explicit `task_queue`): the returned worker also
+    runs one worker per such queue, with `max_concurrent_activities=max_concurrent` and
+    `max_task_queue_activities_per_second=rate_limit`, and starts and stops them with itself.
 
     Args:
         client: A client made with the pydantic data converter (see `durable_tools.connect`).
@@ -111,20 +116,24 @@ def build_worker(
         artifact_store=artifact_store or default_artifact_store(),
         oauth=oauth,
     )
+    tools = [tool for tool in registry.tools() if tool.spec.subagent is None]
+    # Sub-agents run as child workflows. A limited tool stays registered here too, so a
+    # call scheduled on this queue before the tool got its limits still finds a worker.
     activities = [
         *core_activities(runtime),
         evaluate_activity(evaluators or {}),
         *grant_activities(grant_store or GrantStore()),
-    ] + [
-        make_tool_activity(tool, runtime)
-        for tool in registry.tools()
-        if tool.spec.subagent is None  # sub-agents run as child workflows
-    ]
-    worker_options.setdefault("workflow_runner", workflow_runner())
+    ] + [make_tool_activity(tool, runtime) for tool in tools]
     worker_options.setdefault("default_heartbeat_throttle_interval", HEARTBEAT_THROTTLE)
-    return Worker(
+    queue = task_queue or task_queue_from_env()
+    limited = limited_workers(
+        client, tools, queue, lambda tool: make_tool_activity(tool, runtime), worker_options
+    )
+    worker_options.setdefault("workflow_runner", workflow_runner())
+    return ToolWorker(
         client,
-        task_queue=task_queue or task_queue_from_env(),
+        limited=limited,
+        task_queue=queue,
         workflows=[AgentWorkflow],
         activities=activities,
         **worker_options,

@@ -70,7 +70,8 @@ async def execute(
 def _options(state: RunState, spec: ToolSpec) -> ToolActivityOptions:
     options = state.options.get(spec.name)
     if options is None:
-        options = state.options[spec.name] = activity_options_for(spec)
+        queue = workflow.info().task_queue  # a limited tool's own queue is named after it
+        options = state.options[spec.name] = activity_options_for(spec, queue)
     return options
 
 

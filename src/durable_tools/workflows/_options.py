@@ -11,7 +11,7 @@ from temporalio.workflow import ActivityCancellationType
 from durable_tools.tools._errors import ErrorKind
 from durable_tools.tools._spec import RetrySpec, ToolSpec
 
-__all__ = ["ToolActivityOptions", "activity_options_for", "retry_delay"]
+__all__ = ["ToolActivityOptions", "activity_options_for", "limited_task_queue", "retry_delay"]
 
 # Kinds that trying again cannot fix; the activity raises them as non-retryable, and
 # listing them here keeps the engine honest even if a tool raises them by hand.
@@ -49,12 +49,29 @@ def _seconds(value: float | None) -> timedelta | None:
     return None if value is None else timedelta(seconds=value)
 
 
-def activity_options_for(spec: ToolSpec) -> ToolActivityOptions:
+def limited_task_queue(spec: ToolSpec, run_task_queue: str) -> str | None:
+    """The task queue of a tool with `max_concurrent` or `rate_limit`, else None.
+
+    Such a tool needs a queue of its own: Temporal caps activities per worker and rates
+    per task queue, not per activity type. It is the tool's explicit `task_queue` when it
+    has one, else `<run task queue>.tool.<tool name>`; `build_worker` serves the same name.
+    """
+    policy = spec.policy
+    if not policy.limited or policy.local or spec.subagent is not None:
+        return None
+    return policy.task_queue or f"{run_task_queue}.tool.{spec.name}"
+
+
+def activity_options_for(spec: ToolSpec, run_task_queue: str | None = None) -> ToolActivityOptions:
     """Translate a tool's policy. Timeouts retry only for tools safe to repeat.
 
     Temporal's retry policy cannot tell a timed-out attempt from a failed one, so a
     mutating, non-idempotent tool gets a single attempt per activity and the workflow
     schedules the retries of errors the tool raised cleanly.
+
+    Args:
+        spec: The tool.
+        run_task_queue: The run's task queue; a limited tool's own queue is named after it.
     """
     policy = spec.policy
     retry = policy.retry
@@ -73,11 +90,19 @@ def activity_options_for(spec: ToolSpec) -> ToolActivityOptions:
             maximum_attempts=1 if workflow_retries else retry.maximum_attempts,
             non_retryable_error_types=[*_NEVER_RETRY, *retry.non_retryable_errors],
         ),
-        task_queue=None if policy.local else policy.task_queue,
+        task_queue=_task_queue(spec, run_task_queue),
         local=policy.local,
         cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         workflow_retries=workflow_retries,
     )
+
+
+def _task_queue(spec: ToolSpec, run_task_queue: str | None) -> str | None:
+    if spec.policy.local:
+        return None
+    if run_task_queue is not None:
+        return limited_task_queue(spec, run_task_queue) or spec.policy.task_queue
+    return spec.policy.task_queue
 
 
 def retry_delay(retry: RetrySpec, attempt: int, requested: float | None = None) -> float:

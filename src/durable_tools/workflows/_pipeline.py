@@ -24,6 +24,7 @@ from durable_tools.tools._spec import ToolSpec
 from durable_tools.tools._validation import parse_arguments
 from durable_tools.workflows._approval_gate import approve, preflight
 from durable_tools.workflows._authorization_gate import authorize
+from durable_tools.workflows._budget import spend_budget
 from durable_tools.workflows._execute import Executed, execute
 from durable_tools.workflows._model_turn import advertised, has_deferred
 from durable_tools.workflows._record import cancelled_result, record_outcome
@@ -102,6 +103,8 @@ async def run_call(state: RunState, call: ToolCall, offered: dict[str, ToolSpec]
     valid = validate_call(state, call, offered, record)
     if isinstance(valid, Message):
         return valid
+    if (over_budget := spend_budget(state, valid, record)) is not None:
+        return over_budget
     try:
         gate = await approve(state, valid, record)
         if gate.refusal is not None:

@@ -85,6 +85,8 @@ class RunState:
     """The live approval policy: the config's, until a `set_policy` update changes it."""
     standing_grants: list[StandingGrant] = field(default_factory=list)
     """Run-scoped standing grants ("approve and stop asking"), revoked ones kept."""
+    budget_used: dict[str, int] = field(default_factory=dict)
+    """Calls made of each tool with a `max_calls_per_run` budget (see `_budget`)."""
 
     # Not carried: rebuilt, or empty between turns.
     depth: int = 0
@@ -150,6 +152,7 @@ class RunState:
             call_uses=dict(carried.call_uses),
             policy=carried.policy or config.approval,
             standing_grants=list(carried.standing_grants),
+            budget_used=dict(carried.budget_used),
             depth=input.depth,
             max_depth=max_depth,
         )
@@ -171,6 +174,7 @@ class RunState:
             pending_steer=self.steer,
             discovered=self.discovered,
             call_uses=self.call_uses,
+            budget_used=self.budget_used,
             continued=self.continued + 1,
             policy=None if self.policy == self.config.approval else self.policy,
             standing_grants=self.standing_grants,
