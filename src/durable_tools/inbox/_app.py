@@ -296,7 +296,8 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
                 headers={"WWW-Authenticate": "Bearer"},
             )
         if request.method == "GET":
-            return RedirectResponse(f"/login?next={quote(request.url.path, safe='/')}", 303)
+            back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return RedirectResponse(f"/login?next={quote(back, safe='')}", 303)
         return Response("authentication required\n", 401, media_type="text/plain")
 
     async def http_error(request: Request, exc: Exception) -> Response:
