@@ -138,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--as", dest="decider", metavar="WHO", help="who decides (default $USER)")
         p.add_argument("--reason", help="why")
         p.add_argument("--hash", dest="arguments_hash", metavar="H", help="arguments hash shown")
+        p.add_argument(
+            "--inbox",
+            metavar="URL",
+            help="decide through the web inbox's API with DURABLE_TOOLS_INBOX_TOKEN "
+            "(without it: a direct Temporal update, for operators with namespace rights)",
+        )
         p.set_defaults(handler=cmd_decide, approve=verb == "approve")
 
     p = sub.add_parser("steer", help="give a run a new instruction before its next turn")
