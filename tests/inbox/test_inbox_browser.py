@@ -34,7 +34,9 @@ CHROMIUM_ARGS = [
 
 playwright_api = pytest.importorskip("playwright.async_api")
 if shutil.which(CHROMIUM) is None:
-    # CI installs it (.ci/run); a developer without it gets a clear skip reason.
+    # CI installs it (.ci/run) and must not skip; a developer without it gets a clear reason.
+    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+        raise RuntimeError(f"no chromium at {CHROMIUM}: .ci/run installs it")
     pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
 
 
