@@ -206,6 +206,8 @@ async def test_hostile_arguments_are_escaped_on_the_call_page(
             call_page = (await browser.get(f"/runs/{run.run_id}/calls/c1")).text
             assert "&lt;script&gt;alert(1)&lt;/script&gt;" in call_page
             assert "Pay an amount (needs approval)." in call_page  # the tool's description
+            # An unknown run is a plain 404, not an error page with a traceback.
+            assert (await browser.get("/runs/no-such-run")).status_code == 404
         await run.cancel("test over")
         await run.result()
         await assert_not_wedged(run.handle)

@@ -307,12 +307,13 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         return Response(f"{exc.detail}\n", exc.status_code, media_type="text/plain")
 
     async def run_unreadable(request: Request, exc: Exception) -> Response:
-        message = f"the run could not be read: {type(exc).__name__}"
+        # A run that does not exist (404), or whose worker does not answer in time (503).
+        status, message = 503, "the run did not answer in time (is a worker running?)"
         if isinstance(exc, RPCError | WorkflowQueryFailedError):
-            message = f"the run could not be read: {exc}"
+            status, message = 404, f"the run could not be read: {exc}"
         if request.url.path.startswith("/api/"):
-            return JSONResponse({"error": message}, 404)
-        return Response(f"{message}\n", 404, media_type="text/plain")
+            return JSONResponse({"error": message}, status)
+        return Response(f"{message}\n", status, media_type="text/plain")
 
     routes: list[BaseRoute] = [
         Route("/", pending_page),
