@@ -18,6 +18,7 @@ from durable_tools.workflows import ApprovalDecision
 
 from ._commands import describe_run, no_worker, status_name, tools_for
 from ._errors import CliError, translate_rpc_errors
+from ._inbox_client import decide_via_inbox
 from ._output import echo
 from ._watch import has_workers
 
@@ -42,6 +43,8 @@ async def cmd_decide(args: argparse.Namespace) -> int:
     this id changes before the decision lands, the run rejects it instead of approving
     something nobody saw.
     """
+    if getattr(args, "inbox", None):
+        return await decide_via_inbox(args)
     tools = await tools_for(args)
     run = tools.run(args.run_id)
     description = await describe_run(run)

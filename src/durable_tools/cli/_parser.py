@@ -6,9 +6,9 @@ import argparse
 
 from ._commands import cmd_pending, cmd_run, cmd_runs, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
-from ._oauth import cmd_serve
 from ._policy import add_policy_commands
 from ._policy_flags import add_run_policy_flags
+from ._serve import cmd_serve, cmd_token_add
 from ._services import cmd_demo, cmd_server, cmd_worker
 
 __all__ = ["build_parser"]
@@ -59,11 +59,46 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=cmd_worker)
 
-    p = sub.add_parser("serve", help="serve the OAuth callback that resumes waiting runs")
-    p.add_argument("--oauth-providers", required=True, metavar="FILE")
+    p = sub.add_parser(
+        "serve", help="serve the web inbox for approvals (and the OAuth callback) until Ctrl-C"
+    )
     p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="listen port (default 8765)")
+    p.add_argument(
+        "--tokens-file",
+        metavar="FILE",
+        help="users and token hashes (default $DURABLE_TOOLS_HOME/inbox-tokens.json)",
+    )
+    p.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="a reverse proxy's address or network whose --user-header is believed",
+    )
+    p.add_argument("--user-header", default="X-Forwarded-User", help="the proxy's user header")
+    p.add_argument("--ui-url", metavar="URL", help="Temporal UI base (default TEMPORAL_UI_URL)")
+    p.add_argument("--tools", metavar="MODULE[:ATTR]", help="show these tools' descriptions")
+    p.add_argument(
+        "--session-secret-file",
+        metavar="FILE",
+        help="signs session cookies (default DURABLE_TOOLS_INBOX_SECRET, else per process)",
+    )
+    p.add_argument("--secure-cookies", action="store_true", help="cookies over HTTPS only")
+    p.add_argument(
+        "--oauth-providers", metavar="FILE", help="also serve the OAuth callback for these"
+    )
     p.set_defaults(handler=cmd_serve)
+
+    p = sub.add_parser("inbox", help="manage the web inbox's users")
+    inbox = p.add_subparsers(title="inbox commands", metavar="COMMAND")
+    p = inbox.add_parser("token", help="API tokens")
+    token = p.add_subparsers(title="token commands", metavar="COMMAND")
+    p = token.add_parser("add", help="make a new token for USER, print it once, store its hash")
+    p.add_argument("user", metavar="USER")
+    p.add_argument("--group", action="append", metavar="G", help="a group USER belongs to")
+    p.add_argument("--tokens-file", metavar="FILE", help="default $DURABLE_TOOLS_HOME/...")
+    p.set_defaults(handler=cmd_token_add)
 
     p = sub.add_parser("run", help="start an agent run")
     p.add_argument("prompt")
@@ -106,6 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--as", dest="decider", metavar="WHO", help="who decides (default $USER)")
         p.add_argument("--reason", help="why")
         p.add_argument("--hash", dest="arguments_hash", metavar="H", help="arguments hash shown")
+        p.add_argument(
+            "--inbox",
+            metavar="URL",
+            help="decide through the web inbox's API with DURABLE_TOOLS_INBOX_TOKEN "
+            "(without it: a direct Temporal update, for operators with namespace rights)",
+        )
         p.set_defaults(handler=cmd_decide, approve=verb == "approve")
 
     add_policy_commands(sub)

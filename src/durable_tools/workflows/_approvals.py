@@ -51,6 +51,13 @@ def static_approval(spec: ToolSpec, policy: ApprovalPolicy) -> bool | None:
     return False
 
 
+def _may_decide(decider: str, deciders: list[str]) -> bool:
+    # Deciders name people or groups ("group:ops"). A member of a group decides as
+    # "alice via group:ops": the inbox checked the membership; the history names both.
+    _person, via, group = decider.partition(" via ")
+    return decider in deciders or (bool(via) and group.startswith("group:") and group in deciders)
+
+
 def check_decision(
     decision: ApprovalDecision,
     pending: dict[str, PendingApproval],
@@ -83,7 +90,7 @@ def check_decision(
         raise InvalidDecision(
             f"no approval is pending for tool call {decision.call_id!r} (pending: {waiting})"
         )
-    if approval.deciders and decision.decider not in approval.deciders:
+    if approval.deciders and not _may_decide(decision.decider, approval.deciders):
         raise InvalidDecision(
             f"{decision.decider!r} may not decide tool call {decision.call_id!r}; "
             f"allowed: {', '.join(approval.deciders)}"

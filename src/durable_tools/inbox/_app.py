@@ -1,0 +1,390 @@
+"""The inbox as a Starlette app: pages, the JSON API, login, and the OAuth callback."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from temporalio.client import WorkflowQueryFailedError
+from temporalio.service import RPCError
+
+from durable_tools.client import DurableTools
+from durable_tools.oauth import CallbackApp
+from durable_tools.tools import ToolRegistry
+
+from ._auth import SESSION_TOKEN, AuthConfig, authenticate, decider_for
+from ._csrf import CSRF_FIELD, CSRF_HEADER, csrf_token, valid_csrf
+from ._data import find_call, list_pending, load_run
+from ._decide import DecisionRefused, decide
+from ._tokens import User, hash_token
+
+__all__ = ["InboxConfig", "create_app"]
+
+_HERE = Path(__file__).parent
+_SESSION_COOKIE = "durable_tools_inbox"
+_SESSION_AGE = 12 * 3600
+_HEADERS = [
+    (b"content-security-policy", b"default-src 'self'; frame-ancestors 'none'; form-action 'self'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+]
+
+
+@dataclass
+class InboxConfig:
+    """How the inbox runs.
+
+    Args:
+        auth: Tokens file and trusted proxies.
+        session_secret: Signs the session cookie; a random one (sessions end when the
+            process does) when empty.
+        registry: The tools, for their descriptions and safety classes on the call page.
+        ui_base: The Temporal UI's base URL for run links (default TEMPORAL_UI_URL).
+        refresh_seconds: How often the pending page refreshes itself.
+        secure_cookies: Send the session cookie over HTTPS only (set behind TLS).
+        oauth: The OAuth callback endpoint to host at its path, if any.
+    """
+
+    auth: AuthConfig
+    session_secret: str = ""
+    registry: ToolRegistry | None = None
+    ui_base: str | None = None
+    refresh_seconds: float = 5.0
+    secure_cookies: bool = False
+    oauth: CallbackApp | None = field(default=None)
+
+
+class _NotAuthenticated(Exception):
+    pass
+
+
+class _SecurityHeaders:
+    """Adds CSP, framing, sniffing, referrer and caching headers to every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                present = {k.lower() for k, _ in message.get("headers", [])}
+                extra = [(k, v) for k, v in _HEADERS if k not in present]
+                message["headers"] = list(message.get("headers", [])) + extra
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def _templates() -> Jinja2Templates:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_HERE / "templates"),
+        autoescape=True,  # every field escaped, whatever the template
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["pretty"] = lambda value: json.dumps(
+        value, indent=2, sort_keys=True, ensure_ascii=True
+    )
+    env.filters["when"] = lambda value: value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
+    env.filters["q"] = lambda value: quote(str(value), safe="")
+    return Jinja2Templates(env=env)
+
+
+def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
+    """The inbox app: serve it with uvicorn (`durable-tools serve` does).
+
+    Args:
+        tools: The client that reads runs and sends decisions.
+        config: Authentication, sessions and what else to show or host.
+    """
+    templates = _templates()
+    auth = config.auth
+
+    def user_of(request: Request) -> User:
+        user = authenticate(request, auth)
+        if user is None:
+            raise _NotAuthenticated
+        return user
+
+    def render(request: Request, name: str, status: int = 200, **context: Any) -> Response:
+        context.setdefault("user", None)
+        context["csrf"] = csrf_token(request)
+        context["csrf_field"] = CSRF_FIELD
+        return templates.TemplateResponse(request, name, context, status_code=status)
+
+    def require_csrf(request: Request, user: User, submitted: object) -> None:
+        # Bearer requests carry no cookie: a forged cross-site request cannot hold a token.
+        if user.via != "token" and not valid_csrf(request, submitted):
+            raise HTTPException(403, "missing or invalid CSRF token: reload the page")
+
+    # ------------------------------------------------------------------ login
+
+    async def login_page(request: Request) -> Response:
+        return render(request, "login.html", next=_safe_next(request.query_params.get("next")))
+
+    async def login(request: Request) -> Response:
+        form = await request.form()
+        if not valid_csrf(request, form.get(CSRF_FIELD)):
+            raise HTTPException(403, "missing or invalid CSRF token: reload the page")
+        token = form.get("token")
+        found = auth.tokens.user_for(token) if isinstance(token, str) else None
+        if found is None or not isinstance(token, str):
+            return render(request, "login.html", 401, error="unknown token", next="/")
+        request.session.clear()
+        request.session[SESSION_TOKEN] = hash_token(token)
+        target = form.get("next")
+        return RedirectResponse(_safe_next(target if isinstance(target, str) else None), 303)
+
+    async def logout(request: Request) -> Response:
+        form = await request.form()
+        if not valid_csrf(request, form.get(CSRF_FIELD)):
+            raise HTTPException(403, "missing or invalid CSRF token: reload the page")
+        request.session.clear()
+        return RedirectResponse("/login", 303)
+
+    # ------------------------------------------------------------------ pages
+
+    def filters(request: Request) -> dict[str, str]:
+        params = request.query_params
+        return {k: params.get(k, "")[:200] for k in ("agent", "tool", "decider")}
+
+    async def pending_page(request: Request) -> Response:
+        user = user_of(request)
+        chosen = filters(request)
+        found = await list_pending(tools, **{k: v or None for k, v in chosen.items()})
+        name = "pending_rows.html" if request.url.path == "/pending/rows" else "pending.html"
+        return render(
+            request,
+            name,
+            user=user,
+            pending=found,
+            filters=chosen,
+            refresh=config.refresh_seconds,
+        )
+
+    async def call_page(request: Request) -> Response:
+        user = user_of(request)
+        run_id, call_id = request.path_params["run_id"], request.path_params["call_id"]
+        view = await find_call(tools, run_id, call_id, config.registry)
+        if view is None:
+            return render(request, "gone.html", 404, user=user, run_id=run_id, call_id=call_id)
+        return render(
+            request,
+            "call.html",
+            user=user,
+            view=view,
+            may_decide=decider_for(user, view.approval.deciders) is not None,
+        )
+
+    async def run_page(request: Request) -> Response:
+        user = user_of(request)
+        view = await load_run(tools, request.path_params["run_id"], config.ui_base)
+        return render(request, "run.html", user=user, view=view)
+
+    async def decide_form(request: Request) -> Response:
+        user = user_of(request)
+        form = await request.form()
+        require_csrf(request, user, form.get(CSRF_FIELD))
+        run_id, call_id = request.path_params["run_id"], request.path_params["call_id"]
+        action = form.get("action")
+        if action not in ("approve", "deny"):
+            raise HTTPException(400, "action must be approve or deny")
+        try:
+            verdict = await decide(
+                tools,
+                run_id,
+                call_id,
+                user,
+                approve=action == "approve",
+                arguments_hash=form.get("arguments_hash"),
+                reason=form.get("reason") or None,
+            )
+        except DecisionRefused as refused:
+            return render(
+                request,
+                "refused.html",
+                refused.status,
+                user=user,
+                message=refused.message,
+                run_id=run_id,
+                call_id=call_id,
+            )
+        request.session["flash"] = f"{verdict}: call {call_id}"[:300]
+        return RedirectResponse(f"/runs/{quote(run_id, safe='')}", 303)
+
+    # ------------------------------------------------------------------ JSON API
+
+    async def api_pending(request: Request) -> Response:
+        user = user_of(request)
+        chosen = {k: v or None for k, v in filters(request).items()}
+        found = await list_pending(tools, **chosen)
+        return JSONResponse(
+            {
+                "user": user.name,
+                "pending": [
+                    {
+                        "run_id": item.run_id,
+                        "agent": item.agent,
+                        **item.approval.model_dump(mode="json"),
+                        "may_decide": decider_for(user, item.approval.deciders) is not None,
+                    }
+                    for item in found.items
+                ],
+                "unreachable_runs": found.unreachable,
+            }
+        )
+
+    async def api_decide(request: Request) -> Response:
+        user = user_of(request)
+        try:
+            body = await request.json()
+        except ValueError:
+            return JSONResponse({"error": "the body must be a JSON object"}, 400)
+        if not isinstance(body, dict):
+            return JSONResponse({"error": "the body must be a JSON object"}, 400)
+        require_csrf(request, user, request.headers.get(CSRF_HEADER))
+        approve = body.get("approve")
+        if not isinstance(approve, bool):
+            return JSONResponse({"error": "approve must be true or false"}, 400)
+        run_id, call_id = request.path_params["run_id"], request.path_params["call_id"]
+        try:
+            verdict = await decide(
+                tools,
+                run_id,
+                call_id,
+                user,
+                approve=approve,
+                arguments_hash=body.get("arguments_hash"),
+                reason=body.get("reason"),
+            )
+        except DecisionRefused as refused:
+            return JSONResponse({"error": refused.message}, refused.status)
+        return JSONResponse({"verdict": verdict, "run_id": run_id, "call_id": call_id})
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def healthz(request: Request) -> Response:
+        return Response("ok\n", media_type="text/plain")
+
+    async def not_authenticated(request: Request, exc: Exception) -> Response:
+        if request.url.path.startswith("/api/"):
+            return JSONResponse(
+                {"error": "authentication required"},
+                401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        if request.method == "GET":
+            back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return RedirectResponse(f"/login?next={quote(back, safe='')}", 303)
+        return Response("authentication required\n", 401, media_type="text/plain")
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": exc.detail}, exc.status_code)
+        return Response(f"{exc.detail}\n", exc.status_code, media_type="text/plain")
+
+    async def run_unreadable(request: Request, exc: Exception) -> Response:
+        # A run that does not exist (404), or whose worker does not answer in time (503).
+        status, message = 503, "the run did not answer in time (is a worker running?)"
+        if isinstance(exc, RPCError | WorkflowQueryFailedError):
+            status, message = 404, f"the run could not be read: {exc}"
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": message}, status)
+        return Response(f"{message}\n", status, media_type="text/plain")
+
+    routes: list[BaseRoute] = [
+        Route("/", pending_page),
+        Route("/pending/rows", pending_page),
+        Route("/login", login_page, methods=["GET"]),
+        Route("/login", login, methods=["POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Route("/runs/{run_id}", run_page),
+        Route("/runs/{run_id}/calls/{call_id}", call_page),
+        Route("/runs/{run_id}/calls/{call_id}/decide", decide_form, methods=["POST"]),
+        Route("/api/pending", api_pending),
+        Route("/api/runs/{run_id}/calls/{call_id}/decide", api_decide, methods=["POST"]),
+        Route("/healthz", healthz),
+        Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
+    ]
+    if config.oauth is not None:
+        routes.insert(0, _callback_route(config.oauth))
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if config.oauth is not None:
+            await config.oauth.resume()
+        try:
+            yield
+        finally:
+            if config.oauth is not None:
+                await config.oauth.aclose()
+
+    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+        _NotAuthenticated: not_authenticated,
+        HTTPException: http_error,
+        RPCError: run_unreadable,
+        WorkflowQueryFailedError: run_unreadable,
+        TimeoutError: run_unreadable,
+    }
+    return Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(_SecurityHeaders),
+            Middleware(
+                SessionMiddleware,
+                secret_key=config.session_secret or secrets.token_urlsafe(32),
+                session_cookie=_SESSION_COOKIE,
+                max_age=_SESSION_AGE,
+                same_site="strict",
+                https_only=config.secure_cookies,
+            ),
+        ],
+        exception_handlers=handlers,  # type: ignore[arg-type]
+        lifespan=lifespan,
+    )
+
+
+def _safe_next(target: str | None) -> str:
+    # Only local paths: a login link must not send the user to another site.
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
+
+
+def _callback_route(callback: CallbackApp) -> Route:
+    """The OAuth redirect endpoint, re-hosted: `CallbackApp` keeps all its logic."""
+
+    async def oauth_callback(request: Request) -> Response:
+        query = request.url.query
+        target = request.url.path + (f"?{query}" if query else "")
+        answer = await callback(request.method, target)
+        return Response(
+            answer.body if request.method != "HEAD" else b"",
+            answer.status,
+            headers={"content-type": answer.content_type},
+        )
+
+    return Route(callback.path, oauth_callback, methods=["GET", "HEAD"])

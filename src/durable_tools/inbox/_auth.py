@@ -1,0 +1,103 @@
+"""Who is asking: Bearer tokens, a signed session cookie, or a trusted proxy's header.
+
+Every request of the inbox goes through `authenticate`; nothing is served to nobody. The
+proxy header is believed only when the TCP peer is one of the configured proxy addresses;
+from anywhere else it is ignored (so a browser cannot claim a name by sending it).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from starlette.requests import HTTPConnection
+
+from ._tokens import TokenStore, User, valid_user
+
+__all__ = ["AuthConfig", "authenticate", "decider_for", "group_decider"]
+
+SESSION_TOKEN = "token_sha256"
+"""Session key holding the sha256 of the token the user logged in with."""
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    """How the inbox authenticates.
+
+    Args:
+        tokens: The API tokens file's users (Bearer tokens and the login form).
+        trusted_proxies: Peer addresses or networks whose `user_header` is believed.
+        user_header: The header a trusted proxy sets to the authenticated user's name.
+    """
+
+    tokens: TokenStore
+    trusted_proxies: Sequence[str] = ()
+    user_header: str = "X-Forwarded-User"
+    _networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = field(
+        init=False, default=()
+    )
+
+    def __post_init__(self) -> None:
+        networks = tuple(ipaddress.ip_network(p, strict=False) for p in self.trusted_proxies)
+        object.__setattr__(self, "_networks", networks)
+
+    def trusts(self, peer: str | None) -> bool:
+        """Whether `peer` (an IP address) is a configured proxy."""
+        if not peer or not self._networks:
+            return False
+        try:
+            address = ipaddress.ip_address(peer)
+        except ValueError:
+            return False
+        return any(address in network for network in self._networks)
+
+
+def authenticate(conn: HTTPConnection, config: AuthConfig) -> User | None:
+    """The user a request comes from, or None.
+
+    Order: an `Authorization: Bearer` token (scripts; exempt from CSRF checks since no
+    cookie is involved), then the trusted proxy's header, then the session cookie set by
+    the login form. A Bearer header that does not match refuses the request outright
+    rather than falling back to a cookie.
+    """
+    header = conn.headers.get("authorization")
+    if header is not None:
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        user = config.tokens.user_for(token.strip())
+        return User(user.name, user.groups, via="token") if user else None
+    peer = conn.client.host if conn.client else None
+    claimed = conn.headers.get(config.user_header)
+    if claimed is not None and config.trusts(peer):
+        if not valid_user(claimed):
+            return None
+        return User(claimed, config.tokens.groups_of(claimed), via="proxy")
+    digest = conn.session.get(SESSION_TOKEN) if "session" in conn.scope else None
+    if isinstance(digest, str):
+        # Re-checked on every request: removing the user from the file ends the session.
+        found = config.tokens.user_for_hash(digest)
+        if found is not None:
+            return User(found.name, found.groups, via="session")
+    return None
+
+
+def group_decider(user: str, group: str) -> str:
+    """The decider string for a person deciding as a member of a group."""
+    return f"{user} via group:{group}"
+
+
+def decider_for(user: User, deciders: Sequence[str]) -> str | None:
+    """The decider name to send for `user`, or None if the deciders exclude them.
+
+    A policy's deciders name people (`alice`) or groups (`group:ops`); an empty list means
+    anyone. A member of a named group decides as `alice via group:ops`, so the history
+    records both the person and the group that allowed them.
+    """
+    if not deciders or user.name in deciders:
+        return user.name
+    for group in user.groups:
+        if f"group:{group}" in deciders:
+            return group_decider(user.name, group)
+    return None

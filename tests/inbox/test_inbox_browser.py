@@ -1,0 +1,101 @@
+"""A real browser (Debian's chromium, driven by Playwright) approves a real pending call
+through the inbox served by uvicorn; the history names the signed-in user.
+
+Set `DURABLE_TOOLS_INBOX_SCREENSHOT=PATH` to save the pending page (docs/inbox-pending.png
+is made this way).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from inbox_support import decisions_sent, make_users, pay_registry, start_pending
+from temporalio.client import Client
+
+from durable_tools.client import DurableTools
+from durable_tools.inbox import AuthConfig, InboxConfig, InboxServer, create_app
+from durable_tools.workflows import RunStatus
+from support import assert_not_wedged, running_worker
+
+CHROMIUM = os.environ.get("DURABLE_TOOLS_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+playwright_api = pytest.importorskip("playwright.async_api")
+if shutil.which(CHROMIUM) is None:
+    # CI installs it (.ci/run) and must not skip; a developer without it gets a clear reason.
+    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+        raise RuntimeError(f"no chromium at {CHROMIUM}: .ci/run installs it")
+    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+
+
+async def test_a_browser_approves_a_pending_call(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    async with running_worker(client, pay_registry(), task_queue):
+        run, approval, agent = await start_pending(
+            client, task_queue, tmp_path, arguments={"amount_cents": 1250, "memo": "team lunch"}
+        )
+        config = InboxConfig(
+            auth=AuthConfig(users.store()),
+            session_secret="browser-test-secret",
+            registry=pay_registry(),
+        )
+        server = InboxServer(create_app(DurableTools(client, task_queue), config), port=0)
+        await server.start()
+        try:
+            async with playwright_api.async_playwright() as playwright:
+                browser = await playwright.chromium.launch(
+                    executable_path=CHROMIUM, args=CHROMIUM_ARGS
+                )
+                try:
+                    page = await browser.new_page(viewport={"width": 1200, "height": 560})
+                    # Unauthenticated: the inbox sends the browser to the login page.
+                    await page.goto(f"{server.url}/?agent={agent}")
+                    assert "/login" in page.url
+                    await page.fill("#token", users.alice)
+                    await page.click("#sign-in")
+                    await page.wait_for_selector("table.pending")
+                    rows = page.locator("table.pending tbody tr")
+                    assert await rows.count() == 1
+                    assert "team lunch" in await rows.inner_text()
+                    # A second call starts waiting: the open page shows it without a reload.
+                    other, _, _ = await start_pending(
+                        client, task_queue, tmp_path, agent=agent, deciders=("group:ops",)
+                    )
+                    await playwright_api.expect(rows).to_have_count(2, timeout=30_000)
+                    shot = os.environ.get("DURABLE_TOOLS_INBOX_SCREENSHOT")
+                    if shot:
+                        await page.screenshot(path=shot)
+                    row = rows.filter(has_text=run.run_id)
+                    await row.locator("a.call").click()
+                    hash_shown = await page.inner_text("#arguments-hash")
+                    assert hash_shown == approval.arguments_hash
+                    await page.fill("#reason", "within the lunch budget")
+                    await page.click("#approve")
+                    await page.wait_for_selector("#flash")
+                    assert "approved" in await page.inner_text("#flash")
+                finally:
+                    await browser.close()
+        finally:
+            await server.stop()
+        await other.cancel("test over")
+        result = await run.result()
+        assert result.status == RunStatus.COMPLETED
+        [sent] = await decisions_sent(run)
+        assert sent["decider"] == "alice" and sent["approve"] is True
+        assert sent["reason"] == "within the lunch budget"
+        assert sent["arguments_hash"] == approval.arguments_hash
+        await assert_not_wedged(run.handle)

@@ -1,0 +1,213 @@
+"""The inbox over HTTP (httpx against the app, real Temporal, real worker): who may read and
+decide, CSRF, the trusted proxy header, the JSON API, escaping, and the recorded decider."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+from inbox_support import (
+    decisions_sent,
+    make_app,
+    make_users,
+    pay_registry,
+    start_pending,
+)
+from temporalio.client import Client
+
+from durable_tools.workflows import RunStatus
+from support import assert_not_wedged, running_worker
+
+_CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def http(app: object, peer: str = "127.0.0.1") -> httpx.AsyncClient:
+    transport = httpx.ASGITransport(app=app, client=(peer, 40000))  # type: ignore[arg-type]
+    return httpx.AsyncClient(transport=transport, base_url="http://inbox.test")
+
+
+async def login(browser: httpx.AsyncClient, token: str) -> None:
+    page = await browser.get("/login")
+    csrf = _CSRF.search(page.text)
+    assert csrf is not None
+    answer = await browser.post(
+        "/login", data={"csrf_token": csrf.group(1), "token": token, "next": "/"}
+    )
+    assert answer.status_code == 303, answer.text
+
+
+async def test_unauthenticated_requests_are_refused(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    async with running_worker(client, pay_registry(), task_queue):
+        run, approval, _ = await start_pending(client, task_queue, tmp_path)
+        async with http(make_app(client, task_queue, users)) as anonymous:
+            assert (await anonymous.get("/api/pending")).status_code == 401
+            wrong = {"Authorization": "Bearer not-a-token"}
+            assert (await anonymous.get("/api/pending", headers=wrong)).status_code == 401
+            page = await anonymous.get("/")
+            assert page.status_code == 303 and page.headers["location"].startswith("/login")
+            call = f"/runs/{run.run_id}/calls/c1"
+            assert (await anonymous.get(call)).status_code == 303
+            decided = await anonymous.post(
+                f"/api/runs/{run.run_id}/calls/c1/decide",
+                json={"approve": True, "arguments_hash": approval.arguments_hash},
+            )
+            assert decided.status_code == 401
+            form = await anonymous.post(
+                call + "/decide",
+                data={"action": "approve", "arguments_hash": approval.arguments_hash},
+            )
+            assert form.status_code == 401
+        assert await decisions_sent(run) == []
+        assert (await run.status()).status == RunStatus.AWAITING_APPROVAL
+        await run.cancel("test over")
+        await run.result()
+
+
+async def test_a_form_post_without_csrf_decides_nothing(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    async with running_worker(client, pay_registry(), task_queue):
+        run, approval, _ = await start_pending(client, task_queue, tmp_path)
+        async with http(make_app(client, task_queue, users)) as browser:
+            await login(browser, users.alice)
+            url = f"/runs/{run.run_id}/calls/c1/decide"
+            fields = {"action": "approve", "arguments_hash": approval.arguments_hash}
+            assert (await browser.post(url, data=fields)).status_code == 403
+            forged = {**fields, "csrf_token": "forged"}
+            assert (await browser.post(url, data=forged)).status_code == 403
+            # The session's JSON API needs the token in a header, too.
+            api = f"/api/runs/{run.run_id}/calls/c1/decide"
+            body = {"approve": True, "arguments_hash": approval.arguments_hash}
+            assert (await browser.post(api, json=body)).status_code == 403
+        assert await decisions_sent(run) == []
+        assert (await run.status()).status == RunStatus.AWAITING_APPROVAL
+        await run.cancel("test over")
+        await run.result()
+        await assert_not_wedged(run.handle)
+
+
+async def test_the_form_decision_records_the_logged_in_user(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    async with running_worker(client, pay_registry(), task_queue):
+        run, approval, _ = await start_pending(client, task_queue, tmp_path)
+        async with http(make_app(client, task_queue, users)) as browser:
+            await login(browser, users.bob)
+            page = await browser.get(f"/runs/{run.run_id}/calls/c1")
+            csrf = _CSRF.search(page.text)
+            assert csrf is not None and approval.arguments_hash in page.text
+            answer = await browser.post(
+                f"/runs/{run.run_id}/calls/c1/decide",
+                data={
+                    "csrf_token": csrf.group(1),
+                    "action": "deny",
+                    "reason": "not today",
+                    "arguments_hash": approval.arguments_hash,
+                    "decider": "mallory",  # ignored: the decider is who is logged in
+                },
+            )
+            assert answer.status_code == 303, answer.text
+        result = await run.result()
+        assert result.status == RunStatus.COMPLETED
+        [sent] = await decisions_sent(run)
+        assert sent["decider"] == "bob" and sent["approve"] is False
+        assert sent["arguments_hash"] == approval.arguments_hash
+        assert sent["reason"] == "not today"
+        await assert_not_wedged(run.handle)
+
+
+async def test_a_proxy_header_counts_only_from_a_trusted_proxy(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    async with running_worker(client, pay_registry(), task_queue):
+        run, approval, agent = await start_pending(client, task_queue, tmp_path)
+        app = make_app(client, task_queue, users, trusted=["10.0.0.7"])
+        claim = {"X-Forwarded-User": "carol"}
+        async with http(app, peer="10.0.0.8") as untrusted:
+            assert (await untrusted.get("/api/pending", headers=claim)).status_code == 401
+            assert (await untrusted.get("/", headers=claim)).status_code == 303
+        async with http(app, peer="10.0.0.7") as proxied:
+            listed = await proxied.get(f"/api/pending?agent={agent}", headers=claim)
+            assert listed.status_code == 200
+            assert listed.json()["user"] == "carol"
+            # A proxied browser is cookie-borne: a decision needs the CSRF token.
+            url = f"/runs/{run.run_id}/calls/c1/decide"
+            fields = {"action": "approve", "arguments_hash": approval.arguments_hash}
+            assert (await proxied.post(url, data=fields, headers=claim)).status_code == 403
+            page = await proxied.get(f"/runs/{run.run_id}/calls/c1", headers=claim)
+            csrf = _CSRF.search(page.text)
+            assert csrf is not None
+            fields["csrf_token"] = csrf.group(1)
+            assert (await proxied.post(url, data=fields, headers=claim)).status_code == 303
+        await run.result()
+        [sent] = await decisions_sent(run)
+        assert sent["decider"] == "carol"
+        await assert_not_wedged(run.handle)
+
+
+async def test_api_lists_and_decides_with_a_bearer_token(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    async with running_worker(client, pay_registry(), task_queue):
+        run, approval, agent = await start_pending(
+            client, task_queue, tmp_path, deciders=("group:ops",)
+        )
+        async with http(make_app(client, task_queue, users)) as script:
+            alice = {"Authorization": f"Bearer {users.alice}"}
+            bob = {"Authorization": f"Bearer {users.bob}"}
+            listed = (await script.get(f"/api/pending?agent={agent}", headers=alice)).json()
+            [item] = listed["pending"]
+            assert item["run_id"] == run.run_id and item["call_id"] == "c1"
+            assert item["tool"] == "pay" and item["may_decide"] is True
+            assert item["arguments_hash"] == approval.arguments_hash
+            url = f"/api/runs/{run.run_id}/calls/c1/decide"
+            body = {"approve": True, "arguments_hash": approval.arguments_hash, "reason": "ok"}
+            # bob is not in group ops: refused before anything reaches the run.
+            refused = await script.post(url, json=body, headers=bob)
+            assert refused.status_code == 403
+            stale = {**body, "arguments_hash": "0" * 64}
+            assert (await script.post(url, json=stale, headers=alice)).status_code == 409
+            decided = await script.post(url, json=body, headers=alice)
+            assert decided.status_code == 200, decided.text
+            assert decided.json()["verdict"].startswith("approved")
+        result = await run.result()
+        assert result.status == RunStatus.COMPLETED
+        [sent] = await decisions_sent(run)
+        assert sent["decider"] == "alice via group:ops"
+        timeline = await run.decided_timeline()
+        assert timeline[0].decided_by == "alice via group:ops"
+        assert timeline[0].status == "completed"
+        await assert_not_wedged(run.handle)
+
+
+async def test_hostile_arguments_are_escaped_on_the_call_page(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    hostile = {"amount_cents": 1, "memo": "<script>alert(1)</script>", "card": "4111-secret"}
+    async with running_worker(client, pay_registry(), task_queue):
+        run, _, agent = await start_pending(client, task_queue, tmp_path, arguments=hostile)
+        async with http(make_app(client, task_queue, users)) as browser:
+            await login(browser, users.alice)
+            for url in (f"/runs/{run.run_id}/calls/c1", f"/?agent={agent}", f"/runs/{run.run_id}"):
+                page = await browser.get(url)
+                assert page.status_code == 200, url
+                assert "<script>alert" not in page.text, url
+                assert "4111-secret" not in page.text, url  # redacted per the tool
+                assert "default-src 'self'" in page.headers["content-security-policy"]
+            call_page = (await browser.get(f"/runs/{run.run_id}/calls/c1")).text
+            assert "&lt;script&gt;alert(1)&lt;/script&gt;" in call_page
+            assert "Pay an amount (needs approval)." in call_page  # the tool's description
+            # An unknown run is a plain 404, not an error page with a traceback.
+            assert (await browser.get("/runs/no-such-run")).status_code == 404
+        await run.cancel("test over")
+        await run.result()
+        await assert_not_wedged(run.handle)

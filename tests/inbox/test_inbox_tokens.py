@@ -1,0 +1,168 @@
+"""Inbox users: tokens stored only as hashes, the CLI that makes them and decides with them,
+sessions that end when a user is removed, login that cannot be turned into an open
+redirect, and the OAuth callback hosted by the same app."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import stat
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from inbox_support import decisions_sent, make_users, pay_registry, start_pending
+from temporalio.client import Client
+
+import cli_support
+from cli_support import cli
+from durable_tools.cli import main
+from durable_tools.client import DurableTools
+from durable_tools.inbox import (
+    AuthConfig,
+    InboxConfig,
+    InboxServer,
+    TokenFileError,
+    TokenStore,
+    add_token,
+    create_app,
+    hash_token,
+)
+from durable_tools.oauth import OAuthManager, generate_key, make_callback_app
+from oauth.fake_provider import FakeOAuthProvider
+from support import assert_not_wedged, running_worker
+
+cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
+_CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def test_only_the_hash_is_stored(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    token = add_token(path, "alice", ["ops"])
+    text = path.read_text()
+    assert token not in text and hash_token(token) in text
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    store = TokenStore(path)
+    found = store.user_for(token)
+    assert found is not None and (found.name, found.groups) == ("alice", ("ops",))
+    assert store.user_for(token + "x") is None and store.user_for("") is None
+    # A new token replaces the old one and keeps the groups.
+    newer = add_token(path, "alice")
+    assert store.user_for(token) is None
+    again = store.user_for(newer)
+    assert again is not None and again.groups == ("ops",)
+    with pytest.raises(TokenFileError, match="invalid user"):
+        add_token(path, "<bob>")
+    with pytest.raises(TokenFileError, match="invalid group"):
+        add_token(path, "bob", ["a b"])
+
+
+def test_cli_prints_a_new_token_once(tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "tokens.json"
+    code = main(["inbox", "token", "add", "carol", "--group", "ops", "--tokens-file", str(path)])
+    assert code == 0
+    out, err = capsys.readouterr()
+    token = out.strip()
+    assert token and token not in path.read_text() and token not in err
+    assert json.loads(path.read_text())["users"]["carol"]["groups"] == ["ops"]
+    found = TokenStore(path).user_for(token)
+    assert found is not None and found.name == "carol"
+
+
+async def test_sessions_end_when_the_user_is_removed_and_login_stays_local(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    config = InboxConfig(auth=AuthConfig(users.store()), session_secret="s" * 32)
+    app = create_app(DurableTools(client, task_queue), config)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://inbox.test") as browser:
+        page = await browser.get("/login")
+        csrf = _CSRF.search(page.text)
+        assert csrf is not None
+        wrong = {"csrf_token": csrf.group(1), "token": "guess", "next": "/"}
+        assert (await browser.post("/login", data=wrong)).status_code == 401
+        no_csrf = {"token": users.bob, "next": "/"}
+        assert (await browser.post("/login", data=no_csrf)).status_code == 403
+        fields = {"csrf_token": csrf.group(1), "token": users.bob, "next": "//evil.example/"}
+        answer = await browser.post("/login", data=fields)
+        assert answer.status_code == 303 and answer.headers["location"] == "/"
+        assert (await browser.get("/api/pending")).json()["user"] == "bob"
+        data = json.loads(users.path.read_text())
+        del data["users"]["bob"]
+        users.path.write_text(json.dumps(data))
+        assert (await browser.get("/api/pending")).status_code == 401
+
+
+async def test_the_oauth_callback_is_served_by_the_inbox(
+    client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_OAUTH_CLIENT_SECRET", "test-secret")
+    users = make_users(tmp_path)
+    completed: list[Any] = []
+    # The callback's port must be known before the provider config (its redirect_uri).
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    with FakeOAuthProvider() as fake:
+        manager = OAuthManager.from_data_dir(
+            [fake.provider_config(redirect_uri=f"http://127.0.0.1:{port}/oauth/callback")],
+            tmp_path,
+            key=generate_key(),
+        )
+        config = InboxConfig(
+            auth=AuthConfig(users.store()),
+            session_secret="s" * 32,
+            oauth=make_callback_app(manager, completed.append),
+        )
+        server = InboxServer(create_app(DurableTools(client, task_queue), config), port=port)
+        await server.start()
+        try:
+            request = await manager.begin_authorization("fake", "alice", ["read"], "wf-1", "c-7")
+            async with httpx.AsyncClient(follow_redirects=True) as browser:
+                page = await browser.get(request.url)
+                assert page.status_code == 200, page.text
+                assert "Authorization complete" in page.text
+                assert page.headers["cache-control"] == "no-store"
+                replay = await browser.get(str(page.url))
+                assert replay.status_code == 400 and "already used" in replay.text
+        finally:
+            await server.stop()
+    [done] = completed
+    assert (done.workflow_id, done.call_id, done.user) == ("wf-1", "c-7", "alice")
+
+
+async def test_cli_decides_through_the_inbox_with_its_token(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    cli_env: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    users = make_users(tmp_path)
+    async with running_worker(client, pay_registry(), task_queue):
+        run, approval, _ = await start_pending(client, task_queue, tmp_path)
+        config = InboxConfig(auth=AuthConfig(users.store()), session_secret="s" * 32)
+        server = InboxServer(create_app(DurableTools(client, task_queue), config), port=0)
+        await server.start()
+        try:
+            args = ["approve", run.run_id, "c1", "--inbox", server.url, "--reason", "fine"]
+            monkeypatch.setenv("DURABLE_TOOLS_INBOX_TOKEN", "not-a-token")
+            code, _, err = await cli(capsys, *args)
+            assert code == 2 and "HTTP 401" in err
+            monkeypatch.setenv("DURABLE_TOOLS_INBOX_TOKEN", users.bob)
+            code, _, err = await cli(capsys, *args, "--as", "mallory")
+            assert code == 2 and "--as does not apply" in err
+            code, out, err = await cli(capsys, *args)
+            assert code == 0, err
+            assert "as bob" in out and approval.arguments_hash in out
+        finally:
+            await server.stop()
+        await run.result()
+        [sent] = await decisions_sent(run)
+        assert (sent["decider"], sent["reason"]) == ("bob", "fine")
+        assert sent["arguments_hash"] == approval.arguments_hash
+        await assert_not_wedged(run.handle)
