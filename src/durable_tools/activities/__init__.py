@@ -1,6 +1,7 @@
 """Activities: one per tool, plus the catalog, model and preflight activities."""
 
 from ._core import core_activities
+from ._notify import NOTIFY_ACTIVITY, Notification, NotificationRequest, notify_activity, sign
 from ._runtime import AuthorizationBroker, ToolRuntime
 from ._tools import make_tool_activity, to_application_error
 from ._types import (
@@ -17,15 +18,20 @@ from ._types import (
 __all__ = [
     "CATALOG_ACTIVITY",
     "MODEL_ACTIVITY",
+    "NOTIFY_ACTIVITY",
     "PREFLIGHT_ACTIVITY",
     "AuthorizationBroker",
     "CatalogRequest",
     "ModelCall",
+    "Notification",
+    "NotificationRequest",
     "PreflightRequest",
     "PreflightResult",
     "ToolInvocation",
     "ToolRuntime",
     "core_activities",
     "make_tool_activity",
+    "notify_activity",
+    "sign",
     "to_application_error",
 ]

@@ -11,6 +11,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from durable_tools.activities import ToolRuntime, core_activities, make_tool_activity
+from durable_tools.activities._notify import notify_activity
 from durable_tools.activities._runtime import AuthorizationBroker
 from durable_tools.activities._tools import HEARTBEAT_THROTTLE
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
@@ -98,7 +99,7 @@ def build_worker(
         artifact_store=artifact_store or default_artifact_store(),
         oauth=oauth,
     )
-    activities = core_activities(runtime) + [
+    activities = [*core_activities(runtime), notify_activity(runtime)] + [
         make_tool_activity(tool, runtime)
         for tool in registry.tools()
         if tool.spec.subagent is None  # sub-agents run as child workflows

@@ -19,6 +19,7 @@ from durable_tools.tools import Denied
 from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import redact_arguments
 from durable_tools.workflows._approvals import arguments_hash, static_approval
+from durable_tools.workflows._notify import notify_approval
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._types import (
     ApprovalDecision,
@@ -105,6 +106,7 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
     state.decisions.pop(call.id, None)  # a reused call id starts undecided
     state.pending[call.id] = pending
     state.event("approval.requested", call, detail=f"hash {pending.arguments_hash[:12]}")
+    notify_approval(state, "approval.requested", pending)
     publish(state)
     try:
         while True:
@@ -120,6 +122,7 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
                     pending.deciders = list(policy.escalate_to)
                     pending.deadline = workflow.now() + timedelta(seconds=timeout or 0)
                     state.event("approval.escalated", call, detail=", ".join(pending.deciders))
+                    notify_approval(state, "approval.escalated", pending)
                     publish(state)
                     continue
                 if policy.on_timeout == "fail":
@@ -134,8 +137,10 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
                     reason="no decision before the deadline",
                 )
                 state.event("approval.expired", call)
+                notify_approval(state, "approval.expired", pending)
             break
         state.check_call_cancelled()
+        notify_approval(state, "approval.decided", pending, state.decisions[call.id])
         return state.decisions[call.id]
     finally:
         state.pending.pop(call.id, None)
