@@ -1,11 +1,17 @@
-"""`durable-tools serve` (the OAuth callback) and the worker's OAuth broker from a file."""
+"""`durable-tools serve` (the OAuth callback), `durable-tools auth reissue`, and the worker's
+OAuth broker from a file."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 from pathlib import Path
 
-from durable_tools.cli._errors import CliError, connect_or_explain
+from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
+
+from durable_tools._render import render_authorization, terminal_safe
+from durable_tools.cli._commands import describe_run, no_worker, status_name, tools_for
+from durable_tools.cli._errors import CliError, connect_or_explain, translate_rpc_errors
 from durable_tools.cli._output import echo
 from durable_tools.cli._signals import stop_on_signals
 from durable_tools.oauth import (
@@ -16,8 +22,12 @@ from durable_tools.oauth import (
     run_notifier,
     serve_callback,
 )
+from durable_tools.workflows import AgentWorkflow
 
-__all__ = ["cmd_serve", "oauth_broker", "oauth_manager"]
+__all__ = ["REISSUE_TIMEOUT", "cmd_auth_reissue", "cmd_serve", "oauth_broker", "oauth_manager"]
+
+REISSUE_TIMEOUT = 60.0
+"""Seconds a re-issue may take (a worker must run the preflight that makes the new link)."""
 
 
 def oauth_manager(providers_file: str) -> OAuthManager:
@@ -57,4 +67,33 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         await stop.wait()
     finally:
         await server.stop()
+    return 0
+
+
+async def cmd_auth_reissue(args: argparse.Namespace) -> int:
+    """A fresh authorization link for a call waiting on one; prints the new link.
+
+    The old link keeps working until it expires; the wait's deadline starts again.
+    """
+    tools = await tools_for(args)
+    run = tools.run(args.run_id)
+    description = await describe_run(run)
+    if description.close_time is not None:
+        raise CliError(f"run {run.run_id} has ended ({status_name(description)}): nothing waits")
+    try:
+        async with translate_rpc_errors(run.run_id):
+            pending = await asyncio.wait_for(
+                run.handle.execute_update(AgentWorkflow.reissue_authorization, args.call_id),
+                REISSUE_TIMEOUT,
+            )
+    except WorkflowUpdateFailedError as error:
+        cause = error.cause
+        message = getattr(cause, "message", None) or str(cause or error)
+        raise CliError(f"rejected by run {run.run_id}: {terminal_safe(message)}") from None
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+        raise CliError(
+            no_worker(description.task_queue, f"issued a new link within {REISSUE_TIMEOUT:.0f} s")
+        ) from None
+    echo(f"new link for call {terminal_safe(args.call_id)} of run {run.run_id}:")
+    echo("  " + render_authorization(pending, run.run_id).replace("\n", "\n  "))
     return 0

@@ -6,7 +6,7 @@ import argparse
 
 from ._commands import cmd_pending, cmd_run, cmd_runs, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
-from ._oauth import cmd_serve
+from ._oauth import cmd_auth_reissue, cmd_serve
 from ._services import cmd_demo, cmd_server, cmd_worker
 
 __all__ = ["build_parser"]
@@ -104,6 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--reason", help="why")
         p.add_argument("--hash", dest="arguments_hash", metavar="H", help="arguments hash shown")
         p.set_defaults(handler=cmd_decide, approve=verb == "approve")
+
+    auth = sub.add_parser("auth", help="OAuth waits: re-issue an expired link")
+    p = auth.add_subparsers(title="auth commands", metavar="ACTION", required=True).add_parser(
+        "reissue", help="a fresh authorization link for a waiting call"
+    )
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("call_id", metavar="CALL_ID")
+    p.set_defaults(handler=cmd_auth_reissue)
 
     p = sub.add_parser("steer", help="give a run a new instruction before its next turn")
     p.add_argument("run_id", metavar="RUN_ID")
