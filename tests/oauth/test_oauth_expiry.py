@@ -30,7 +30,7 @@ from durable_tools.oauth import (
     serve_callback,
 )
 from durable_tools.tools import Identity, OAuthRequirement, ToolContext, ToolRegistry
-from durable_tools.workflows import AgentConfig, AgentWorkflow, AuthorizationPolicy, RunStatus
+from durable_tools.workflows import AgentConfig, AuthorizationPolicy, RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
@@ -175,8 +175,9 @@ async def test_reissue_is_refused_for_a_call_that_waits_on_nothing(
             "monday?", model=script(tmp_path), identity=Identity(user="alice")
         )
         await wait_for(run, lambda s: bool(s.pending_authorizations))
-        with pytest.raises(WorkflowUpdateFailedError):
-            await run.handle.execute_update(AgentWorkflow.reissue_authorization, "nope")
+        for hostile in ("nope", "", 123, None, ["cal1"]):
+            with pytest.raises(WorkflowUpdateFailedError):
+                await run.handle.execute_update("reissue_authorization", hostile)
         code, _, err = await cli(capsys, "auth", "reissue", run.run_id, "x" * 5000)
         assert code == 2 and "rejected" in err
         await run.cancel()
