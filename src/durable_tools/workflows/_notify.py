@@ -117,7 +117,11 @@ async def _send(state: RunState, config: NotificationConfig, request: Notificati
                 maximum_interval=_MAX_INTERVAL,
                 maximum_attempts=config.max_attempts,
             ),
-            summary=f"notify {note.event} {note.call_id} ({target})",
+            summary=(
+                f"notify {note.event} {note.call_id} ({target})"
+                if state.config.activity_summaries
+                else None
+            ),
         )
     except ActivityError as error:
         cause = error.cause
