@@ -193,14 +193,22 @@ def render_decision(record: ToolCallRecord) -> str:
     return terminal_safe(text)
 
 
-def render_authorization(authorization: PendingAuthorization) -> str:
-    """A pending OAuth authorization: the URL the person must open."""
+def render_authorization(authorization: PendingAuthorization, run_id: str = "RUN") -> str:
+    """A pending OAuth authorization: the URL the person must open, when it expires, and
+    how to get a new one."""
     scopes = " ".join(authorization.scopes) or "default scopes"
     head = (
         f"authorization needed: {authorization.tool} via {authorization.provider} ({scopes}), "
         f"call {authorization.call_id}"
     )
-    return f"{terminal_safe(head)}\n  open: {terminal_safe(authorization.authorization_url)}"
+    text = f"{terminal_safe(head)}\n  open: {terminal_safe(authorization.authorization_url)}"
+    if authorization.expires_at is not None:
+        when = authorization.expires_at.isoformat(timespec="seconds")
+        reissue = f"durable-tools auth reissue {run_id} {authorization.call_id}"
+        text += f"\n  link expires {when} (then: {terminal_safe(reissue)})"
+    if authorization.deadline is not None:
+        text += f"\n  waits until {authorization.deadline.isoformat(timespec='seconds')}"
+    return text
 
 
 def render_snapshot(
@@ -225,7 +233,7 @@ def render_snapshot(
     for approval in snapshot.pending_approvals:
         lines += ["", render_approval(run_id, approval)]
     for authorization in snapshot.pending_authorizations:
-        lines += ["", render_authorization(authorization)]
+        lines += ["", render_authorization(authorization, run_id)]
     lines += ["", render_timeline(timeline)]
     decided = [r for r in timeline if r.decided_by is not None]
     if decided:

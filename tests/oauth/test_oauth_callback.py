@@ -164,7 +164,7 @@ async def test_bad_requests(
     assert recorder.completed == []
 
 
-async def test_expired_state_tells_the_run(
+async def test_a_late_click_on_an_expired_link_says_how_to_get_a_new_one(
     fake: FakeOAuthProvider, tmp_path: Path, recorder: Recorder
 ) -> None:
     manager = OAuthManager.from_data_dir(
@@ -172,9 +172,30 @@ async def test_expired_state_tells_the_run(
     )
     app = make_callback_app(manager, recorder.on_complete, recorder.on_error)
     request = await manager.begin_authorization("fake", "alice", ["read"], "wf-4", "call-1")
+    # Another authorization starts meanwhile, which purges old states: expired ones are
+    # still remembered, so the late click is explained rather than "unknown".
+    await manager.begin_authorization("fake", "bob", ["read"], "wf-5", "call-2")
+    for _ in range(2):  # a reload says the same
+        response = await app("GET", f"/oauth/callback?state={request.state}&code=whatever")
+        assert response.status == 410
+        assert "expired" in response.body
+        assert "durable-tools auth reissue wf-4 call-1" in response.body
+    # The run is not told: it keeps waiting by its own policy, and a new link can serve it.
+    assert recorder.failed == [] and recorder.completed == []
+    assert fake.count("authorization_code") == 0
+
+
+async def test_expired_states_are_forgotten_after_a_while(
+    fake: FakeOAuthProvider, tmp_path: Path, recorder: Recorder
+) -> None:
+    manager = OAuthManager.from_data_dir(
+        [fake.provider_config()], tmp_path, key=generate_key(), state_ttl=0, expired_kept_for=0
+    )
+    app = make_callback_app(manager, recorder.on_complete, recorder.on_error)
+    request = await manager.begin_authorization("fake", "alice", ["read"], "wf-4", "call-1")
+    await manager.begin_authorization("fake", "bob", ["read"], "wf-5", "call-2")
     response = await app("GET", f"/oauth/callback?state={request.state}&code=whatever")
-    assert response.status == 400 and "expired" in response.body
-    assert [(f.workflow_id, f.error) for f in recorder.failed] == [("wf-4", "expired_state")]
+    assert response.status == 400 and "unknown or was already used" in response.body
 
 
 class FlakyRun:

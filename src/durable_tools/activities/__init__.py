@@ -3,6 +3,7 @@
 from ._core import core_activities
 from ._evaluate import Evaluator, evaluate_activity
 from ._grants import GrantStore, grant_activities
+from ._notify import NOTIFY_ACTIVITY, Notification, NotificationRequest, notify_activity, sign
 from ._runtime import AuthorizationBroker, ToolRuntime
 from ._tools import make_tool_activity, to_application_error
 from ._types import (
@@ -19,12 +20,15 @@ from ._types import (
 __all__ = [
     "CATALOG_ACTIVITY",
     "MODEL_ACTIVITY",
+    "NOTIFY_ACTIVITY",
     "PREFLIGHT_ACTIVITY",
     "AuthorizationBroker",
     "CatalogRequest",
     "Evaluator",
     "GrantStore",
     "ModelCall",
+    "Notification",
+    "NotificationRequest",
     "PreflightRequest",
     "PreflightResult",
     "ToolInvocation",
@@ -33,5 +37,7 @@ __all__ = [
     "evaluate_activity",
     "grant_activities",
     "make_tool_activity",
+    "notify_activity",
+    "sign",
     "to_application_error",
 ]

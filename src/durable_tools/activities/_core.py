@@ -14,7 +14,7 @@ from durable_tools.activities._conversation import (
     SnapshotMissing,
     snapshot_unavailable,
 )
-from durable_tools.activities._runtime import ToolRuntime
+from durable_tools.activities._runtime import ExpiringLinks, ToolRuntime
 from durable_tools.activities._types import (
     CATALOG_ACTIVITY,
     MODEL_ACTIVITY,
@@ -156,9 +156,12 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
         if not request.force_reauthorization:
             result.grant_ref = await runtime.oauth.grant_ref(request.identity, spec.oauth)
         if result.grant_ref is None:
-            result.authorization_url = await runtime.oauth.authorization_url(
-                request.identity, spec.oauth, request.workflow_id, request.call_id
-            )
+            args = (request.identity, spec.oauth, request.workflow_id, request.call_id)
+            if isinstance(runtime.oauth, ExpiringLinks):
+                link = await runtime.oauth.authorization_link(*args)
+                result.authorization_url, result.authorization_expires_at = link
+            else:
+                result.authorization_url = await runtime.oauth.authorization_url(*args)
         return result
 
     return [catalog, model, preflight]

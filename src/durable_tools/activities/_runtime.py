@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
 
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
 from durable_tools.tools._context import Identity
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.tools._spec import OAuthRequirement
 
-__all__ = ["AuthorizationBroker", "ToolRuntime"]
+__all__ = ["AuthorizationBroker", "ExpiringLinks", "ToolRuntime"]
 
 
 class AuthorizationBroker(Protocol):
@@ -33,6 +34,17 @@ class AuthorizationBroker(Protocol):
 
     async def access_token(self, identity: Identity, requirement: OAuthRequirement) -> str:
         """A valid access token (refreshed if needed); raises NeedsAuthorization if none."""
+        ...
+
+
+@runtime_checkable
+class ExpiringLinks(Protocol):
+    """A broker that also says when its authorization links expire (`OAuthBroker` does)."""
+
+    async def authorization_link(
+        self, identity: Identity, requirement: OAuthRequirement, workflow_id: str, call_id: str
+    ) -> tuple[str, datetime]:
+        """Like `AuthorizationBroker.authorization_url`, with the link's expiry."""
         ...
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -100,4 +101,6 @@ class PreflightResult(BaseModel):
     approval_required: bool = False
     authorization_url: str | None = None
     """Set when the run must pause for the user to authorize."""
+    authorization_expires_at: datetime | None = None
+    """When `authorization_url` stops working, if the broker says."""
     grant_ref: str | None = None

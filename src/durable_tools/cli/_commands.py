@@ -370,7 +370,7 @@ async def cmd_pending(args: argparse.Namespace) -> int:
         for approval in polled[0].pending_approvals:
             echo("  " + render_approval(summary.run_id, approval).replace("\n", "\n  "))
         for authorization in polled[0].pending_authorizations:
-            echo("  " + render_authorization(authorization).replace("\n", "\n  "))
+            echo("  " + render_authorization(authorization, summary.run_id).replace("\n", "\n  "))
     return 0
 
 

@@ -6,6 +6,7 @@ import argparse
 
 from ._commands import cmd_pending, cmd_run, cmd_runs, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
+from ._oauth import cmd_auth_reissue
 from ._policy import add_policy_commands
 from ._policy_flags import add_run_policy_flags
 from ._serve import cmd_serve, cmd_token_add
@@ -150,6 +151,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(handler=cmd_decide, approve=verb == "approve")
 
     add_policy_commands(sub)
+    auth = sub.add_parser("auth", help="OAuth waits: re-issue an expired link")
+    p = auth.add_subparsers(title="auth commands", metavar="ACTION", required=True).add_parser(
+        "reissue", help="a fresh authorization link for a waiting call"
+    )
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("call_id", metavar="CALL_ID")
+    p.set_defaults(handler=cmd_auth_reissue)
 
     p = sub.add_parser("steer", help="give a run a new instruction before its next turn")
     p.add_argument("run_id", metavar="RUN_ID")

@@ -10,6 +10,7 @@ never a token.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 
 from temporalio.client import Client
 
@@ -62,6 +63,15 @@ class OAuthBroker:
             requirement.provider, oauth_user(identity), requirement.scopes, workflow_id, call_id
         )
         return request.url
+
+    async def authorization_link(
+        self, identity: Identity, requirement: OAuthRequirement, workflow_id: str, call_id: str
+    ) -> tuple[str, datetime]:
+        """The authorization URL and when it expires (the OAuth state's lifetime)."""
+        request = await self.manager.begin_authorization(
+            requirement.provider, oauth_user(identity), requirement.scopes, workflow_id, call_id
+        )
+        return request.url, request.expires_at
 
     async def access_token(self, identity: Identity, requirement: OAuthRequirement) -> str:
         return await self.manager.access_token(

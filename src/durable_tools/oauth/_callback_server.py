@@ -2,9 +2,12 @@
 
 `GET /oauth/callback?code=..&state=..` completes the authorization the `state` stands for,
 then calls `on_complete` (which typically signals the waiting run with the grant reference)
-and shows a page saying the tab can be closed. A denial (`?error=access_denied`), an unknown,
-used or expired state, or a refused code gives a 400 page with the reason, and `on_error` is
-called whenever the run the state belongs to is known. `GET /healthz` answers `ok`.
+and shows a page saying the tab can be closed. A denial (`?error=access_denied`), an unknown
+or used state, or a refused code gives a 400 page with the reason, and `on_error` is
+called whenever the run the state belongs to is known. An expired state (a late click)
+gives a 410 page naming the command that issues a fresh link
+(`durable-tools auth reissue RUN CALL`); the run is not told, it keeps waiting by its
+`AuthorizationPolicy`. `GET /healthz` answers `ok`.
 
 If the run cannot be told (Temporal unreachable), nothing is lost: the grant is stored, the
 outcome waits in the state store under its `state`, a background task retries, and a reload
@@ -94,6 +97,19 @@ def _failure_page(failure: AuthorizationFailure, told: bool) -> HttpResponse:
     )
 
 
+def _expired_page(pending: PendingAuthorization) -> HttpResponse:
+    # The run is not told: it keeps waiting (until its own deadline, by its policy), and a
+    # fresh link completes it. Telling it would end a wait a re-issued link may still serve.
+    command = f"durable-tools auth reissue {pending.workflow_id} {pending.call_id}"
+    return _page(
+        410,
+        "This authorization link expired",
+        f"The link to grant access to {pending.provider} for run {pending.workflow_id} "
+        f"(call {pending.call_id}) expired; nothing was granted. Ask for a new link with "
+        f"`{command}` (or from the approvals inbox), then open the new link.",
+    )
+
+
 def _outcome_page(outcome: Outcome, told: bool) -> HttpResponse:
     if isinstance(outcome, CompletedAuthorization):
         return _granted_page(outcome, told)
@@ -176,12 +192,7 @@ class CallbackApp:
             pending = await self.manager.take_state(state)
         except InvalidState as err:
             if isinstance(err, ExpiredState) and err.pending is not None:
-                told = await self._fail(err.pending, "expired_state", str(err))
-                reason = "This authorization link expired."
-                after = "" if told else f" {_NOT_TOLD}"
-                return _page(
-                    400, "Authorization failed", f"{reason} Start it again from the run.{after}"
-                )
+                return _expired_page(err.pending)
             attempt = self.delivery.in_flight(state)
             if attempt is not None:  # a background retry holds the record: share its result
                 record, done = attempt

@@ -59,6 +59,8 @@ class OAuthManager:
             serves the callback.
         http: An httpx client for the token endpoints; default a short-lived one per request.
         state_ttl: Seconds a started authorization stays valid.
+        expired_kept_for: Seconds an expired authorization is still remembered, so that a
+            late click on its link is told how to get a new one (not "unknown state").
         refresh_margin: Seconds before expiry at which an access token is refreshed.
         now: The clock (tests move it).
     """
@@ -71,6 +73,7 @@ class OAuthManager:
         *,
         http: httpx.AsyncClient | None = None,
         state_ttl: float = 15 * 60,
+        expired_kept_for: float = 7 * 24 * 3600,
         refresh_margin: float = 60.0,
         now: Callable[[], datetime] = _utcnow,
     ) -> None:
@@ -80,6 +83,7 @@ class OAuthManager:
         self.tokens = tokens
         self.states = states
         self.state_ttl = timedelta(seconds=state_ttl)
+        self.expired_kept_for = timedelta(seconds=expired_kept_for)
         self.refresh_margin = timedelta(seconds=refresh_margin)
         self._http = http
         self._now = now
@@ -173,7 +177,7 @@ class OAuthManager:
         if existing is not None:
             wanted = _dedupe((*wanted, *existing.scopes))
         now = self._now()
-        await self.states.purge(now)
+        await self.states.purge(now - self.expired_kept_for)
         verifier = new_code_verifier()
         pending = PendingAuthorization(
             state=new_state(),
@@ -202,15 +206,18 @@ class OAuthManager:
         Raises:
             InvalidState: Unknown or already used.
             ExpiredState: Issued more than `state_ttl` ago (the pending record is on the
-                exception as `.pending`).
+                exception as `.pending`; it stays in the store, unusable, for
+                `expired_kept_for`).
         """
         pending = await self.states.take(state) if state else None
         if pending is None:
             raise InvalidState("unknown or already used authorization state")
         if pending.expired(self._now()):
-            raise ExpiredState(
-                "the authorization link expired: start it again from the run", pending
-            )
+            if pending.outcome is None:
+                # Put back: a reload of the late link explains again (purged after
+                # `expired_kept_for`). An expired state can never complete.
+                await self.states.put(pending)
+            raise ExpiredState("the authorization link expired: ask the run for a new one", pending)
         return pending
 
     async def complete_authorization(self, state: str, code: str) -> CompletedAuthorization:

@@ -18,6 +18,7 @@ from durable_tools.activities import (
     grant_activities,
     make_tool_activity,
 )
+from durable_tools.activities._notify import notify_activity
 from durable_tools.activities._runtime import AuthorizationBroker
 from durable_tools.activities._tools import HEARTBEAT_THROTTLE
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
@@ -123,6 +124,7 @@ def build_worker(
         *core_activities(runtime),
         evaluate_activity(evaluators or {}),
         *grant_activities(grant_store or GrantStore()),
+        notify_activity(runtime),
     ] + [make_tool_activity(tool, runtime) for tool in tools]
     worker_options.setdefault("default_heartbeat_throttle_interval", HEARTBEAT_THROTTLE)
     queue = task_queue or task_queue_from_env()

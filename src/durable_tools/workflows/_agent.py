@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         AgentResult,
         ApprovalDecision,
         AuthorizationCompleted,
+        PendingAuthorization,
         PolicyChange,
         RunEvent,
         RunSnapshot,
@@ -46,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallRecord,
     )
 
+from durable_tools.workflows._authorization_gate import check_reissue, reissue
 from durable_tools.workflows._continue import maybe_continue_as_new
 from durable_tools.workflows._model_turn import call_model
 from durable_tools.workflows._pipeline import run_calls
@@ -321,6 +323,16 @@ class AgentWorkflow:
             )
             return
         state.grants[completed.call_id] = completed
+
+    @workflow.update
+    async def reissue_authorization(self, call_id: str) -> PendingAuthorization:
+        """A fresh authorization link for a call waiting on one (the old link may have
+        expired); returns the renewed wait, with the new link and its expiry."""
+        return await reissue(self._state, call_id)
+
+    @reissue_authorization.validator
+    def _validate_reissue(self, call_id: str) -> None:
+        check_reissue(self._state, call_id)
 
     @workflow.signal
     def steer(self, instruction: str | None) -> None:

@@ -22,6 +22,7 @@ from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import redact_arguments
 from durable_tools.workflows._approvals import arguments_hash, static_approval
 from durable_tools.workflows._grants import grant_from_decision, standing_verdict
+from durable_tools.workflows._notify import notify_approval
 from durable_tools.workflows._policy import criteria_for, quorum_for, screen
 from durable_tools.workflows._policy_auto import evaluate_call
 from durable_tools.workflows._state import EndRun, RunState
@@ -137,6 +138,7 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
     state.decisions.pop(call.id, None)  # a reused call id starts undecided
     state.pending[call.id] = pending
     state.event("approval.requested", call, detail=f"hash {pending.arguments_hash[:12]}")
+    notify_approval(state, "approval.requested", pending)
     publish(state)
     evaluation = _start_evaluation(state, valid, pending)
     try:
@@ -157,6 +159,7 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
                     pending.deciders = list(policy.escalate_to)
                     pending.deadline = workflow.now() + timedelta(seconds=timeout or 0)
                     state.event("approval.escalated", call, detail=", ".join(pending.deciders))
+                    notify_approval(state, "approval.escalated", pending)
                     publish(state)
                     continue
                 if policy.on_timeout == "fail":
@@ -171,10 +174,12 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
                     reason="no decision before the deadline",
                 )
                 state.event("approval.expired", call)
+                notify_approval(state, "approval.expired", pending)
             break
         state.check_call_cancelled()
         if call.id not in state.decisions:  # withdrawn: a steer skipped the turn's rest
             state.check_call_skipped()
+        notify_approval(state, "approval.decided", pending, state.decisions[call.id])
         return state.decisions[call.id]
     finally:
         state.pending.pop(call.id, None)

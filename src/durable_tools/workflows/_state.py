@@ -107,6 +107,12 @@ class RunState:
     decisions: dict[str, ApprovalDecision] = field(default_factory=dict)
     authorizations: dict[str, PendingAuthorization] = field(default_factory=dict)
     grants: dict[str, AuthorizationCompleted] = field(default_factory=dict)
+    reissue: set[str] = field(default_factory=set)
+    """Call ids whose authorization link a person asked to re-issue."""
+    notifications: int = 0
+    """Notifications started in this history (numbers their delivery ids)."""
+    notifying: set[asyncio.Task[None]] = field(default_factory=set)
+    """Notifications still being sent; never awaited by the loop."""
     running: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
     records: dict[str, ToolCallRecord] = field(default_factory=dict)
     """Timeline records of the current turn's calls, by call id."""

@@ -28,17 +28,22 @@ __all__ = [
     "ApprovalDecision",
     "ApprovalPolicy",
     "AuthorizationCompleted",
+    "AuthorizationPolicy",
     "CarriedState",
     "ExecutionStrategy",
     "Limits",
+    "NotificationConfig",
+    "NotificationEvent",
     "PendingApproval",
     "PendingAuthorization",
     "PolicyChange",
     "RunEvent",
     "RunSnapshot",
     "RunStatus",
+    "SlackTarget",
     "Steer",
     "ToolCallRecord",
+    "WebhookTarget",
 ]
 
 
@@ -156,6 +161,112 @@ class PolicyChange(BaseModel):
     reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
 
 
+NotificationEvent = Literal[
+    "approval.requested",
+    "approval.decided",
+    "approval.escalated",
+    "approval.expired",
+    "authorization.requested",
+    "authorization.expired",
+]
+"""What a notification can be about."""
+
+
+def _http_url(url: str) -> str:
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"a notification URL must be http:// or https://, got {url[:40]!r}")
+    return url
+
+
+class WebhookTarget(BaseModel):
+    """A webhook that receives signed JSON notifications.
+
+    The HMAC secret is never part of the config (the config is recorded in history): it is
+    named here and resolved on the worker that sends the notification.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str = Field(max_length=2000)
+    events: tuple[NotificationEvent, ...] = ()
+    """Events this target receives; empty means all of them."""
+    secret: str = Field(default="DURABLE_TOOLS_WEBHOOK_SECRET", min_length=1, max_length=200)
+    """Name of the signing secret on the worker: a worker secret of that name (see
+    `build_worker(secrets=...)`), else the environment variable of that name. A worker
+    without it fails the notification (recorded as `notification.failed`) rather than
+    sending it unsigned."""
+
+    @model_validator(mode="after")
+    def _check_url(self) -> WebhookTarget:
+        _http_url(self.url)
+        return self
+
+
+class SlackTarget(BaseModel):
+    """A Slack-compatible incoming webhook: `{"text": ..., "blocks": [...]}` with a link to
+    the inbox. An incoming-webhook URL is itself a secret: name it with `url_secret`
+    (resolved on the worker like `WebhookTarget.secret`); `url` is for local receivers."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str | None = Field(default=None, max_length=2000)
+    url_secret: str | None = Field(default=None, min_length=1, max_length=200)
+    events: tuple[NotificationEvent, ...] = ()
+    """Events this target receives; empty means all of them."""
+
+    @model_validator(mode="after")
+    def _one_url(self) -> SlackTarget:
+        if (self.url is None) == (self.url_secret is None):
+            raise ValueError("a Slack target needs exactly one of url and url_secret")
+        if self.url is not None:
+            _http_url(self.url)
+        return self
+
+
+class NotificationConfig(BaseModel):
+    """Who hears about approvals and authorizations of an agent's runs.
+
+    Each notification is an activity the run starts without waiting for it, retried by
+    Temporal: a slow or failing receiver never blocks or fails the run. One that fails for
+    good is recorded as a `notification.failed` event.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    webhooks: tuple[WebhookTarget, ...] = ()
+    slack: tuple[SlackTarget, ...] = ()
+    inbox_url: str | None = Field(default=None, max_length=2000)
+    """Base URL of the approvals inbox; notifications link to `<inbox_url>/runs/<run id>`."""
+    max_attempts: int = Field(default=5, ge=1, le=100)
+    """Deliveries tried per notification and target."""
+    timeout_seconds: float = Field(default=600.0, gt=0)
+    """How long one notification may keep retrying before it counts as failed."""
+    retry_interval_seconds: float = Field(default=2.0, gt=0)
+    """First pause between two attempts; doubled after each one, up to a minute."""
+
+
+class AuthorizationPolicy(BaseModel):
+    """Run-level rules for OAuth pauses: how long a call waits for a person to authorize."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timeout_seconds: float | None = Field(default=None, gt=0)
+    """How long an authorization may wait; None waits for ever (durably)."""
+    on_timeout: Literal["deny", "fail", "reissue"] = "deny"
+    """deny: the model is told the authorization did not happen; fail: the run ends;
+    reissue: a fresh link is issued and the wait starts again (at most `max_reissues`
+    times, then deny)."""
+    max_reissues: int = Field(default=3, ge=0, le=100)
+    """Automatic re-issues after deadlines (manual ones, `durable-tools auth reissue`, are
+    not counted)."""
+
+    @model_validator(mode="after")
+    def _reissue_needs_deadline(self) -> AuthorizationPolicy:
+        if self.on_timeout != "deny" and self.timeout_seconds is None:
+            raise ValueError(f"on_timeout={self.on_timeout!r} needs timeout_seconds")
+        return self
+
+
 class AgentConfig(BaseModel):
     """What an agent is: instructions, model, tools, strategy and limits."""
 
@@ -174,6 +285,10 @@ class AgentConfig(BaseModel):
     approval: ApprovalPolicy = ApprovalPolicy()
     continue_as_new_after_events: int | None = Field(default=None, ge=20)
     """Continue-as-new after this many history events, besides when the server suggests it."""
+    authorization: AuthorizationPolicy = AuthorizationPolicy()
+    """How OAuth pauses end: deadline and what passing it does."""
+    notifications: NotificationConfig | None = None
+    """Webhooks and Slack messages about approvals and authorizations; None sends none."""
     output_limit_bytes: int = Field(default=16_000, ge=256)
     """Largest tool output kept in the conversation; larger ones go to the artifact store."""
     max_subagent_depth: int = Field(default=1, ge=0)
@@ -310,6 +425,12 @@ class PendingAuthorization(BaseModel):
     scopes: list[str] = Field(default_factory=list)
     authorization_url: str
     requested_at: datetime
+    expires_at: datetime | None = None
+    """When the link stops working (the OAuth state's lifetime); None if unknown."""
+    deadline: datetime | None = None
+    """When the wait ends by the run's `AuthorizationPolicy`; None waits for ever."""
+    issued: int = 1
+    """How many links were issued for this wait (re-issues count)."""
 
 
 class AuthorizationCompleted(BaseModel):
