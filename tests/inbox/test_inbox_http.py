@@ -16,8 +16,9 @@ from inbox_support import (
 )
 from temporalio.client import Client
 
+from durable_tools.client import DurableTools
 from durable_tools.workflows import RunStatus
-from support import assert_not_wedged, running_worker
+from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
@@ -211,3 +212,42 @@ async def test_hostile_arguments_are_escaped_on_the_call_page(
         await run.cancel("test over")
         await run.result()
         await assert_not_wedged(run.handle)
+
+
+async def test_approve_and_stop_asking_grants_the_tool_for_the_rest_of_the_run(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    model = write_script(
+        tmp_path,
+        [
+            calls(("c1", "pay", {"amount_cents": 500})),
+            calls(("c2", "pay", {"amount_cents": 700})),
+            answer("done"),
+        ],
+    )
+    async with running_worker(client, pay_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start("pay twice", model=model)
+        snapshot = await wait_for(run, lambda s: bool(s.pending_approvals))
+        async with http(make_app(client, task_queue, users)) as browser:
+            await login(browser, users.bob)
+            page = await browser.get(f"/runs/{run.run_id}/calls/c1")
+            csrf = _CSRF.search(page.text)
+            assert csrf is not None and 'value="remember"' in page.text
+            answer_page = await browser.post(
+                f"/runs/{run.run_id}/calls/c1/decide",
+                data={
+                    "csrf_token": csrf.group(1),
+                    "action": "remember",
+                    "arguments_hash": snapshot.pending_approvals[0].arguments_hash,
+                },
+            )
+            assert answer_page.status_code == 303, answer_page.text
+        result = await run.result()
+        timeline = {r.call_id: r for r in await run.timeline()}
+        await assert_not_wedged(run.handle)
+    assert result.status == RunStatus.COMPLETED
+    assert timeline["c1"].decided_by == "bob" and timeline["c1"].status == "completed"
+    # The second payment was not asked again: the grant bob gave covered it.
+    assert timeline["c2"].status == "completed" and timeline["c2"].decided_by is None
+    assert (timeline["c2"].policy_layer or "").startswith("grant")

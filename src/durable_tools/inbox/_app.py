@@ -209,17 +209,18 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         require_csrf(request, user, form.get(CSRF_FIELD))
         run_id, call_id = request.path_params["run_id"], request.path_params["call_id"]
         action = form.get("action")
-        if action not in ("approve", "deny"):
-            raise HTTPException(400, "action must be approve or deny")
+        if action not in ("approve", "deny", "remember"):
+            raise HTTPException(400, "action must be approve, deny or remember")
         try:
             verdict = await decide(
                 tools,
                 run_id,
                 call_id,
                 user,
-                approve=action == "approve",
+                approve=action in ("approve", "remember"),
                 arguments_hash=form.get("arguments_hash"),
                 reason=form.get("reason") or None,
+                remember=action == "remember",
             )
         except DecisionRefused as refused:
             return render(

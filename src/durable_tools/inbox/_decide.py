@@ -15,6 +15,7 @@ from temporalio.service import RPCError
 from durable_tools.client import DurableTools
 from durable_tools.workflows import ApprovalDecision
 from durable_tools.workflows._limits import MAX_CALL_ID_CHARS, MAX_REASON_CHARS
+from durable_tools.workflows._policy_types import GrantRequest
 
 from ._auth import decider_for
 from ._data import QUERY_TIMEOUT
@@ -46,13 +47,15 @@ async def decide(
     approve: bool,
     arguments_hash: object,
     reason: object = None,
+    remember: bool = False,
 ) -> str:
     """Send `user`'s decision on a call pending in run `run_id`; returns the run's verdict.
 
     The decision always carries the arguments hash the user was shown (required): if the
     call pending under `call_id` changed since, nothing is decided. The decider recorded
     is the authenticated user (`alice`, or `alice via group:ops` when a group named in the
-    deciders lets them decide).
+    deciders lets them decide). `remember` approves and stops asking: a standing grant for
+    this tool for the rest of the run (the run's policy layers still apply first).
 
     Raises:
         DecisionRefused: a malformed request (400), a user who may not decide (403), no
@@ -92,6 +95,7 @@ async def decide(
         decider=decider,
         reason=reason or None,
         arguments_hash=arguments_hash,
+        grant=GrantRequest(scope="run") if approve and remember else None,
     )
     try:
         return await asyncio.wait_for(run.send_decision(decision), DECIDE_TIMEOUT)

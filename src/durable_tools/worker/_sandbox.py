@@ -22,6 +22,8 @@ PASSTHROUGH_MODULES = (
     "durable_tools.search_attributes",
     "durable_tools.workflows._types",
     "durable_tools.workflows._limits",
+    "durable_tools.workflows._notification_types",
+    "durable_tools.workflows._policy_types",
     "durable_tools.workflows._approvals",
     "durable_tools.workflows._options",
     "durable_tools.workflows._tool_search",

@@ -1,4 +1,5 @@
-"""Wire types of the layered approval policy: constraints, standing grants, auto mode, batches.
+"""Wire types of the layered approval policy: the policy, constraints, standing grants,
+auto mode, batches.
 
 Everything here is plain, frozen pydantic data with unknown keys refused: a silently
 ignored field in a security policy is the worst kind of typo.
@@ -23,6 +24,7 @@ __all__ = [
     "GRANT_SAVE_ACTIVITY",
     "MAX_BATCH_DECISIONS",
     "MAX_CONSTRAINTS",
+    "ApprovalPolicy",
     "AutoApproval",
     "BatchDecision",
     "BatchItem",
@@ -33,6 +35,7 @@ __all__ = [
     "GrantLookup",
     "GrantRequest",
     "GrantRevocation",
+    "PolicyChange",
     "StandingGrant",
 ]
 
@@ -171,4 +174,81 @@ class BatchDecision(_Frozen):
 
     items: tuple[BatchItem, ...] = Field(min_length=1, max_length=MAX_BATCH_DECISIONS)
     decider: str = Field(default="anonymous", max_length=MAX_DECIDER_CHARS)
+    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
+
+
+class ApprovalPolicy(BaseModel):
+    """Run-level rules for human approval, on top of what each tool declares."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    require: Literal["tool", "mutating", "all", "none"] = "tool"
+    """tool: as tools declare (approval, or requires_confirmation); mutating: also every
+    tool that is not read-only; all: every call; none: never ask (tools' own rules ignored)."""
+    deciders: tuple[str, ...] = ()
+    """Who may decide; empty means anyone who can reach the run."""
+    timeout_seconds: float | None = Field(default=None, gt=0)
+    """How long an approval may wait; None waits for ever (durably)."""
+    on_timeout: Literal["deny", "escalate", "fail"] = "deny"
+    """What the deadline passing does."""
+    escalate_to: tuple[str, ...] = ()
+    """Deciders after an escalation."""
+    escalation_timeout_seconds: float | None = Field(default=None, gt=0)
+    """Second deadline, after which the call is denied. None: same as `timeout_seconds`."""
+    on_deny: Literal["tell_model", "end_run"] = "tell_model"
+    """A denial goes back to the model as an error message, or ends the run."""
+
+    # Layers, checked in this order for a call the rules above would send to a person
+    # (see `durable_tools.workflows._policy`). Every default keeps the rules above as they
+    # were: a person is asked.
+    skip_all_approvals_unsafe: bool = False
+    """Never ask anyone, whatever tools and the rules above say. For tests and sandboxes
+    only: the name is meant to be seen in a review."""
+    allow_safe_tools: bool = False
+    """Allow without asking the calls of tools safe under any input: read-only and not
+    networked, or tagged `approval_safe`."""
+    allow_tools: tuple[str, ...] = ()
+    """Tools allowed without asking."""
+    deny_tools: tuple[str, ...] = ()
+    """Tools denied without asking (checked before every allowing layer but the skip)."""
+    identity_grants: bool = False
+    """Look up (and let deciders create) standing grants scoped to the run's identity, kept
+    in the worker's grant store across runs."""
+    auto: AutoApproval | None = None
+    """Auto mode: an evaluator judges calls against criteria; it never fails open."""
+    quorum: int = Field(default=1, ge=1, le=10)
+    """Two-person rule: distinct approvals a call of a `quorum_tools` or `spends_money` tool
+    needs (any denial denies). 1 keeps one approval for every tool."""
+    quorum_tools: tuple[str, ...] = ()
+    """Tools that need `quorum` approvals besides those marked `spends_money`."""
+
+    @model_validator(mode="after")
+    def _escalation_names_deciders(self) -> ApprovalPolicy:
+        # An escalation with nobody to escalate to would leave the deciders empty, and an
+        # empty list means "anyone": a deadline must never widen who may approve.
+        if self.on_timeout == "escalate" and not self.escalate_to:
+            raise ValueError(
+                "on_timeout='escalate' needs escalate_to: the deciders after the deadline "
+                "(an empty list would let anyone approve)"
+            )
+        if self.on_timeout == "escalate" and self.timeout_seconds is None:
+            raise ValueError("on_timeout='escalate' needs timeout_seconds: when to escalate")
+        if self.quorum > 1 and self.deciders and len(self.deciders) < self.quorum:
+            raise ValueError(
+                f"quorum {self.quorum} needs at least {self.quorum} deciders "
+                f"({len(self.deciders)} named)"
+            )
+        both = sorted(set(self.allow_tools) & set(self.deny_tools))
+        if both:
+            raise ValueError(f"tools both allowed and denied: {', '.join(both)}")
+        return self
+
+
+class PolicyChange(BaseModel):
+    """A new live approval policy for a run (the `set_policy` update)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: ApprovalPolicy
+    changed_by: str = Field(default="anonymous", max_length=MAX_DECIDER_CHARS)
     reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)

@@ -19,7 +19,18 @@ from durable_tools.workflows._limits import (
     MAX_REASON_CHARS,
     MAX_STEER_CHARS,
 )
-from durable_tools.workflows._policy_types import AutoApproval, GrantRequest, StandingGrant
+from durable_tools.workflows._notification_types import (
+    NotificationConfig,
+    NotificationEvent,
+    SlackTarget,
+    WebhookTarget,
+)
+from durable_tools.workflows._policy_types import (
+    ApprovalPolicy,
+    GrantRequest,
+    PolicyChange,
+    StandingGrant,
+)
 
 __all__ = [
     "AgentConfig",
@@ -82,167 +93,6 @@ class Limits(BaseModel):
     """Tool calls in the whole run."""
     max_tool_calls_per_turn: int = Field(default=16, ge=0)
     """Tool calls one model answer may ask for."""
-
-
-class ApprovalPolicy(BaseModel):
-    """Run-level rules for human approval, on top of what each tool declares."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    require: Literal["tool", "mutating", "all", "none"] = "tool"
-    """tool: as tools declare (approval, or requires_confirmation); mutating: also every
-    tool that is not read-only; all: every call; none: never ask (tools' own rules ignored)."""
-    deciders: tuple[str, ...] = ()
-    """Who may decide; empty means anyone who can reach the run."""
-    timeout_seconds: float | None = Field(default=None, gt=0)
-    """How long an approval may wait; None waits for ever (durably)."""
-    on_timeout: Literal["deny", "escalate", "fail"] = "deny"
-    """What the deadline passing does."""
-    escalate_to: tuple[str, ...] = ()
-    """Deciders after an escalation."""
-    escalation_timeout_seconds: float | None = Field(default=None, gt=0)
-    """Second deadline, after which the call is denied. None: same as `timeout_seconds`."""
-    on_deny: Literal["tell_model", "end_run"] = "tell_model"
-    """A denial goes back to the model as an error message, or ends the run."""
-
-    # Layers, checked in this order for a call the rules above would send to a person
-    # (see `durable_tools.workflows._policy`). Every default keeps the rules above as they
-    # were: a person is asked.
-    skip_all_approvals_unsafe: bool = False
-    """Never ask anyone, whatever tools and the rules above say. For tests and sandboxes
-    only: the name is meant to be seen in a review."""
-    allow_safe_tools: bool = False
-    """Allow without asking the calls of tools safe under any input: read-only and not
-    networked, or tagged `approval_safe`."""
-    allow_tools: tuple[str, ...] = ()
-    """Tools allowed without asking."""
-    deny_tools: tuple[str, ...] = ()
-    """Tools denied without asking (checked before every allowing layer but the skip)."""
-    identity_grants: bool = False
-    """Look up (and let deciders create) standing grants scoped to the run's identity, kept
-    in the worker's grant store across runs."""
-    auto: AutoApproval | None = None
-    """Auto mode: an evaluator judges calls against criteria; it never fails open."""
-    quorum: int = Field(default=1, ge=1, le=10)
-    """Two-person rule: distinct approvals a call of a `quorum_tools` or `spends_money` tool
-    needs (any denial denies). 1 keeps one approval for every tool."""
-    quorum_tools: tuple[str, ...] = ()
-    """Tools that need `quorum` approvals besides those marked `spends_money`."""
-
-    @model_validator(mode="after")
-    def _escalation_names_deciders(self) -> ApprovalPolicy:
-        # An escalation with nobody to escalate to would leave the deciders empty, and an
-        # empty list means "anyone": a deadline must never widen who may approve.
-        if self.on_timeout == "escalate" and not self.escalate_to:
-            raise ValueError(
-                "on_timeout='escalate' needs escalate_to: the deciders after the deadline "
-                "(an empty list would let anyone approve)"
-            )
-        if self.on_timeout == "escalate" and self.timeout_seconds is None:
-            raise ValueError("on_timeout='escalate' needs timeout_seconds: when to escalate")
-        if self.quorum > 1 and self.deciders and len(self.deciders) < self.quorum:
-            raise ValueError(
-                f"quorum {self.quorum} needs at least {self.quorum} deciders "
-                f"({len(self.deciders)} named)"
-            )
-        both = sorted(set(self.allow_tools) & set(self.deny_tools))
-        if both:
-            raise ValueError(f"tools both allowed and denied: {', '.join(both)}")
-        return self
-
-
-class PolicyChange(BaseModel):
-    """A new live approval policy for a run (the `set_policy` update)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    policy: ApprovalPolicy
-    changed_by: str = Field(default="anonymous", max_length=MAX_DECIDER_CHARS)
-    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
-
-
-NotificationEvent = Literal[
-    "approval.requested",
-    "approval.decided",
-    "approval.escalated",
-    "approval.expired",
-    "authorization.requested",
-    "authorization.expired",
-]
-"""What a notification can be about."""
-
-
-def _http_url(url: str) -> str:
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"a notification URL must be http:// or https://, got {url[:40]!r}")
-    return url
-
-
-class WebhookTarget(BaseModel):
-    """A webhook that receives signed JSON notifications.
-
-    The HMAC secret is never part of the config (the config is recorded in history): it is
-    named here and resolved on the worker that sends the notification.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    url: str = Field(max_length=2000)
-    events: tuple[NotificationEvent, ...] = ()
-    """Events this target receives; empty means all of them."""
-    secret: str = Field(default="DURABLE_TOOLS_WEBHOOK_SECRET", min_length=1, max_length=200)
-    """Name of the signing secret on the worker: a worker secret of that name (see
-    `build_worker(secrets=...)`), else the environment variable of that name. A worker
-    without it fails the notification (recorded as `notification.failed`) rather than
-    sending it unsigned."""
-
-    @model_validator(mode="after")
-    def _check_url(self) -> WebhookTarget:
-        _http_url(self.url)
-        return self
-
-
-class SlackTarget(BaseModel):
-    """A Slack-compatible incoming webhook: `{"text": ..., "blocks": [...]}` with a link to
-    the inbox. An incoming-webhook URL is itself a secret: name it with `url_secret`
-    (resolved on the worker like `WebhookTarget.secret`); `url` is for local receivers."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    url: str | None = Field(default=None, max_length=2000)
-    url_secret: str | None = Field(default=None, min_length=1, max_length=200)
-    events: tuple[NotificationEvent, ...] = ()
-    """Events this target receives; empty means all of them."""
-
-    @model_validator(mode="after")
-    def _one_url(self) -> SlackTarget:
-        if (self.url is None) == (self.url_secret is None):
-            raise ValueError("a Slack target needs exactly one of url and url_secret")
-        if self.url is not None:
-            _http_url(self.url)
-        return self
-
-
-class NotificationConfig(BaseModel):
-    """Who hears about approvals and authorizations of an agent's runs.
-
-    Each notification is an activity the run starts without waiting for it, retried by
-    Temporal: a slow or failing receiver never blocks or fails the run. One that fails for
-    good is recorded as a `notification.failed` event.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    webhooks: tuple[WebhookTarget, ...] = ()
-    slack: tuple[SlackTarget, ...] = ()
-    inbox_url: str | None = Field(default=None, max_length=2000)
-    """Base URL of the approvals inbox; notifications link to `<inbox_url>/runs/<run id>`."""
-    max_attempts: int = Field(default=5, ge=1, le=100)
-    """Deliveries tried per notification and target."""
-    timeout_seconds: float = Field(default=600.0, gt=0)
-    """How long one notification may keep retrying before it counts as failed."""
-    retry_interval_seconds: float = Field(default=2.0, gt=0)
-    """First pause between two attempts; doubled after each one, up to a minute."""
 
 
 class AuthorizationPolicy(BaseModel):
