@@ -447,7 +447,7 @@ def attach_openapi(
         options: dict[str, Any] = {
             **method_safety(op.method),
             "description": _description(op),
-            "tags": op.tags,
+            "tags": ("http", *op.tags),  # "http": the transport, for the audit stream
         }
         if bearer is not None and bearer.provider is not None:
             scopes = tuple(dict.fromkeys([*bearer.scopes, *_oauth_scopes(parsed, op)]))
