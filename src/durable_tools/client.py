@@ -6,16 +6,24 @@ import re
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 from pydantic import BaseModel
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+)
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from durable_tools import search_attributes as sa
 from durable_tools.connection import connect, resolve_namespace
+from durable_tools.events import EventSink, FollowResult, follow_events
 from durable_tools.messages import Message
 from durable_tools.server import ui_url
 from durable_tools.tools._context import Identity
+from durable_tools.tools._progress import Progress, parse_beat
 from durable_tools.worker import task_queue_from_env
 from durable_tools.workflows import (
     AgentConfig,
@@ -26,6 +34,7 @@ from durable_tools.workflows import (
     ApprovalPolicy,
     BatchDecision,
     BatchItem,
+    EventsPage,
     GrantRequest,
     GrantRevocation,
     PendingApproval,
@@ -38,7 +47,14 @@ from durable_tools.workflows import (
     ToolCallRecord,
 )
 
-__all__ = ["AgentRun", "DurableTools", "RunSummary", "with_decisions"]
+__all__ = [
+    "AgentRun",
+    "DurableTools",
+    "RunSummary",
+    "ToolProgress",
+    "progress_in",
+    "with_decisions",
+]
 
 _WAITING = (RunStatus.AWAITING_APPROVAL.value, RunStatus.AWAITING_AUTHORIZATION.value)
 # Statuses a call reaches without ever being put to a person.
@@ -103,6 +119,48 @@ class RunSummary(BaseModel):
     started_at: datetime | None = None
 
 
+class ToolProgress(NamedTuple):
+    """The latest progress of one running tool call (from its heartbeat details)."""
+
+    call_id: str
+    tool: str
+    progress: Progress
+    recent: list[Progress]
+    """The reports before `progress`, oldest first (bounded; without partial results)."""
+    attempt: int = 1
+
+
+async def progress_in(
+    client: Client, description: WorkflowExecutionDescription
+) -> list[ToolProgress]:
+    """The typed progress of the running tool calls in a run's `describe()` answer.
+
+    Only calls that reported through `ToolContext.progress` are listed; local activities
+    never heartbeat, so they never appear.
+    """
+    found: list[ToolProgress] = []
+    for pending in description.raw_description.pending_activities:
+        if not pending.HasField("heartbeat_details") or not pending.heartbeat_details.payloads:
+            continue
+        try:
+            decoded = await client.data_converter.decode(pending.heartbeat_details.payloads)
+        except Exception:  # details of another form (another SDK, a codec we lack)
+            continue
+        beat = parse_beat(decoded[0]) if decoded else None
+        if beat is None:
+            continue
+        found.append(
+            ToolProgress(
+                beat.call_id,
+                beat.tool or pending.activity_type.name,
+                beat.progress,
+                beat.recent,
+                pending.attempt or 1,
+            )
+        )
+    return found
+
+
 class AgentRun:
     """A handle on one agent run (a workflow id)."""
 
@@ -151,8 +209,35 @@ class AgentRun:
         return await self.handle.query(AgentWorkflow.conversation)
 
     async def events(self) -> list[RunEvent]:
-        """The run's event log."""
+        """The run's kept events (the last `AgentConfig.events_kept`)."""
         return await self.handle.query(AgentWorkflow.events)
+
+    async def events_since(self, cursor: int) -> EventsPage:
+        """The kept events from event index `cursor` on, and the cursor to ask from next."""
+        return await self.handle.query(AgentWorkflow.events_since, cursor)
+
+    async def follow_events(
+        self, sink: EventSink, *, cursor: int = 0, interval: float = 0.5
+    ) -> FollowResult:
+        """Deliver every event of the run to `sink`, in order, until the run ends.
+
+        See `durable_tools.events.follow_events`.
+        """
+        return await follow_events(self, sink, cursor=cursor, interval=interval)
+
+    async def progress(
+        self, description: WorkflowExecutionDescription | None = None
+    ) -> list[ToolProgress]:
+        """The latest typed progress of each running tool call that reports some.
+
+        Read from the run's pending activities (`describe()`): heartbeats are not history
+        events, so progress costs the history nothing, and it is never in the conversation.
+
+        Args:
+            description: The run's `describe()` answer when the caller already has it.
+        """
+        described = description if description is not None else await self.handle.describe()
+        return await progress_in(self.client, described)
 
     async def child_runs(self) -> list[AgentRun]:
         """Sub-agent runs this run started, in the order it started them."""

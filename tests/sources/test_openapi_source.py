@@ -71,6 +71,7 @@ def test_one_tool_per_operation_with_sanitized_names(petstore: PetStore):
     spec = registry.get("create_pet").spec
     assert spec.description == "Create a pet.\n\nAdds a pet to the store."
     assert spec.tags == ("pets", "write")
+    assert spec.transport == "http"
 
 
 def test_operation_names_are_snake_case_and_bounded():

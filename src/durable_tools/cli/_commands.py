@@ -44,7 +44,7 @@ from ._errors import CliError, connect_or_explain, translate_rpc_errors
 from ._output import dump_json, echo
 from ._policy_flags import approval_policy
 from ._ui import run_link
-from ._watch import QUERY_TIMEOUT, RunWatcher, query_quietly
+from ._watch import QUERY_TIMEOUT, RunWatcher, query_quietly, render_progress
 
 __all__ = [
     "cmd_pending",
@@ -191,6 +191,7 @@ async def cmd_show(args: argparse.Namespace) -> int:
         snapshot, timeline = polled
         timeline = await _with_decisions(run, timeline)
         in_children = await _subagent_approvals(run, timeline)
+        progress = await run.progress(description)
         if args.json:
             dump_json(
                 {
@@ -203,6 +204,10 @@ async def cmd_show(args: argparse.Namespace) -> int:
                     # group ends; the timeline says which calls run now.
                     "running_tools": running_calls(timeline),
                     "timeline": [r.model_dump(mode="json") for r in timeline],
+                    "progress": [
+                        {"call_id": p.call_id, "tool": p.tool, **p.progress.model_dump(mode="json")}
+                        for p in progress
+                    ],
                     "subagent_approvals": [
                         {"run_id": run_id, **approval.model_dump(mode="json")}
                         for run_id, approval in in_children
@@ -211,6 +216,8 @@ async def cmd_show(args: argparse.Namespace) -> int:
             )
         else:
             echo(render_snapshot(run.run_id, snapshot, timeline, run_link(run)))
+            for item in progress:
+                echo(f"  progress {item.call_id} {item.tool}: {render_progress(item.progress)}")
             for run_id, approval in in_children:
                 echo(f"\nin sub-agent run {run_id}:\n{render_approval(run_id, approval)}")
         return 0

@@ -6,6 +6,7 @@ import argparse
 
 from ._commands import cmd_pending, cmd_run, cmd_runs, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
+from ._events import cmd_events
 from ._oauth import cmd_auth_reissue
 from ._policy import add_policy_commands
 from ._policy_flags import add_run_policy_flags
@@ -124,6 +125,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_show)
+
+    p = sub.add_parser("events", help="a run's audit stream (kept events, or --follow)")
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--follow", action="store_true", help="keep printing until the run ends")
+    p.add_argument(
+        "--sink",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="also send every event to jsonl:PATH, log[:LOGGER] or otel (repeatable)",
+    )
+    p.add_argument(
+        "--from", dest="cursor", type=int, default=0, metavar="N", help="first event index"
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.set_defaults(handler=cmd_events)
 
     p = sub.add_parser("runs", help="recent runs")
     p.add_argument("--status", help="only runs with this AgentStatus (e.g. awaiting_approval)")

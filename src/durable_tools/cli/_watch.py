@@ -21,7 +21,8 @@ from temporalio.exceptions import CancelledError as TemporalCancelledError
 from temporalio.service import RPCError
 
 from durable_tools._render import render_approval, render_authorization, render_record
-from durable_tools.client import AgentRun
+from durable_tools.client import AgentRun, ToolProgress
+from durable_tools.tools._progress import Progress
 from durable_tools.workflows import (
     AgentResult,
     PendingApproval,
@@ -30,7 +31,15 @@ from durable_tools.workflows import (
     ToolCallRecord,
 )
 
-__all__ = ["ApprovalHandler", "Outcome", "RunWatcher", "has_workers", "query_quietly"]
+__all__ = [
+    "ApprovalHandler",
+    "Outcome",
+    "RunWatcher",
+    "has_workers",
+    "progress_quietly",
+    "query_quietly",
+    "render_progress",
+]
 
 QUERY_TIMEOUT = 5.0
 """Seconds a status or timeline query may take before the watcher gives up on it."""
@@ -115,6 +124,26 @@ async def query_quietly(
     return snapshot, timeline
 
 
+async def progress_quietly(run: AgentRun, timeout: float = QUERY_TIMEOUT) -> list[ToolProgress]:
+    """The run's tool progress (from `describe()`), or nothing when the server does not answer."""
+    try:
+        return await asyncio.wait_for(run.progress(), timeout)
+    except (RPCError, TimeoutError):
+        return []
+
+
+def render_progress(progress: Progress) -> str:
+    """One line for a progress report: `40% fetching page 2`."""
+    parts = []
+    if progress.fraction is not None:
+        parts.append(f"{progress.fraction:.0%}")
+    if progress.message:
+        parts.append(progress.message)
+    if progress.partial is not None:
+        parts.append("(partial result)")
+    return " ".join(parts) or "(working)"
+
+
 ApprovalHandler = Callable[[AgentRun, PendingApproval], Awaitable[None]]
 
 
@@ -148,6 +177,7 @@ class RunWatcher:
         self._records: dict[str, str] = {}
         self._approvals: set[str] = set()
         self._authorizations: set[str] = set()
+        self._progress: dict[str, int] = {}
         self._warned = False
 
     async def watch(self) -> Outcome:
@@ -208,6 +238,8 @@ class RunWatcher:
             if self._records.get(record.call_id) != record.status:
                 self._records[record.call_id] = record.status
                 self.out("  " + render_record(record))
+        if any(record.status == "running" for record in timeline):
+            await self._print_progress()
         status = snapshot.status.value
         if status != self._status:
             self.out(f"status: {status}")
@@ -225,6 +257,17 @@ class RunWatcher:
             else:
                 self.out(_indent(render_approval(self.run.run_id, approval)))
         return polled
+
+    async def _print_progress(self) -> None:
+        # Every report not printed yet, from the bounded stream the heartbeat carries:
+        # heartbeats are throttled, so a poll may find several new ones at once.
+        for item in await progress_quietly(self.run):
+            seen = self._progress.get(item.call_id, 0)
+            for report in [*item.recent, item.progress]:
+                if report.seq > seen:
+                    self.out(f"    {item.call_id} {item.tool}: {render_progress(report)}")
+                    seen = report.seq
+            self._progress[item.call_id] = seen
 
 
 def _indent(text: str) -> str:

@@ -20,6 +20,7 @@ from urllib.parse import quote
 import httpx
 
 from durable_tools._http_clients import aclose_shared_clients, shared_client
+from durable_tools.tools._artifacts import ArtifactStore
 from durable_tools.tools._classify import parse_retry_after
 from durable_tools.tools._context import ToolContext
 from durable_tools.tools._errors import (
@@ -454,12 +455,18 @@ class HttpOperation:
                 retryable=bool(self.safe_to_repeat),
                 details={"exception_type": type(exc).__name__},
             ) from None
-        return self._read(response, where, secrets)
+        return self._read(response, where, secrets, ctx.artifact_store)
 
-    def _read(self, response: httpx.Response, where: str, secrets: list[str]) -> Any:
+    def _read(
+        self,
+        response: httpx.Response,
+        where: str,
+        secrets: list[str],
+        store: ArtifactStore | None = None,
+    ) -> Any:
         status = response.status_code
         if 200 <= status < 300:
-            return scrub_value(_success(response), secrets)
+            return scrub_value(_success(response, store), secrets)
         details: dict[str, Any] = {"status_code": status, "request": where}
         # Scrubbed before the cut, so a cut cannot leave half a key that no longer matches.
         body = (
@@ -490,7 +497,7 @@ class HttpOperation:
         )
 
 
-def _success(response: httpx.Response) -> Any:
+def _success(response: httpx.Response, store: ArtifactStore | None = None) -> Any:
     status = response.status_code
     if not response.content:
         return f"HTTP {status} {response.reason_phrase} (no content)"
@@ -505,6 +512,14 @@ def _success(response: httpx.Response) -> Any:
     try:
         return response.content.decode("utf-8")
     except UnicodeDecodeError:
+        if store is not None:  # kept out of band: the model reads where it is
+            ref = store.put(response.content, media or "application/octet-stream")
+            note = (
+                f"HTTP {status}: {ref.media_type} stored as artifact {ref.uri} ({ref.size} bytes)"
+            )
+            return ToolResult(
+                content=[ContentBlock(type="text", text=note, artifact=ref)], artifacts=[ref]
+            )
         return ToolResult(
             content=[
                 ContentBlock(

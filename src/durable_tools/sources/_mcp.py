@@ -95,7 +95,7 @@ def _make_handler(
             secrets=ctx.secrets or None,
             retry_timeouts=bool(policy.retry.retry_timeouts),
         )
-        return mcp_result_to_tool_result(raw)
+        return mcp_result_to_tool_result(raw, ctx.artifact_store)
 
     call_mcp_tool.__name__ = name
     call_mcp_tool.__qualname__ = name

@@ -1,18 +1,22 @@
 """From an MCP `CallToolResult` (as its wire dict) to a `ToolResult`.
 
 Text stays text; `structuredContent` becomes the structured value; images, audio and
-binary resources are described (type, size), never copied: their bytes would only
-bloat the activity result, and the outcome recorded in history could not hold them.
-`isError: true` stays a result (`is_error=True`) so the model reads what went wrong.
+binary resources go to the worker's artifact store and the model reads a short note naming
+the artifact (`[image/png stored as artifact file://...]`): their bytes would bloat the
+activity result, and the outcome recorded in history could not hold them. Without a store
+they are described (type, size) and dropped. `isError: true` stays a result
+(`is_error=True`) so the model reads what went wrong.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from durable_tools.tools import ContentBlock, ToolResult
+from durable_tools.tools import ArtifactRef, ArtifactStore, ContentBlock, ToolResult
 
 __all__ = ["mcp_result_to_tool_result"]
 
@@ -23,12 +27,31 @@ def _decoded_size(data: Any) -> int:
     return len(data) * 3 // 4 - data[-2:].count("=")
 
 
-def _block(item: Mapping[str, Any]) -> ContentBlock:
+def _stored(data: Any, mime: str, store: ArtifactStore | None) -> ArtifactRef | None:
+    """Decode base64 `data` into the store; None without a store or for invalid data."""
+    if store is None or not isinstance(data, str):
+        return None
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return store.put(raw, mime)
+
+
+def _artifact_block(kind: str, ref: ArtifactRef) -> ContentBlock:
+    note = f"[{kind} {ref.media_type} stored as artifact {ref.uri} ({ref.size} bytes)]"
+    return ContentBlock(type="text", text=note, artifact=ref)
+
+
+def _block(item: Mapping[str, Any], store: ArtifactStore | None) -> ContentBlock:
     kind = item.get("type")
     if kind == "text":
         return ContentBlock(type="text", text=str(item.get("text", "")))
     if kind in ("image", "audio"):
         mime = str(item.get("mimeType") or "application/octet-stream")
+        ref = _stored(item.get("data"), mime, store)
+        if ref is not None:
+            return _artifact_block(str(kind), ref)
         size = _decoded_size(item.get("data"))
         meta = {"mime_type": mime, "size_bytes": size, "omitted": True}
         note = f"[{kind} {mime}, {size} bytes, not shown]"
@@ -42,7 +65,10 @@ def _block(item: Mapping[str, Any]) -> ContentBlock:
         resource = item.get("resource") or {}
         if "text" in resource:
             return ContentBlock(type="text", text=str(resource["text"]))
-        mime = resource.get("mimeType") or "application/octet-stream"
+        mime = str(resource.get("mimeType") or "application/octet-stream")
+        ref = _stored(resource.get("blob"), mime, store)
+        if ref is not None:
+            return _artifact_block(f"resource {resource.get('uri')}", ref)
         size = _decoded_size(resource.get("blob"))
         return ContentBlock(
             type="text", text=f"[resource {resource.get('uri')} ({mime}, {size} bytes), not shown]"
@@ -50,11 +76,24 @@ def _block(item: Mapping[str, Any]) -> ContentBlock:
     return ContentBlock(type="text", text=f"[{kind} content, not shown]")
 
 
-def mcp_result_to_tool_result(raw: Mapping[str, Any]) -> ToolResult:
-    """Convert a `CallToolResult` wire dict (camelCase keys) into a `ToolResult`."""
-    blocks = [_block(item) for item in raw.get("content") or () if isinstance(item, Mapping)]
+def mcp_result_to_tool_result(
+    raw: Mapping[str, Any], store: ArtifactStore | None = None
+) -> ToolResult:
+    """Convert a `CallToolResult` wire dict (camelCase keys) into a `ToolResult`.
+
+    Args:
+        raw: The result as the server sent it.
+        store: Where images, audio and binary resources go (the call's
+            `ToolContext.artifact_store`); without one they are described and dropped.
+    """
+    blocks = [_block(item, store) for item in raw.get("content") or () if isinstance(item, Mapping)]
     structured = raw.get("structuredContent")
     if structured is not None and not any(b.type == "text" for b in blocks):
         text = json.dumps(structured, ensure_ascii=False, separators=(", ", ": "))
         blocks.append(ContentBlock(type="json", data=structured, text=text))
-    return ToolResult(content=blocks, structured=structured, is_error=bool(raw.get("isError")))
+    return ToolResult(
+        content=blocks,
+        structured=structured,
+        is_error=bool(raw.get("isError")),
+        artifacts=[b.artifact for b in blocks if b.artifact is not None],
+    )

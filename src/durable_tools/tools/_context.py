@@ -19,7 +19,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ._artifacts import ArtifactStore
 from ._errors import Cancelled
+from ._progress import (
+    RECENT_PROGRESS,
+    Progress,
+    ProgressBeat,
+    bounded_partial,
+    clean_fraction,
+    clean_message,
+    parse_beat,
+)
 
 __all__ = ["Identity", "Injected", "MissingResource", "ToolContext"]
 
@@ -58,6 +68,9 @@ def _no_progress(_: Any) -> None:
     return None
 
 
+_UNSET: Any = object()
+
+
 @dataclass
 class ToolContext:
     """Everything a tool call knows about itself, built on the worker for each attempt.
@@ -78,24 +91,75 @@ class ToolContext:
     identity: Identity = field(default_factory=Identity)
     """Tenant, user and session the run acts for."""
     heartbeat_details: Any = None
-    """What the previous attempt last reported through `progress`, so a long tool can resume."""
+    """What the previous attempt last reported through `progress` (its `details`, else its
+    first argument), so a long tool can resume."""
     resources: Mapping[str, Any] = field(default_factory=dict)
     """Worker-side objects (clients, stores) by name."""
     secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Worker-side secrets by name. Never logged, never in history."""
     access_token: str | None = field(default=None, repr=False)
     """The OAuth access token for the tool's provider, when the tool declares one."""
+    artifact_store: ArtifactStore | None = field(default=None, repr=False)
+    """The worker's artifact store, for outputs (images, binary bodies) kept out of band."""
+    previous_progress: Progress | None = None
+    """The last progress the previous attempt reported, when it reported any."""
     _progress: Callable[[Any], None] = field(default=_no_progress, repr=False)
+    _recent: list[Progress] = field(default_factory=list, repr=False)
+    _progress_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _cancel_event: threading.Event = field(default_factory=threading.Event, repr=False)
     _groups: list[int] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def progress(self, details: Any = None) -> None:
-        """Heartbeat, recording `details` so a retry can resume from them.
+    def __post_init__(self) -> None:
+        # An attempt after one that reported typed progress: give the tool back what it
+        # asked to resume from, and keep the report (and its numbering) for display.
+        beat = parse_beat(self.heartbeat_details)
+        if beat is not None:
+            self.heartbeat_details = beat.details
+            self.previous_progress = beat.progress
+            self._recent = [*beat.recent, beat.progress.model_copy(update={"partial": None})]
 
-        Safe to call from a sync tool (which runs in a thread) as well as from an async one.
+    def progress(
+        self,
+        message: Any = None,
+        *,
+        fraction: float | None = None,
+        partial: Any = None,
+        details: Any = _UNSET,
+    ) -> None:
+        """Report progress (and heartbeat): shown to people, never to the model.
+
+        The report becomes the call's heartbeat details, which clients read through
+        `AgentRun.progress()`, `durable-tools show` and `watch`; no history event is
+        written per report. Safe to call from a sync tool (which runs in a thread) as well
+        as from an async one.
+
+        Args:
+            message: What the tool is doing. Older code passes any value here to resume
+                from; a non-text value is then shown abridged.
+            fraction: How far along, from 0 to 1 (clamped).
+            partial: A partial result (JSON, at most `MAX_PARTIAL_BYTES`; a larger one is
+                described instead).
+            details: What a retried attempt gets back as `heartbeat_details`; by default
+                `message`, as before typed progress existed.
         """
-        self._progress(details)
+        resume = message if details is _UNSET else details
+        with self._progress_lock:
+            previous = self._recent[-1].seq if self._recent else 0
+            report = Progress(
+                message=clean_message(message),
+                fraction=clean_fraction(fraction),
+                partial=bounded_partial(partial),
+                seq=previous + 1,
+            )
+            recent = self._recent[-RECENT_PROGRESS:]
+            self._recent = [*recent, report.model_copy(update={"partial": None})]
+        beat = ProgressBeat(
+            call_id=self.tool_call_id, tool=self.tool_name, progress=report, recent=recent
+        )
+        # The resume value goes as given (not through pydantic's JSON mode): it reaches
+        # the data converter exactly as it did before typed progress existed.
+        self._progress({**beat.model_dump(mode="json", exclude={"details"}), "details": resume})
 
     heartbeat = progress
 

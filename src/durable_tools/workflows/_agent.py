@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         AgentResult,
         ApprovalDecision,
         AuthorizationCompleted,
+        EventsPage,
         PendingAuthorization,
         PolicyChange,
         RunEvent,
@@ -55,7 +56,10 @@ from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._steering import accept_steer
 from durable_tools.workflows._visibility import publish
 
-__all__ = ["AgentWorkflow"]
+__all__ = ["MAX_EVENTS_PAGE", "AgentWorkflow"]
+
+MAX_EVENTS_PAGE = 500
+"""Most events one `events_since` answer holds (a query result is one payload)."""
 
 
 # A start whose input does not validate (a hand-written `temporal workflow start`, say)
@@ -400,3 +404,22 @@ class AgentWorkflow:
     def events(self) -> list[RunEvent]:
         """The run's event log."""
         return self._state.events
+
+    @workflow.query
+    def events_since(self, cursor: int) -> EventsPage:
+        """The kept events whose `seq` is `cursor` or later (at most `MAX_EVENTS_PAGE`),
+        the cursor to ask from next, and how many after `cursor` are no longer kept."""
+        if isinstance(cursor, bool) or not isinstance(cursor, int) or cursor < 0:
+            raise ValueError(f"events_since takes an event index >= 0, got {cursor!r}")
+        state = self._state
+        kept = state.events
+        first = state.events_total - len(kept)
+        start = max(cursor - first, 0)
+        page = kept[start : start + MAX_EVENTS_PAGE]
+        return EventsPage(
+            events=page,
+            next=max(cursor, first) + len(page),
+            total=state.events_total,
+            missed=max(first - cursor, 0),
+            status=state.status,
+        )

@@ -27,6 +27,7 @@ from durable_tools.tools import (
     ToolTimeout,
 )
 from durable_tools.tools._formatting import error_outcome
+from durable_tools.workflows._audit import transport_of
 from durable_tools.workflows._options import ToolActivityOptions, activity_options_for, retry_delay
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._types import (
@@ -86,7 +87,7 @@ async def _run_activity(
         if state.config.activity_summaries
         else None
     )
-    state.event("tool.started", call)
+    state.event("tool.started", call, transport=transport_of(spec.name, (spec,)), attempt=1)
     attempts = 0
     while True:
         invocation = ToolInvocation(
@@ -119,7 +120,13 @@ async def _run_activity(
                 delay = retry_delay(
                     retry, attempts, None if requested is None else requested.total_seconds()
                 )
-                state.event("tool.retrying", call, detail=f"in {delay:.1f}s: {failure.content}")
+                state.event(
+                    "tool.retrying",
+                    call,
+                    detail=f"in {delay:.1f}s: {failure.content}",
+                    attempt=attempts,
+                    error_kind=failure.error_kind,
+                )
                 await workflow.sleep(timedelta(seconds=delay))
                 continue
             if retryable or isinstance(cause, TimeoutError):
@@ -179,7 +186,9 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
     workflow_id = workflow.info().workflow_id
     child_id = f"{workflow_id}.{state.keys[call.id][len(workflow_id) + 1 :]}"
     record.child_run_id = child_id
-    state.event("tool.started", call, detail=f"sub-agent run {child_id}")
+    state.event(
+        "tool.started", call, detail=f"sub-agent run {child_id}", transport="sub-agent", attempt=1
+    )
     child_input = AgentInput(
         prompt=str(arguments["task"]),
         config=AgentConfig.model_validate(spec.subagent),

@@ -7,6 +7,7 @@ from temporalio import workflow
 from durable_tools.messages import ToolCall
 from durable_tools.tools import Cancelled, ToolOutcome
 from durable_tools.tools._classify import error_message_for_model
+from durable_tools.workflows._audit import bounded_details, transport_of
 from durable_tools.workflows._execute import Executed
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._types import ToolCallRecord
@@ -17,16 +18,31 @@ __all__ = ["cancelled_result", "record_outcome"]
 def record_outcome(
     state: RunState, call: ToolCall, record: ToolCallRecord, executed: Executed
 ) -> ToolOutcome:
-    """Write the call's final status, result and attempts; emit its closing event."""
+    """Write the call's final status, result, attempts, artifacts and details; emit its
+    closing event (with transport, attempt, duration, error kind, artifacts, details)."""
     outcome = executed.outcome
     record.finished_at = workflow.now()
+    transport = "sub-agent" if record.child_run_id else transport_of(call.name, state.catalog)
+    duration_ms = (
+        (record.finished_at - record.started_at).total_seconds() * 1000
+        if record.started_at is not None
+        else None
+    )
     if executed.cancelled:
         record.status = "cancelled"
-        state.event("tool.cancelled", call, detail=state.cancel_reason)
+        state.event(
+            "tool.cancelled",
+            call,
+            detail=state.cancel_reason,
+            transport=transport,
+            duration_ms=duration_ms,
+        )
         return outcome
     record.attempts = max(executed.attempts, 1)
     record.result = outcome.content[:300]
     record.error_kind = outcome.error_kind
+    record.artifacts = list(outcome.artifacts)
+    record.details = bounded_details(outcome.structured)
     if outcome.skipped is not None:
         # A before-hook skipped the call: the tool never started, so the run's events say
         # `tool.skipped` instead of a `tool.started`/`tool.completed` pair.
@@ -43,7 +59,15 @@ def record_outcome(
     else:
         record.status = "completed"
     state.event(
-        "tool.failed" if outcome.is_error else "tool.completed", call, detail=outcome.error_kind
+        "tool.failed" if outcome.is_error else "tool.completed",
+        call,
+        detail=outcome.error_kind,
+        transport=transport,
+        attempt=record.attempts,
+        duration_ms=duration_ms,
+        error_kind=outcome.error_kind,
+        artifacts=record.artifacts,
+        details=record.details,
     )
     return outcome
 

@@ -16,6 +16,7 @@ from typing import Any
 from temporalio import workflow
 
 from durable_tools.messages import Message, ToolCall, ToolDefinition
+from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows._options import ToolActivityOptions
@@ -32,6 +33,7 @@ from durable_tools.workflows._types import (
     RunEvent,
     RunStatus,
     ToolCallRecord,
+    Transport,
 )
 
 __all__ = ["CARRY_LIMIT", "CallSkipped", "EndRun", "RunState"]
@@ -39,6 +41,9 @@ __all__ = ["CARRY_LIMIT", "CallSkipped", "EndRun", "RunState"]
 CARRY_LIMIT = 500
 """Timeline entries and events kept across continue-as-new; older ones stay readable in
 the earlier runs' histories."""
+
+
+_NOBODY = Identity()
 
 
 class EndRun(Exception):
@@ -69,6 +74,9 @@ class RunState:
     tool_calls: int = 0
     timeline: list[ToolCallRecord] = field(default_factory=list)
     events: list[RunEvent] = field(default_factory=list)
+    """The last `config.events_kept` events; `events_total` counts all of them."""
+    events_total: int = 0
+    """Events emitted by the whole chain: the next event's `seq`."""
     steer: list[str] = field(default_factory=list)
     """Steering instructions waiting for the next model turn."""
     discovered: list[str] = field(default_factory=list)
@@ -149,6 +157,9 @@ class RunState:
             tool_calls=carried.tool_calls,
             timeline=list(carried.timeline),
             events=list(carried.events),
+            events_total=(
+                carried.events_total if carried.events_total is not None else len(carried.events)
+            ),
             steer=list(carried.pending_steer),
             discovered=list(carried.discovered),
             continued=carried.continued,
@@ -177,6 +188,7 @@ class RunState:
             catalog=self.catalog,
             timeline=self.timeline[-keep:] if keep else [],
             events=self.events[-keep:] if keep else [],
+            events_total=self.events_total,
             pending_steer=self.steer,
             discovered=self.discovered,
             call_uses=self.call_uses,
@@ -194,8 +206,19 @@ class RunState:
         tool: str | None = None,
         call_id: str | None = None,
         detail: str | None = None,
+        transport: Transport | None = None,
+        attempt: int | None = None,
+        duration_ms: float | None = None,
+        error_kind: str | None = None,
+        artifacts: list[ArtifactRef] | None = None,
+        details: Any = None,
     ) -> None:
-        """Append to the run's event log."""
+        """Append to the run's audit stream, keeping the last `config.events_kept` events.
+
+        Events live in workflow memory (queries read them), never as history events; the
+        ones dropped here were readable through `events_since` while they were kept.
+        """
+        identity = self.input.identity
         self.events.append(
             RunEvent(
                 at=workflow.now(),
@@ -203,8 +226,20 @@ class RunState:
                 call_id=call.id if call else call_id,
                 tool=call.name if call else tool,
                 detail=detail,
+                seq=self.events_total,
+                identity=None if identity == _NOBODY else identity,
+                transport=transport,
+                attempt=attempt,
+                duration_ms=duration_ms,
+                error_kind=error_kind,
+                artifacts=list(artifacts or ()),
+                details=details,
             )
         )
+        self.events_total += 1
+        excess = len(self.events) - self.config.events_kept
+        if excess > 0:
+            del self.events[:excess]
 
     def check_cancelled(self) -> None:
         """End the run if a cancel was requested."""

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from durable_tools.messages import Message
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
-from durable_tools.tools._spec import ToolSpec
+from durable_tools.tools._spec import ToolSpec, Transport
 from durable_tools.workflows._limits import (
     MAX_CALL_ID_CHARS,
     MAX_DECIDER_CHARS,
@@ -41,6 +41,7 @@ __all__ = [
     "AuthorizationCompleted",
     "AuthorizationPolicy",
     "CarriedState",
+    "EventsPage",
     "ExecutionStrategy",
     "Limits",
     "NotificationConfig",
@@ -54,8 +55,12 @@ __all__ = [
     "SlackTarget",
     "Steer",
     "ToolCallRecord",
+    "Transport",
     "WebhookTarget",
 ]
+
+"""How a tool call reached its tool: a Python function, an MCP server, an HTTP API, or a
+sub-agent run."""
 
 
 class RunStatus(StrEnum):
@@ -156,6 +161,9 @@ class AgentConfig(BaseModel):
     on_invalid_call: Literal["repair", "fail"] = "repair"
     """A call of an unknown tool or with invalid arguments: `repair` tells the model what was
     wrong under the same call id and goes on; `fail` ends the run FAILED, naming the call."""
+    events_kept: int = Field(default=500, ge=1, le=5_000)
+    """Events the run keeps for the `events` queries; older ones are dropped (and counted).
+    `durable-tools events RUN --follow` receives every event as long as it keeps up."""
 
 
 class ToolCallRecord(BaseModel):
@@ -194,16 +202,53 @@ class ToolCallRecord(BaseModel):
     policy_layer: str | None = None
     """Which policy layer decided the call (`skip_all`, `safe_tool`, `allow_list`,
     `grant:<id>`, `auto`, `person`, ...); None for calls no layer had to decide."""
+    artifacts: list[ArtifactRef] = Field(default_factory=list)
+    """Outputs of the call kept in the artifact store (large outputs, images, binaries)."""
+    details: Any = None
+    """The tool's structured value when its JSON fits `MAX_DETAILS_BYTES`: for
+    applications, never sent to the model."""
 
 
 class RunEvent(BaseModel):
-    """One entry of a run's event log (`tool.started`, `approval.decided`, ...)."""
+    """One entry of a run's audit stream (`tool.started`, `approval.decided`, ...)."""
 
     at: datetime
     event: str
     call_id: str | None = None
     tool: str | None = None
     detail: str | None = None
+    """A short text for people."""
+    seq: int | None = None
+    """The event's position in the run (0, 1, ...; continued across continue-as-new):
+    the cursor of `events_since`. None in runs recorded before it existed."""
+    identity: Identity | None = None
+    """Who the run acts for (None when the run names nobody)."""
+    transport: Transport | None = None
+    """For tool events: how the call reached its tool."""
+    attempt: int | None = None
+    """For tool events: the attempt (counting retries made by Temporal and the workflow)."""
+    duration_ms: float | None = None
+    """For a call's closing event: workflow time from start to end, retries included."""
+    error_kind: str | None = None
+    """For a failed call: the `ErrorKind` value."""
+    artifacts: list[ArtifactRef] = Field(default_factory=list)
+    """Artifacts the call produced."""
+    details: Any = None
+    """For `tool.completed`: the tool's structured value (bounded, never sent to the model)."""
+
+
+class EventsPage(BaseModel):
+    """The answer of the `events_since` query: the kept events from a cursor on."""
+
+    events: list[RunEvent] = Field(default_factory=list)
+    next: int = 0
+    """The cursor to ask from next time (the `seq` after the last event returned)."""
+    total: int = 0
+    """Events the run has emitted in all, continue-as-new included."""
+    missed: int = 0
+    """Events after the cursor that are no longer kept (the follower fell behind)."""
+    status: RunStatus = RunStatus.RUNNING
+    """The run's status when the page was read: a follower stops after an ending one."""
 
 
 class PendingApproval(BaseModel):
@@ -310,6 +355,8 @@ class CarriedState(BaseModel):
     catalog: list[ToolSpec]
     timeline: list[ToolCallRecord] = Field(default_factory=list)
     events: list[RunEvent] = Field(default_factory=list)
+    events_total: int | None = None
+    """Events the chain has emitted so far (None before it was counted: then `len(events)`)."""
     pending_steer: list[str] = Field(default_factory=list)
     discovered: list[str] = Field(default_factory=list)
     """Deferred tools found through tool search, advertised from then on."""

@@ -1,0 +1,143 @@
+"""Following a run's audit stream from outside, with a cursor, into a sink.
+
+The workflow keeps only its last `AgentConfig.events_kept` events (workflow memory is not
+a log), and it may do no I/O. So the complete stream is read from outside: the follower
+asks the `events_since` query for everything after its cursor, hands each event to a sink,
+and moves the cursor on. Events carry their index (`seq`), continued across
+continue-as-new, so nothing is missed or repeated as long as the follower polls before
+`events_kept` newer events pushed an unread one out; if it falls that far behind, the
+sink receives an `events.missed` event saying how many are gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowQueryFailedError
+from temporalio.service import RPCError
+
+from durable_tools.events._sinks import EventSink
+from durable_tools.workflows import EventsPage, RunEvent, RunStatus
+
+__all__ = ["MISSED_EVENT", "FollowResult", "FollowableRun", "follow_events"]
+
+log = logging.getLogger("durable_tools.events")
+
+MISSED_EVENT = "events.missed"
+"""The event a sink receives where the follower fell behind and events were dropped."""
+
+_ENDED = frozenset(
+    {
+        RunStatus.COMPLETED,
+        RunStatus.LIMIT_REACHED,
+        RunStatus.FAILED,
+        RunStatus.CANCELLED,
+    }
+)
+
+
+class FollowableRun(Protocol):
+    """What `follow_events` needs of a run (an `AgentRun`)."""
+
+    @property
+    def run_id(self) -> str:
+        """The workflow id."""
+        ...
+
+    @property
+    def handle(self) -> WorkflowHandle[Any, Any]:
+        """The run's workflow handle (without a run id: it follows continue-as-new)."""
+        ...
+
+    async def events_since(self, cursor: int) -> EventsPage:
+        """The `events_since` query."""
+        ...
+
+
+@dataclass
+class FollowResult:
+    """What a follow delivered."""
+
+    cursor: int
+    """The index to resume from (pass it as `cursor=` to continue later)."""
+    delivered: int = 0
+    """Events handed to the sink."""
+    missed: int = 0
+    """Events that were dropped by the run before the follower read them."""
+
+
+async def follow_events(
+    run: FollowableRun,
+    sink: EventSink,
+    *,
+    cursor: int = 0,
+    interval: float = 0.5,
+    query_timeout: float = 10.0,
+    until_ended: bool = True,
+) -> FollowResult:
+    """Deliver the run's events from `cursor` on to `sink`, in order, until the run ends.
+
+    Args:
+        run: The run (an `AgentRun`).
+        sink: Where the events go (`JsonLinesSink`, `LoggingSink`, ...). Not closed here.
+        cursor: The first event index wanted (0: from the start of the run).
+        interval: Seconds between polls when nothing new arrived.
+        query_timeout: Seconds one query may take (it needs a worker); a query that fails
+            or times out is retried after `interval`.
+        until_ended: Stop once the run has ended and every event was delivered; False
+            reads what is there now and returns.
+
+    Returns:
+        The cursor to resume from and what was delivered.
+    """
+    result = FollowResult(cursor=cursor)
+    warned = False
+    while True:
+        try:
+            page = await asyncio.wait_for(run.events_since(result.cursor), query_timeout)
+        except (WorkflowQueryFailedError, RPCError, TimeoutError) as error:
+            if not until_ended:
+                raise
+            if not warned:
+                log.warning("run %s: events query failed (%s); retrying", run.run_id, error)
+                warned = True
+            await asyncio.sleep(interval)
+            continue
+        _deliver(run.run_id, page, sink, result)
+        if result.cursor < page.total:
+            continue  # a full page: more are waiting
+        if not until_ended or page.status in _ENDED or not await _open(run):
+            return result
+        await asyncio.sleep(interval)
+
+
+def _deliver(run_id: str, page: EventsPage, sink: EventSink, result: FollowResult) -> None:
+    if page.missed:
+        result.missed += page.missed
+        sink.emit(
+            run_id,
+            RunEvent(
+                at=datetime.now(UTC),
+                event=MISSED_EVENT,
+                detail=f"{page.missed} events after index {result.cursor} were no longer "
+                "kept by the run when the follower read them",
+            ),
+        )
+    for event in page.events:
+        sink.emit(run_id, event)
+        result.delivered += 1
+    result.cursor = page.next
+
+
+async def _open(run: FollowableRun) -> bool:
+    """Whether the run's latest execution is still open (a terminated run never says it
+    ended in its own status, so the server is asked)."""
+    try:
+        described = await run.handle.describe()
+    except RPCError:
+        return True
+    return described.status in (None, WorkflowExecutionStatus.RUNNING)
