@@ -87,7 +87,7 @@ async def test_a_binary_http_response_is_stored_as_an_artifact(
 ) -> None:
     registry = ToolRegistry()
     tool = http_tool(registry, name="logo", method="GET", url_template=binary_server + "/logo")
-    assert "http" in tool.spec.tags  # how the audit stream knows the transport
+    assert tool.spec.transport == "http"  # how the audit stream knows the transport
     store = FileSystemArtifactStore(tmp_path)
     context = ToolContext(tool_call_id="c1", tool_name="logo", artifact_store=store)
     result = await registry.invoke("logo", {}, context)
