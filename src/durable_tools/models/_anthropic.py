@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from types import ModuleType
 from typing import Any
 
 from pydantic import SecretStr
@@ -24,6 +25,7 @@ from ._sdk import (
     display_url,
     excerpt,
     int_field,
+    load_sdk,
     require_sdk,
     sdk_failure,
 )
@@ -196,7 +198,8 @@ class AnthropicModel:
         http_client: An `httpx2.AsyncClient` to use instead of the pooled one.
 
     Raises:
-        ValueError: When the model name is empty or a setting is not a positive number.
+        ValueError: When the model name is empty, a setting is not a positive number, or
+            the `anthropic` package is not installed.
     """
 
     def __init__(
@@ -212,6 +215,7 @@ class AnthropicModel:
     ) -> None:
         if not model:
             raise ValueError("an Anthropic model name is required, e.g. `anthropic:claude-...`")
+        require_sdk("anthropic", "anthropic")  # fail at resolution, naming the extra
         self.model = model
         self.base_url = (
             base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL
@@ -254,9 +258,7 @@ class AnthropicModel:
             body["cache_control"] = {"type": "ephemeral"}
         return body
 
-    def _client(self, key: str) -> Any:
-        anthropic = require_sdk("anthropic", "anthropic")
-
+    async def _client(self, anthropic: ModuleType, key: str) -> Any:
         def build() -> Any:
             return anthropic.AsyncAnthropic(
                 base_url=self.base_url,
@@ -268,7 +270,7 @@ class AnthropicModel:
 
         if self._http_client is not None:
             return build()
-        return cached_client(("anthropic", self.base_url, key, self.timeout), build)
+        return await cached_client(("anthropic", self.base_url, key, self.timeout), build)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send one Messages API request and map the answer back.
@@ -291,11 +293,10 @@ class AnthropicModel:
             for key in ("model", "max_tokens", "messages", "system", "tools", "cache_control")
             if key in body
         }
-        anthropic = require_sdk("anthropic", "anthropic")
+        anthropic = await load_sdk("anthropic", "anthropic.resources.messages")
+        client = await self._client(anthropic, secret)
         try:
-            raw = await self._client(secret).messages.with_raw_response.create(
-                **known, extra_body=body or None
-            )
+            raw = await client.messages.with_raw_response.create(**known, extra_body=body or None)
         except Exception as exc:
             failure = sdk_failure(anthropic, exc, timeout=self.timeout, key_env="ANTHROPIC_API_KEY")
             raise failure.error(f"{where} at {display_url(self.base_url)}", secret) from None

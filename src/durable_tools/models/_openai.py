@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import time
+from types import ModuleType
 from typing import Any
 
 from pydantic import SecretStr
@@ -28,6 +29,7 @@ from ._sdk import (
     display_url,
     excerpt,
     int_field,
+    load_sdk,
     require_sdk,
     sdk_failure,
 )
@@ -113,7 +115,8 @@ class OpenAIClientConfig:
             one (custom TLS, proxies, tests).
 
     Raises:
-        ValueError: When `OPENAI_TIMEOUT` is not a positive number.
+        ValueError: When `OPENAI_TIMEOUT` is not a positive number or the `openai`
+            package is not installed.
     """
 
     def __init__(
@@ -124,6 +127,7 @@ class OpenAIClientConfig:
         timeout: float | None = None,
         http_client: Any = None,
     ) -> None:
+        require_sdk("openai", "openai")  # fail at resolution, naming the extra
         self.base_url = (
             base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
         ).rstrip("/")
@@ -133,9 +137,9 @@ class OpenAIClientConfig:
         self.timeout = timeout if timeout is not None else _timeout_from_env()
         self.http_client = http_client
 
-    def client(self) -> Any:
-        """The SDK client (`openai.AsyncOpenAI`), pooled per event loop and settings."""
-        openai = require_sdk("openai", "openai")
+    async def client(self) -> tuple[ModuleType, Any]:
+        """The `openai` module and its `AsyncOpenAI` client, pooled per loop and settings."""
+        openai = await load_sdk("openai", "openai.resources.chat", "openai.resources.responses")
         key = self.api_key.get_secret_value() if self.api_key else None
 
         def build() -> Any:
@@ -149,18 +153,17 @@ class OpenAIClientConfig:
             )
 
         if self.http_client is not None:
-            return build()
-        return cached_client(("openai", self.base_url, key, self.timeout), build)
+            return openai, build()
+        return openai, await cached_client(("openai", self.base_url, key, self.timeout), build)
 
-    def extra_headers(self) -> dict[str, Any]:
+    def extra_headers(self, openai: ModuleType) -> dict[str, Any]:
         """Per-request headers: no `Authorization` at all when there is no key."""
         if self.api_key is not None:
             return {}
-        return {"Authorization": require_sdk("openai", "openai").Omit()}
+        return {"Authorization": openai.Omit()}
 
-    def error(self, where: str, exc: Exception) -> ModelError:
+    def error(self, openai: ModuleType, where: str, exc: Exception) -> ModelError:
         """Map what the SDK raised to a `ModelError`, redacting the key."""
-        openai = require_sdk("openai", "openai")
         failure = sdk_failure(openai, exc, timeout=self.timeout, key_env="OPENAI_API_KEY")
         secret = self.api_key.get_secret_value() if self.api_key else None
         return failure.error(f"{where} at {display_url(self.base_url)}", secret)
@@ -235,16 +238,16 @@ class OpenAIChatModel:
         where = f"openai:{self.model}"
         body = self.build_body(request)
         known = {key: body.pop(key) for key in ("model", "messages", "tools") if key in body}
-        client = self.config.client()
+        openai, client = await self.config.client()
         started = time.monotonic()
         try:
             raw = await client.chat.completions.with_raw_response.create(
                 **known,
                 extra_body=body or None,
-                extra_headers=self.config.extra_headers(),
+                extra_headers=self.config.extra_headers(openai),
             )
         except Exception as exc:
-            raise self.config.error(where, exc) from None
+            raise self.config.error(openai, where, exc) from None
         response = raw.http_response
         _log.debug(
             "openai %s: HTTP %s in %.3fs",

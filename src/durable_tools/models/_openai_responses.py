@@ -169,12 +169,13 @@ class OpenAIResponsesModel:
         where = f"openai-responses:{self.model}"
         body = self.build_body(request)
         known = {key: body.pop(key) for key in ("model", "input", "tools") if key in body}
+        openai, client = await self.config.client()
         try:
-            raw = await self.config.client().responses.with_raw_response.create(
-                **known, extra_body=body or None, extra_headers=self.config.extra_headers()
+            raw = await client.responses.with_raw_response.create(
+                **known, extra_body=body or None, extra_headers=self.config.extra_headers(openai)
             )
         except Exception as exc:
-            raise self.config.error(where, exc) from None
+            raise self.config.error(openai, where, exc) from None
         response = raw.http_response
         try:
             return _parse_response(json.loads(response.content), turn=request.turn)

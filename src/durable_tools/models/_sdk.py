@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import importlib
+import importlib.util
 import json
 import math
+import sys
 import time
 import weakref
 from collections.abc import Callable, Mapping
@@ -33,6 +35,7 @@ __all__ = [
     "display_url",
     "excerpt",
     "int_field",
+    "load_sdk",
     "parse_retry_after",
     "provider_message",
     "require_sdk",
@@ -67,23 +70,42 @@ _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, .
 )
 
 
-def require_sdk(module: str, extra: str) -> ModuleType:
-    """Import a provider SDK, or say which extra installs it.
+def require_sdk(module: str, extra: str) -> None:
+    """Check that a provider SDK is installed, without importing it (that is slow).
 
     Raises:
         ValueError: When the SDK is not installed (the model activity turns a ValueError
             from resolving a spec into a non-retryable failure that names the fix).
     """
     try:
-        return importlib.import_module(module)
-    except ImportError:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
+        found = False
+    if not found:
         raise ValueError(
             f"the {module!r} package is not installed: pip install 'durable-tools[{extra}]'"
-        ) from None
+        )
 
 
-def cached_client(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
-    """The running loop's SDK client for `key`, built on first use.
+def _import_all(modules: tuple[str, ...]) -> ModuleType:
+    loaded = [importlib.import_module(name) for name in modules]
+    return loaded[0]
+
+
+async def load_sdk(*modules: str) -> ModuleType:
+    """Import an SDK (and the submodules a call needs) off the event loop.
+
+    Importing `anthropic` or `openai` takes seconds on a busy machine: done on the worker's
+    event loop, it would starve the model activity's heartbeats (and every other activity)
+    on the first call. Returns the first module.
+    """
+    if all(name in sys.modules for name in modules):
+        return sys.modules[modules[0]]
+    return await asyncio.to_thread(_import_all, modules)
+
+
+async def cached_client(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """The running loop's SDK client for `key`, built on first use (off the loop: slow).
 
     SDK clients hold an HTTP connection pool bound to the loop that opened it, hence one
     per loop; the key holds everything the client was built from (base URL, key, timeout).
@@ -91,8 +113,9 @@ def cached_client(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
     per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
     client = per_loop.get(key)
     if client is None or client.is_closed():
-        client = build()
-        per_loop[key] = client
+        client = await asyncio.to_thread(build)
+        per_loop[key] = per_loop.get(key) or client  # a concurrent call may have won
+        client = per_loop[key]
     return client
 
 
