@@ -34,12 +34,12 @@ from ._scripted import Script, ScriptedModel, ScriptedStep, ScriptedToolCall, lo
 from ._sdk import aclose_shared_clients, parse_retry_after
 
 __all__ = [
-    "AnthropicModel",
     "DEFAULT_ANTHROPIC_BASE_URL",
     "DEFAULT_ANTHROPIC_MAX_TOKENS",
     "DEFAULT_ANTHROPIC_TIMEOUT",
     "DEFAULT_OPENAI_BASE_URL",
     "DEFAULT_OPENAI_TIMEOUT",
+    "AnthropicModel",
     "ModelAdapter",
     "ModelAdapterFactory",
     "ModelError",
