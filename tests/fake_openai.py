@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 __all__ = [
     "CannedResponse",
@@ -28,6 +28,7 @@ __all__ = [
     "RecordedRequest",
     "chat_completion",
     "error_body",
+    "responses_response",
     "tool_call",
 ]
 
@@ -103,6 +104,62 @@ def chat_completion(
     }
 
 
+def responses_response(
+    text: str | None = None,
+    function_calls: list[tuple[str, str, str]] | None = None,
+    *,
+    input_tokens: int = 10,
+    output_tokens: int = 5,
+    cached_tokens: int = 0,
+    model: str = "fake-model",
+) -> dict[str, Any]:
+    """A successful Responses API body: a reasoning item, then the message and calls.
+
+    `function_calls` are `(call_id, name, arguments)`; each becomes its own output item.
+    """
+    output: list[dict[str, Any]] = [
+        {"type": "reasoning", "id": "rs_fake", "summary": [], "encrypted_content": None}
+    ]
+    if text is not None:
+        output.append(
+            {
+                "type": "message",
+                "id": "msg_fake",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        )
+    for index, (call_id, name, arguments) in enumerate(function_calls or []):
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_fake_{index}",
+                "call_id": call_id,
+                "name": name,
+                "arguments": arguments,
+                "status": "completed",
+            }
+        )
+    return {
+        "id": "resp_fake",
+        "object": "response",
+        "created_at": 0,
+        "status": "completed",
+        "error": None,
+        "incomplete_details": None,
+        "model": model,
+        "output": output,
+        "usage": {
+            "input_tokens": input_tokens,
+            "input_tokens_details": {"cached_tokens": cached_tokens},
+            "output_tokens": output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": input_tokens + output_tokens,
+        },
+    }
+
+
 def error_body(message: str, type_: str = "invalid_request_error") -> dict[str, Any]:
     """An error body in OpenAI's shape."""
     return {"error": {"message": message, "type": type_, "param": None, "code": None}}
@@ -129,20 +186,29 @@ class FakeOpenAIServer:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
+    base_path = "/v1"
+    """What `base_url` adds after the host: OpenAI's SDK wants the `/v1`, Anthropic's not."""
+
     @property
     def base_url(self) -> str:
         """The API root to use as `OPENAI_BASE_URL`."""
         if self._server is None:
             raise RuntimeError("the fake server is not started")
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return f"http://{host!s}:{port}{self.base_path}"
+
+    def exhausted(self) -> CannedResponse:
+        """The answer once the canned ones ran out: a 500 in the provider's error shape."""
+        return CannedResponse(
+            500, error_body("fake server: no canned response left", "server_error")
+        )
 
     def add(self, *responses: CannedResponse | dict[str, Any]) -> None:
         """Queue more canned answers."""
         with self._lock:
             self._queue.extend(responses)
 
-    def start(self) -> FakeOpenAIServer:
+    def start(self) -> Self:
         """Bind a free port and serve in a background thread."""
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(
@@ -161,7 +227,7 @@ class FakeOpenAIServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> FakeOpenAIServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
@@ -180,9 +246,7 @@ class FakeOpenAIServer:
             elif self._queue:
                 answer = self._queue.popleft()
             else:
-                answer = CannedResponse(
-                    500, error_body("fake server: no canned response left", "server_error")
-                )
+                answer = self.exhausted()
         return answer if isinstance(answer, CannedResponse) else CannedResponse(body=answer)
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:

@@ -33,6 +33,25 @@ def test_durable_run_example(env: WorkflowEnvironment, tmp_path: Path) -> None:
     assert lines["answer"] == "Paid 5.00 from acc-1."
 
 
+def test_custom_model_adapter_example(env: WorkflowEnvironment, tmp_path: Path) -> None:
+    environment = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
+        "DURABLE_TOOLS_ARTIFACTS": str(tmp_path),
+    }
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "custom_model_adapter.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split(": ", 1) for line in done.stdout.strip().splitlines())
+    assert lines == {"status": "completed", "answer": "The sum is 42."}
+
+
 def test_readme_shows_the_examples_as_they_are() -> None:
     readme = (ROOT / "README.md").read_text()
     for example in ("define_a_tool.py", "durable_run.py"):

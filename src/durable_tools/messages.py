@@ -110,7 +110,12 @@ class Usage(BaseModel):
     """Token counts, when the provider reports them."""
 
     input_tokens: int = 0
+    """All input tokens of the call, cached ones included."""
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    """Of `input_tokens`, those read from the provider's prompt cache."""
+    cache_write_tokens: int = 0
+    """Of `input_tokens`, those written to the provider's prompt cache (Anthropic)."""
 
 
 class ModelResponse(BaseModel):

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 
 import httpx
+import httpx2
 import pytest
 
 from durable_tools.messages import Message, ModelRequest, ToolCall, ToolDefinition
@@ -382,9 +383,9 @@ async def test_constructor_arguments_and_a_custom_client() -> None:
         return chat_completion(content=request.json["model"])
 
     with FakeOpenAIServer(answer) as other:
-        async with httpx.AsyncClient() as client:
+        async with httpx2.AsyncClient() as client:
             model = OpenAIChatModel(
-                "other-model", base_url=other.base_url + "/", api_key="k2", client=client
+                "other-model", base_url=other.base_url + "/", api_key="k2", http_client=client
             )
             response = await model.complete(simple_request())
     assert response.message.content == "other-model"

@@ -13,9 +13,11 @@ from temporalio.exceptions import ApplicationError
 import durable_tools.models as models
 from durable_tools.messages import Message, ModelRequest, ModelResponse
 from durable_tools.models import (
+    AnthropicModel,
     ModelAdapter,
     ModelError,
     OpenAIChatModel,
+    OpenAIResponsesModel,
     ScriptedModel,
     register_model_adapter,
     registered_model_prefixes,
@@ -52,17 +54,23 @@ def test_builtin_specs(monkeypatch: pytest.MonkeyPatch) -> None:
     tagged = resolve_model("openai:llama3.1:8b")
     assert isinstance(tagged, OpenAIChatModel)
     assert tagged.model == "llama3.1:8b"
+    responses = resolve_model("openai-responses:gpt-5-mini")
+    assert isinstance(responses, OpenAIResponsesModel) and responses.model == "gpt-5-mini"
+    claude = resolve_model("anthropic:claude-sonnet-4-5")
+    assert isinstance(claude, AnthropicModel) and claude.model == "claude-sonnet-4-5"
 
 
-@pytest.mark.parametrize("spec", ["gpt-4o", "anthropic:claude", ":x", ""])
+@pytest.mark.parametrize("spec", ["gpt-4o", "claude:sonnet", ":x", ""])
 def test_unknown_prefix_names_the_accepted_forms(spec: str) -> None:
     with pytest.raises(ValueError) as caught:
         resolve_model(spec)
     assert "scripted:PATH" in str(caught.value)
     assert "openai:MODEL" in str(caught.value)
+    assert "openai-responses:MODEL" in str(caught.value)
+    assert "anthropic:MODEL" in str(caught.value)
 
 
-@pytest.mark.parametrize("spec", ["openai:", "scripted:"])
+@pytest.mark.parametrize("spec", ["openai:", "scripted:", "anthropic:", "openai-responses:"])
 def test_empty_rest_is_rejected(spec: str) -> None:
     with pytest.raises(ValueError, match="incomplete"):
         resolve_model(spec)
@@ -98,7 +106,7 @@ def test_bad_prefixes(prefix: str) -> None:
 
 
 def test_exports() -> None:
-    assert models.__all__ == sorted(models.__all__)
+    assert len(set(models.__all__)) == len(models.__all__)  # ruff (RUF022) keeps it sorted
     public = {name for name in dir(models) if not name.startswith("_")}
     # Everything public is exported, save the private submodules' names.
     assert public - set(models.__all__) == set()

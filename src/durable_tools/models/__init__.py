@@ -4,12 +4,21 @@ The model activity calls `await resolve_model(request.model).complete(request)`.
 
 - `scripted:PATH` plays back a JSON script, step `i` answering turn `i` (tests, demos).
 - `openai:MODEL` speaks the OpenAI Chat Completions API to `OPENAI_BASE_URL`, which also
-  covers vLLM, Ollama, llama.cpp and other compatible servers.
+  covers vLLM, Ollama, llama.cpp and other compatible servers (the `openai` extra).
+- `openai-responses:MODEL` speaks OpenAI's Responses API (the `openai` extra).
+- `anthropic:MODEL` speaks Anthropic's Messages API (the `anthropic` extra).
 
-Every failure is a `ModelError`, a Temporal `ApplicationError` that says whether a retry
-may help and how long to wait.
+The provider adapters go through the official SDKs with their retries off. Every failure
+is a `ModelError`, a Temporal `ApplicationError` that says whether a retry may help and
+how long to wait; Temporal's retry policy is the only one. See docs/models.md.
 """
 
+from ._anthropic import (
+    DEFAULT_ANTHROPIC_BASE_URL,
+    DEFAULT_ANTHROPIC_MAX_TOKENS,
+    DEFAULT_ANTHROPIC_TIMEOUT,
+    AnthropicModel,
+)
 from ._base import (
     ModelAdapter,
     ModelAdapterFactory,
@@ -19,22 +28,23 @@ from ._base import (
     unregister_model_adapter,
 )
 from ._errors import ModelError
-from ._openai import (
-    DEFAULT_OPENAI_BASE_URL,
-    DEFAULT_OPENAI_TIMEOUT,
-    OpenAIChatModel,
-    aclose_shared_clients,
-    parse_retry_after,
-)
+from ._openai import DEFAULT_OPENAI_BASE_URL, DEFAULT_OPENAI_TIMEOUT, OpenAIChatModel
+from ._openai_responses import OpenAIResponsesModel
 from ._scripted import Script, ScriptedModel, ScriptedStep, ScriptedToolCall, load_script
+from ._sdk import aclose_shared_clients, parse_retry_after
 
 __all__ = [
+    "DEFAULT_ANTHROPIC_BASE_URL",
+    "DEFAULT_ANTHROPIC_MAX_TOKENS",
+    "DEFAULT_ANTHROPIC_TIMEOUT",
     "DEFAULT_OPENAI_BASE_URL",
     "DEFAULT_OPENAI_TIMEOUT",
+    "AnthropicModel",
     "ModelAdapter",
     "ModelAdapterFactory",
     "ModelError",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "Script",
     "ScriptedModel",
     "ScriptedStep",

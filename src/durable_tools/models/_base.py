@@ -1,6 +1,7 @@
 """The one interface every model adapter implements, and how a model spec picks one.
 
-A model spec is `PREFIX:REST`, e.g. `scripted:/tmp/steps.json` or `openai:gpt-4o-mini`.
+A model spec is `PREFIX:REST`, e.g. `scripted:/tmp/steps.json`, `openai:gpt-4o-mini`,
+`openai-responses:gpt-5-mini` or `anthropic:claude-sonnet-4-5`.
 The prefix names an adapter factory; the factory gets the rest and returns an adapter.
 The model activity resolves the spec on every call, so adapters stay cheap to build and
 keep their expensive state (HTTP connection pools, parsed scripts) in shared caches.
@@ -13,7 +14,9 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from ..messages import ModelRequest, ModelResponse
+from ._anthropic import AnthropicModel
 from ._openai import OpenAIChatModel
+from ._openai_responses import OpenAIResponsesModel
 from ._scripted import ScriptedModel
 
 __all__ = [
@@ -51,8 +54,26 @@ def _openai(rest: str) -> ModelAdapter:
     return OpenAIChatModel(rest)
 
 
-_BUILTIN: dict[str, ModelAdapterFactory] = {"scripted": _scripted, "openai": _openai}
-_FORMS: dict[str, str] = {"scripted": "scripted:PATH", "openai": "openai:MODEL"}
+def _openai_responses(rest: str) -> ModelAdapter:
+    return OpenAIResponsesModel(rest)
+
+
+def _anthropic(rest: str) -> ModelAdapter:
+    return AnthropicModel(rest)
+
+
+_BUILTIN: dict[str, ModelAdapterFactory] = {
+    "scripted": _scripted,
+    "openai": _openai,
+    "openai-responses": _openai_responses,
+    "anthropic": _anthropic,
+}
+_FORMS: dict[str, str] = {
+    "scripted": "scripted:PATH",
+    "openai": "openai:MODEL",
+    "openai-responses": "openai-responses:MODEL",
+    "anthropic": "anthropic:MODEL",
+}
 
 _factories: dict[str, ModelAdapterFactory] = dict(_BUILTIN)
 _lock = threading.Lock()
@@ -107,7 +128,8 @@ def resolve_model(spec: str) -> ModelAdapter:
     """The adapter for a model spec such as `openai:gpt-4o-mini`.
 
     Args:
-        spec: `PREFIX:REST`, where PREFIX is `scripted`, `openai` or a registered one.
+        spec: `PREFIX:REST`, where PREFIX is `scripted`, `openai`, `openai-responses`,
+            `anthropic` or a registered one.
 
     Returns:
         A fresh adapter (cheap: shared state lives in module-level caches).

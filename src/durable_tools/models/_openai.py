@@ -1,87 +1,52 @@
 """An adapter for the OpenAI Chat Completions API and the servers that speak it.
 
 vLLM, Ollama, llama.cpp and most hosted providers accept the same `POST /chat/completions`
-with tool calling, so one adapter pointed at `OPENAI_BASE_URL` covers them all. It speaks
-HTTP through httpx rather than the OpenAI SDK: the SDK retries on its own, and retries here
-belong to Temporal, which records them in history and honours the run's retry policy.
+with tool calling, so one adapter pointed at `OPENAI_BASE_URL` covers them all. Requests go
+through the official `openai` SDK (the `openai` extra) with its retries off
+(`max_retries=0`): retries belong to Temporal, which records them in history and honours
+the run's retry policy. The answer is read from the raw JSON rather than the SDK's typed
+object, so that the small deviations of compatible servers (content parts, object
+arguments, missing ids) are tolerated and a body that is not a completion fails clearly.
 """
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import math
 import os
 import time
+from types import ModuleType
 from typing import Any
 
-import httpx
 from pydantic import SecretStr
 
-from .._http_clients import aclose_shared_clients
-from .._http_clients import shared_client as _shared_client
 from ..messages import Message, ModelRequest, ModelResponse, ToolCall, ToolDefinition, Usage
 from ._errors import ModelError
+from ._sdk import (
+    SdkFailure,
+    cached_client,
+    display_url,
+    excerpt,
+    int_field,
+    load_sdk,
+    require_sdk,
+    sdk_failure,
+)
 
 __all__ = [
     "DEFAULT_OPENAI_BASE_URL",
     "DEFAULT_OPENAI_TIMEOUT",
     "OpenAIChatModel",
-    "aclose_shared_clients",
-    "parse_retry_after",
+    "OpenAIClientConfig",
+    "message_to_openai",
+    "tool_to_openai",
 ]
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_OPENAI_TIMEOUT = 120.0
 
-# The statuses the OpenAI SDK itself retries: request timeout, lock conflict, rate limit,
-# and server errors. Every other 4xx fails the same way on every attempt.
-_RETRYABLE_STATUSES = frozenset({408, 409, 429})
-
-# Provider error bodies can be whole HTML pages from a proxy; operators need the gist.
-_MAX_PROVIDER_MESSAGE = 1000
-
 _log = logging.getLogger(__name__)
-
-
-def parse_retry_after(headers: httpx.Headers, *, now: float | None = None) -> float | None:
-    """Seconds a provider asked us to wait, from `retry-after-ms` or `Retry-After`.
-
-    Args:
-        headers: The response headers.
-        now: The current time (seconds since the epoch), for HTTP-date values.
-
-    Returns:
-        A non-negative number of seconds, or None when no usable header is present.
-    """
-    # OpenAI sends the millisecond form too; it is the more precise of the two.
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            value = float(millis) / 1000
-        except ValueError:
-            pass
-        else:
-            if math.isfinite(value):
-                return max(value, 0.0)
-    raw = headers.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        seconds = float(raw)
-    except ValueError:
-        pass
-    else:
-        return max(seconds, 0.0) if math.isfinite(seconds) else None
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:  # RFC 9110 dates are GMT; a naive one is a sloppy server's
-        return None
-    current = time.time() if now is None else now
-    return max(when.timestamp() - current, 0.0)
 
 
 def _timeout_from_env() -> float:
@@ -97,7 +62,8 @@ def _timeout_from_env() -> float:
     return value
 
 
-def _message_to_openai(message: Message) -> dict[str, Any]:
+def message_to_openai(message: Message) -> dict[str, Any]:
+    """A message in the Chat Completions shape: only the fields that API knows."""
     if message.role == "assistant":
         out: dict[str, Any] = {"role": "assistant", "content": message.content}
         if message.tool_calls:
@@ -124,7 +90,8 @@ def _message_to_openai(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": message.content or ""}
 
 
-def _tool_to_openai(tool: ToolDefinition) -> dict[str, Any]:
+def tool_to_openai(tool: ToolDefinition) -> dict[str, Any]:
+    """A tool definition in the Chat Completions shape."""
     function: dict[str, Any] = {
         "name": tool.name,
         "description": tool.description,
@@ -136,6 +103,72 @@ def _tool_to_openai(tool: ToolDefinition) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
+class OpenAIClientConfig:
+    """Where and how to reach an OpenAI-compatible API; shared by both OpenAI adapters.
+
+    Args:
+        base_url: The API root; defaults to `OPENAI_BASE_URL`, else the OpenAI API.
+        api_key: Sent as a Bearer token; defaults to `OPENAI_API_KEY`. Local servers
+            (vLLM, Ollama, llama.cpp) usually need none, and then none is sent.
+        timeout: Seconds for the whole request; defaults to `OPENAI_TIMEOUT`, else 120.
+        http_client: An `httpx2.AsyncClient` for the SDK to use instead of the pooled
+            one (custom TLS, proxies, tests).
+
+    Raises:
+        ValueError: When `OPENAI_TIMEOUT` is not a positive number or the `openai`
+            package is not installed.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        http_client: Any = None,
+    ) -> None:
+        require_sdk("openai", "openai")  # fail at resolution, naming the extra
+        self.base_url = (
+            base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
+        ).rstrip("/")
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        # A SecretStr prints as stars, so the key cannot leak through repr, vars or logs.
+        self.api_key = SecretStr(key) if key else None
+        self.timeout = timeout if timeout is not None else _timeout_from_env()
+        self.http_client = http_client
+
+    async def client(self) -> tuple[ModuleType, Any]:
+        """The `openai` module and its `AsyncOpenAI` client, pooled per loop and settings."""
+        openai = await load_sdk("openai", "openai.resources.chat", "openai.resources.responses")
+        key = self.api_key.get_secret_value() if self.api_key else None
+
+        def build() -> Any:
+            return openai.AsyncOpenAI(
+                base_url=self.base_url,
+                # The SDK insists on a key; without one the header is omitted per request.
+                api_key=key or "no-key",
+                max_retries=0,
+                timeout=self.timeout,
+                http_client=self.http_client,
+            )
+
+        if self.http_client is not None:
+            return openai, build()
+        return openai, await cached_client(("openai", self.base_url, key, self.timeout), build)
+
+    def extra_headers(self, openai: ModuleType) -> dict[str, Any]:
+        """Per-request headers: no `Authorization` at all when there is no key."""
+        if self.api_key is not None:
+            return {}
+        return {"Authorization": openai.Omit()}
+
+    def error(self, openai: ModuleType, where: str, exc: Exception) -> ModelError:
+        """Map what the SDK raised to a `ModelError`, redacting the key."""
+        failure = sdk_failure(openai, exc, timeout=self.timeout, key_env="OPENAI_API_KEY")
+        secret = self.api_key.get_secret_value() if self.api_key else None
+        return failure.error(f"{where} at {display_url(self.base_url)}", secret)
+
+
 class OpenAIChatModel:
     """A model adapter for an OpenAI-compatible Chat Completions endpoint.
 
@@ -145,10 +178,9 @@ class OpenAIChatModel:
     Args:
         model: The provider's model name, e.g. `gpt-4o-mini`.
         base_url: The API root; defaults to `OPENAI_BASE_URL`, else the OpenAI API.
-        api_key: Sent as a Bearer token; defaults to `OPENAI_API_KEY`. Local servers
-            (vLLM, Ollama, llama.cpp) usually need none.
+        api_key: Sent as a Bearer token; defaults to `OPENAI_API_KEY`.
         timeout: Seconds for the whole request; defaults to `OPENAI_TIMEOUT`, else 120.
-        client: An httpx client to use instead of the shared one (tests, custom TLS).
+        http_client: An `httpx2.AsyncClient` to use instead of the pooled one.
 
     Raises:
         ValueError: When the model name is empty or `OPENAI_TIMEOUT` is not a number.
@@ -161,37 +193,37 @@ class OpenAIChatModel:
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float | None = None,
-        client: httpx.AsyncClient | None = None,
+        http_client: Any = None,
     ) -> None:
         if not model:
             raise ValueError("an OpenAI model name is required, e.g. `openai:gpt-4o-mini`")
         self.model = model
-        self.base_url = (
-            base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
-        ).rstrip("/")
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        # A SecretStr prints as stars, so the key cannot leak through repr, vars or logs.
-        self._api_key = SecretStr(key) if key else None
-        self.timeout = timeout if timeout is not None else _timeout_from_env()
-        self._client = client
-
-    def __repr__(self) -> str:
-        has_key = "set" if self._api_key else "none"
-        return f"OpenAIChatModel({self.model!r}, base_url={self.base_url!r}, api_key={has_key})"
+        self.config = OpenAIClientConfig(
+            base_url=base_url, api_key=api_key, timeout=timeout, http_client=http_client
+        )
 
     @property
-    def url(self) -> str:
-        """The Chat Completions endpoint."""
-        return f"{self.base_url}/chat/completions"
+    def base_url(self) -> str:
+        """The API root requests go to."""
+        return self.config.base_url
+
+    @property
+    def timeout(self) -> float:
+        """Seconds allowed for one request."""
+        return self.config.timeout
+
+    def __repr__(self) -> str:
+        has_key = "set" if self.config.api_key else "none"
+        return f"OpenAIChatModel({self.model!r}, base_url={self.base_url!r}, api_key={has_key})"
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body sent for a request (a hook for subclasses adding parameters)."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [_message_to_openai(message) for message in request.messages],
+            "messages": [message_to_openai(message) for message in request.messages],
         }
         if request.tools:
-            body["tools"] = [_tool_to_openai(tool) for tool in request.tools]
+            body["tools"] = [tool_to_openai(tool) for tool in request.tools]
         return body
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -199,115 +231,54 @@ class OpenAIChatModel:
 
         Raises:
             ModelError: Retryable for 408, 409, 429, 5xx, connection errors and timeouts
-                (with `retry_after` from the response headers); non-retryable for other
-                statuses and for answers that are not a chat completion.
+                (with `retry_after` from the response headers); non-retryable for auth
+                errors, context-length errors, other statuses and answers that are not a
+                chat completion.
         """
-        headers = {"Accept": "application/json"}
-        if self._api_key is not None:
-            headers["Authorization"] = f"Bearer {self._api_key.get_secret_value()}"
-        client = self._client or _shared_client(self.base_url)
+        where = f"openai:{self.model}"
+        body = self.build_body(request)
+        known = {key: body.pop(key) for key in ("model", "messages", "tools") if key in body}
+        openai, client = await self.config.client()
         started = time.monotonic()
         try:
-            response = await client.post(
-                self.url, json=self.build_body(request), headers=headers, timeout=self.timeout
+            raw = await client.chat.completions.with_raw_response.create(
+                **known,
+                extra_body=body or None,
+                extra_headers=self.config.extra_headers(openai),
             )
-        except httpx.TimeoutException:
-            raise self._error(f"timed out after {self.timeout:g}s", retryable=True) from None
-        except httpx.UnsupportedProtocol as exc:
-            # A base URL without http(s):// is a configuration error, not a blip.
-            raise self._error(f"bad base URL: {exc}", retryable=False) from None
-        except httpx.TransportError as exc:
-            raise self._error(
-                f"connection error ({type(exc).__name__}): {exc}", retryable=True
-            ) from None
-        except httpx.HTTPError as exc:
-            raise self._error(
-                f"request failed ({type(exc).__name__}): {exc}", retryable=False
-            ) from None
+        except Exception as exc:
+            raise self.config.error(openai, where, exc) from None
+        response = raw.http_response
         _log.debug(
             "openai %s: HTTP %s in %.3fs",
             self.model,
             response.status_code,
             time.monotonic() - started,
         )
-        if not response.is_success:
-            status = response.status_code
-            retryable = status in _RETRYABLE_STATUSES or status >= 500
-            raise self._error(
-                f"HTTP {status}: {_provider_message(response)}",
-                retryable=retryable,
-                retry_after=parse_retry_after(response.headers) if retryable else None,
-                status=status,
-            )
         try:
-            data = response.json()
+            data = json.loads(response.content)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise self._error(
+            raise self._malformed(
                 f"response is not valid JSON (HTTP {response.status_code}): "
-                f"{_excerpt(response.text)}",
-                retryable=False,
-                status=response.status_code,
+                f"{excerpt(response.text)}",
+                response.status_code,
             ) from None
         try:
             return _parse_completion(data, turn=request.turn)
         except _Malformed as exc:
-            raise self._error(
-                f"response is not a chat completion: {exc}",
-                retryable=False,
-                status=response.status_code,
+            raise self._malformed(
+                f"response is not a chat completion: {exc}", response.status_code
             ) from None
 
-    def _error(
-        self,
-        problem: str,
-        *,
-        retryable: bool,
-        retry_after: float | None = None,
-        status: int | None = None,
-    ) -> ModelError:
-        message = f"openai:{self.model} at {_display_url(self.base_url)}: {problem}"
-        if self._api_key is not None:
-            # Providers and proxies sometimes echo the credential back in their errors.
-            message = message.replace(self._api_key.get_secret_value(), "***")
-        return ModelError(message, retryable=retryable, retry_after=retry_after, status=status)
-
-
-def _display_url(url: str) -> str:
-    """The URL without userinfo: `user:password@` in a base URL is a credential too."""
-    try:
-        return str(httpx.URL(url).copy_with(username=None, password=None))
-    except (httpx.InvalidURL, TypeError, ValueError):
-        scheme, sep, rest = url.rpartition("://")
-        return f"{scheme}{sep}{rest.rpartition('@')[2]}"
+    def _malformed(self, problem: str, status: int) -> ModelError:
+        secret = self.config.api_key.get_secret_value() if self.config.api_key else None
+        return SdkFailure(problem, retryable=False, status=status).error(
+            f"openai:{self.model} at {display_url(self.base_url)}", secret
+        )
 
 
 class _Malformed(Exception):
     """The body is JSON but not a chat completion."""
-
-
-def _excerpt(text: str) -> str:
-    text = text.strip()
-    if len(text) > _MAX_PROVIDER_MESSAGE:
-        return text[:_MAX_PROVIDER_MESSAGE] + "..."
-    return text or "(empty body)"
-
-
-def _provider_message(response: httpx.Response) -> str:
-    """The provider's own words about an error, in the shapes compatible servers use."""
-    try:
-        data = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return _excerpt(response.text)
-    if isinstance(data, dict):
-        error = data.get("error")
-        # OpenAI: {"error": {"message", "type", "code"}}; others: {"error": "..."},
-        # {"message": "..."} (vLLM), {"detail": "..."} (FastAPI-based servers).
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return _excerpt(error["message"])
-        for candidate in (error, data.get("message"), data.get("detail")):
-            if isinstance(candidate, str) and candidate:
-                return _excerpt(candidate)
-    return _excerpt(response.text)
 
 
 def _text_of(content: Any) -> str | None:
@@ -362,16 +333,15 @@ def _parse_completion(data: Any, *, turn: int) -> ModelResponse:
         )
     raw_usage = data.get("usage")
     usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+    raw_details = usage.get("prompt_tokens_details")
+    details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
     finish_reason = choice.get("finish_reason")
     return ModelResponse(
         message=Message(role="assistant", content=content, tool_calls=calls),
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         usage=Usage(
-            input_tokens=_count(usage.get("prompt_tokens")),
-            output_tokens=_count(usage.get("completion_tokens")),
+            input_tokens=int_field(usage.get("prompt_tokens")),
+            output_tokens=int_field(usage.get("completion_tokens")),
+            cache_read_tokens=int_field(details.get("cached_tokens")),
         ),
     )
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and value >= 0 else 0

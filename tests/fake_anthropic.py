@@ -1,0 +1,86 @@
+"""A real HTTP server on 127.0.0.1 that answers like Anthropic's Messages API.
+
+The same server as `fake_openai` (canned answers or a responder, recorded requests, a
+real socket), with Anthropic's shapes: `POST /v1/messages`, content blocks (`text`,
+`tool_use` with an `input` object), `stop_reason`, usage with cache counts, and error
+bodies `{"type": "error", "error": {"type": ..., "message": ...}}`.
+
+    with FakeAnthropicServer([message(text("hi"))]) as server:
+        model = AnthropicModel("claude-test", base_url=server.base_url, api_key="k")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fake_openai import CannedResponse, FakeOpenAIServer, RecordedRequest
+
+__all__ = [
+    "CannedResponse",
+    "FakeAnthropicServer",
+    "RecordedRequest",
+    "anthropic_error",
+    "message",
+    "text",
+    "tool_use",
+]
+
+
+def text(value: str) -> dict[str, Any]:
+    """A `text` content block."""
+    return {"type": "text", "text": value}
+
+
+def tool_use(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A `tool_use` content block: the arguments are an object, not JSON text."""
+    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+
+
+def message(
+    *content: dict[str, Any],
+    stop_reason: str | None = None,
+    input_tokens: int = 10,
+    output_tokens: int = 5,
+    cache_creation_input_tokens: int = 0,
+    cache_read_input_tokens: int = 0,
+    model: str = "claude-test",
+) -> dict[str, Any]:
+    """A successful Messages API response body."""
+    has_calls = any(block.get("type") == "tool_use" for block in content)
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": list(content),
+        "stop_reason": stop_reason or ("tool_use" if has_calls else "end_turn"),
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cache_creation_input_tokens": cache_creation_input_tokens,
+            "cache_read_input_tokens": cache_read_input_tokens,
+            "service_tier": "standard",
+        },
+    }
+
+
+def anthropic_error(message_text: str, type_: str = "invalid_request_error") -> dict[str, Any]:
+    """An error body in Anthropic's shape."""
+    return {
+        "type": "error",
+        "error": {"type": type_, "message": message_text},
+        "request_id": "req_fake",
+    }
+
+
+class FakeAnthropicServer(FakeOpenAIServer):
+    """An Anthropic-compatible HTTP server on an ephemeral port of 127.0.0.1.
+
+    `base_url` is the host root (use it as `ANTHROPIC_BASE_URL`): the SDK adds `/v1/...`.
+    """
+
+    base_path = ""
+
+    def exhausted(self) -> CannedResponse:
+        return CannedResponse(500, anthropic_error("fake: no canned response left", "api_error"))
