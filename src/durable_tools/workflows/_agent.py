@@ -25,7 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.activities._types import CATALOG_ACTIVITY, CatalogRequest
     from durable_tools.messages import Message, ToolCall
     from durable_tools.tools import ToolSpec
-    from durable_tools.workflows._approvals import InvalidDecision, check_decision
+    from durable_tools.workflows._approvals import InvalidDecision
     from durable_tools.workflows._limits import (
         MAX_CANCEL_REASON_CHARS,
         MAX_REASON_CHARS,
@@ -50,6 +50,16 @@ with workflow.unsafe.imports_passed_through():
 
 from durable_tools.workflows._authorization_gate import check_reissue, reissue
 from durable_tools.workflows._continue import maybe_continue_as_new
+from durable_tools.workflows._decisions import (
+    apply_policy_change,
+    apply_revocation,
+    batch_decisions,
+    check_batch,
+    check_decision_of,
+    check_policy_change,
+    check_revocation,
+    record_decision,
+)
 from durable_tools.workflows._model_turn import call_model
 from durable_tools.workflows._pipeline import run_calls
 from durable_tools.workflows._state import EndRun, RunState
@@ -175,63 +185,23 @@ class AgentWorkflow:
     async def decide(self, decision: ApprovalDecision) -> str:
         """Approve or deny a pending tool call. Invalid decisions are rejected by the validator
         and never enter history."""
-        return self._record_decision(decision)
+        return record_decision(self._state, decision)
 
     @decide.validator
     def _validate_decision(self, decision: ApprovalDecision) -> None:
-        self._check_decision(decision)
+        check_decision_of(self._state, decision)
 
     @workflow.signal(name="decision")
     def decision_signal(self, decision: ApprovalDecision | None) -> None:
         """Fire-and-forget decision (webhooks). An invalid one is recorded and ignored."""
         try:
-            self._check_decision(decision)
+            check_decision_of(self._state, decision)
         except InvalidDecision as error:
             call_id = decision.call_id if isinstance(decision, ApprovalDecision) else None
             self._state.event("approval.rejected", call_id=call_id, detail=str(error)[:500])
             return
         assert isinstance(decision, ApprovalDecision)
-        self._record_decision(decision)
-
-    def _check_decision(self, decision: object) -> None:
-        if not isinstance(decision, ApprovalDecision):
-            raise InvalidDecision(
-                f"a decision must be an ApprovalDecision, got {type(decision).__name__}"
-            )
-        state = self._state
-        check_decision(
-            decision,
-            state.pending,
-            set(state.decisions),
-            hash_required=state.call_uses.get(decision.call_id, 0) > 1,
-            identity_grants=state.policy.identity_grants,
-        )
-
-    def _record_decision(self, decision: ApprovalDecision) -> str:
-        state = self._state
-        verdict = "approved" if decision.approve else "denied"
-        detail = f"{verdict} by {decision.decider}" + (
-            f": {decision.reason}" if decision.reason else ""
-        )
-        pending = state.pending.get(decision.call_id)
-        if decision.approve and pending is not None and pending.approvals_required > 1:
-            # Two-person rule: approvals from distinct deciders add up; any denial denies.
-            pending.approved_by.append(decision.decider)
-            count, needed = len(pending.approved_by), pending.approvals_required
-            if count < needed:
-                state.event(
-                    "approval.partial",
-                    call_id=decision.call_id,
-                    detail=f"{detail} ({count} of {needed})",
-                )
-                return f"approved ({count} of {needed})"
-            decision = decision.model_copy(update={"decider": "+".join(pending.approved_by)})
-            detail = f"approved by {decision.decider}" + (
-                f": {decision.reason}" if decision.reason else ""
-            )
-        state.decisions[decision.call_id] = decision
-        state.event("approval.decided", call_id=decision.call_id, detail=detail)
-        return verdict
+        record_decision(self._state, decision)
 
     @workflow.update
     async def decide_batch(self, batch: BatchDecision) -> list[str]:
@@ -239,31 +209,11 @@ class AgentWorkflow:
 
         The validator checks every item before any applies: one bad item rejects the batch.
         """
-        return [self._record_decision(decision) for decision in self._batch_decisions(batch)]
+        return [record_decision(self._state, decision) for decision in batch_decisions(batch)]
 
     @decide_batch.validator
     def _validate_batch(self, batch: BatchDecision) -> None:
-        if not isinstance(batch, BatchDecision):
-            raise InvalidDecision(f"a batch must be a BatchDecision, got {type(batch).__name__}")
-        seen: set[str] = set()
-        for decision in self._batch_decisions(batch):
-            if decision.call_id in seen:
-                raise InvalidDecision(f"tool call {decision.call_id!r} appears twice in the batch")
-            seen.add(decision.call_id)
-            self._check_decision(decision)
-
-    @staticmethod
-    def _batch_decisions(batch: BatchDecision) -> list[ApprovalDecision]:
-        return [
-            ApprovalDecision(
-                call_id=item.call_id,
-                approve=item.approve,
-                decider=batch.decider,
-                reason=batch.reason,
-                arguments_hash=item.arguments_hash,
-            )
-            for item in batch.items
-        ]
+        check_batch(self._state, batch)
 
     @workflow.update
     async def set_policy(self, change: PolicyChange) -> str:
@@ -272,45 +222,20 @@ class AgentWorkflow:
         Calls already waiting keep the deciders they were asked of; the next calls follow
         the new policy.
         """
-        state = self._state
-        state.policy = change.policy
-        detail = f"by {change.changed_by}" + (f": {change.reason}" if change.reason else "")
-        state.event("policy.changed", detail=clip(detail, MAX_REASON_CHARS))
-        return "policy changed"
+        return apply_policy_change(self._state, change)
 
     @set_policy.validator
     def _validate_policy(self, change: PolicyChange) -> None:
-        if not isinstance(change, PolicyChange):
-            raise InvalidDecision(
-                f"a policy change must be a PolicyChange, got {type(change).__name__}"
-            )
-        if payload_bytes(change) > PAYLOAD_BUDGET_BYTES // 16:
-            raise InvalidDecision("the policy is too large")
+        check_policy_change(change)
 
     @workflow.update
     async def revoke_grant(self, revocation: GrantRevocation) -> str:
         """Revoke a run-scoped standing grant: its tool's calls are asked again."""
-        state = self._state
-        for index, grant in enumerate(state.standing_grants):
-            if grant.grant_id == revocation.grant_id:
-                state.standing_grants[index] = grant.model_copy(
-                    update={"revoked_at": workflow.now(), "revoked_by": revocation.revoked_by}
-                )
-        state.event("grant.revoked", detail=f"{revocation.grant_id} by {revocation.revoked_by}")
-        return "revoked"
+        return apply_revocation(self._state, revocation)
 
     @revoke_grant.validator
     def _validate_revocation(self, revocation: GrantRevocation) -> None:
-        if not isinstance(revocation, GrantRevocation):
-            raise InvalidDecision(
-                f"a revocation must be a GrantRevocation, got {type(revocation).__name__}"
-            )
-        live = [g.grant_id for g in self._state.standing_grants if g.revoked_at is None]
-        if revocation.grant_id not in live:
-            raise InvalidDecision(
-                f"no live run-scoped grant {revocation.grant_id!r} "
-                f"(live: {', '.join(live) or 'none'})"
-            )
+        check_revocation(self._state, revocation)
 
     @workflow.signal
     def authorization_completed(self, completed: AuthorizationCompleted | None) -> None:
