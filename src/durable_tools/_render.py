@@ -24,6 +24,7 @@ from durable_tools.workflows import (
     RunSnapshot,
     ToolCallRecord,
 )
+from durable_tools.workflows._policy import describe_policy
 
 __all__ = [
     "approval_commands",
@@ -226,6 +227,8 @@ def render_snapshot(
         + (f"  continued-as-new {snapshot.continued}x" if snapshot.continued else ""),
         f"UI: {ui}",
     ]
+    if snapshot.policy is not None:
+        lines.append(f"approval policy: {describe_policy(snapshot.policy)}")
     running = running_calls(timeline)
     if running:
         lines.append(f"running: {', '.join(running)}")

@@ -363,6 +363,9 @@ async def test_set_policy_mid_run_is_validated_audited_and_visible(
         new = ApprovalPolicy(allow_tools=("refund",))
         await run.set_policy(new, changed_by="ops", reason="backlog")
         assert await run.policy() == new
+        # Operators see the live policy in the UI's current details.
+        metadata = await run.handle.query("__temporal_workflow_metadata")
+        assert "approval policy: require tool; allow refund" in metadata.current_details
         await run.approve("r1")  # already pending: still needs its decision
         await run.result()
         timeline = await layers(run)

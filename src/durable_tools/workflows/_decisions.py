@@ -20,6 +20,7 @@ from durable_tools.workflows._limits import (
 from durable_tools.workflows._policy_types import BatchDecision, GrantRevocation, PolicyChange
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._types import ApprovalDecision
+from durable_tools.workflows._visibility import publish
 
 __all__ = [
     "apply_policy_change",
@@ -116,6 +117,7 @@ def apply_policy_change(state: RunState, change: PolicyChange) -> str:
     state.policy = change.policy
     detail = f"by {change.changed_by}" + (f": {change.reason}" if change.reason else "")
     state.event("policy.changed", detail=clip(detail, MAX_REASON_CHARS))
+    publish(state)  # the UI's current details show the live policy
     return "policy changed"
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "constraints_hold",
     "criteria_for",
     "describe_constraints",
+    "describe_policy",
     "find_grant",
     "grant_covers",
     "identity_key",
@@ -214,3 +215,28 @@ def make_grant(
         reason=reason,
         run_id=run_id,
     )
+
+
+def describe_policy(policy: ApprovalPolicy) -> str:
+    """The live policy in one line: its layers that differ from asking per tool."""
+    parts = [f"require {policy.require}"]
+    if policy.skip_all_approvals_unsafe:
+        parts.insert(0, "SKIP ALL APPROVALS (unsafe)")
+    if policy.deny_tools:
+        parts.append("deny " + ", ".join(policy.deny_tools))
+    if policy.allow_safe_tools:
+        parts.append("safe tools allowed")
+    if policy.allow_tools:
+        parts.append("allow " + ", ".join(policy.allow_tools))
+    if policy.identity_grants:
+        parts.append("identity grants")
+    if policy.auto is not None:
+        parts.append(f"auto mode ({policy.auto.evaluator})")
+    if policy.quorum > 1:
+        tools = ", ".join(("tools that spend money", *policy.quorum_tools))
+        parts.append(f"{policy.quorum} approvers for {tools}")
+    if policy.deciders:
+        parts.append("deciders " + ", ".join(policy.deciders))
+    if policy.timeout_seconds is not None:
+        parts.append(f"deadline {policy.timeout_seconds:g}s then {policy.on_timeout}")
+    return "; ".join(parts)

@@ -9,6 +9,8 @@ from temporalio import workflow
 
 from durable_tools import search_attributes as sa
 from durable_tools.workflows._limits import MAX_REASON_CHARS, clip
+from durable_tools.workflows._policy import describe_policy
+from durable_tools.workflows._policy_types import ApprovalPolicy
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._types import RunStatus
 
@@ -54,9 +56,14 @@ def publish(state: RunState, doing: str | None = None) -> None:
     workflow.set_current_details(_details(state, doing))
 
 
+_DEFAULT_POLICY = ApprovalPolicy()
+
+
 def _details(state: RunState, doing: str | None) -> str:
     run_id = workflow.info().workflow_id
     lines = [f"**{state.status.value}** · turn {state.turn} · {state.tool_calls} tool calls"]
+    if state.policy != _DEFAULT_POLICY:
+        lines.append(f"approval policy: {describe_policy(state.policy)}")
     for p in state.pending.values():
         lines.append(
             f"- waiting for approval of `{p.tool}` (call `{p.call_id}`): "
