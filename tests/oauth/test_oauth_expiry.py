@@ -21,6 +21,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 import cli_support
 from cli_support import cli, cli_json
 from durable_tools.client import DurableTools
+from durable_tools.inbox import AuthConfig, InboxConfig, TokenStore, add_token, create_app
 from durable_tools.oauth import (
     CallbackServer,
     OAuthBroker,
@@ -243,3 +244,39 @@ def test_policy_refuses_a_deadline_action_without_a_deadline() -> None:
         AuthorizationPolicy(on_timeout="reissue")
     with pytest.raises(ValueError):
         AuthorizationPolicy(on_timeout="fail")
+
+
+async def test_the_inbox_reissues_a_link_for_a_waiting_call(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    oauth: tuple[FakeOAuthProvider, OAuthManager, CallbackServer],
+    clock: Clock,
+) -> None:
+    _, manager, _ = oauth
+    tokens = tmp_path / "tokens.json"
+    token = add_token(tokens, "alice")
+    app = create_app(
+        DurableTools(client, task_queue),
+        InboxConfig(auth=AuthConfig(TokenStore(tokens)), session_secret="s-" + task_queue),
+    )
+    bearer = {"Authorization": f"Bearer {token}"}
+    async with running_worker(client, calendar([]), task_queue, oauth=OAuthBroker(manager)):
+        run = await DurableTools(client, task_queue).start(
+            "monday?", model=script(tmp_path), identity=Identity(user="alice")
+        )
+        snapshot = await wait_for(run, lambda s: bool(s.pending_authorizations))
+        first = snapshot.pending_authorizations[0]
+        transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=transport, base_url="http://inbox.test") as web:
+            page = await web.get(f"/runs/{run.run_id}", headers=bearer)
+            assert page.status_code == 200 and "New link" in page.text
+            answered = await web.post(f"/runs/{run.run_id}/calls/cal1/reissue", headers=bearer)
+            assert answered.status_code == 303, answered.text
+            # A call that waits on nothing: refused, and said why.
+            refused = await web.post(f"/runs/{run.run_id}/calls/nope/reissue", headers=bearer)
+            assert refused.status_code == 409
+        renewed = (await run.status()).pending_authorizations[0]
+        await run.cancel("done")
+        await assert_not_wedged(run.handle)
+    assert renewed.issued == 2 and renewed.authorization_url != first.authorization_url

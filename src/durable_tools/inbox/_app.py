@@ -32,7 +32,7 @@ from durable_tools.tools import ToolRegistry
 from ._auth import SESSION_TOKEN, AuthConfig, authenticate, decider_for
 from ._csrf import CSRF_FIELD, CSRF_HEADER, csrf_token, valid_csrf
 from ._data import find_call, list_pending, load_run
-from ._decide import DecisionRefused, decide
+from ._decide import DecisionRefused, decide, reissue
 from ._tokens import User, hash_token
 
 __all__ = ["InboxConfig", "create_app"]
@@ -316,6 +316,31 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
             return JSONResponse({"error": message}, status)
         return Response(f"{message}\n", status, media_type="text/plain")
 
+    async def reissue_form(request: Request) -> Response:
+        # A fresh authorization link for a call whose link expired (any signed-in user may
+        # ask: the link grants nothing by itself, the person who opens it must authorize).
+        user = user_of(request)
+        form = await request.form()
+        require_csrf(request, user, form.get(CSRF_FIELD))
+        run_id, call_id = request.path_params["run_id"], request.path_params["call_id"]
+        try:
+            renewed = await reissue(tools, run_id, call_id)
+        except DecisionRefused as refused:
+            return render(
+                request,
+                "refused.html",
+                refused.status,
+                user=user,
+                message=refused.message,
+                run_id=run_id,
+                call_id=call_id,
+            )
+        expires = renewed.expires_at.isoformat(timespec="seconds") if renewed.expires_at else "-"
+        request.session["flash"] = f"new authorization link for call {call_id} (expires {expires})"[
+            :300
+        ]
+        return RedirectResponse(f"/runs/{quote(run_id, safe='')}", 303)
+
     routes: list[BaseRoute] = [
         Route("/", pending_page),
         Route("/pending/rows", pending_page),
@@ -325,6 +350,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         Route("/runs/{run_id}", run_page),
         Route("/runs/{run_id}/calls/{call_id}", call_page),
         Route("/runs/{run_id}/calls/{call_id}/decide", decide_form, methods=["POST"]),
+        Route("/runs/{run_id}/calls/{call_id}/reissue", reissue_form, methods=["POST"]),
         Route("/api/pending", api_pending),
         Route("/api/runs/{run_id}/calls/{call_id}/decide", api_decide, methods=["POST"]),
         Route("/healthz", healthz),

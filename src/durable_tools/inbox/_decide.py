@@ -13,7 +13,7 @@ from temporalio.client import (
 from temporalio.service import RPCError
 
 from durable_tools.client import DurableTools
-from durable_tools.workflows import ApprovalDecision
+from durable_tools.workflows import AgentWorkflow, ApprovalDecision, PendingAuthorization
 from durable_tools.workflows._limits import MAX_CALL_ID_CHARS, MAX_REASON_CHARS
 from durable_tools.workflows._policy_types import GrantRequest
 
@@ -21,7 +21,7 @@ from ._auth import decider_for
 from ._data import QUERY_TIMEOUT
 from ._tokens import User
 
-__all__ = ["DECIDE_TIMEOUT", "DecisionRefused", "decide"]
+__all__ = ["DECIDE_TIMEOUT", "DecisionRefused", "decide", "reissue"]
 
 DECIDE_TIMEOUT = 30.0
 """Seconds a decision may wait for the run's worker to take it."""
@@ -105,3 +105,28 @@ async def decide(
         raise DecisionRefused(409, f"rejected by the run: {message}") from None
     except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
         raise DecisionRefused(503, "no worker took the decision in time; try again") from None
+
+
+async def reissue(tools: DurableTools, run_id: str, call_id: str) -> PendingAuthorization:
+    """Ask run `run_id` for a fresh authorization link for `call_id` (an expired link).
+
+    Raises:
+        DecisionRefused: a malformed call id (400), a call that waits on no authorization
+            or a run that refuses (409), or no worker answering (503).
+    """
+    if len(call_id) > MAX_CALL_ID_CHARS:
+        raise DecisionRefused(400, "call id too long")
+    run = tools.run(run_id)
+    try:
+        return await asyncio.wait_for(
+            run.handle.execute_update(AgentWorkflow.reissue_authorization, call_id),
+            DECIDE_TIMEOUT,
+        )
+    except WorkflowUpdateFailedError as error:
+        cause = error.cause
+        message = getattr(cause, "message", None) or str(cause or error)
+        raise DecisionRefused(409, f"rejected by the run: {message}") from None
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+        raise DecisionRefused(503, "no worker issued a new link in time; try again") from None
+    except RPCError as error:
+        raise DecisionRefused(404, f"run {run_id} could not be reached: {error}") from None
