@@ -223,3 +223,28 @@ async def test_agent_mode_run_polls_a_non_streaming_agent(
     assert result.status == RunStatus.COMPLETED
     assert replies_by_id(conversation)["a1"] == "echo: hi there"
     assert "skill_id" not in polling_agent.state.messages[0]["metadata"]
+
+
+async def test_a_retried_attempt_follows_the_recorded_task(agent: A2AServer) -> None:
+    registry = ToolRegistry()
+    await attach_a2a(registry, agent.url, include=["echo"])
+    reported: list[Any] = []
+    first = ToolContext(
+        tool_call_id="c1",
+        tool_name="test_agent__echo",
+        idempotency_key="run/c1",
+        _progress=reported.append,
+    )
+    first_result = await registry.invoke("test_agent__echo", {"message": "once"}, first)
+    assert first_result.content[0].text == "echo: once"
+    # A second attempt of the same call, after a crash: the heartbeat details name the task.
+    retry = ToolContext(
+        tool_call_id="c1",
+        tool_name="test_agent__echo",
+        idempotency_key="run/c1",
+        attempt=2,
+        heartbeat_details=reported[-1],
+    )
+    resumed = await registry.invoke("test_agent__echo", {"message": "once"}, retry)
+    assert resumed.content[0].text == "echo: once"
+    assert len(agent.state.messages) == 1  # the message was not sent again

@@ -65,6 +65,8 @@ _FINAL = frozenset(
 _INTERRUPTED = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
 _MAX_PROGRESS_TEXT = 500
 _CANCEL_TIMEOUT = 10.0
+_MAX_POLL_FAILURES = 5
+"""Passing `GetTask` failures in a row a call rides out before it gives up."""
 _TASK_KEY = "a2a_task_id"
 """The heartbeat-details key under which a call records the task it follows."""
 
@@ -275,20 +277,29 @@ def _request(
     )
 
 
-def _classify(
-    exc: A2AError,
-    label: str,
-    auth: Sequence[HttpAuth],
-    secrets: list[str],
-    *,
-    resumable: bool,
-) -> Exception:
-    """A classified error for a failed request. `resumable`: another attempt cannot
-    start a second task (nothing was sent, or the task id is recorded and is resumed)."""
+def _status_code(exc: A2AError) -> int | None:
+    cause = exc.__cause__
+    return cause.response.status_code if isinstance(cause, httpx.HTTPStatusError) else None
+
+
+def _transient(exc: A2AError) -> bool:
+    """A broken connection, a timeout, 429 or 5xx: asking again may work."""
+    status = _status_code(exc)
+    if status is not None:
+        return status == 429 or status >= 500
+    return isinstance(exc, A2AClientTimeoutError) or isinstance(exc.__cause__, httpx.RequestError)
+
+
+def _classify(exc: A2AError, label: str, auth: Sequence[HttpAuth], secrets: list[str]) -> Exception:
+    """A classified error for a failed request.
+
+    Retryable only when the agent cannot have taken the message (no connection, HTTP
+    429): a retry sends the message again, and A2A agents need not deduplicate it.
+    """
     cause = exc.__cause__
     details: dict[str, Any] = {"exception_type": type(exc).__name__}
-    if isinstance(cause, httpx.HTTPStatusError):
-        status = cause.response.status_code
+    status = _status_code(exc)
+    if status is not None:
         details["status_code"] = status
         if status in (401, 403):
             for a in auth:
@@ -296,25 +307,15 @@ def _classify(
                 if special is not None:
                     return special
         return ToolExecutionError(
-            f"{label} answered HTTP {status}",
-            retryable=(status == 429 or status >= 500) and resumable,
-            details=details,
+            f"{label} answered HTTP {status}", retryable=status == 429, details=details
         )
     if isinstance(cause, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
-        return ToolExecutionError(  # nothing reached the agent
+        return ToolExecutionError(
             f"could not connect to {label}: {type(cause).__name__}", retryable=True, details=details
         )
     if isinstance(exc, A2AClientTimeoutError):
-        return ToolExecutionError(
-            f"{label} did not answer in time", retryable=resumable, details=details
-        )
-    # A broken connection may be retried as far as it is safe; an error the agent
-    # answered (task not found, invalid params, ...) would only be answered again.
-    return ToolExecutionError(
-        f"{label}: {scrub(str(exc), secrets)[:500]}",
-        retryable=resumable and isinstance(cause, httpx.RequestError),
-        details=details,
-    )
+        return ToolExecutionError(f"{label} did not answer in time", details=details)
+    return ToolExecutionError(f"{label}: {scrub(str(exc), secrets)[:500]}", details=details)
 
 
 async def _cancel(client: Client, tracker: _Tracker, call: ClientCallContext, label: str) -> None:
@@ -329,6 +330,31 @@ async def _cancel(client: Client, tracker: _Tracker, call: ClientCallContext, la
         )
 
 
+async def _poll(
+    client: Client, tracker: _Tracker, call: ClientCallContext, agent: A2AAgent, *, first: bool
+) -> None:
+    """Poll `GetTask` until the task ends or needs input; ride out passing failures.
+
+    Passing failures are retried here, within the attempt: a failed attempt would be
+    retried by sending the message again, which may start a second task.
+    """
+    failures = 0
+    delay = 0.0 if first else agent.poll_interval
+    while tracker.task_id and not tracker.done:
+        await asyncio.sleep(delay)
+        delay = agent.poll_interval
+        try:
+            task = await client.get_task(GetTaskRequest(id=tracker.task_id), context=call)
+        except A2AError as exc:
+            failures += 1
+            if not _transient(exc) or failures > _MAX_POLL_FAILURES:
+                raise
+            delay = min(agent.poll_interval * 2**failures, 30.0)
+            continue
+        failures = 0
+        tracker.apply_task(task)
+
+
 async def call_agent(
     agent: A2AAgent, skill: str | None, arguments: Mapping[str, Any], ctx: ToolContext
 ) -> str:
@@ -336,7 +362,8 @@ async def call_agent(
 
     Raises:
         ToolExecutionError: the task failed, was rejected or cancelled by the agent, or
-            the agent could not be reached (retryable when nothing can have started).
+            the agent could not be reached (retryable only when it cannot have taken
+            the message).
         NeedsAuthorization: the agent refused the user's OAuth token (HTTP 401).
         asyncio.CancelledError: the call was cancelled (the agent was asked to cancel).
     """
@@ -354,32 +381,28 @@ async def call_agent(
             agent.card
         )
         previous = _previous_task(ctx)
-        sent = False
         try:
             if previous is not None:
                 tracker.task_id = previous
-                tracker.apply_task(await client.get_task(GetTaskRequest(id=previous), context=call))
             else:
                 request = _request(agent, skill, arguments, ctx, polling=not streaming)
-                sent = True
-                async for event in client.send_message(request, context=call):
-                    tracker.apply(event)
-                    if tracker.done:
-                        break
-            # Not finished: the agent answered at once (polling) or the stream ended early.
-            while not tracker.done and tracker.task_id:
-                await asyncio.sleep(agent.poll_interval)
-                tracker.apply_task(
-                    await client.get_task(GetTaskRequest(id=tracker.task_id), context=call)
-                )
+                try:
+                    async for event in client.send_message(request, context=call):
+                        tracker.apply(event)
+                        if tracker.done:
+                            break
+                except A2AError as exc:
+                    if not (tracker.task_id and _transient(exc)):
+                        raise
+                    # The stream broke, but the task is named: follow it by polling.
+                    logger.info("stream from %s broke; polling the task", agent.label)
+            await _poll(client, tracker, call, agent, first=previous is not None)
         except asyncio.CancelledError:
             if tracker.task_id and not tracker.done:
                 await _cancel(client, tracker, call, agent.label)
             raise
         except A2AError as exc:
-            raise _classify(
-                exc, agent.label, agent.auth, secrets, resumable=not sent or bool(tracker.task_id)
-            ) from None
+            raise _classify(exc, agent.label, agent.auth, secrets) from None
         if not tracker.done:
             raise ToolExecutionError(
                 f"{agent.label} answered with neither a message nor a task", retryable=False
