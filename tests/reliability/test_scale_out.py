@@ -6,6 +6,7 @@ import asyncio
 import collections
 from pathlib import Path
 
+import pytest
 from subprocess_workers import WorkerProcess, read_jsonl
 from temporalio.client import Client
 
@@ -16,6 +17,7 @@ from support import answer, assert_not_wedged, calls, write_script
 RUNS = 50
 
 
+@pytest.mark.timeout(300)  # 50 runs on 3 processes: generous on a loaded 2-core machine
 async def test_three_workers_share_fifty_runs(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:

@@ -1,11 +1,13 @@
 """Tool sources: register tools that live elsewhere (MCP servers, OpenAPI documents, plain
-HTTP endpoints) in a `ToolRegistry`.
+HTTP endpoints, A2A remote agents) in a `ToolRegistry`.
 
 Each source discovers its tools on the worker, at start-up, and registers them with
 their JSON Schema as given; every tool is then an activity of its own, like any other.
-The MCP source needs the `mcp` extra (`pip install durable-tools[mcp]`).
+The MCP source needs the `mcp` extra (`pip install durable-tools[mcp]`), the A2A source
+the `a2a` extra.
 """
 
+from ._a2a import A2AError, a2a_tool_name, attach_a2a, attach_a2a_sync
 from ._http import (
     BearerSecret,
     HeaderSecret,
@@ -22,6 +24,7 @@ from ._mcp_servers import FromSecret, McpHttp, McpServer, McpStdio
 from ._openapi import OpenAPIError, attach_openapi, load_openapi, operation_tool_name
 
 __all__ = [
+    "A2AError",
     "BearerSecret",
     "FromSecret",
     "HeaderSecret",
@@ -34,7 +37,10 @@ __all__ = [
     "OAuthBearer",
     "OpenAPIError",
     "QuerySecret",
+    "a2a_tool_name",
     "aclose_shared_clients",
+    "attach_a2a",
+    "attach_a2a_sync",
     "attach_mcp",
     "attach_mcp_sync",
     "attach_openapi",

@@ -43,9 +43,9 @@ ApprovalMode = Literal["never", "always", "conditional"]
 ValidateMode = Literal["input", "output", "both", "none"]
 """What is checked against the tool's schemas: its arguments, its result, both or neither."""
 
-Transport = Literal["function", "mcp", "http", "sub-agent"]
+Transport = Literal["function", "mcp", "http", "sub-agent", "a2a"]
 """How a call reaches the tool: a Python function on the worker, an MCP server, an HTTP
-API (OpenAPI or hand-declared), or a child agent run."""
+API (OpenAPI or hand-declared), a child agent run, or a remote A2A agent."""
 
 
 class _Frozen(BaseModel):
