@@ -22,8 +22,10 @@ from durable_tools.connection import connect, resolve_namespace
 from durable_tools.events import EventSink, FollowResult, follow_events
 from durable_tools.messages import Message
 from durable_tools.server import ui_url
+from durable_tools.tools._artifacts import ArtifactStore, fetch_artifact, ref_from_uri
 from durable_tools.tools._context import Identity
 from durable_tools.tools._progress import Progress, parse_beat
+from durable_tools.tools._results import ArtifactRef
 from durable_tools.worker import task_queue_from_env
 from durable_tools.workflows import (
     AgentConfig,
@@ -207,6 +209,24 @@ class AgentRun:
     async def conversation(self) -> list[Message]:
         """The conversation so far."""
         return await self.handle.query(AgentWorkflow.conversation)
+
+    async def artifact(self, ref: ArtifactRef | str, store: ArtifactStore | None = None) -> bytes:
+        """The full bytes of an artifact (a large tool output kept out of the history).
+
+        Args:
+            ref: A reference from the run's timeline (`ToolCallRecord.outcome.artifacts`)
+                or the URI a truncated output names.
+            store: Where to read; default the store the reference points into
+                (`s3://` with `DURABLE_TOOLS_S3_ENDPOINT` and the AWS credentials of this
+                process, or the `file://` directory).
+
+        Raises:
+            KeyError: the store does not hold it, or it does not match its sha256.
+            ValueError: `ref` is a string that names no artifact.
+        """
+        if isinstance(ref, str):
+            ref = ref_from_uri(ref)
+        return await fetch_artifact(ref, store)
 
     async def events(self) -> list[RunEvent]:
         """The run's kept events (the last `AgentConfig.events_kept`)."""

@@ -101,11 +101,11 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
         earlier: list[Message] = []
         tools = list(call.request.tools)
         try:
-            # Loads are usually served from the in-process cache, so they stay inline.
+            # In a thread: a load the in-process cache misses reads the store (S3: network).
             if call.base is not None:
-                earlier = snapshots.load(call.base, call.base_length)
+                earlier = await asyncio.to_thread(snapshots.load, call.base, call.base_length)
             if call.tools_ref is not None:
-                tools = snapshots.load_tools(call.tools_ref)
+                tools = await asyncio.to_thread(snapshots.load_tools, call.tools_ref)
         except SnapshotMissing as error:
             raise ApplicationError(str(error), type=SNAPSHOT_MISSING, non_retryable=True) from None
         added = list(call.request.messages)

@@ -203,7 +203,9 @@ def make_tool_activity(
             ) from None
         # The tool has run: from here on nothing may raise, or the engine would run it again.
         try:
-            outcome = format_result(
+            # In a thread: the store may write to disk or to S3 over the network.
+            outcome = await asyncio.to_thread(
+                format_result,
                 result,
                 call_id=invocation.call_id,
                 tool_name=spec.name,

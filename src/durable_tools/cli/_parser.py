@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ._artifact import cmd_artifact_get
 from ._commands import cmd_pending, cmd_run, cmd_runs, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
 from ._events import cmd_events
@@ -29,8 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="durable-tools",
         description="Run LLM-agent tools durably on Temporal.",
         epilog="Environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE, "
-        "DURABLE_TOOLS_TASK_QUEUE, DURABLE_TOOLS_SECRET_<NAME>, DURABLE_TOOLS_ARTIFACTS, "
-        "DURABLE_TOOLS_HOME.",
+        "DURABLE_TOOLS_TASK_QUEUE, DURABLE_TOOLS_SECRET_<NAME>, DURABLE_TOOLS_ARTIFACTS "
+        "(a directory or s3://bucket/prefix), DURABLE_TOOLS_S3_ENDPOINT, DURABLE_TOOLS_HOME.",
     )
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
@@ -175,6 +176,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("call_id", metavar="CALL_ID")
     p.set_defaults(handler=cmd_auth_reissue)
+
+    artifact = sub.add_parser("artifact", help="artifacts: the full outputs kept out of runs")
+    actions = artifact.add_subparsers(title="artifact commands", metavar="ACTION", required=True)
+    p = actions.add_parser("get", help="write an artifact's bytes (checked against its sha256)")
+    p.add_argument("ref", metavar="REF", help="the artifact's URI, as a truncated output names it")
+    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="s3://bucket/prefix or a directory (default: where REF points)",
+    )
+    p.set_defaults(handler=cmd_artifact_get)
 
     p = sub.add_parser("steer", help="give a run a new instruction before its next turn")
     p.add_argument("run_id", metavar="RUN_ID")
