@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from prometheus_text import free_port, scrape, value
+from telemetry_support import telemetry_client
 from temporalio.testing import WorkflowEnvironment
 
 from durable_tools.client import DurableTools
 from durable_tools.telemetry import prometheus_runtime
 from durable_tools.tools import RetrySpec, ToolExecutionError, ToolRegistry
 from durable_tools.workflows import RunStatus
-from prometheus_text import free_port, scrape, value
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
-from telemetry_support import telemetry_client
 
 
 def make_registry() -> ToolRegistry:
