@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -52,9 +53,16 @@ def _by_name(spans: list[ReadableSpan], name: str) -> list[ReadableSpan]:
     return [span for span in spans if span.name == name]
 
 
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "replaying"])
 async def test_a_run_is_traced_as_run_turn_model_and_tool_spans(
-    env: WorkflowEnvironment, task_queue: str, tmp_path: Path, spans: InMemorySpanExporter
+    env: WorkflowEnvironment,
+    task_queue: str,
+    tmp_path: Path,
+    spans: InMemorySpanExporter,
+    cached: bool,
 ) -> None:
+    """Without a workflow cache every workflow task replays the run from history: each span
+    must still be exported once, and the spans opened during a replay keep their ids."""
     client = await telemetry_client(env)
     steps = [
         {
@@ -66,7 +74,8 @@ async def test_a_run_is_traced_as_run_turn_model_and_tool_spans(
     ]
     config = AgentConfig(name="summer", model=write_script(tmp_path, steps))
     tracer = trace.get_tracer("test")
-    async with running_worker(client, make_registry(), task_queue):
+    options = {} if cached else {"max_cached_workflows": 0}
+    async with running_worker(client, make_registry(), task_queue, **options):
         with tracer.start_as_current_span("caller") as caller:
             run = await DurableTools(client, task_queue).start("sum things", config=config)
         result = await run.result()
