@@ -6,7 +6,16 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["HAVE_OTEL", "activity_span", "replay_safe_tracing", "tracer"]
+from durable_tools.telemetry._attributes import OUTCOME
+
+__all__ = [
+    "HAVE_OTEL",
+    "TRACER_NAME",
+    "activity_span",
+    "finish",
+    "replay_safe_tracing",
+    "tracer",
+]
 
 try:
     from opentelemetry import trace
@@ -56,5 +65,5 @@ def finish(span: Span | None, attributes: Mapping[str, Any], error: BaseExceptio
     if span is None:
         return
     span.set_attributes(dict(attributes))
-    if error is not None and attributes.get("durable_tools.outcome") == "error":
+    if error is not None and attributes.get(OUTCOME) == "error":
         span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"[:300]))

@@ -18,7 +18,7 @@ from temporalio import workflow
 from durable_tools.telemetry._attributes import AGENT, RUN_ID, TURN
 from durable_tools.telemetry._tracing import replay_safe_tracing, tracer
 
-__all__ = ["RunSpans"]
+__all__ = ["RunSpans", "agent_name"]
 
 try:
     from opentelemetry import baggage, context, trace
