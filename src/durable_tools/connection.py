@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -30,7 +31,9 @@ def resolve_namespace(namespace: str | None = None) -> str:
     return namespace or os.environ.get("TEMPORAL_NAMESPACE") or DEFAULT_NAMESPACE
 
 
-async def connect(address: str | None = None, namespace: str | None = None) -> Client:
+async def connect(
+    address: str | None = None, namespace: str | None = None, **options: Any
+) -> Client:
     """Connect to Temporal with the project's data converter.
 
     Pydantic models cross the wire as themselves only if every client (and so every worker
@@ -39,9 +42,11 @@ async def connect(address: str | None = None, namespace: str | None = None) -> C
     Args:
         address: host:port of the frontend; default `TEMPORAL_ADDRESS` or 127.0.0.1:7233.
         namespace: default `TEMPORAL_NAMESPACE` or "default".
+        **options: More `Client.connect` options (e.g. `runtime=`, `plugins=`).
     """
     return await Client.connect(
         resolve_address(address),
         namespace=resolve_namespace(namespace),
         data_converter=pydantic_data_converter,
+        **options,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
@@ -38,12 +39,14 @@ def no_server(address: str, detail: str = "") -> CliError:
     )
 
 
-async def connect_or_explain(address: str | None = None, namespace: str | None = None) -> Client:
+async def connect_or_explain(
+    address: str | None = None, namespace: str | None = None, **options: Any
+) -> Client:
     """A client, or a `CliError` saying no server answers and how to start one."""
     target = resolve_address(address)
     try:
         return await asyncio.wait_for(
-            connect(target, resolve_namespace(namespace)), CONNECT_TIMEOUT
+            connect(target, resolve_namespace(namespace), **options), CONNECT_TIMEOUT
         )
     except TimeoutError:
         raise no_server(target, "timed out") from None

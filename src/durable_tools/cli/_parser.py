@@ -13,6 +13,7 @@ from ._policy import add_policy_commands
 from ._policy_flags import add_run_policy_flags
 from ._serve import cmd_serve, cmd_token_add
 from ._services import cmd_demo, cmd_server, cmd_worker
+from ._telemetry import add_telemetry_flags
 
 __all__ = ["build_parser"]
 
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="TOML/JSON OAuth providers, for tools that need a user's authorization",
     )
+    add_telemetry_flags(p)
     p.set_defaults(handler=cmd_worker)
 
     p = sub.add_parser(

@@ -17,6 +17,7 @@ from ._errors import CliError, connect_or_explain
 from ._oauth import oauth_broker
 from ._output import echo
 from ._signals import stop_on_signals
+from ._telemetry import worker_telemetry
 from ._ui import forget_ui, record_ui
 
 __all__ = ["cmd_demo", "cmd_server", "cmd_worker"]
@@ -68,7 +69,7 @@ async def cmd_server(args: argparse.Namespace) -> int:
 async def cmd_worker(args: argparse.Namespace) -> int:
     """Run a worker for a registry until Ctrl-C or SIGTERM, then shut down gracefully."""
     registry = getattr(args, "registry", None) or load_tools(args.tools)
-    client = await connect_or_explain()
+    client = await connect_or_explain(**worker_telemetry(args))
     task_queue = args.task_queue or task_queue_from_env()
     options: dict[str, Any] = {
         "graceful_shutdown_timeout": timedelta(seconds=max(args.graceful_shutdown, 0)),

@@ -22,6 +22,7 @@ from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import redact_arguments
 from durable_tools.workflows._approvals import arguments_hash, static_approval
 from durable_tools.workflows._grants import grant_from_decision, standing_verdict
+from durable_tools.workflows._metrics import approval_decided, approval_requested
 from durable_tools.workflows._notify import notify_approval
 from durable_tools.workflows._policy import criteria_for, quorum_for, screen
 from durable_tools.workflows._policy_auto import evaluate_call
@@ -138,6 +139,7 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
     state.decisions.pop(call.id, None)  # a reused call id starts undecided
     state.pending[call.id] = pending
     state.event("approval.requested", call, detail=f"hash {pending.arguments_hash[:12]}")
+    approval_requested(spec.name)
     notify_approval(state, "approval.requested", pending)
     publish(state)
     evaluation = _start_evaluation(state, valid, pending)
@@ -179,6 +181,7 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
         state.check_call_cancelled()
         if call.id not in state.decisions:  # withdrawn: a steer skipped the turn's rest
             state.check_call_skipped()
+        approval_decided(spec.name, state.decisions[call.id], pending.requested_at)
         notify_approval(state, "approval.decided", pending, state.decisions[call.id])
         return state.decisions[call.id]
     finally:
