@@ -86,13 +86,16 @@ class ConnectionOptions:
 
 
 def _profile(options: ConnectionOptions, environ: Mapping[str, str] | None) -> ClientConfigProfile:
+    if options.config_file and not Path(options.config_file).is_file():
+        # envconfig treats a missing file as an empty one; a file named explicitly must exist.
+        raise ConnectionConfigError(f"no Temporal config file at {options.config_file!r}")
     try:
         profile = ClientConfigProfile.load(
             options.profile,
             config_source=Path(options.config_file) if options.config_file else None,
             override_env_vars=environ,
         )
-    except Exception as error:  # the bridge's ConfigError has no importable class
+    except RuntimeError as error:  # the bridge's ConfigError (a bad file, an unknown profile)
         raise ConnectionConfigError(f"cannot load the Temporal client config: {error}") from None
     changes: dict[str, Any] = {}
     if options.address:
