@@ -17,6 +17,7 @@ PACKAGES = [
     "durable_tools.workflows",
     "durable_tools.activities",
     "durable_tools.worker",
+    "durable_tools.plugin",
     "durable_tools.oauth",
     "durable_tools.sources",
     "durable_tools.workspace",

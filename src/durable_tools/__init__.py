@@ -8,7 +8,12 @@ parts live in their own modules:
 - `durable_tools.worker`: `build_worker(client, registry)`.
 - `durable_tools.client`: `DurableTools` to start runs, approve, steer and cancel them.
 - `durable_tools.connection.connect`: a client with the right data converter.
+- `durable_tools.plugin.DurableToolsPlugin` (also `durable_tools.DurableToolsPlugin`,
+  imported on first use so that `import durable_tools` stays Temporal-free): everything
+  above as a plugin for an application's own Temporal client and workers.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from durable_tools.messages import Message, ModelRequest, ModelResponse, ToolCall
 from durable_tools.tools import (
@@ -37,6 +42,9 @@ from durable_tools.tools import (
     ToolTimeout,
 )
 
+if TYPE_CHECKING:
+    from durable_tools.plugin import DurableToolsPlugin
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -44,6 +52,7 @@ __all__ = [
     "Cancelled",
     "ContentBlock",
     "Denied",
+    "DurableToolsPlugin",
     "ExecutionPolicy",
     "Identity",
     "Injected",
@@ -69,3 +78,12 @@ __all__ = [
     "ToolTimeout",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: the plugin needs temporalio, which the tool layer must not import.
+    if name == "DurableToolsPlugin":
+        from durable_tools.plugin import DurableToolsPlugin
+
+        return DurableToolsPlugin
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,9 +16,10 @@ from temporalio.client import (
     WorkflowHandle,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.converter import PayloadCodec
 
 from durable_tools import search_attributes as sa
-from durable_tools.connection import connect, resolve_namespace
+from durable_tools.connection import ConnectionOptions, connect
 from durable_tools.events import EventSink, FollowResult, follow_events
 from durable_tools.messages import Message
 from durable_tools.server import ui_url
@@ -457,9 +458,20 @@ class DurableTools:
         address: str | None = None,
         namespace: str | None = None,
         task_queue: str | None = None,
+        *,
+        options: ConnectionOptions | None = None,
+        payload_codec: PayloadCodec | None = None,
     ) -> DurableTools:
-        """Connect with `TEMPORAL_ADDRESS` / `TEMPORAL_NAMESPACE` defaults."""
-        client = await connect(address, resolve_namespace(namespace))
+        """Connect as the `temporal` CLI would (profile, `TEMPORAL_*` env, then arguments).
+
+        Args:
+            address: host:port of the frontend; wins over the env and the profile.
+            namespace: Wins over the env and the profile.
+            task_queue: Where runs are started; default `DURABLE_TOOLS_TASK_QUEUE`.
+            options: Further settings (profile, API key, TLS files); see `connect`.
+            payload_codec: The codec the workers use too (e.g. encryption).
+        """
+        client = await connect(address, namespace, options=options, payload_codec=payload_codec)
         return cls(client, task_queue)
 
     async def start(

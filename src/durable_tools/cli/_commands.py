@@ -88,7 +88,7 @@ def _registry(args: argparse.Namespace) -> ToolRegistry:
 
 
 async def tools_for(args: argparse.Namespace) -> DurableTools:
-    client = await connect_or_explain()
+    client = await connect_or_explain(flags=args)
     return DurableTools(client, getattr(args, "task_queue", None))
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -10,7 +12,15 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_tools.connection import connect, resolve_address, resolve_namespace
+from durable_tools.connection import (
+    ConnectionConfigError,
+    ConnectionOptions,
+    connect,
+    connect_config,
+    resolve_address,
+)
+
+from ._flags import connection_options
 
 __all__ = ["CliError", "connect_or_explain", "translate_rpc_errors"]
 
@@ -35,24 +45,54 @@ def no_server(address: str, detail: str = "") -> CliError:
     why = f" ({detail})" if detail else ""
     return CliError(
         f"no Temporal server answers at {address}{why}; start one with `durable-tools server` "
-        "(or `make demo`), or set TEMPORAL_ADDRESS"
+        "(or `make demo`), or set --address / TEMPORAL_ADDRESS (and TLS or an API key for a "
+        "remote server)"
     )
 
 
-async def connect_or_explain(
-    address: str | None = None, namespace: str | None = None, **options: Any
-) -> Client:
-    """A client, or a `CliError` saying no server answers and how to start one."""
-    target = resolve_address(address)
-    try:
-        return await asyncio.wait_for(
-            connect(target, resolve_namespace(namespace), **options), CONNECT_TIMEOUT
+def _why(error: BaseException) -> str:
+    """A short reason from a connection error (the SDK's own text is a long Rust trace)."""
+    text = str(error).lower()
+    if "refused" in text:
+        return "connection refused"
+    if any(word in text for word in ("tls", "certificate", "handshake", "unauthenticated")):
+        return (
+            "the TLS handshake or authentication failed: check --tls-ca-path, "
+            "--tls-cert-path/--tls-key-path (or TEMPORAL_TLS_*) and the API key"
         )
+    return ""
+
+
+async def connect_or_explain(
+    address: str | None = None,
+    namespace: str | None = None,
+    *,
+    flags: argparse.Namespace | None = None,
+    **client_options: Any,
+) -> Client:
+    """A client, or a `CliError` saying why not (no server, bad TLS, a bad profile).
+
+    Args:
+        address: Wins over everything (the embedded server's own address).
+        namespace: Wins over the flags, env and profile.
+        flags: The command's parsed arguments: their connection flags (see `_flags`).
+        **client_options: More `connect` options (`plugins=`, `runtime=`).
+    """
+    options = connection_options(flags) if flags is not None else ConnectionOptions()
+    options = dataclasses.replace(
+        options, address=address or options.address, namespace=namespace or options.namespace
+    )
+    try:
+        config = connect_config(options)
+    except ConnectionConfigError as error:
+        raise CliError(str(error)) from None
+    target = config["target_host"]
+    try:
+        return await asyncio.wait_for(connect(options=options, **client_options), CONNECT_TIMEOUT)
     except TimeoutError:
         raise no_server(target, "timed out") from None
     except (RuntimeError, RPCError, OSError) as error:
-        detail = "connection refused" if "refused" in str(error).lower() else ""
-        raise no_server(target, detail) from None
+        raise no_server(target, _why(error)) from None
 
 
 @asynccontextmanager

@@ -8,6 +8,7 @@ from ._artifact import cmd_artifact_get
 from ._commands import cmd_pending, cmd_run, cmd_runs, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
 from ._events import cmd_events
+from ._flags import add_connection_flags, add_json_flag
 from ._oauth import cmd_auth_reissue
 from ._policy import add_policy_commands
 from ._policy_flags import add_run_policy_flags
@@ -31,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="durable-tools",
         description="Run LLM-agent tools durably on Temporal.",
         epilog="Environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE, "
+        "TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE (as for the "
+        "`temporal` CLI; each command that talks to Temporal also takes its flags), "
         "DURABLE_TOOLS_TASK_QUEUE, DURABLE_TOOLS_SECRET_<NAME>, DURABLE_TOOLS_ARTIFACTS "
         "(a directory or s3://bucket/prefix), DURABLE_TOOLS_S3_ENDPOINT, DURABLE_TOOLS_HOME.",
     )
@@ -62,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="TOML/JSON OAuth providers, for tools that need a user's authorization",
     )
     add_telemetry_flags(p)
+    add_connection_flags(p)
     p.set_defaults(handler=cmd_worker)
 
     p = sub.add_parser(
@@ -93,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--oauth-providers", metavar="FILE", help="also serve the OAuth callback for these"
     )
+    add_connection_flags(p)
     p.set_defaults(handler=cmd_serve)
 
     p = sub.add_parser("inbox", help="manage the web inbox's users")
@@ -120,13 +125,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", action="append", default=[], metavar="S", help="granted scope")
     p.add_argument("--task-queue", help="default DURABLE_TOOLS_TASK_QUEUE or durable-tools")
     p.add_argument("--wait", action="store_true", help="follow the run and print its answer")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json_flag(p)
     add_run_policy_flags(p)
+    add_connection_flags(p)
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("show", help="status, approvals, timeline and answer of a run")
     p.add_argument("run_id", metavar="RUN_ID")
-    p.add_argument("--json", action="store_true")
+    add_json_flag(p)
+    add_connection_flags(p)
     p.set_defaults(handler=cmd_show)
 
     p = sub.add_parser("events", help="a run's audit stream (kept events, or --follow)")
@@ -148,11 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("runs", help="recent runs")
     p.add_argument("--status", help="only runs with this AgentStatus (e.g. awaiting_approval)")
     p.add_argument("--limit", type=_positive, default=20)
-    p.add_argument("--json", action="store_true")
+    add_json_flag(p)
+    add_connection_flags(p)
     p.set_defaults(handler=cmd_runs)
 
     p = sub.add_parser("pending", help="every run waiting on a person")
-    p.add_argument("--json", action="store_true")
+    add_json_flag(p)
+    add_connection_flags(p)
     p.set_defaults(handler=cmd_pending)
 
     for verb in ("approve", "deny"):
@@ -168,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="decide through the web inbox's API with DURABLE_TOOLS_INBOX_TOKEN "
             "(without it: a direct Temporal update, for operators with namespace rights)",
         )
+        add_connection_flags(p)
         p.set_defaults(handler=cmd_decide, approve=verb == "approve")
 
     add_policy_commands(sub)
@@ -177,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("call_id", metavar="CALL_ID")
+    add_connection_flags(p)
     p.set_defaults(handler=cmd_auth_reissue)
 
     artifact = sub.add_parser("artifact", help="artifacts: the full outputs kept out of runs")
@@ -199,16 +210,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip this turn's tool calls that have not started (and pending approvals)",
     )
+    add_connection_flags(p)
     p.set_defaults(handler=cmd_steer)
 
     p = sub.add_parser("cancel", help="end a run cleanly")
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--reason")
+    add_connection_flags(p)
     p.set_defaults(handler=cmd_cancel)
 
     p = sub.add_parser("tools", help="print the model-visible schemas of a registry")
     p.add_argument("--tools", required=True, metavar="MODULE[:ATTR]")
-    p.add_argument("--json", action="store_true")
+    add_json_flag(p)
     p.add_argument("--transport", help="only tools reached this way (function, mcp, http, ...)")
     p.add_argument("--source", help="only tools whose source matches this glob")
     p.add_argument("--mime-type", help="only tools handling this MIME type")

@@ -14,6 +14,7 @@ from durable_tools.workflows._policy import describe_constraints
 from ._commands import tools_for
 from ._decide import _who
 from ._errors import CliError, translate_rpc_errors
+from ._flags import add_connection_flags, add_json_flag
 from ._output import dump_json, echo
 from ._policy_flags import load_policy_file
 
@@ -26,12 +27,14 @@ def add_policy_commands(sub: Any) -> None:
     verbs = p.add_subparsers(title="actions", metavar="ACTION", required=True)
     q = verbs.add_parser("show", help="print a run's live approval policy")
     q.add_argument("run_id", metavar="RUN_ID")
+    add_connection_flags(q)
     q.set_defaults(handler=cmd_policy_show)
     q = verbs.add_parser("set", help="replace a run's live approval policy (audited)")
     q.add_argument("run_id", metavar="RUN_ID")
     q.add_argument("file", metavar="FILE", help="the new policy (JSON or TOML)")
     q.add_argument("--as", dest="who", metavar="WHO", help="who changes it (default $USER)")
     q.add_argument("--reason")
+    add_connection_flags(q)
     q.set_defaults(handler=cmd_policy_set)
 
     p = sub.add_parser("grants", help="list or revoke standing approval grants")
@@ -39,13 +42,15 @@ def add_policy_commands(sub: Any) -> None:
     q = verbs.add_parser("list", help="identity grants in the store, or a run's grants")
     q.add_argument("--run", dest="run_id", metavar="RUN_ID", help="a run's run-scoped grants")
     q.add_argument("--store", metavar="FILE", help="grant store (default under DURABLE_TOOLS_HOME)")
-    q.add_argument("--json", action="store_true")
+    add_json_flag(q)
+    add_connection_flags(q)
     q.set_defaults(handler=cmd_grants_list)
     q = verbs.add_parser("revoke", help="revoke a grant")
     q.add_argument("grant_id", metavar="GRANT_ID")
     q.add_argument("--run", dest="run_id", metavar="RUN_ID", help="a run-scoped grant of RUN")
     q.add_argument("--store", metavar="FILE")
     q.add_argument("--as", dest="who", metavar="WHO")
+    add_connection_flags(q)
     q.set_defaults(handler=cmd_grants_revoke)
 
 

@@ -8,7 +8,6 @@ import contextlib
 from datetime import timedelta
 from typing import Any
 
-from durable_tools.connection import resolve_address
 from durable_tools.server import DevServer, DevServerError
 from durable_tools.worker import build_worker, secrets_from_env, task_queue_from_env
 
@@ -69,7 +68,7 @@ async def cmd_server(args: argparse.Namespace) -> int:
 async def cmd_worker(args: argparse.Namespace) -> int:
     """Run a worker for a registry until Ctrl-C or SIGTERM, then shut down gracefully."""
     registry = getattr(args, "registry", None) or load_tools(args.tools)
-    client = await connect_or_explain(**worker_telemetry(args))
+    client = await connect_or_explain(flags=args, **worker_telemetry(args))
     task_queue = args.task_queue or task_queue_from_env()
     options: dict[str, Any] = {
         "graceful_shutdown_timeout": timedelta(seconds=max(args.graceful_shutdown, 0)),
@@ -84,7 +83,8 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     stop = stop_on_signals()
     names = ", ".join(spec.name for spec in registry.specs()) or "none"
     echo(
-        f"worker on {resolve_address()} namespace {client.namespace} task queue {task_queue}\n"
+        f"worker on {client.service_client.config.target_host} namespace {client.namespace} "
+        f"task queue {task_queue}\n"
         f"tools: {names}\nsecrets: {len(secrets)} from DURABLE_TOOLS_SECRET_*\n"
         f"OAuth: {'providers from ' + args.oauth_providers if broker else 'not configured'}\n"
         "Ctrl-C or SIGTERM to stop",

@@ -1,4 +1,8 @@
-"""Building and running a worker from a tool registry."""
+"""Building and running a worker from a tool registry.
+
+`build_worker` is `DurableToolsPlugin` (`durable_tools.plugin`) on a `Worker`, plus the
+workers of rate-limited tools; use the plugin directly in an application's own workers.
+"""
 
 from ._build import (
     DEFAULT_TASK_QUEUE,
@@ -9,12 +13,14 @@ from ._build import (
     task_queue_from_env,
 )
 from ._limited import ToolWorker
+from ._plugin import DurableToolsPlugin
 from ._sandbox import PASSTHROUGH_MODULES, workflow_runner
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
     "PASSTHROUGH_MODULES",
     "SECRET_ENV_PREFIX",
+    "DurableToolsPlugin",
     "ToolWorker",
     "build_worker",
     "load_registry",

@@ -9,23 +9,13 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_tools.activities import (
-    Evaluator,
-    GrantStore,
-    ToolRuntime,
-    core_activities,
-    evaluate_activity,
-    grant_activities,
-    make_tool_activity,
-)
-from durable_tools.activities._notify import notify_activity
+from durable_tools.activities import Evaluator, GrantStore
 from durable_tools.activities._runtime import AuthorizationBroker
 from durable_tools.activities._tools import HEARTBEAT_THROTTLE
-from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
+from durable_tools.tools._artifacts import ArtifactStore
 from durable_tools.tools._registry import ToolRegistry
-from durable_tools.worker._limited import ToolWorker, limited_workers
-from durable_tools.worker._sandbox import workflow_runner
-from durable_tools.workflows import AgentWorkflow
+from durable_tools.worker._limited import ToolWorker
+from durable_tools.worker._plugin import DurableToolsPlugin
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
@@ -92,6 +82,11 @@ def build_worker(
 ) -> ToolWorker:
     """A worker that runs the agent workflow, its core activities and one activity per tool.
 
+    It is a `temporalio.worker.Worker` with a `DurableToolsPlugin(registry, ...)` (which
+    adds the workflow, the activities and the sandbox pass-through), plus the workers of the
+    rate-limited tools that a plugin cannot add. To add durable-tools to a client and
+    workers of your own instead, use `DurableToolsPlugin` directly.
+
     A tool with `max_concurrent` or `rate_limit` runs on a task queue of its own
     (`<task_queue>.tool.<name>`, or its explicit `task_queue`): the returned worker also
     runs one worker per such queue, with `max_concurrent_activities=max_concurrent` and
@@ -108,35 +103,32 @@ def build_worker(
         evaluators: Auto-mode approval evaluators by name (see `ApprovalPolicy.auto`).
         grant_store: Where identity-scoped standing grants live (default: a JSON file
             under `DURABLE_TOOLS_HOME`).
-        **worker_options: Passed to `temporalio.worker.Worker` (e.g. `max_cached_workflows`).
+        **worker_options: Passed to `temporalio.worker.Worker` (e.g. `max_cached_workflows`,
+            `plugins`).
+
+    Raises:
+        ValueError: the client already carries a `DurableToolsPlugin`; a limited tool's
+            queue is the main queue; tools sharing a queue declare different limits.
     """
-    runtime = ToolRuntime(
-        registry=registry,
-        resources=dict(resources or {}),
-        secrets=dict(secrets or {}),
-        artifact_store=artifact_store or default_artifact_store(),
+    if any(isinstance(plugin, DurableToolsPlugin) for plugin in client.config()["plugins"]):
+        raise ValueError(
+            "this client already carries a DurableToolsPlugin, which gives every worker built "
+            "from it the agent workflow and tools: build the worker with temporalio's Worker "
+            "(and plugin.limited_workers for rate-limited tools), or build_worker from a client "
+            "without the plugin"
+        )
+    plugin = DurableToolsPlugin(
+        registry,
+        resources=resources,
+        secrets=secrets,
+        artifact_store=artifact_store,
         oauth=oauth,
+        evaluators=evaluators,
+        grant_store=grant_store,
+        heartbeat_throttle=None,  # an explicit worker option wins, as it always did
     )
-    tools = [tool for tool in registry.tools() if tool.spec.subagent is None]
-    # Sub-agents run as child workflows. A limited tool stays registered here too, so a
-    # call scheduled on this queue before the tool got its limits still finds a worker.
-    activities = [
-        *core_activities(runtime),
-        evaluate_activity(evaluators or {}),
-        *grant_activities(grant_store or GrantStore()),
-        notify_activity(runtime),
-    ] + [make_tool_activity(tool, runtime) for tool in tools]
     worker_options.setdefault("default_heartbeat_throttle_interval", HEARTBEAT_THROTTLE)
     queue = task_queue or task_queue_from_env()
-    limited = limited_workers(
-        client, tools, queue, lambda tool: make_tool_activity(tool, runtime), worker_options
-    )
-    worker_options.setdefault("workflow_runner", workflow_runner())
-    return ToolWorker(
-        client,
-        limited=limited,
-        task_queue=queue,
-        workflows=[AgentWorkflow],
-        activities=activities,
-        **worker_options,
-    )
+    limited = plugin.limited_workers(client, queue, **worker_options)
+    plugins = [plugin, *worker_options.pop("plugins", ())]
+    return ToolWorker(client, limited=limited, task_queue=queue, plugins=plugins, **worker_options)

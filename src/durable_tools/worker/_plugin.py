@@ -1,0 +1,177 @@
+"""The Temporal plugin behind `durable_tools.plugin.DurableToolsPlugin` and `build_worker`.
+
+On the client it sets the data converter: pydantic payload conversion, composed with a
+`payload_codec` if one is given (the client's other converter choices are kept). On each
+worker built from that client (and each replayer) it adds the agent workflow; the
+catalog, model, preflight, evaluator, grant and notification activities; one activity per
+tool; the sandbox pass-through of the project's data modules (added to whatever sandboxed
+runner the worker has, so another plugin's pass-through, e.g. OpenTelemetry's, stays);
+and lowers the heartbeat throttle so cancelling a tool reaches it within ~2 s.
+
+Tools with `max_concurrent` or `rate_limit` run on task queues of their own, served by
+extra workers that a plugin cannot add: `build_worker` runs them beside the main worker
+(it is this plugin plus those workers); with a plain `Worker`, run
+`plugin.limited_workers(client, task_queue)` beside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.converter import DataConverter, PayloadCodec
+from temporalio.plugin import SimplePlugin
+from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+from durable_tools._data_converter import with_durable_conversion
+from durable_tools.activities import (
+    Evaluator,
+    GrantStore,
+    ToolRuntime,
+    core_activities,
+    evaluate_activity,
+    grant_activities,
+    make_tool_activity,
+    notify_activity,
+)
+from durable_tools.activities._runtime import AuthorizationBroker
+from durable_tools.activities._tools import HEARTBEAT_THROTTLE
+from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
+from durable_tools.tools._registry import ToolRegistry
+from durable_tools.worker._limited import limited_workers
+from durable_tools.worker._sandbox import PASSTHROUGH_MODULES, workflow_runner
+from durable_tools.workflows import AgentWorkflow
+
+__all__ = ["PLUGIN_NAME", "DurableToolsPlugin"]
+
+PLUGIN_NAME = "durable_tools.DurableToolsPlugin"
+
+# Set while the limited tools' workers are built: they serve one tool each, so the
+# plugin (which their client may carry) must not add the workflow and every activity.
+_BUILDING_LIMITED: ContextVar[bool] = ContextVar("durable_tools_building_limited", default=False)
+
+
+@contextmanager
+def _building_limited() -> Iterator[None]:
+    token = _BUILDING_LIMITED.set(True)
+    try:
+        yield
+    finally:
+        _BUILDING_LIMITED.reset(token)
+
+
+def _with_passthrough(existing: WorkflowRunner | None) -> WorkflowRunner:
+    """The worker's runner, passing the project's data modules through its sandbox."""
+    if existing is None:
+        return workflow_runner()
+    if isinstance(existing, SandboxedWorkflowRunner):
+        restrictions = existing.restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
+        return dataclasses.replace(existing, restrictions=restrictions)
+    return existing  # unsandboxed: nothing is re-imported, nothing to pass through
+
+
+class DurableToolsPlugin(SimplePlugin):
+    """durable-tools as a Temporal client and worker plugin.
+
+    Args:
+        registry: The tools the workers run.
+        resources: Worker-side objects handed to tools by name.
+        secrets: Worker-side secrets handed to tools by name; never enter history.
+        artifact_store: Where large outputs go (default: the filesystem store).
+        oauth: The OAuth broker for tools that declare an OAuth requirement.
+        evaluators: Auto-mode approval evaluators by name (see `ApprovalPolicy.auto`).
+        grant_store: Where identity-scoped standing grants live (default: a JSON file
+            under `DURABLE_TOOLS_HOME`).
+        payload_codec: Encodes every payload (e.g. encryption) before it leaves the
+            process; composed into the client's data converter.
+        heartbeat_throttle: The most a worker's `default_heartbeat_throttle_interval` may
+            be (a cancel waits up to this long to reach a tool); None leaves it alone.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        resources: Mapping[str, Any] | None = None,
+        secrets: Mapping[str, str] | None = None,
+        artifact_store: ArtifactStore | None = None,
+        oauth: AuthorizationBroker | None = None,
+        evaluators: Mapping[str, Evaluator] | None = None,
+        grant_store: GrantStore | None = None,
+        payload_codec: PayloadCodec | None = None,
+        heartbeat_throttle: timedelta | None = HEARTBEAT_THROTTLE,
+    ) -> None:
+        self.registry = registry
+        self.payload_codec = payload_codec
+        self.heartbeat_throttle = heartbeat_throttle
+        self.runtime = ToolRuntime(
+            registry=registry,
+            resources=dict(resources or {}),
+            secrets=dict(secrets or {}),
+            artifact_store=artifact_store or default_artifact_store(),
+            oauth=oauth,
+        )
+        # Sub-agents run as child workflows, not activities. A limited tool stays
+        # registered on the main queue too, so a call scheduled there before the tool got
+        # its limits still finds a worker.
+        self._tools = [tool for tool in registry.tools() if tool.spec.subagent is None]
+        activities = [
+            *core_activities(self.runtime),
+            evaluate_activity(evaluators or {}),
+            *grant_activities(grant_store or GrantStore()),
+            notify_activity(self.runtime),
+            *(make_tool_activity(tool, self.runtime) for tool in self._tools),
+        ]
+        super().__init__(
+            PLUGIN_NAME,
+            data_converter=self._data_converter,
+            workflows=[AgentWorkflow],
+            activities=activities,
+            workflow_runner=_with_passthrough,
+        )
+
+    def _data_converter(self, existing: DataConverter | None) -> DataConverter:
+        return with_durable_conversion(existing, self.payload_codec)
+
+    def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
+        """Add the workflow, activities and pass-through (not to a limited tool's worker)."""
+        if _BUILDING_LIMITED.get():
+            return config
+        config = super().configure_worker(config)
+        current = config.get("default_heartbeat_throttle_interval")
+        if self.heartbeat_throttle is not None and (
+            current is None or current > self.heartbeat_throttle
+        ):
+            config["default_heartbeat_throttle_interval"] = self.heartbeat_throttle
+        return config
+
+    def limited_workers(
+        self, client: Client, task_queue: str, **worker_options: Any
+    ) -> list[Worker]:
+        """The workers of the tools with `max_concurrent`/`rate_limit`, one per queue.
+
+        Run them beside the main worker of `task_queue` (`build_worker` does). Main-queue
+        options (workflow runner, cache sizes, task-queue rate) are dropped; each worker
+        gets its tools' limits.
+
+        Args:
+            client: The client the main worker uses.
+            task_queue: The main worker's (the runs') task queue.
+            **worker_options: As for the main `Worker`.
+
+        Raises:
+            ValueError: a limited tool's queue is the main queue, or tools sharing a queue
+                declare different limits.
+        """
+        options = dict(worker_options)
+        if self.heartbeat_throttle is not None:
+            options.setdefault("default_heartbeat_throttle_interval", self.heartbeat_throttle)
+        activity_for: Callable[..., Any] = lambda tool: make_tool_activity(tool, self.runtime)  # noqa: E731
+        with _building_limited():
+            return limited_workers(client, self._tools, task_queue, activity_for, options)

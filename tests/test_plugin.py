@@ -1,0 +1,211 @@
+"""`DurableToolsPlugin` in an application's own client and `Worker`, beside other plugins."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from temporalio.api.common.v1 import Payload
+from temporalio.client import Client, Plugin
+from temporalio.contrib.opentelemetry import OpenTelemetryPlugin, create_tracer_provider
+from temporalio.converter import DataConverter, PayloadCodec
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from durable_tools import DurableToolsPlugin, ToolRegistry
+from durable_tools.client import DurableTools
+from durable_tools.connection import connect
+from durable_tools.worker import build_worker
+from durable_tools.workflows import RunStatus
+from support import answer, assert_not_wedged, calls, write_script
+
+
+def make_registry(log: list[Any]) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True)
+    def lookup(key: str) -> str:
+        """Look a key up.
+
+        Args:
+            key: The key.
+        """
+        log.append(key)
+        return f"value of {key}"
+
+    return registry
+
+
+async def plugin_client(env: WorkflowEnvironment, plugins: Sequence[Plugin]) -> Client:
+    """A client as an application makes it: `Client.connect` with plugins, no converter."""
+    return await Client.connect(
+        env.client.service_client.config.target_host,
+        namespace=env.client.namespace,
+        plugins=list(plugins),
+    )
+
+
+async def run_lookup(client: Client, task_queue: str, tmp_path: Path, secret: str = "k1") -> Any:
+    model = write_script(tmp_path, [calls(("c1", "lookup", {"key": secret})), answer("found it")])
+    run = await DurableTools(client, task_queue).start(f"find {secret}", model=model)
+    result = await asyncio.wait_for(run.result(), 60)
+    await assert_not_wedged(run.handle)
+    return run, result
+
+
+async def test_a_plain_worker_from_a_plugin_client_runs_agents(
+    env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+) -> None:
+    log: list[Any] = []
+    client = await plugin_client(env, [DurableToolsPlugin(make_registry(log))])
+    # The application's worker names none of durable-tools' workflows or activities.
+    async with Worker(client, task_queue=task_queue):
+        _, result = await run_lookup(client, task_queue, tmp_path)
+    assert result.status == RunStatus.COMPLETED
+    assert result.final_answer == "found it"
+    assert log == ["k1"]
+
+
+@pytest.fixture(scope="module")
+def spans() -> InMemorySpanExporter:
+    exporter = InMemorySpanExporter()
+    provider = create_tracer_provider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)  # process-wide, once: no other test traces
+    return exporter
+
+
+@pytest.mark.parametrize("otel_first", [False, True])
+async def test_composes_with_the_opentelemetry_plugin(
+    env: WorkflowEnvironment,
+    task_queue: str,
+    tmp_path: Path,
+    spans: InMemorySpanExporter,
+    otel_first: bool,
+) -> None:
+    log: list[Any] = []
+    plugins: list[Plugin] = [DurableToolsPlugin(make_registry(log))]
+    otel = OpenTelemetryPlugin(add_temporal_spans=True)
+    plugins.insert(0 if otel_first else 1, otel)
+    client = await plugin_client(env, plugins)
+    spans.clear()
+    worker = Worker(client, task_queue=task_queue)
+    # Both plugins' sandbox pass-throughs survive, whichever comes first.
+    passthrough = worker.config(active_config=True)[
+        "workflow_runner"
+    ].restrictions.passthrough_modules  # type: ignore[attr-defined]
+    assert {"opentelemetry", "durable_tools.messages"} <= set(passthrough)
+    async with worker:
+        _, result = await run_lookup(client, task_queue, tmp_path)
+    assert result.status == RunStatus.COMPLETED
+    assert log == ["k1"]
+    names = {span.name for span in spans.get_finished_spans()}
+    assert "RunWorkflow:AgentWorkflow" in names
+    assert "RunActivity:lookup" in names
+
+
+class Rot13Base64Codec(PayloadCodec):
+    """A stand-in for an encrypting codec: the server never sees the plain payload."""
+
+    ENCODING = b"binary/test-codec"
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [
+            Payload(
+                metadata={"encoding": self.ENCODING},
+                data=base64.b64encode(p.SerializeToString()[::-1]),
+            )
+            for p in payloads
+        ]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        out = []
+        for p in payloads:
+            if p.metadata.get("encoding") != self.ENCODING:
+                out.append(p)
+                continue
+            decoded = Payload()
+            decoded.ParseFromString(base64.b64decode(p.data)[::-1])
+            out.append(decoded)
+        return out
+
+
+async def test_payload_codec_is_composed_into_the_data_converter(
+    env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+) -> None:
+    log: list[Any] = []
+    codec = Rot13Base64Codec()
+    client = await plugin_client(env, [DurableToolsPlugin(make_registry(log), payload_codec=codec)])
+    assert client.data_converter.payload_codec is codec
+    secret = f"needle-{uuid.uuid4().hex[:8]}"
+    async with Worker(client, task_queue=task_queue):
+        run, result = await run_lookup(client, task_queue, tmp_path, secret)
+    assert result.final_answer == "found it"
+    assert log == [secret]
+    # Read with the session's plain client: every payload in history is the codec's.
+    history = await env.client.get_workflow_handle(run.run_id).fetch_history()
+    raw = b"".join(event.SerializeToString() for event in history.events)
+    assert secret.encode() not in raw
+    assert Rot13Base64Codec.ENCODING in raw
+
+
+async def test_connect_takes_a_payload_codec(env: WorkflowEnvironment) -> None:
+    codec = Rot13Base64Codec()
+    client = await connect(
+        env.client.service_client.config.target_host, env.client.namespace, payload_codec=codec
+    )
+    assert client.data_converter.payload_codec is codec
+
+
+def test_a_custom_payload_converter_is_refused() -> None:
+    plugin = DurableToolsPlugin(ToolRegistry())
+    with pytest.raises(ValueError, match="not pydantic's"):
+        plugin.configure_client(
+            {"data_converter": DataConverter(payload_converter_class=object)}  # type: ignore[typeddict-item]
+        )
+
+
+async def test_rate_limited_tools_run_on_the_plugins_limited_workers(
+    env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+) -> None:
+    log: list[Any] = []
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True, max_concurrent=1)
+    def lookup(key: str) -> str:
+        """Look a key up, one at a time.
+
+        Args:
+            key: The key.
+        """
+        log.append(key)
+        return f"value of {key}"
+
+    plugin = DurableToolsPlugin(registry)
+    client = await plugin_client(env, [plugin])
+    limited = plugin.limited_workers(client, task_queue)
+    assert [w.task_queue for w in limited] == [f"{task_queue}.tool.lookup"]
+    # The limited worker serves the one tool, not the workflow and every activity.
+    assert not limited[0].config(active_config=True).get("workflows")
+    assert len(limited[0].config(active_config=True)["activities"]) == 1
+    async with Worker(client, task_queue=task_queue), limited[0]:
+        _, result = await run_lookup(client, task_queue, tmp_path)
+    assert result.status == RunStatus.COMPLETED
+    assert log == ["k1"]
+
+
+async def test_build_worker_refuses_a_client_that_carries_the_plugin(
+    env: WorkflowEnvironment,
+) -> None:
+    registry = ToolRegistry()
+    client = await plugin_client(env, [DurableToolsPlugin(registry)])
+    with pytest.raises(ValueError, match="already carries a DurableToolsPlugin"):
+        build_worker(client, registry)
