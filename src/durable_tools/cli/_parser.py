@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ._codec import add_codec_server_command
 from ._commands import cmd_pending, cmd_run, cmd_runs, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
 from ._oauth import cmd_auth_reissue
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--oauth-providers", metavar="FILE", help="also serve the OAuth callback for these"
     )
     p.set_defaults(handler=cmd_serve)
+    add_codec_server_command(sub)
 
     p = sub.add_parser("inbox", help="manage the web inbox's users")
     inbox = p.add_subparsers(title="inbox commands", metavar="COMMAND")
