@@ -73,7 +73,8 @@ async def cmd_codec_server(args: argparse.Namespace) -> int:
             session_secret,
         )
     except ImportError as error:
-        raise CliError(f"the codec server needs `pip install 'durable-tools[inbox]'` ({error})") from None
+        needs = "the codec server needs `pip install 'durable-tools[inbox]'`"
+        raise CliError(f"{needs} ({error})") from None
     from durable_tools.codec import CodecKeyError, EncryptionCodec, data_converter_from_env
 
     try:
