@@ -498,6 +498,11 @@ class DurableTools:
             if model is None:
                 raise ValueError("give either model= or config=")
             config = AgentConfig(model=model)
+        if (
+            self.client.data_converter.payload_codec
+            and "summary_arguments" not in config.model_fields_set
+        ):
+            config = config.model_copy(update={"summary_arguments": False})  # docs/encryption.md
         run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
         await self.client.start_workflow(
             AgentWorkflow.run,

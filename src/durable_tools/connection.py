@@ -21,6 +21,7 @@ from temporalio.converter import PayloadCodec
 from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS, ClientConnectConfig
 
 from durable_tools._data_converter import durable_data_converter
+from durable_tools.codec import codec_from_env
 
 __all__ = [
     "DEFAULT_ADDRESS",
@@ -177,7 +178,9 @@ async def connect(
         namespace: Wins over `options.namespace`.
         options: Further explicit settings (profile, API key, TLS files); the rest comes
             from the env and the profile file as for the `temporal` CLI.
-        payload_codec: Encodes every payload (e.g. encryption) before it reaches the server.
+        payload_codec: Encodes every payload (e.g. encryption) before it reaches the server;
+            default: the encryption codec `DURABLE_TOOLS_CODEC_KEYS` (or a key file)
+            configures, so every command and worker of a deployment encrypts alike.
         plugins: More client plugins, e.g. `DurableToolsPlugin(registry)` to have every
             worker built from this client run the agent workflow and the tools.
         **client_options: More `Client.connect` options (e.g. `runtime=` for metrics).
@@ -185,6 +188,8 @@ async def connect(
     Raises:
         ConnectionConfigError: the profile cannot be loaded or a TLS file cannot be read.
     """
+    if payload_codec is None:
+        payload_codec = codec_from_env()
     options = options or ConnectionOptions()
     options = dataclasses.replace(
         options,

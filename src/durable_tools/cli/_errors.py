@@ -12,6 +12,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_tools.codec import CodecKeyError
 from durable_tools.connection import (
     ConnectionConfigError,
     ConnectionOptions,
@@ -89,6 +90,8 @@ async def connect_or_explain(
     target = config["target_host"]
     try:
         return await asyncio.wait_for(connect(options=options, **client_options), CONNECT_TIMEOUT)
+    except CodecKeyError as error:
+        raise CliError(f"payload encryption is configured but unusable: {error}") from None
     except TimeoutError:
         raise no_server(target, "timed out") from None
     except (RuntimeError, RPCError, OSError) as error:

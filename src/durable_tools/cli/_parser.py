@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ._artifact import cmd_artifact_get
+from ._codec import add_codec_server_command
 from ._commands import cmd_pending, cmd_run, cmd_runs, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
 from ._events import cmd_events
@@ -99,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_connection_flags(p)
     p.set_defaults(handler=cmd_serve)
+    add_codec_server_command(sub)
 
     p = sub.add_parser("inbox", help="manage the web inbox's users")
     inbox = p.add_subparsers(title="inbox commands", metavar="COMMAND")

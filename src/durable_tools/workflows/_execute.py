@@ -82,11 +82,8 @@ async def _run_activity(
     call, spec = valid.call, valid.spec
     options = _options(state, spec)
     info = workflow.info()
-    summary = (
-        f"{spec.name} {call.id} {record.arguments}"[:200]
-        if state.config.activity_summaries
-        else None
-    )
+    shown = f" {record.arguments}" if state.config.summary_arguments else ""
+    summary = f"{spec.name} {call.id}{shown}"[:200] if state.config.activity_summaries else None
     state.event("tool.started", call, transport=transport_of(spec.name, (spec,)), attempt=1)
     attempts = 0
     while True:

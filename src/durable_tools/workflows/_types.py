@@ -153,6 +153,10 @@ class AgentConfig(BaseModel):
     """Give each model and tool activity a UI summary (tool, call id, abridged arguments).
     Operators want them; each costs the SDK a sandboxed payload conversion, so a
     latency-critical agent may turn them off (about 3 ms a tool call in `make bench`)."""
+    summary_arguments: bool = True
+    """Put a tool call's abridged arguments in its activity summary. Summaries are not
+    encrypted (the server and UI read them as they are): a client with a payload codec
+    starts runs with this off unless it was set explicitly."""
     model_timeout_seconds: float = Field(default=300.0, gt=0)
     model_max_attempts: int = Field(default=5, ge=0)
     model_heartbeat_seconds: float = Field(default=10.0, gt=0)

@@ -1,0 +1,5 @@
+"""The codec server app (needs the `inbox` extra: Starlette and uvicorn)."""
+
+from ._server import INBOX_SESSION_COOKIE, MAX_BODY_BYTES, CodecServerConfig, create_codec_app
+
+__all__ = ["INBOX_SESSION_COOKIE", "MAX_BODY_BYTES", "CodecServerConfig", "create_codec_app"]
