@@ -170,8 +170,8 @@ def test_document_from_a_url_a_file_and_bad_documents(petstore: PetStore, tmp_pa
     with pytest.raises(OpenAPIError, match="base_url"):
         attach_openapi(ToolRegistry(), relative)
     assert attach_openapi(ToolRegistry(), relative, base_url="http://x")[0].name == "list_pets"
-    with pytest.raises(OpenAPIError, match=r"Swagger 2\.0"):
-        attach_openapi(ToolRegistry(), {"swagger": "2.0", "paths": {}})
+    with pytest.raises(OpenAPIError, match=r"OpenAPI 3 or Swagger 2\.0"):
+        attach_openapi(ToolRegistry(), {"swagger": "1.2", "paths": {}})
     with pytest.raises(OpenAPIError, match="cannot fetch"):
         attach_openapi(ToolRegistry(), f"{petstore.base_url}/missing.json")
     yaml_file = tmp_path / "api.yaml"

@@ -178,6 +178,7 @@ def make_tool_activity(
                 resources=runtime.resources,
                 secrets=runtime.secrets,
                 access_token=access_token,
+                artifacts=runtime.artifact_store,
                 _progress=progress,
             )
             started = time.monotonic()

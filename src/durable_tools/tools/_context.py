@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ._artifacts import ArtifactStore
 from ._errors import Cancelled
 
 __all__ = ["Identity", "Injected", "MissingResource", "ToolContext"]
@@ -85,6 +86,8 @@ class ToolContext:
     """Worker-side secrets by name. Never logged, never in history."""
     access_token: str | None = field(default=None, repr=False)
     """The OAuth access token for the tool's provider, when the tool declares one."""
+    artifacts: ArtifactStore | None = None
+    """The worker's artifact store (tools read `ArtifactRef`s given as arguments from it)."""
     _progress: Callable[[Any], None] = field(default=_no_progress, repr=False)
     _cancel_event: threading.Event = field(default_factory=threading.Event, repr=False)
     _groups: list[int] = field(default_factory=list, repr=False)
