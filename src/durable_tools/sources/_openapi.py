@@ -235,6 +235,8 @@ def _build(
     body_argument: str | None = None
     media_type = "application/json"
     encoder: BodyEncoder | None = None
+    if body is not None and not isinstance(body, Mapping):
+        raise SkipOperation("its requestBody is not an object")
     if isinstance(body, Mapping):
         properties["body"], media_type, encoder = body_schema(body, resolver)
         body_argument = "body"

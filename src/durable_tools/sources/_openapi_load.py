@@ -86,6 +86,16 @@ def _retriever(*, allow_files: bool, timeout: float) -> Callable[[str], Resource
     return retrieve
 
 
+def _reason(exc: BaseException) -> str:
+    """Our own message if retrieval failed (it is down the cause chain), else referencing's."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, OpenAPIError):
+            return str(cause)
+        cause = cause.__cause__ or cause.__context__
+    return f"{type(exc).__name__}: {exc}"
+
+
 def inline_external_refs(
     document: Mapping[str, Any],
     base_uri: str | None,
@@ -127,8 +137,7 @@ def inline_external_refs(
         try:
             resolved = registry.resolver(base_uri=base or "").lookup(ref)
         except Unresolvable as exc:
-            cause = exc.__cause__ or exc.__context__
-            errors[absolute] = str(cause) if isinstance(cause, OpenAPIError) else str(exc)
+            errors[absolute] = _reason(exc)
             return {"$ref": absolute}
         return walk(resolved.contents, urldefrag(absolute).url, (*stack, absolute), False)
 
