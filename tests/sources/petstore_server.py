@@ -255,6 +255,8 @@ class PetStore:
     pets: dict[int, dict[str, Any]] = field(default_factory=dict)
     flaky_calls: int = 0
     retry_after: str = "1"
+    xml_by_default: bool = False
+    """Answer `GET /pets/{id}` in XML unless `Accept` asks for JSON (as some APIs do)."""
     server: ThreadingHTTPServer | None = None
 
     @property
@@ -370,7 +372,8 @@ def _handler(store: PetStore) -> type[BaseHTTPRequestHandler]:
                 pet = next((p for p in store.pets.values() if str(p["id"]) == segments[1]), None)
                 if pet is None:
                     return self._send(404, {"error": f"no pet {segments[1]!r}"})
-                if method == "GET" and "json" in (self.headers.get("Accept") or ""):
+                wants_json = "json" in (self.headers.get("Accept") or "")
+                if method == "GET" and (wants_json or not store.xml_by_default):
                     return self._send(200, pet)
                 if method == "GET":  # content negotiation: XML unless JSON is asked for
                     xml = f"<pet><id>{pet['id']}</id><name>{pet['name']}</name></pet>"

@@ -222,6 +222,7 @@ def test_unsupported_bodies_and_invalid_schemas_skip_one_operation_each(
 
 
 async def test_accept_names_the_json_response(petstore: PetStore):
+    petstore.xml_by_default = True
     registry = ToolRegistry()
     attach_openapi(registry, petstore.document, include=["getPet", "uploadFile", "deletePet"])
     pet = await registry.invoke("get_pet", {"petId": "1"}, ctx("get_pet"))
