@@ -7,6 +7,9 @@ The server runs a stdlib `ThreadingHTTPServer` in a thread and records every req
 from __future__ import annotations
 
 import contextlib
+import email
+import email.policy
+import hashlib
 import json
 import threading
 import time
@@ -51,12 +54,93 @@ def openapi_document(base_url: str) -> dict[str, Any]:
                     "schema": {"type": "string"},
                 }
             },
+            "responses": {
+                "OnePet": {
+                    "description": "a pet",
+                    "content": {
+                        "application/json": {"schema": pet_ref},
+                        "application/xml": {"schema": pet_ref},
+                    },
+                }
+            },
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer"},
                 "key": {"type": "apiKey", "in": "header", "name": "X-Api-Key"},
             },
         },
         "paths": {
+            "/pet/{petId}/uploadImage": {
+                "post": {  # as in the Swagger Petstore v3: the bytes are the whole body
+                    "operationId": "uploadFile",
+                    "summary": "Uploads an image.",
+                    "parameters": [
+                        {"$ref": "#/components/parameters/PetId"},
+                        {
+                            "name": "additionalMetadata",
+                            "in": "query",
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                    "requestBody": {
+                        "content": {
+                            "application/octet-stream": {
+                                "schema": {"type": "string", "format": "binary"}
+                            }
+                        }
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "ok",
+                            "content": {"application/json": {"schema": {"type": "object"}}},
+                        }
+                    },
+                }
+            },
+            "/pets/{petId}/photos": {
+                "post": {
+                    "operationId": "addPhotos",
+                    "summary": "Add photos of a pet, with a caption.",
+                    "parameters": [{"$ref": "#/components/parameters/PetId"}],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "multipart/form-data": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["photo"],
+                                    "properties": {
+                                        "photo": {
+                                            "type": "string",
+                                            "format": "binary",
+                                            "description": "The main photo.",
+                                        },
+                                        "extra": {
+                                            "type": "array",
+                                            "items": {"type": "string", "format": "binary"},
+                                        },
+                                        "caption": {"type": "string"},
+                                        "tags": {"type": "array", "items": {"type": "string"}},
+                                        "meta": {
+                                            "type": "object",
+                                            "properties": {"camera": {"type": "string"}},
+                                        },
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
+            "/pets/{petId}/xml": {
+                "put": {
+                    "operationId": "replacePetXml",
+                    "summary": "Replace a pet from an XML document.",
+                    "parameters": [{"$ref": "#/components/parameters/PetId"}],
+                    "requestBody": {"content": {"application/xml": {"schema": pet_ref}}},
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
             "/pets": {
                 "get": {
                     "operationId": "listPets",
@@ -93,7 +177,7 @@ def openapi_document(base_url: str) -> dict[str, Any]:
                     "operationId": "getPet",
                     "summary": "Get one pet.",
                     "tags": ["pets"],
-                    "responses": {"200": {"description": "a pet"}},
+                    "responses": {"200": {"$ref": "#/components/responses/OnePet"}},
                 },
                 "delete": {
                     "operationId": "deletePet",
@@ -171,6 +255,8 @@ class PetStore:
     pets: dict[int, dict[str, Any]] = field(default_factory=dict)
     flaky_calls: int = 0
     retry_after: str = "1"
+    xml_by_default: bool = False
+    """Answer `GET /pets/{id}` in XML unless `Accept` asks for JSON (as some APIs do)."""
     server: ThreadingHTTPServer | None = None
 
     @property
@@ -181,6 +267,36 @@ class PetStore:
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
+
+
+def _digest(data: bytes) -> dict[str, Any]:
+    return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _multipart(content_type: str, raw: bytes) -> dict[str, Any]:
+    """Parse a multipart/form-data body for real: fields by name, files with size and sha256."""
+    message = email.message_from_bytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + raw, policy=email.policy.HTTP
+    )
+    if not message.is_multipart():
+        return {"error": "not multipart"}
+    fields: dict[str, list[str]] = {}
+    files: list[dict[str, Any]] = []
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        data = part.get_payload(decode=True) or b""
+        if part.get_filename() is None:
+            fields.setdefault(str(name), []).append(data.decode())
+        else:
+            files.append(
+                {
+                    "field": name,
+                    "filename": part.get_filename(),
+                    "content_type": part.get_content_type(),
+                    **_digest(data),
+                }
+            )
+    return {"fields": fields, "files": files}
 
 
 def _handler(store: PetStore) -> type[BaseHTTPRequestHandler]:
@@ -198,7 +314,7 @@ def _handler(store: PetStore) -> type[BaseHTTPRequestHandler]:
                 data = payload.encode()
             self.send_response(status)
             kind = "text/plain" if isinstance(payload, str) else "application/json"
-            if data:
+            if data and "Content-Type" not in (headers or {}):
                 self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             for key, value in (headers or {}).items():
@@ -211,10 +327,16 @@ def _handler(store: PetStore) -> type[BaseHTTPRequestHandler]:
             parts = urlsplit(self.path)
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
-            try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                body = raw.decode(errors="replace")
+            kind = self.headers.get("Content-Type") or ""
+            if kind.startswith("multipart/form-data"):
+                body = _multipart(kind, raw)
+            elif kind == "application/octet-stream" or kind.startswith("image/"):
+                body = _digest(raw) | {"content_type": kind}
+            else:
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw.decode(errors="replace")
             with lock:
                 store.requests.append(
                     Recorded(
@@ -241,12 +363,21 @@ def _handler(store: PetStore) -> type[BaseHTTPRequestHandler]:
                 pet_id = max(store.pets, default=0) + 1
                 store.pets[pet_id] = {"id": pet_id, **body}
                 return self._send(201, store.pets[pet_id])
+            if len(segments) == 3 and segments[0] == "pet" and segments[2] == "uploadImage":
+                meta = query.get("additionalMetadata", [None])[0]
+                return self._send(200, {"petId": segments[1], "metadata": meta, **body})
+            if len(segments) == 3 and segments[:1] == ["pets"] and segments[2] == "photos":
+                return self._send(200, {"petId": segments[1], **body})
             if len(segments) == 2 and segments[0] == "pets":
                 pet = next((p for p in store.pets.values() if str(p["id"]) == segments[1]), None)
                 if pet is None:
                     return self._send(404, {"error": f"no pet {segments[1]!r}"})
-                if method == "GET":
+                wants_json = "json" in (self.headers.get("Accept") or "")
+                if method == "GET" and (wants_json or not store.xml_by_default):
                     return self._send(200, pet)
+                if method == "GET":  # content negotiation: XML unless JSON is asked for
+                    xml = f"<pet><id>{pet['id']}</id><name>{pet['name']}</name></pet>"
+                    return self._send(200, xml, {"Content-Type": "application/xml"})
                 if method == "DELETE":
                     del store.pets[pet["id"]]
                     return self._send(204)

@@ -16,6 +16,7 @@ from durable_tools.client import DurableTools
 from durable_tools.sources import A2AError, BearerSecret, attach_a2a, attach_a2a_sync
 from durable_tools.sources._a2a_call import message_id_for
 from durable_tools.tools import ToolContext, ToolRegistry
+from durable_tools.tools._progress import parse_beat
 from durable_tools.workflows import RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
@@ -40,12 +41,15 @@ def replies_by_id(conversation: list[Any]) -> dict[str, str]:
 
 
 async def heartbeat_details(client: Client, handle: WorkflowHandle[Any, Any]) -> list[Any]:
-    """The heartbeat details of the run's pending activities, decoded."""
+    """What the run's pending activities keep to resume from (their heartbeat details,
+    decoded; for a tool reporting typed progress, the `details` it asked to get back)."""
     description = await handle.describe()
     found = []
     for pending in description.raw_description.pending_activities:
         if pending.heartbeat_details.payloads:
-            found.extend(await client.data_converter.decode(pending.heartbeat_details.payloads))
+            for value in await client.data_converter.decode(pending.heartbeat_details.payloads):
+                beat = parse_beat(value)
+                found.append(beat.details if beat is not None else value)
     return found
 
 
@@ -150,6 +154,9 @@ async def test_slow_task_progress_reaches_the_activity(
         await wait_until(step_three_heartbeated, "step 3/3 in the activity's heartbeat details")
         [details] = await heartbeat_details(client, run.handle)
         assert details["state"] == "working" and details["a2a_task_id"]
+        # People watching the run read the agent's status as the call's progress.
+        [shown] = await run.progress()
+        assert shown.progress.message == "working: step 3/3"
         agent.state.release.set()
         result = await run.result()
         conversation = await run.conversation()

@@ -187,13 +187,15 @@ class _Tracker:
         if not self.task_id or now == self.reported:
             return
         self.reported = now
+        state, text = _state_name(self.state), self.status_text[:_MAX_PROGRESS_TEXT]
         self.ctx.progress(
-            {
+            f"{state}: {text}" if text else state,
+            details={
                 _TASK_KEY: self.task_id,
                 "a2a_context_id": self.context_id,
-                "state": _state_name(self.state),
-                "message": self.status_text[:_MAX_PROGRESS_TEXT],
-            }
+                "state": state,
+                "message": text,
+            },
         )
 
     def result(self, label: str) -> str:

@@ -12,7 +12,7 @@ are not in any input schema, and error messages never quote them.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
@@ -38,6 +38,8 @@ from durable_tools.tools._spec import OAuthRequirement
 __all__ = [
     "AUTH_HEADER_NAMES",
     "BearerSecret",
+    "BodyEncoder",
+    "EncodedBody",
     "HeaderSecret",
     "HttpAuth",
     "HttpOperation",
@@ -286,6 +288,22 @@ def _simple(value: Any) -> str:
     return _text(value)
 
 
+@dataclass(frozen=True)
+class EncodedBody:
+    """A request body built by a `BodyEncoder` (file uploads: multipart or raw bytes)."""
+
+    content: bytes | None = None
+    """Raw bytes, sent with `content_type`."""
+    files: list[tuple[str, tuple[str | None, bytes, str | None]]] | None = None
+    """Multipart parts as httpx takes them: `(field, (filename, data, content type))`;
+    a part without a filename is a plain form field."""
+    content_type: str | None = None
+
+
+BodyEncoder = Callable[[Any, ToolContext], EncodedBody]
+"""Turns the body argument into bytes on the worker (it may read the artifact store)."""
+
+
 def _bounded(text: str, limit: int) -> str:
     text = text.strip()
     if len(text) <= limit:
@@ -310,6 +328,10 @@ class HttpOperation:
     body_from_rest: bool = False
     """Send the arguments that are not parameters as a JSON object body (`http_tool`)."""
     body_media_type: str = "application/json"
+    body_encoder: BodyEncoder | None = None
+    """Builds the body instead of `body_media_type`'s default encoding (file uploads)."""
+    accept: str | None = None
+    """The `Accept` header, unless `headers` or a header parameter sets one."""
     auth: tuple[HttpAuth, ...] = ()
     headers: Mapping[str, str] = field(default_factory=dict)
     """Constant headers (worker-side, not in the schema)."""
@@ -381,9 +403,12 @@ class HttpOperation:
                 cookies.append(f"{param.name}={quote(_simple(value), safe='')}")
         if cookies:
             headers["Cookie"] = "; ".join(cookies)
+        if self.accept and not any(k.lower() == "accept" for k in headers):
+            headers["Accept"] = self.accept
         content: bytes | None = None
         json_body: Any = None
         form: dict[str, Any] | None = None
+        files: list[tuple[str, tuple[str | None, bytes, str | None]]] | None = None
         body: Any = None
         has_body = False
         if self.body_argument is not None and self.body_argument in arguments:
@@ -394,7 +419,12 @@ class HttpOperation:
                 body, has_body = rest, True
         if has_body:
             media = self.body_media_type
-            if "json" in media:
+            if self.body_encoder is not None:
+                encoded = self.body_encoder(body, ctx)
+                content, files = encoded.content, encoded.files
+                if encoded.content_type:
+                    headers["Content-Type"] = encoded.content_type
+            elif "json" in media:
                 json_body = body
             elif media == "application/x-www-form-urlencoded" and isinstance(body, Mapping):
                 form = {str(k): _simple(v) for k, v in body.items()}
@@ -420,6 +450,7 @@ class HttpOperation:
             headers=headers,
             json=json_body,
             data=form,
+            files=files,
             content=content,
             timeout=self.timeout,
         )

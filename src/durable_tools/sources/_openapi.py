@@ -1,16 +1,16 @@
-"""OpenAPI 3 documents as tools: one tool per operation, run by `HttpOperation`.
+"""OpenAPI 3 (and Swagger 2.0) documents as tools: one tool per operation, run by `HttpOperation`.
 
-Each operation's path, query, header and cookie parameters and its JSON request body
-(under `body`) become one input schema; the HTTP method says how safe the tool is.
-Credentials are worker-side (`auth=`): auth headers and API-key parameters are never in
-a schema, so the model cannot set them.
+Each operation's path, query, header and cookie parameters and its request body (under
+`body`: JSON, form, text, or files for multipart and binary bodies) become one input
+schema; the HTTP method says how safe the tool is. Credentials are worker-side
+(`auth=`): auth headers and API-key parameters are never in a schema, so the model
+cannot set them. An operation that cannot become a tool (an unsupported body, an
+invalid schema, a `$ref` that does not resolve) is skipped with a warning naming it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
-import json
 import logging
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -20,13 +20,17 @@ from typing import Any
 from urllib.parse import urljoin
 
 import httpx
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 
+from durable_tools.tools._names import ToolRegistrationError
 from durable_tools.tools._registry import RegisteredTool, ToolRegistry
 from durable_tools.tools._spec import OAuthRequirement
 
 from ._http import (
     _DEFAULT_ERROR_BODY,
     AUTH_HEADER_NAMES,
+    BodyEncoder,
     HttpAuth,
     HttpOperation,
     HttpParameter,
@@ -34,6 +38,8 @@ from ._http import (
     as_auth_list,
     method_safety,
 )
+from ._openapi_load import load_openapi
+from ._openapi_media import SkipOperation, accept_header, body_schema
 from ._openapi_schema import OpenAPIError, RefResolver, to_json_schema
 
 __all__ = ["OpenAPIError", "attach_openapi", "load_openapi", "operation_tool_name"]
@@ -48,69 +54,7 @@ _TRANSPORT_HEADERS = frozenset(
 _MAX_DESCRIPTION = 1024
 
 
-# ---------------------------------------------------------------------- loading
-
-
-def _parse(text: str, where: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        try:
-            yaml = importlib.import_module("yaml")  # optional: PyYAML, when installed
-        except ImportError:
-            raise OpenAPIError(
-                f"{where} is not JSON, and reading YAML needs PyYAML (pip install pyyaml)"
-            ) from None
-        try:
-            parsed = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise OpenAPIError(f"{where} is neither JSON nor YAML: {exc}") from None
-    if not isinstance(parsed, dict):
-        raise OpenAPIError(f"{where} is not an OpenAPI document (not an object)")
-    return parsed
-
-
-def load_openapi(
-    document: str | Path | Mapping[str, Any], *, timeout: float = 30.0
-) -> tuple[dict[str, Any], str | None]:
-    """Read an OpenAPI 3 document.
-
-    Args:
-        document: A parsed dict, a file path, or an http(s) URL (fetched with httpx).
-        timeout: Seconds to wait for a URL.
-
-    Returns:
-        The document and the URL it came from (None for files and dicts), against
-        which relative server URLs resolve.
-
-    Raises:
-        OpenAPIError: unreadable, not OpenAPI 3, or YAML without PyYAML.
-    """
-    source: str | None = None
-    if isinstance(document, Mapping):
-        parsed = dict(document)
-    elif isinstance(document, str) and re.match(r"^https?://", document):
-        source = document
-        try:
-            response = httpx.get(document, timeout=timeout, follow_redirects=True)
-            response.raise_for_status()
-        except httpx.HTTPError as exc:
-            raise OpenAPIError(f"cannot fetch the OpenAPI document {document}: {exc}") from None
-        source = str(response.url)
-        parsed = _parse(response.text, document)
-    else:
-        path = Path(document)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise OpenAPIError(f"cannot read the OpenAPI document {path}: {exc}") from None
-        parsed = _parse(text, str(path))
-    version = str(parsed.get("openapi", ""))
-    if not version.startswith("3."):
-        if "swagger" in parsed:
-            raise OpenAPIError("Swagger 2.0 documents are not supported; convert to OpenAPI 3")
-        raise OpenAPIError("not an OpenAPI 3 document (no 'openapi: 3.x' field)")
-    return parsed, source
+# ---------------------------------------------------------------------- servers
 
 
 def _server_url(document: Mapping[str, Any], source: str | None) -> str:
@@ -216,31 +160,16 @@ def _oauth_scopes(document: Mapping[str, Any], op: _Operation) -> tuple[str, ...
     return tuple(scopes)
 
 
-def _pick_media(content: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
-    ranked = sorted(
-        content.items(),
-        key=lambda kv: (
-            0
-            if kv[0] == "application/json"
-            else 1
-            if "json" in kv[0]
-            else 2
-            if kv[0] == "application/x-www-form-urlencoded"
-            else 3
-            if kv[0].startswith("text/")
-            else 9
-        ),
-    )
-    for media, spec in ranked:
-        if media == "application/json" or "json" in media or media.startswith("text/"):
-            return media, spec or {}
-        if media == "application/x-www-form-urlencoded":
-            return media, spec or {}
-    return None
+@dataclass(frozen=True)
+class _Built:
+    """What one operation becomes: its input schema and how a call goes on the wire."""
 
-
-class _Skip(Exception):
-    """This operation cannot become a tool (said why in the message)."""
+    schema: dict[str, Any]
+    parameters: tuple[HttpParameter, ...]
+    body_argument: str | None
+    media_type: str
+    encoder: BodyEncoder | None
+    accept: str | None
 
 
 def _build(
@@ -249,8 +178,13 @@ def _build(
     *,
     reserved_headers: set[str],
     reserved_params: set[tuple[str, str]],
-) -> tuple[dict[str, Any], tuple[HttpParameter, ...], str | None, str]:
-    """The input schema, wire parameters, body argument and body media type of `op`."""
+) -> _Built:
+    """The input schema and wire format of `op`.
+
+    Raises:
+        SkipOperation: the operation cannot become a tool (the message says why).
+        OpenAPIError: a `$ref` it uses cannot be resolved.
+    """
     merged: dict[tuple[str, str], Mapping[str, Any]] = {}
     for raw in [*(op.path_item.get("parameters") or []), *(op.operation.get("parameters") or [])]:
         param = resolver.deref(raw)
@@ -296,27 +230,18 @@ def _build(
 
     for placeholder in re.findall(r"\{([^{}]+)\}", op.path):
         if ("path", placeholder) not in merged:
-            raise _Skip(f"path parameter {{{placeholder}}} is not declared")
+            raise SkipOperation(f"path parameter {{{placeholder}}} is not declared")
 
     body_argument: str | None = None
     media_type = "application/json"
+    encoder: BodyEncoder | None = None
+    if body is not None and not isinstance(body, Mapping):
+        raise SkipOperation("its requestBody is not an object")
     if isinstance(body, Mapping):
-        picked = _pick_media(body.get("content") or {})
-        if picked is None:
-            kinds = ", ".join(body.get("content") or {}) or "none"
-            if body.get("required"):
-                raise _Skip(f"request body media types ({kinds}) are not supported")
-        else:
-            media_type, media = picked
-            schema = to_json_schema(media.get("schema") or {}, resolver)
-            if not isinstance(schema, dict):
-                schema = {}
-            if body.get("description") and "description" not in schema:
-                schema["description"] = str(body["description"])
-            properties["body"] = schema
-            body_argument = "body"
-            if body.get("required"):
-                required.append("body")
+        properties["body"], media_type, encoder = body_schema(body, resolver)
+        body_argument = "body"
+        if body.get("required"):
+            required.append("body")
 
     input_schema: dict[str, Any] = {
         "type": "object",
@@ -325,7 +250,19 @@ def _build(
     }
     if required:
         input_schema["required"] = required
-    return input_schema, tuple(wire), body_argument, media_type
+    try:
+        Draft202012Validator.check_schema(input_schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path)
+        raise SkipOperation(f"invalid schema at {where or 'the top'}: {exc.message}") from None
+    return _Built(
+        input_schema,
+        tuple(wire),
+        body_argument,
+        media_type,
+        encoder,
+        accept_header(op.operation, resolver),
+    )
 
 
 def _description(op: _Operation) -> str:
@@ -388,8 +325,8 @@ def attach_openapi(
             `overrides` names an operation the document does not have.
         ToolRegistrationError: a tool cannot be registered (a duplicate name, say).
     """
-    parsed, source = load_openapi(document, timeout=fetch_timeout)
-    resolver = RefResolver(parsed)
+    parsed, source, unresolved = load_openapi(document, timeout=fetch_timeout)
+    resolver = RefResolver(parsed, unresolved)
     root = (base_url or _server_url(parsed, source)).rstrip("/")
     auths = as_auth_list(auth)
     reserved_headers: set[str] = set()
@@ -424,19 +361,26 @@ def attach_openapi(
         name = names[index]
         if not _selected(op, name, include, exclude):
             continue
+        label = f"{op.operation_id or name} ({op.method} {op.path})"
         try:
-            schema, params, body_argument, media_type = _build(
+            built = _build(
                 op, resolver, reserved_headers=reserved_headers, reserved_params=reserved_params
             )
-        except (_Skip, OpenAPIError) as why:
-            logger.warning("OpenAPI operation %s %s skipped: %s", op.method, op.path, why)
+        except (SkipOperation, OpenAPIError) as why:
+            logger.warning("OpenAPI operation %s skipped: %s", label, why)
+            continue
+        except (TypeError, AttributeError, KeyError, ValueError, RecursionError) as exc:
+            # A malformed part of the document (a list where an object belongs, say).
+            logger.warning("OpenAPI operation %s skipped: malformed (%s)", label, exc)
             continue
         operation = HttpOperation(
             method=op.method,
             url_template=root + op.path,
-            parameters=params,
-            body_argument=body_argument,
-            body_media_type=media_type,
+            parameters=built.parameters,
+            body_argument=built.body_argument,
+            body_media_type=built.media_type,
+            body_encoder=built.encoder,
+            accept=built.accept,
             auth=auths,
             headers=dict(headers or {}),
             base_url=root,
@@ -459,6 +403,12 @@ def attach_openapi(
         for key in (op.operation_id, name):
             if key and overrides and key in overrides:
                 options.update(overrides[key])
-        tool = registry.register_schema(operation.handle, input_schema=schema, **options)
+        try:
+            tool = registry.register_schema(operation.handle, input_schema=built.schema, **options)
+        except ToolRegistrationError as exc:
+            if exc.rule not in ("schema", "example"):
+                raise  # a duplicate name or bad options: the caller's to fix
+            logger.warning("OpenAPI operation %s skipped: %s", label, exc)
+            continue
         tools.append(operation.bind(tool))
     return tools

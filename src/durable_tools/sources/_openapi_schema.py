@@ -27,10 +27,18 @@ class OpenAPIError(ValueError):
 
 
 class RefResolver:
-    """Resolves local JSON pointers (`#/components/schemas/Pet`) in one document."""
+    """Resolves local JSON pointers (`#/components/schemas/Pet`) in one document.
 
-    def __init__(self, document: Mapping[str, Any]) -> None:
+    External references were inlined when the document was loaded (`_openapi_load`);
+    the ones that could not be are reported with their reason when used.
+    """
+
+    def __init__(
+        self, document: Mapping[str, Any], unresolved: Mapping[str, str] | None = None
+    ) -> None:
         self.document = document
+        self.unresolved = dict(unresolved or {})
+        """External references that could not be inlined, with the reason."""
 
     def lookup(self, ref: str) -> Any:
         """The value a local `$ref` points to.
@@ -39,7 +47,8 @@ class RefResolver:
             OpenAPIError: a remote reference or a pointer that leads nowhere.
         """
         if not ref.startswith("#"):
-            raise OpenAPIError(f"only local $refs are supported, not {ref!r}")
+            why = self.unresolved.get(ref, "not inlined")
+            raise OpenAPIError(f"cannot resolve $ref {ref!r}: {why}")
         node: Any = self.document
         for raw in ref[1:].lstrip("/").split("/") if ref != "#" else []:
             part = raw.replace("~1", "/").replace("~0", "~")
