@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "Message",
@@ -104,6 +104,11 @@ class NamedToolChoice(BaseModel):
     name: str = Field(min_length=1, max_length=200)
 
 
+_OWNED_FIELDS = frozenset({"model", "messages", "input", "system", "tools", "stream"})
+"""Request fields an adapter builds from the conversation; `extra` may not replace them
+(a `stream` would also change the answer's shape)."""
+
+
 class ModelSettings(BaseModel):
     """How the model should answer: sampling, length, tool choice, reasoning.
 
@@ -130,6 +135,16 @@ class ModelSettings(BaseModel):
     reasoning_effort: Literal["low", "medium", "high"] | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
     """Provider-specific parameters merged into the request body, e.g. `{"top_p": 0.9}`."""
+
+    @field_validator("extra")
+    @classmethod
+    def _not_owned(cls, extra: dict[str, Any]) -> dict[str, Any]:
+        owned = sorted(_OWNED_FIELDS.intersection(extra))
+        if owned:
+            raise ValueError(
+                f"extra may not set {', '.join(owned)}: the adapter sends those itself"
+            )
+        return extra
 
     def merged(self, override: ModelSettings | None) -> ModelSettings:
         """These settings with the fields `override` sets replacing them (`extra` merged

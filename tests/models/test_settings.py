@@ -159,3 +159,5 @@ def test_settings_are_checked() -> None:
         ModelSettings(tool_choice="sometimes")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="temperatur"):
         ModelSettings(temperatur=0.3)  # type: ignore[call-arg]
+    with pytest.raises(ValidationError, match="extra may not set messages, stream"):
+        ModelSettings(extra={"stream": True, "messages": []})

@@ -105,7 +105,6 @@ async def test_usage_summed_priced_and_settings_sent(
     assert "tokens: 250 in (80 cached), 50 out (10 reasoning)  cost 0.0008" in shown
 
 
-@pytest.mark.slow
 async def test_token_budget_ends_run_across_continue_as_new(
     client: Client,
     task_queue: str,
