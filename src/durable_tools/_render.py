@@ -25,6 +25,7 @@ from durable_tools.workflows import (
     ToolCallRecord,
 )
 from durable_tools.workflows._policy import describe_policy
+from durable_tools.workflows._usage import describe_usage
 
 __all__ = [
     "approval_commands",
@@ -227,6 +228,9 @@ def render_snapshot(
         + (f"  continued-as-new {snapshot.continued}x" if snapshot.continued else ""),
         f"UI: {ui}",
     ]
+    if snapshot.usage.total_tokens:
+        cost = "" if snapshot.cost is None else f"  cost {snapshot.cost:.4f}"
+        lines.append(f"tokens: {describe_usage(snapshot.usage)}{cost}")
     if snapshot.policy is not None:
         lines.append(f"approval policy: {describe_policy(snapshot.policy)}")
     running = running_calls(timeline)

@@ -21,7 +21,7 @@ from temporalio.converter import PayloadCodec
 from durable_tools import search_attributes as sa
 from durable_tools.connection import ConnectionOptions, connect
 from durable_tools.events import EventSink, FollowResult, follow_events
-from durable_tools.messages import Message
+from durable_tools.messages import Message, ModelSettings
 from durable_tools.server import ui_url
 from durable_tools.tools._artifacts import ArtifactStore, fetch_artifact, ref_from_uri
 from durable_tools.tools._context import Identity
@@ -483,6 +483,7 @@ class DurableTools:
         run_id: str | None = None,
         identity: Identity | None = None,
         granted_scopes: Sequence[str] = (),
+        model_settings: ModelSettings | None = None,
     ) -> AgentRun:
         """Start a run and return its handle without waiting.
 
@@ -493,11 +494,16 @@ class DurableTools:
             run_id: The workflow id; a fresh `run-<uuid>` by default.
             identity: Tenant, user and session the run acts for.
             granted_scopes: Scopes the run holds; tools needing others are invisible.
+            model_settings: Model settings for this run: the fields it sets replace the
+                config's `model_settings` (its `extra` is merged key by key).
         """
         if config is None:
             if model is None:
                 raise ValueError("give either model= or config=")
             config = AgentConfig(model=model)
+        if model_settings is not None:
+            base = config.model_settings or ModelSettings()
+            config = config.model_copy(update={"model_settings": base.merged(model_settings)})
         if (
             self.client.data_converter.payload_codec
             and "summary_arguments" not in config.model_fields_set

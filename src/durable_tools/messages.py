@@ -10,12 +10,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "Message",
     "ModelRequest",
     "ModelResponse",
+    "ModelSettings",
+    "NamedToolChoice",
     "ToolCall",
     "ToolDefinition",
     "Usage",
@@ -94,6 +96,66 @@ class ToolDefinition(BaseModel):
     strict: bool = False
 
 
+class NamedToolChoice(BaseModel):
+    """Force the model to call this one tool."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+
+
+_OWNED_FIELDS = frozenset({"model", "messages", "input", "system", "tools", "stream"})
+"""Request fields an adapter builds from the conversation; `extra` may not replace them
+(a `stream` would also change the answer's shape)."""
+
+
+class ModelSettings(BaseModel):
+    """How the model should answer: sampling, length, tool choice, reasoning.
+
+    Every field left unset is not sent, so the provider's own default applies. Each
+    adapter maps the fields to its provider's names (see docs/models.md); `extra` is
+    merged into the request body as it is, for provider-specific parameters.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    """Most tokens one answer may have (reasoning tokens included where the provider
+    counts them there)."""
+    tool_choice: Literal["auto", "required", "none"] | NamedToolChoice | None = None
+    """`auto` (the model decides), `required` (some tool), `none` (no tool), or
+    `{"name": ...}` (that tool)."""
+    parallel_tool_calls: bool | None = None
+    """False asks for at most one tool call per answer."""
+    stop: tuple[str, ...] = Field(default=(), max_length=16)
+    """Sequences that end the answer."""
+    seed: int | None = None
+    """For providers that sample reproducibly with one (OpenAI); others ignore it."""
+    reasoning_effort: Literal["low", "medium", "high"] | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Provider-specific parameters merged into the request body, e.g. `{"top_p": 0.9}`."""
+
+    @field_validator("extra")
+    @classmethod
+    def _not_owned(cls, extra: dict[str, Any]) -> dict[str, Any]:
+        owned = sorted(_OWNED_FIELDS.intersection(extra))
+        if owned:
+            raise ValueError(
+                f"extra may not set {', '.join(owned)}: the adapter sends those itself"
+            )
+        return extra
+
+    def merged(self, override: ModelSettings | None) -> ModelSettings:
+        """These settings with the fields `override` sets replacing them (`extra` merged
+        key by key)."""
+        if override is None:
+            return self
+        update = {name: getattr(override, name) for name in override.model_fields_set}
+        update["extra"] = {**self.extra, **override.extra}
+        return self.model_copy(update=update)
+
+
 class ModelRequest(BaseModel):
     """Input of one model call."""
 
@@ -104,6 +166,8 @@ class ModelRequest(BaseModel):
     turn: int = 0
     """0-based index of this model call within the run (scripted models answer by it)."""
     run_id: str = ""
+    settings: ModelSettings | None = None
+    """Sampling and tool-choice settings; None sends none (the provider's defaults)."""
 
 
 class Usage(BaseModel):
@@ -116,6 +180,22 @@ class Usage(BaseModel):
     """Of `input_tokens`, those read from the provider's prompt cache."""
     cache_write_tokens: int = 0
     """Of `input_tokens`, those written to the provider's prompt cache (Anthropic)."""
+    reasoning_tokens: int = 0
+    """Of `output_tokens`, those spent reasoning (OpenAI reports them)."""
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
 
 
 class ModelResponse(BaseModel):

@@ -29,6 +29,7 @@ from ._sdk import (
     require_sdk,
     sdk_failure,
 )
+from ._settings import anthropic_fields
 
 __all__ = [
     "DEFAULT_ANTHROPIC_BASE_URL",
@@ -256,6 +257,7 @@ class AnthropicModel:
         if self.prompt_cache:
             # Top-level: the API marks the last cacheable block, which moves with the loop.
             body["cache_control"] = {"type": "ephemeral"}
+        body.update(anthropic_fields(request.settings, has_tools=bool(request.tools)))
         return body
 
     async def _client(self, anthropic: ModuleType, key: str) -> Any:

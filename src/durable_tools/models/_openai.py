@@ -33,6 +33,7 @@ from ._sdk import (
     require_sdk,
     sdk_failure,
 )
+from ._settings import chat_fields
 
 __all__ = [
     "DEFAULT_OPENAI_BASE_URL",
@@ -224,6 +225,7 @@ class OpenAIChatModel:
         }
         if request.tools:
             body["tools"] = [tool_to_openai(tool) for tool in request.tools]
+        body.update(chat_fields(request.settings, has_tools=bool(request.tools)))
         return body
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -335,6 +337,8 @@ def _parse_completion(data: Any, *, turn: int) -> ModelResponse:
     usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
     raw_details = usage.get("prompt_tokens_details")
     details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
+    raw_output = usage.get("completion_tokens_details")
+    output: dict[str, Any] = raw_output if isinstance(raw_output, dict) else {}
     finish_reason = choice.get("finish_reason")
     return ModelResponse(
         message=Message(role="assistant", content=content, tool_calls=calls),
@@ -343,5 +347,6 @@ def _parse_completion(data: Any, *, turn: int) -> ModelResponse:
             input_tokens=int_field(usage.get("prompt_tokens")),
             output_tokens=int_field(usage.get("completion_tokens")),
             cache_read_tokens=int_field(details.get("cached_tokens")),
+            reasoning_tokens=int_field(output.get("reasoning_tokens")),
         ),
     )

@@ -16,6 +16,7 @@ from typing import Any
 from ..messages import Message, ModelRequest, ModelResponse, ToolCall, ToolDefinition, Usage
 from ._openai import OpenAIClientConfig
 from ._sdk import SdkFailure, display_url, excerpt, int_field
+from ._settings import responses_fields
 
 __all__ = ["OpenAIResponsesModel", "messages_to_responses_input"]
 
@@ -97,6 +98,8 @@ def _parse_response(data: Any, *, turn: int) -> ModelResponse:
     usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
     raw_details = usage.get("input_tokens_details")
     details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
+    raw_output = usage.get("output_tokens_details")
+    output: dict[str, Any] = raw_output if isinstance(raw_output, dict) else {}
     status = data.get("status")
     incomplete = data.get("incomplete_details")
     if calls:
@@ -112,6 +115,7 @@ def _parse_response(data: Any, *, turn: int) -> ModelResponse:
             input_tokens=int_field(usage.get("input_tokens")),
             output_tokens=int_field(usage.get("output_tokens")),
             cache_read_tokens=int_field(details.get("cached_tokens")),
+            reasoning_tokens=int_field(output.get("reasoning_tokens")),
         ),
     )
 
@@ -158,6 +162,7 @@ class OpenAIResponsesModel:
         }
         if request.tools:
             body["tools"] = [_tool_to_responses(tool) for tool in request.tools]
+        body.update(responses_fields(request.settings, has_tools=bool(request.tools)))
         return body
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

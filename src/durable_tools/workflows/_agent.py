@@ -64,6 +64,7 @@ from durable_tools.workflows._model_turn import call_model
 from durable_tools.workflows._pipeline import run_calls
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._steering import accept_steer
+from durable_tools.workflows._usage import run_cost, spend_tokens
 from durable_tools.workflows._visibility import publish
 
 __all__ = ["MAX_EVENTS_PAGE", "AgentWorkflow"]
@@ -135,6 +136,7 @@ class AgentWorkflow:
             state.turn += 1
             message = response.message
             state.conversation.append(message)
+            spend_tokens(state, response)
             if not message.tool_calls:
                 state.final_answer = message.content or ""
                 return
@@ -313,6 +315,8 @@ class AgentWorkflow:
             conversation_offset=state.offset,
             policy=state.policy,
             standing_grants=list(state.standing_grants),
+            usage=state.usage,
+            cost=run_cost(state),
         )
 
     @workflow.query

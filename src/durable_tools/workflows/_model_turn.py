@@ -125,6 +125,7 @@ async def _model_activity(
         tools=[] if tools_ref is not None else _tool_definitions(state),
         turn=state.turn,
         run_id=workflow.info().workflow_id,
+        settings=config.model_settings,
     )
     call = ModelCall(request=request, base=base, base_length=base_length, tools_ref=tools_ref)
     _check_input_size(call, messages)

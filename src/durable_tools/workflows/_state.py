@@ -15,7 +15,7 @@ from typing import Any
 
 from temporalio import workflow
 
-from durable_tools.messages import Message, ToolCall, ToolDefinition
+from durable_tools.messages import Message, ToolCall, ToolDefinition, Usage
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
@@ -95,6 +95,8 @@ class RunState:
     """Run-scoped standing grants ("approve and stop asking"), revoked ones kept."""
     budget_used: dict[str, int] = field(default_factory=dict)
     """Calls made of each tool with a `max_calls_per_run` budget (see `_budget`)."""
+    usage: Usage = field(default_factory=Usage)
+    """Tokens of every model call of the chain so far (see `_usage`)."""
 
     # Not carried: rebuilt, or empty between turns.
     depth: int = 0
@@ -170,6 +172,7 @@ class RunState:
             policy=carried.policy or config.approval,
             standing_grants=list(carried.standing_grants),
             budget_used=dict(carried.budget_used),
+            usage=carried.usage or Usage(),
             depth=input.depth,
             max_depth=max_depth,
         )
@@ -193,6 +196,7 @@ class RunState:
             discovered=self.discovered,
             call_uses=self.call_uses,
             budget_used=self.budget_used,
+            usage=self.usage,
             continued=self.continued + 1,
             policy=None if self.policy == self.config.approval else self.policy,
             standing_grants=self.standing_grants,

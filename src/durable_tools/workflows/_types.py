@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from durable_tools.messages import Message
+from durable_tools.messages import Message, ModelSettings, Usage
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec, Transport
@@ -44,11 +44,13 @@ __all__ = [
     "EventsPage",
     "ExecutionStrategy",
     "Limits",
+    "ModelSettings",
     "NotificationConfig",
     "NotificationEvent",
     "PendingApproval",
     "PendingAuthorization",
     "PolicyChange",
+    "Price",
     "RunEvent",
     "RunSnapshot",
     "RunStatus",
@@ -98,6 +100,37 @@ class Limits(BaseModel):
     """Tool calls in the whole run."""
     max_tool_calls_per_turn: int = Field(default=16, ge=0)
     """Tool calls one model answer may ask for."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Input plus output tokens of all model calls of the run (continue-as-new included);
+    None: no bound. Checked after each model turn that asks for tools."""
+    max_cost: float | None = Field(default=None, gt=0)
+    """Cost of the run's model calls, in the currency of `AgentConfig.prices`, which must
+    price the agent's model; None: no bound."""
+
+
+class Price(BaseModel):
+    """What a model's tokens cost, per million (in any one currency)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cached_input_per_mtok: float | None = Field(default=None, ge=0)
+    """For input tokens read from the prompt cache; None prices them as other input."""
+
+    def cost(self, usage: Usage) -> float:
+        """The cost of `usage` (reasoning tokens are part of the output tokens)."""
+        cached = usage.cache_read_tokens
+        cached_price = (
+            self.input_per_mtok
+            if self.cached_input_per_mtok is None
+            else self.cached_input_per_mtok
+        )
+        return (
+            (usage.input_tokens - cached) * self.input_per_mtok
+            + cached * cached_price
+            + usage.output_tokens * self.output_per_mtok
+        ) / 1_000_000
 
 
 class AuthorizationPolicy(BaseModel):
@@ -168,6 +201,19 @@ class AgentConfig(BaseModel):
     events_kept: int = Field(default=500, ge=1, le=5_000)
     """Events the run keeps for the `events` queries; older ones are dropped (and counted).
     `durable-tools events RUN --follow` receives every event as long as it keeps up."""
+    model_settings: ModelSettings | None = None
+    """Temperature, output length, tool choice, ... for every model call; None sends none
+    (the provider's defaults). `DurableTools.start(model_settings=...)` overrides fields."""
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """Token prices by model spec (as in `model`), for the run's cost and `max_cost`."""
+
+    @model_validator(mode="after")
+    def _cost_needs_price(self) -> AgentConfig:
+        if self.limits.max_cost is not None and self.model not in self.prices:
+            raise ValueError(
+                f"limits.max_cost needs a price for the model {self.model!r} in `prices`"
+            )
+        return self
 
 
 class ToolCallRecord(BaseModel):
@@ -374,6 +420,8 @@ class CarriedState(BaseModel):
     """The live approval policy, when `set_policy` changed it."""
     standing_grants: list[StandingGrant] = Field(default_factory=list)
     """Run-scoped standing grants."""
+    usage: Usage | None = None
+    """Tokens used by the chain's model calls so far (None before usage was counted)."""
 
 
 class AgentInput(BaseModel):
@@ -422,3 +470,7 @@ class RunSnapshot(BaseModel):
     """The live approval policy (the start's, or the last `set_policy`)."""
     standing_grants: list[StandingGrant] = Field(default_factory=list)
     """Run-scoped standing grants, revoked ones included."""
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens used by the run's model calls, summed over turns and continue-as-new."""
+    cost: float | None = None
+    """What those tokens cost, when `AgentConfig.prices` prices the run's model."""
