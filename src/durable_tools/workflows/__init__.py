@@ -1,6 +1,7 @@
 """The agent workflow and the data it takes, keeps and returns."""
 
 from ._agent import AgentWorkflow
+from ._embed import AgentLoop, run_agent, start_agent
 from ._policy_types import (
     AutoApproval,
     BatchDecision,
@@ -41,6 +42,7 @@ from ._types import (
 __all__ = [
     "AgentConfig",
     "AgentInput",
+    "AgentLoop",
     "AgentResult",
     "AgentWorkflow",
     "ApprovalDecision",
@@ -72,4 +74,6 @@ __all__ = [
     "Steer",
     "ToolCallRecord",
     "WebhookTarget",
+    "run_agent",
+    "start_agent",
 ]
