@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio import workflow
 from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.service import RPCError
 
 with workflow.unsafe.imports_passed_through():
     from durable_tools.client import DurableTools
@@ -25,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
         run_agent,
         start_agent,
     )
-from support import answer, assert_not_wedged, calls, running_worker, write_script
+from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 
 @workflow.defn(sandboxed=True)
@@ -37,7 +39,16 @@ class ReportWorkflow:
         first = await run_agent("summarise the orders", config=configs[0])
         second = await start_agent("say it again", config=configs[1])
         result: AgentResult = await second
-        return [first.final_answer or "", result.final_answer or "", second.id]
+        # Needs an approval: the operator decides on the child run, by its id.
+        third = await run_agent(
+            "refund A1", config=configs[2], id=f"{workflow.info().workflow_id}.refund"
+        )
+        return [
+            first.final_answer or "",
+            result.final_answer or "",
+            second.id,
+            third.final_answer or "",
+        ]
 
 
 @workflow.defn(sandboxed=True)
@@ -82,19 +93,36 @@ async def test_run_agent_from_a_user_workflow(client: Client, task_queue: str, t
     ran: list[Any] = []
     first = write_script(tmp_path, [calls(("c1", "count_orders", {})), answer("3 orders")])
     second = write_script(tmp_path, [answer("still 3 orders")])
-    configs = [AgentConfig(model=first), AgentConfig(model=second)]
+    third = write_script(tmp_path, [calls(("r1", "refund", {"order_id": "A1"})), answer("done")])
+    configs = [AgentConfig(model=first), AgentConfig(model=second), AgentConfig(model=third)]
     async with running_worker(client, order_registry(ran), task_queue, workflows=[ReportWorkflow]):
         handle = await client.start_workflow(
             ReportWorkflow.run, configs, id=f"report-{task_queue}", task_queue=task_queue
         )
-        first, second, second_id = await handle.result()
-        assert first == "3 orders"
-        assert second == "still 3 orders"
+        dt = DurableTools(client, task_queue)
+        refund_run = dt.run(f"report-{task_queue}.refund")
+        for _ in range(100):  # the host starts the child after its first two
+            try:
+                snapshot = await wait_for(refund_run, lambda s: bool(s.pending_approvals))
+                break
+            except RPCError:
+                await asyncio.sleep(0.1)
+        for _ in range(50):  # listed for operators, like any run
+            if refund_run.run_id in {s.run_id for s in await dt.pending()}:
+                break
+            await asyncio.sleep(0.2)
+        else:
+            raise AssertionError("the child run is not listed as pending")
+        assert ran == ["count"]
+        await refund_run.approve(
+            "r1", decider="alice", arguments_hash=snapshot.pending_approvals[0].arguments_hash
+        )
+        first, second, second_id, third_answer = await handle.result()
+        assert [first, second, third_answer] == ["3 orders", "still 3 orders", "done"]
         # Default child ids: the host's id, numbered in start order.
         assert second_id == f"report-{task_queue}.agent-2"
-        child = DurableTools(client, task_queue).run(f"report-{task_queue}.agent-1")
-        assert (await child.result()).final_answer == "3 orders"
-        assert ran == ["count"]
+        assert (await dt.run(f"report-{task_queue}.agent-1").result()).final_answer == "3 orders"
+        assert ran == ["count", "refund A1"]
         await assert_not_wedged(handle)
 
 
@@ -164,8 +192,6 @@ async def test_embedded_loop_cancels_through_the_host(
 
 
 async def _wait_pending(handle: Any) -> RunSnapshot:
-    import asyncio
-
     for _ in range(150):
         snapshot: RunSnapshot = await handle.query("agent_status", result_type=RunSnapshot)
         if snapshot.pending_approvals:

@@ -52,10 +52,10 @@ def _default_child_id() -> str:
     try:
         number = _started.get(host, 0) + 1
         _started[host] = number
-    except TypeError as error:  # an instance with __slots__ and no __weakref__
+    except TypeError as error:  # __slots__ without __weakref__, or __eq__ without __hash__
         raise TypeError(
-            "start_agent needs an explicit id= in a workflow whose instances cannot be "
-            "weakly referenced"
+            "start_agent needs an explicit id= in this workflow: its instances cannot be "
+            "weakly referenced or hashed, so children cannot be numbered"
         ) from error
     return f"{workflow.info().workflow_id}.agent-{number}"
 
