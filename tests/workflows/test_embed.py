@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         AgentLoop,
         AgentResult,
         ApprovalDecision,
+        RunEvent,
         RunSnapshot,
         RunStatus,
         run_agent,
@@ -183,10 +184,16 @@ async def test_embedded_loop_cancels_through_the_host(
             HostWorkflow.run, agent_input, id=f"host-{task_queue}", task_queue=task_queue
         )
         await _wait_pending(handle)
+        # Junk through the host's handlers is refused or dropped (as by the agent
+        # workflow), never fails the host's task.
+        await handle.signal("agent_steer", 42)
+        await handle.signal("agent_decision", "approve everything")
         await handle.signal("agent_cancel", "changed my mind")
         assert await handle.result() == "cancelled: None"
         final = await handle.query("agent_status", result_type=RunSnapshot)
         assert final.reason == "changed my mind"
+        events = await handle.query("agent_events", result_type=list[RunEvent])
+        assert "run.steer_refused" in {e.event for e in events}
         assert ran == []
         await assert_not_wedged(handle)
 
