@@ -1,6 +1,7 @@
 """The agent workflow and the data it takes, keeps and returns."""
 
 from ._agent import AgentWorkflow
+from ._embed import AgentLoop, run_agent, start_agent
 from ._policy_types import (
     AutoApproval,
     BatchDecision,
@@ -43,6 +44,7 @@ from ._types import (
 __all__ = [
     "AgentConfig",
     "AgentInput",
+    "AgentLoop",
     "AgentResult",
     "AgentWorkflow",
     "ApprovalDecision",
@@ -76,4 +78,6 @@ __all__ = [
     "Steer",
     "ToolCallRecord",
     "WebhookTarget",
+    "run_agent",
+    "start_agent",
 ]

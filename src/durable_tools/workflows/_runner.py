@@ -1,0 +1,190 @@
+"""The agent loop itself, over a `RunState`: shared by `AgentWorkflow` and `AgentLoop`.
+
+Model call -> the turn's tool calls through the call pipeline -> results back to the
+model, until the model answers without tool calls or a limit is hit. One implementation
+serves both the agent workflow and an agent loop embedded in a user's own workflow, so
+the two record the same commands in the same order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import FailureError
+
+from durable_tools.activities._types import CATALOG_ACTIVITY, CatalogRequest
+from durable_tools.messages import Message, ToolCall
+from durable_tools.tools import ToolSpec
+from durable_tools.workflows._approvals import InvalidDecision
+from durable_tools.workflows._continue import maybe_continue_as_new
+from durable_tools.workflows._decisions import check_decision_of, record_decision
+from durable_tools.workflows._limits import (
+    MAX_CANCEL_REASON_CHARS,
+    MAX_REASON_CHARS,
+    PAYLOAD_BUDGET_BYTES,
+    clip,
+    payload_bytes,
+)
+from durable_tools.workflows._model_turn import call_model
+from durable_tools.workflows._pipeline import run_calls
+from durable_tools.workflows._state import EndRun, RunState
+from durable_tools.workflows._types import AgentResult, ApprovalDecision, RunSnapshot, RunStatus
+from durable_tools.workflows._usage import run_cost, spend_tokens
+from durable_tools.workflows._visibility import publish
+
+__all__ = ["request_cancel", "run_agent_loop", "signal_decision", "snapshot"]
+
+
+async def run_agent_loop(state: RunState, *, continue_as_new: bool = True) -> AgentResult:
+    """Run the agent from `state` to its end and return how it ended.
+
+    Args:
+        state: The run's state, from `RunState.start(input)`.
+        continue_as_new: Whether the loop may continue the current workflow as new when
+            its history grows long. Only the agent workflow owns its workflow; an embedded
+            loop leaves its host's history to the host.
+
+    Raises:
+        asyncio.CancelledError: the workflow was cancelled through Temporal (recorded first).
+        FailureError: an activity or child failed the run (recorded first).
+    """
+    input = state.input
+    if input.carried is None:
+        state.catalog = await workflow.execute_activity(
+            CATALOG_ACTIVITY,
+            CatalogRequest(
+                identity=input.identity,
+                granted_scopes=input.granted_scopes,
+                tools=state.config.tools,
+            ),
+            result_type=list[ToolSpec],
+            start_to_close_timeout=timedelta(seconds=30),
+            summary="load the tool catalog",
+        )
+        if state.config.instructions:
+            state.conversation.append(Message.system(state.config.instructions))
+        state.conversation.append(Message.user(input.prompt))
+        state.event("run.started", detail=f"{len(state.catalog)} tools advertised")
+    else:
+        state.event("run.continued", detail=f"continued-as-new #{state.continued}")
+    try:
+        await _loop(state, continue_as_new=continue_as_new)
+        return _finish(state, RunStatus.COMPLETED)
+    except EndRun as end:
+        return _finish(state, end.status, reason=end.reason)
+    except asyncio.CancelledError:
+        # The run was cancelled through Temporal itself: record it, then let the engine
+        # mark the execution cancelled.
+        state.cancel_running("run cancelled")
+        _finish(state, RunStatus.CANCELLED, reason="run cancelled")
+        raise
+    except FailureError as failure:  # fails the execution; say so in AgentStatus first
+        _finish(state, RunStatus.FAILED, reason=failure.message)
+        raise
+
+
+async def _loop(state: RunState, *, continue_as_new: bool) -> None:
+    limits = state.config.limits
+    while True:
+        state.check_cancelled()
+        if state.turn >= limits.max_turns:
+            raise EndRun(RunStatus.LIMIT_REACHED, f"max_turns ({limits.max_turns}) reached")
+        while state.steer:
+            state.conversation.append(Message.user(state.steer.pop(0)))
+        state.skip_steer = None  # a skip lasts until the model reads the instruction
+        publish(state, f"Calling the model (turn {state.turn + 1}).")
+        response = await call_model(state)
+        state.turn += 1
+        message = response.message
+        state.conversation.append(message)
+        spend_tokens(state, response)
+        if not message.tool_calls:
+            state.final_answer = message.content or ""
+            return
+        _check_turn_limits(state, message.tool_calls)
+        state.tool_calls += len(message.tool_calls)
+        state.conversation.extend(await run_calls(state, message.tool_calls))
+        state.check_cancelled()
+        if continue_as_new:
+            await maybe_continue_as_new(state)
+
+
+def _check_turn_limits(state: RunState, calls: list[ToolCall]) -> None:
+    limits = state.config.limits
+    if len(calls) > limits.max_tool_calls_per_turn:
+        raise EndRun(
+            RunStatus.LIMIT_REACHED,
+            f"the model asked for {len(calls)} tool calls in one turn; "
+            f"max_tool_calls_per_turn is {limits.max_tool_calls_per_turn}",
+        )
+    if state.tool_calls + len(calls) > limits.max_tool_calls:
+        raise EndRun(RunStatus.LIMIT_REACHED, f"max_tool_calls ({limits.max_tool_calls}) reached")
+
+
+def _finish(state: RunState, status: RunStatus, *, reason: str | None = None) -> AgentResult:
+    state.status = status
+    state.reason = None if reason is None else clip(reason, MAX_REASON_CHARS)
+    state.pending.clear()
+    state.authorizations.clear()
+    publish(state)
+    state.event("run." + status.value, detail=state.reason)
+    result = AgentResult(
+        status=status,
+        final_answer=state.final_answer,
+        reason=state.reason,
+        turns=state.turn,
+        tool_calls=state.tool_calls,
+    )
+    answer = state.final_answer or ""
+    if len(answer) > PAYLOAD_BUDGET_BYTES // 8 and payload_bytes(result) > PAYLOAD_BUDGET_BYTES:
+        # The whole answer stays in the conversation (and its snapshot); the result
+        # must fit in one payload.
+        result.final_answer = clip(answer, PAYLOAD_BUDGET_BYTES // 4)
+    return result
+
+
+# --------------------------------------------- handler bodies both front ends share
+
+
+def signal_decision(state: RunState, decision: object) -> None:
+    """A fire-and-forget decision (webhooks): recorded if valid, else refused in the events."""
+    try:
+        check_decision_of(state, decision)
+    except InvalidDecision as error:
+        call_id = decision.call_id if isinstance(decision, ApprovalDecision) else None
+        state.event("approval.rejected", call_id=call_id, detail=str(error)[:500])
+        return
+    assert isinstance(decision, ApprovalDecision)
+    record_decision(state, decision)
+
+
+def request_cancel(state: RunState, reason: object) -> None:
+    """End the run cleanly: running tools are cancelled (through their heartbeats)."""
+    if state.cancel_reason is None:
+        text = reason if isinstance(reason, str) and reason else "cancelled by request"
+        state.cancel_reason = clip(text, MAX_CANCEL_REASON_CHARS)
+        state.event("run.cancel_requested", detail=state.cancel_reason)
+        state.cancel_running(state.cancel_reason)
+
+
+def snapshot(state: RunState) -> RunSnapshot:
+    """What the run is doing now (the `status` query)."""
+    return RunSnapshot(
+        status=state.status,
+        agent=state.config.name,
+        turn=state.turn,
+        tool_calls=state.tool_calls,
+        final_answer=state.final_answer,
+        reason=state.reason,
+        pending_approvals=list(state.pending.values()),
+        pending_authorizations=list(state.authorizations.values()),
+        running_tools=state.running_calls(),
+        continued=state.continued,
+        conversation_offset=state.offset,
+        policy=state.policy,
+        standing_grants=list(state.standing_grants),
+        usage=state.usage,
+        cost=run_cost(state),
+    )
