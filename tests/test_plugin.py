@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, Plugin
-from temporalio.contrib.opentelemetry import OpenTelemetryPlugin, create_tracer_provider
 from temporalio.converter import DataConverter, PayloadCodec
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -74,42 +72,30 @@ async def test_a_plain_worker_from_a_plugin_client_runs_agents(
     assert log == ["k1"]
 
 
-@pytest.fixture(scope="module")
-def spans() -> InMemorySpanExporter:
-    exporter = InMemorySpanExporter()
-    provider = create_tracer_provider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace.set_tracer_provider(provider)  # process-wide, once: no other test traces
-    return exporter
-
-
 @pytest.mark.parametrize("otel_first", [False, True])
 async def test_composes_with_the_opentelemetry_plugin(
-    env: WorkflowEnvironment,
-    task_queue: str,
-    tmp_path: Path,
-    spans: InMemorySpanExporter,
-    otel_first: bool,
+    env: WorkflowEnvironment, task_queue: str, tmp_path: Path, otel_first: bool
 ) -> None:
-    log: list[Any] = []
-    plugins: list[Plugin] = [DurableToolsPlugin(make_registry(log))]
-    otel = OpenTelemetryPlugin(add_temporal_spans=True)
-    plugins.insert(0 if otel_first else 1, otel)
-    client = await plugin_client(env, plugins)
-    spans.clear()
-    worker = Worker(client, task_queue=task_queue)
+    # In a fresh interpreter: the tracer provider is process-global (see the script).
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(Path(__file__).with_name("plugin_otel_check.py")),
+        env.client.service_client.config.target_host,
+        env.client.namespace,
+        task_queue,
+        str(tmp_path),
+        "1" if otel_first else "0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 90)
+    assert process.returncode == 0, err.decode()[-2000:]
+    seen = json.loads(out.decode().strip().splitlines()[-1])
+    assert seen["status"] == "completed" and seen["ran"] == ["k1"]
     # Both plugins' sandbox pass-throughs survive, whichever comes first.
-    passthrough = worker.config(active_config=True)[
-        "workflow_runner"
-    ].restrictions.passthrough_modules  # type: ignore[attr-defined]
-    assert {"opentelemetry", "durable_tools.messages"} <= set(passthrough)
-    async with worker:
-        _, result = await run_lookup(client, task_queue, tmp_path)
-    assert result.status == RunStatus.COMPLETED
-    assert log == ["k1"]
-    names = {span.name for span in spans.get_finished_spans()}
-    assert "RunWorkflow:AgentWorkflow" in names
-    assert "RunActivity:lookup" in names
+    assert {"opentelemetry", "durable_tools.messages"} <= set(seen["passthrough"])
+    assert "RunWorkflow:AgentWorkflow" in seen["spans"]
+    assert "RunActivity:lookup" in seen["spans"]
 
 
 class Rot13Base64Codec(PayloadCodec):
