@@ -51,12 +51,17 @@ def no_server(address: str, detail: str = "") -> CliError:
     )
 
 
-def _why(error: BaseException) -> str:
-    """A short reason from a connection error (the SDK's own text is a long Rust trace)."""
+def _why(error: BaseException, *, tls: bool = False) -> str:
+    """A short reason from a connection error (the SDK's own text is a long Rust trace).
+
+    With TLS on, a server that rejects the client's certificate may end the connection
+    after the handshake, and the SDK then reports a reset or a closed stream rather than a
+    TLS error: anything but a refused connection is then most likely TLS or the key.
+    """
     text = str(error).lower()
     if "refused" in text:
         return "connection refused"
-    if any(word in text for word in ("tls", "certificate", "handshake", "unauthenticated")):
+    if tls or any(word in text for word in ("tls", "certificate", "handshake", "unauthenticated")):
         return (
             "the TLS handshake or authentication failed: check --tls-ca-path, "
             "--tls-cert-path/--tls-key-path (or TEMPORAL_TLS_*) and the API key"
@@ -95,7 +100,7 @@ async def connect_or_explain(
     except TimeoutError:
         raise no_server(target, "timed out") from None
     except (RuntimeError, RPCError, OSError) as error:
-        raise no_server(target, _why(error)) from None
+        raise no_server(target, _why(error, tls=bool(config.get("tls")))) from None
 
 
 @asynccontextmanager
