@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 from temporalio.client import (
@@ -19,6 +19,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.converter import PayloadCodec
 
 from durable_tools import search_attributes as sa
+from durable_tools._callbacks_client import serve_callbacks
 from durable_tools.connection import ConnectionOptions, connect
 from durable_tools.events import EventSink, FollowResult, follow_events
 from durable_tools.messages import Message, ModelSettings
@@ -186,6 +187,13 @@ class AgentRun:
     async def status(self) -> RunSnapshot:
         """What the run is doing now (a query; needs a worker, also for ended runs)."""
         return await self.handle.query(AgentWorkflow.status)
+
+    async def serve_callbacks(
+        self, handlers: Mapping[str, Callable[..., Any]], *, poll_interval: float = 0.5
+    ) -> int:
+        """Run this run's callback tools here until it ends (see `_callbacks_client`):
+        `handlers` maps tool names to callables taking the arguments as keywords."""
+        return await serve_callbacks(self.handle, handlers, poll_interval=poll_interval)
 
     async def timeline(self) -> list[ToolCallRecord]:
         """Every tool call of the run so far."""

@@ -11,8 +11,10 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
+from datetime import timedelta
 from typing import Any, TypeVar, overload
 
+from pydantic import BaseModel
 from typing_extensions import Unpack
 
 from ._catalog import IdentityIncomplete, filter_specs, missing_identity, search_specs
@@ -37,6 +39,7 @@ from ._names import NameStyle, ToolRegistrationError
 from ._options import ToolOptions, build_tool
 from ._registered import ApprovalPredicate, RegisteredTool
 from ._results import ContentBlock, ToolResult
+from ._schema import schema_for_model
 from ._schema_tools import SchemaHandler
 from ._spec import LoadingMode, ToolSpec
 from ._validation import parse_arguments, validate_arguments, validate_output
@@ -465,3 +468,52 @@ class ToolRegistry:
             result = result.model_copy(update={"elapsed_ms": elapsed})
         await self.emit(event(TOOL_COMPLETED, elapsed_ms=result.elapsed_ms))
         return result
+
+    # ------------------------------------------------------------ callback tools
+
+    def callback_tool(
+        self,
+        name: str,
+        /,
+        *,
+        parameters: Mapping[str, Any] | type[BaseModel] | None = None,
+        output: Mapping[str, Any] | type[BaseModel] | None = None,
+        timeout: float | timedelta = 300.0,
+        **options: Unpack[ToolOptions],
+    ) -> RegisteredTool:
+        """Declare a callback tool: a schema, no worker body; a client runs it.
+
+        A call passes validation and the approval and authorization gates like any
+        other; then, instead of an activity, the run publishes the call and waits
+        durably for a client attached to it (`AgentRun.serve_callbacks`, or
+        `durable-tools callbacks serve`) to run the tool on its own machine and send the
+        result back, checked against `output`. No answer within `timeout` is a timeout
+        error the model sees.
+
+        Args:
+            name: The tool's name.
+            parameters: JSON Schema of the arguments, or a pydantic model (default: no
+                arguments).
+            output: JSON Schema of the result, or a pydantic model; None accepts any JSON.
+            timeout: Seconds (or a timedelta) the run waits for a client, per call.
+            **options: As for `register`: `description=` (what the model reads to decide
+                when to call it), safety, approval, tags, loading, ...
+        """
+        if isinstance(parameters, type) and issubclass(parameters, BaseModel):
+            schema = schema_for_model(parameters, tool_name=name, mode="validation")
+        else:
+            schema = dict(parameters or {"type": "object", "properties": {}})
+
+        def not_an_activity(arguments: dict[str, Any], ctx: ToolContext) -> None:
+            raise ToolExecutionError(f"callback tool {name!r} is run by a client, not a worker")
+
+        given: ToolOptions = {"source": f"callback:{name}", **options}
+        given["name"] = name
+        given["output_schema"] = output
+        given["start_to_close_timeout"] = timeout
+        tool = self.register_schema(not_an_activity, input_schema=schema, **given)
+        with self._lock:
+            update = {"callback": True, "transport": "callback"}
+            tool = dataclasses.replace(tool, spec=tool.spec.model_copy(update=update))
+            self._tools = {**self._tools, name: tool}
+        return tool

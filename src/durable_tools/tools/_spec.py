@@ -43,9 +43,10 @@ ApprovalMode = Literal["never", "always", "conditional"]
 ValidateMode = Literal["input", "output", "both", "none"]
 """What is checked against the tool's schemas: its arguments, its result, both or neither."""
 
-Transport = Literal["function", "mcp", "http", "sub-agent", "a2a"]
+Transport = Literal["function", "mcp", "http", "sub-agent", "a2a", "callback"]
 """How a call reaches the tool: a Python function on the worker, an MCP server, an HTTP
-API (OpenAPI or hand-declared), a child agent run, or a remote A2A agent."""
+API (OpenAPI or hand-declared), a child agent run, a remote A2A agent, or a client
+attached to the run (a callback tool)."""
 
 
 class _Frozen(BaseModel):
@@ -219,6 +220,10 @@ class ToolSpec(_Frozen):
     """Catalog metadata: how a call reaches the tool."""
     mime_types: tuple[str, ...] = ()
     """Catalog metadata: MIME types the tool reads or produces ("application/pdf")."""
+    callback: bool = False
+    """A callback tool: no worker body. The run publishes the call and waits (up to
+    `policy.start_to_close_timeout`) for a client attached to it to run the tool and send
+    the result back (`AgentRun.serve_callbacks`); see `workflows/_callback_gate.py`."""
 
     @property
     def validates_input(self) -> bool:

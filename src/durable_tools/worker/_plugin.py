@@ -120,7 +120,11 @@ class DurableToolsPlugin(SimplePlugin):
         # Sub-agents run as child workflows, not activities. A limited tool stays
         # registered on the main queue too, so a call scheduled there before the tool got
         # its limits still finds a worker.
-        self._tools = [tool for tool in registry.tools() if tool.spec.subagent is None]
+        self._tools = [
+            tool
+            for tool in registry.tools()
+            if tool.spec.subagent is None and not tool.spec.callback  # a client runs these
+        ]
         activities = [
             *core_activities(self.runtime),
             evaluate_activity(evaluators or {}),

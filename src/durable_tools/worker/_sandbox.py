@@ -22,6 +22,7 @@ PASSTHROUGH_MODULES = (
     "durable_tools.search_attributes",
     "durable_tools.workflows._types",
     "durable_tools.workflows._limits",
+    "durable_tools.workflows._callback_types",
     "durable_tools.workflows._notification_types",
     "durable_tools.workflows._policy_types",
     "durable_tools.workflows._approvals",

@@ -21,6 +21,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from durable_tools.messages import Message
+    from durable_tools.workflows._callback_types import PendingCallback
     from durable_tools.workflows._policy_types import BatchDecision, GrantRevocation
     from durable_tools.workflows._types import (
         AgentInput,
@@ -36,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 from durable_tools.workflows._authorization_gate import check_reissue, reissue
+from durable_tools.workflows._callback_gate import accept_callback_result, check_callback_result
 from durable_tools.workflows._decisions import (
     apply_policy_change,
     apply_revocation,
@@ -179,7 +181,23 @@ class AgentWorkflow:
         """End the run cleanly: running tools are cancelled (through their heartbeats)."""
         request_cancel(self._state, reason)
 
+    # Typed `Any` so that whatever a client sends reaches the validator's checks (and a
+    # clear rejection) instead of failing in the SDK's decoder.
+    @workflow.update
+    async def callback_result(self, result: Any) -> str:
+        """A client's answer to a published callback call (see `_callback_gate`)."""
+        return accept_callback_result(self._state, result)
+
+    @callback_result.validator
+    def _validate_callback_result(self, result: Any) -> None:
+        check_callback_result(self._state, result)
+
     # ------------------------------------------------------------------ queries
+
+    @workflow.query
+    def pending_callbacks(self) -> list[PendingCallback]:
+        """Callback calls published and waiting for a client to run them."""
+        return list(self._state.callbacks.values())
 
     @workflow.query
     def status(self) -> RunSnapshot:

@@ -28,6 +28,7 @@ from durable_tools.tools import (
 )
 from durable_tools.tools._formatting import error_outcome
 from durable_tools.workflows._audit import transport_of
+from durable_tools.workflows._callback_gate import await_client
 from durable_tools.workflows._options import ToolActivityOptions, activity_options_for, retry_delay
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._types import (
@@ -61,6 +62,8 @@ async def execute(
     try:
         if valid.spec.subagent is not None:
             return await _run_subagent(state, valid, record)
+        if valid.spec.callback:
+            return Executed(await await_client(state, valid, record), 1)
         return await _run_activity(state, valid, record, grant_ref)
     except asyncio.CancelledError:
         if state.cancel_reason is None:

@@ -15,6 +15,9 @@ from typing import Any
 from temporalio import workflow
 
 __all__ = [
+    "MAX_CALLBACK_ERROR_CHARS",
+    "MAX_CALLBACK_HASH_CHARS",
+    "MAX_CALLBACK_RESULT_BYTES",
     "MAX_CALL_ID_CHARS",
     "MAX_CANCEL_REASON_CHARS",
     "MAX_DECIDER_CHARS",
@@ -49,6 +52,16 @@ MAX_STEER_CHARS = 32_000
 
 MAX_PENDING_STEERS = 20
 """Steering instructions waiting for the next model turn; more are refused until it runs."""
+
+MAX_CALLBACK_RESULT_BYTES = 1_000_000
+"""Largest `callback_result` update (output or error and ids, as encoded): the update's
+argument is recorded in history, and the formatted result is built from it."""
+
+MAX_CALLBACK_ERROR_CHARS = 8_000
+"""Longest error text a client may report for a callback call."""
+
+MAX_CALLBACK_HASH_CHARS = 64
+"""Length of a callback request hash (hex sha256)."""
 
 PAYLOAD_BUDGET_BYTES = 1_800_000
 """Largest payload the workflow builds: under Temporal's 2 MiB error limit with room for

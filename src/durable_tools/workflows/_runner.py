@@ -187,4 +187,5 @@ def snapshot(state: RunState) -> RunSnapshot:
         standing_grants=list(state.standing_grants),
         usage=state.usage,
         cost=run_cost(state),
+        pending_callbacks=list(state.callbacks.values()),
     )

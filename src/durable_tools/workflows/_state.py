@@ -19,6 +19,7 @@ from durable_tools.messages import Message, ToolCall, ToolDefinition, Usage
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows._callback_types import CallbackResult, PendingCallback
 from durable_tools.workflows._options import ToolActivityOptions
 from durable_tools.workflows._policy_types import StandingGrant
 from durable_tools.workflows._types import (
@@ -118,6 +119,10 @@ class RunState:
     authorizations: dict[str, PendingAuthorization] = field(default_factory=dict)
     grants: dict[str, AuthorizationCompleted] = field(default_factory=dict)
     reissue: set[str] = field(default_factory=set)
+    callbacks: dict[str, PendingCallback] = field(default_factory=dict)
+    """Callback calls published and waiting for a client (see `_callback_gate`)."""
+    callback_results: dict[str, CallbackResult] = field(default_factory=dict)
+    """Accepted client answers, until the waiting call takes its own."""
     """Call ids whose authorization link a person asked to re-issue."""
     notifications: int = 0
     """Notifications started in this history (numbers their delivery ids)."""

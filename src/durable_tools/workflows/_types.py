@@ -12,6 +12,7 @@ from durable_tools.messages import Message, ModelSettings, Usage
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec, Transport
+from durable_tools.workflows._callback_types import PendingCallback
 from durable_tools.workflows._limits import (
     MAX_CALL_ID_CHARS,
     MAX_DECIDER_CHARS,
@@ -474,3 +475,5 @@ class RunSnapshot(BaseModel):
     """Tokens used by the run's model calls, summed over turns and continue-as-new."""
     cost: float | None = None
     """What those tokens cost, when `AgentConfig.prices` prices the run's model."""
+    pending_callbacks: list[PendingCallback] = Field(default_factory=list)
+    """Callback calls waiting for a client to run them."""

@@ -1,0 +1,215 @@
+"""Stage 3, for a callback tool: publish the call and wait for a client to answer it.
+
+A callback tool has a schema but no worker body. Once the call has passed validation and
+the approval and authorization gates, no activity is scheduled: the call is published
+(`RunState.callbacks`, the `pending_callbacks` query, an event, the UI's details) and the
+run waits durably, up to the tool's timeout, for a `callback_result` update. The update's
+validator (`check_callback_result`) rejects, before anything enters history, an answer
+that is malformed, too large, bound to another request, for an unknown or finished call,
+or whose output breaks the tool's output schema (the call then stays pending). An
+accepted answer becomes a `ToolOutcome` bounded like a tool activity's result; a passed
+deadline becomes a timeout error the model sees.
+"""
+
+from __future__ import annotations
+
+import builtins
+from datetime import timedelta
+from typing import Any
+
+from pydantic import ValidationError
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+from durable_tools.tools import ToolExecutionError, ToolOutcome, ToolTimeout
+from durable_tools.tools._formatting import error_outcome, format_result, to_tool_result
+from durable_tools.tools._spec import ToolSpec
+from durable_tools.tools._validation import format_schema_errors, schema_validator
+from durable_tools.workflows._callback_types import (
+    CALLBACK_ALREADY_ANSWERED,
+    CALLBACK_INVALID,
+    CALLBACK_OUTPUT_INVALID,
+    CALLBACK_UNKNOWN,
+    CallbackResult,
+    PendingCallback,
+    request_hash,
+)
+from durable_tools.workflows._limits import MAX_CALLBACK_RESULT_BYTES, payload_bytes
+from durable_tools.workflows._state import RunState
+from durable_tools.workflows._types import ToolCallRecord
+from durable_tools.workflows._validate import ValidCall
+from durable_tools.workflows._visibility import publish, unless_evicted
+
+__all__ = ["accept_callback_result", "await_client", "check_callback_result"]
+
+WAITING = "waiting for a client to run it (callback tool)"
+"""The call's timeline result while it is published: what `show` prints for it."""
+
+
+def _deadline_seconds(spec: ToolSpec) -> float:
+    policy = spec.policy
+    return policy.schedule_to_close_timeout or policy.start_to_close_timeout
+
+
+async def await_client(state: RunState, valid: ValidCall, record: ToolCallRecord) -> ToolOutcome:
+    """Publish the call and wait for its answer, a cancel, a skip-steer or the deadline.
+
+    Raises:
+        asyncio.CancelledError: the run's cancel stopped the wait (`execute` answers it).
+        CallSkipped: a steer skipped the turn's remaining calls.
+    """
+    call, spec = valid.call, valid.spec
+    seconds = _deadline_seconds(spec)
+    now = workflow.now()
+    key = state.keys[call.id]
+    pending = PendingCallback(
+        call_id=call.id,
+        tool=spec.name,
+        arguments=valid.arguments,
+        request_hash=request_hash(key, spec.name, valid.arguments),
+        idempotency_key=key,
+        published_at=now,
+        deadline=now + timedelta(seconds=seconds),
+    )
+    state.callback_results.pop(call.id, None)  # a reused call id starts unanswered
+    state.callbacks[call.id] = pending
+    record.result = WAITING
+    state.event("tool.started", call, transport="callback", attempt=1)
+    state.event("callback.published", call, detail=f"hash {pending.request_hash[:12]}")
+    publish(state, _doing(state))
+    try:
+        await workflow.wait_condition(
+            lambda: (
+                call.id in state.callback_results
+                or state.cancel_reason is not None
+                or state.skip_steer is not None
+            ),
+            timeout=seconds,
+        )
+    except builtins.TimeoutError:
+        state.event("callback.expired", call, detail=f"no answer within {seconds:g}s")
+        expired = ToolTimeout(f"no client answered this callback tool within {seconds:g}s")
+        return error_outcome(call.id, spec.name, expired)
+    finally:
+        state.callbacks.pop(call.id, None)
+        unless_evicted(lambda: publish(state, _doing(state)))
+    answer = state.callback_results.pop(call.id, None)
+    if answer is None:
+        state.check_call_cancelled()
+        state.check_call_skipped()
+        raise AssertionError("the wait for a client ended without a reason")  # pragma: no cover
+    if answer.error is not None:
+        failure = ToolExecutionError(f"the client's tool failed: {answer.error}")
+        return error_outcome(call.id, spec.name, failure)
+    outcome = format_result(
+        to_tool_result(answer.output),
+        call_id=call.id,
+        tool_name=spec.name,
+        limit_bytes=state.config.output_limit_bytes,
+        redact=spec.safety.redact,
+    )
+    return outcome
+
+
+def _doing(state: RunState) -> str | None:
+    run_id = workflow.info().workflow_id
+    lines = [
+        f"- waiting for a client to run `{p.tool}` (call `{p.call_id}`): "
+        f"`durable-tools callbacks serve --tools MODULE {run_id}`"
+        for p in state.callbacks.values()
+    ]
+    return "\n".join(lines) or None
+
+
+def _reject(message: str, kind: str) -> ApplicationError:
+    return ApplicationError(message, type=kind, non_retryable=True)
+
+
+def _parse(raw: Any) -> CallbackResult:
+    if isinstance(raw, CallbackResult):
+        return raw
+    if not isinstance(raw, dict):
+        raise _reject(
+            "callback_result takes an object {call_id, request_hash, output | error}, "
+            f"got {type(raw).__name__}",
+            CALLBACK_INVALID,
+        )
+    try:
+        return CallbackResult.model_validate(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "$"
+        raise _reject(
+            f"callback_result is malformed at {where}: {first['msg']}", CALLBACK_INVALID
+        ) from None
+
+
+def check_callback_result(state: RunState, raw: Any) -> None:
+    """The `callback_result` update's validator: reject what must not enter history.
+
+    Raises:
+        ApplicationError: typed `CallbackInvalid`, `CallbackUnknown`,
+            `CallbackAlreadyAnswered` or `CallbackOutputInvalid`, with the reason.
+    """
+    try:
+        size = payload_bytes(raw)
+    except Exception as err:  # not encodable (too deep for the converter, ...)
+        raise _reject(f"callback_result cannot be encoded: {err}", CALLBACK_INVALID) from None
+    if size > MAX_CALLBACK_RESULT_BYTES:
+        raise _reject(
+            f"callback_result is {size} bytes, over the {MAX_CALLBACK_RESULT_BYTES}-byte "
+            "limit: return a smaller result (or a reference to where the data is)",
+            CALLBACK_INVALID,
+        )
+    answer = _parse(raw)
+    pending = state.callbacks.get(answer.call_id)
+    if pending is None or answer.call_id in state.callback_results:
+        if answer.call_id in state.callback_results or _was_called(state, answer.call_id):
+            raise _reject(
+                f"callback call {answer.call_id!r} is already answered or ended",
+                CALLBACK_ALREADY_ANSWERED,
+            )
+        raise _reject(
+            f"no callback call {answer.call_id!r} was published by this run", CALLBACK_UNKNOWN
+        )
+    if answer.request_hash != pending.request_hash:
+        raise _reject(
+            f"request_hash does not match callback call {answer.call_id!r}: the answer is "
+            "for another request (a reused call id?); read pending_callbacks again",
+            CALLBACK_INVALID,
+        )
+    if answer.error is None:
+        _check_output(state, pending, answer.output)
+
+
+def _was_called(state: RunState, call_id: str) -> bool:
+    return call_id in state.records or any(r.call_id == call_id for r in state.timeline)
+
+
+def _check_output(state: RunState, pending: PendingCallback, output: Any) -> None:
+    spec = next((s for s in state.catalog if s.name == pending.tool), None)
+    if spec is None or spec.output_schema is None or not spec.validates_output:
+        return
+    validator = schema_validator(f"{spec.name}#output", spec.output_schema)
+    lines = format_schema_errors(validator.iter_errors(output))
+    if lines:
+        raise _reject(
+            f"the output breaks the output schema of {spec.name!r}: {'; '.join(lines[:5])}",
+            CALLBACK_OUTPUT_INVALID,
+        )
+
+
+def accept_callback_result(state: RunState, raw: Any) -> str:
+    """The `callback_result` update: record the (validated) answer; the first one wins."""
+    answer = _parse(raw)
+    if answer.call_id in state.callback_results or answer.call_id not in state.callbacks:
+        return "already answered"
+    state.callback_results[answer.call_id] = answer
+    pending = state.callbacks[answer.call_id]
+    state.event(
+        "callback.answered",
+        tool=pending.tool,
+        call_id=answer.call_id,
+        detail="error" if answer.error is not None else "output",
+    )
+    return "accepted"
