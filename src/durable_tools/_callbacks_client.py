@@ -43,6 +43,7 @@ from durable_tools.workflows._limits import MAX_CALLBACK_ERROR_CHARS, MAX_CALLBA
 __all__ = [
     "CallbackHandler",
     "CallbackRejected",
+    "OnAnswer",
     "answer_callback",
     "handlers_from_module",
     "pending_callbacks",
@@ -126,10 +127,27 @@ def _error_text(exc: BaseException) -> str:
     return text[:MAX_CALLBACK_ERROR_CHARS]
 
 
+OnAnswer = Callable[[PendingCallback, str], None]
+"""Told of each call this client finished: the call, and `answered`, `failed: ...`,
+`answered before` or `refused: ...`."""
+
+
 async def _answer_one(
-    handle: WorkflowHandle[Any, Any], pending: PendingCallback, handler: CallbackHandler
+    handle: WorkflowHandle[Any, Any],
+    pending: PendingCallback,
+    handler: CallbackHandler,
+    on_answer: OnAnswer | None,
 ) -> bool:
     """Run the handler and send its answer; True when the call needs nothing more."""
+    said = await _answer(handle, pending, handler)
+    if on_answer is not None:
+        on_answer(pending, said)
+    return True
+
+
+async def _answer(
+    handle: WorkflowHandle[Any, Any], pending: PendingCallback, handler: CallbackHandler
+) -> str:
     error: str | None = None
     output: Any = None
     try:
@@ -147,10 +165,10 @@ async def _answer_one(
         await answer_callback(handle, pending, output=output, error=error)
     except CallbackRejected as rejected:
         if rejected.kind in (CALLBACK_ALREADY_ANSWERED, CALLBACK_UNKNOWN):
-            return True  # answered before (by us before a restart, or another client)
+            return "answered before"  # by us before a restart, or by another client
         if error is not None:
             logger.error("callback %s: the run refused the error: %s", pending.call_id, rejected)
-            return True
+            return f"refused: {rejected.message}"
         # A result the run refuses (breaks the output schema, ...) becomes the tool's
         # error, as a worker tool's bad result would: the model hears why.
         logger.warning("callback %s: result refused: %s", pending.call_id, rejected.message)
@@ -158,7 +176,8 @@ async def _answer_one(
             await answer_callback(
                 handle, pending, error=f"the result was refused: {rejected.message}"
             )
-    return True
+        return f"refused: {rejected.message}"
+    return "answered" if error is None else f"failed: {error}"
 
 
 async def serve_callbacks(
@@ -166,6 +185,7 @@ async def serve_callbacks(
     handlers: Mapping[str, CallbackHandler],
     *,
     poll_interval: float = 0.5,
+    on_answer: OnAnswer | None = None,
 ) -> int:
     """Answer the run's callback calls with `handlers` (by tool name) until it ends.
 
@@ -196,7 +216,7 @@ async def serve_callbacks(
                         unhandled.add(pending.tool)
                         logger.warning("no handler here for callback tool %r", pending.tool)
                     continue
-                running[key] = asyncio.create_task(_answer_one(handle, pending, handler))
+                running[key] = asyncio.create_task(_answer_one(handle, pending, handler, on_answer))
             _collect(running, finished)
             await asyncio.wait([ended], timeout=poll_interval)
         _collect(running, finished)  # answers that ended the run

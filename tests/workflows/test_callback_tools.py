@@ -340,3 +340,24 @@ async def test_a_large_accepted_output_is_bounded_for_the_model(
         assert len(message.content.encode()) < 100_000
         assert "output truncated" in message.content
         await assert_not_wedged(run.handle, allowed=0)
+
+
+async def test_serve_callbacks_turns_a_refused_result_into_the_tools_error(
+    client: Client, task_queue: str, tmp_path: Path
+):
+    said: list[str] = []
+    async with running_worker(client, callback_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start("where?", model=locate_script(tmp_path))
+        await asyncio.wait_for(
+            serve_callbacks(
+                run.handle,
+                {"get_location": lambda precise: {"lat": "north"}},
+                on_answer=lambda pending, outcome: said.append(outcome),
+            ),
+            30,
+        )
+        message = await tool_message(run, "c1")
+        assert message.is_error
+        assert "breaks the output schema" in message.content
+        assert len(said) == 1 and said[0].startswith("refused: ")
+        await assert_not_wedged(run.handle, allowed=0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ._artifact import cmd_artifact_get
+from ._callbacks import add_callbacks_command
 from ._codec import add_codec_server_command
 from ._commands import cmd_pending, cmd_run, cmd_runs, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
@@ -183,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(handler=cmd_decide, approve=verb == "approve")
 
     add_policy_commands(sub)
+    add_callbacks_command(sub)
     auth = sub.add_parser("auth", help="OAuth waits: re-issue an expired link")
     p = auth.add_subparsers(title="auth commands", metavar="ACTION", required=True).add_parser(
         "reissue", help="a fresh authorization link for a waiting call"
