@@ -18,7 +18,7 @@ from durable_tools._callbacks_client import (
     serve_callbacks,
 )
 from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import ToolRegistry
+from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
 from durable_tools.workflows import AgentWorkflow, RunStatus
 from durable_tools.workflows._callback_types import PendingCallback
 from support import (
@@ -325,20 +325,33 @@ async def test_a_handler_result_over_the_limit_becomes_an_error(
         await assert_not_wedged(run.handle, allowed=0)
 
 
-async def test_a_large_accepted_output_is_bounded_for_the_model(
+async def test_a_large_accepted_output_goes_to_the_artifact_store(
     client: Client, task_queue: str, tmp_path: Path
 ):
     registry = ToolRegistry()
     registry.callback_tool("dump", description="Dump everything.")
     model = write_script(tmp_path, [calls(("d1", "dump", {})), answer("done")])
+    store = FileSystemArtifactStore(tmp_path / "artifacts")
+    secret = "sk-callback-secret-123"
+    big = "q" * 900_000 + f" token={secret}"
 
-    async with running_worker(client, registry, task_queue):
+    async with running_worker(
+        client, registry, task_queue, artifact_store=store, secrets={"api": secret}
+    ):
         run = await DurableTools(client, task_queue).start("dump", model=model)
-        await asyncio.wait_for(serve_callbacks(run.handle, {"dump": lambda: "q" * 900_000}), 30)
+        await asyncio.wait_for(serve_callbacks(run.handle, {"dump": lambda: big}), 30)
         message = await tool_message(run, "d1")
         assert not message.is_error
-        assert len(message.content.encode()) < 100_000
+        assert len(message.content.encode()) <= 16_000  # the run's output limit
         assert "output truncated" in message.content
+        record = (await run.timeline())[0]
+        assert len(record.artifacts) == 1
+        stored = store.get(record.artifacts[0]).decode()
+        assert stored.startswith("q" * 1000) and len(stored) > 900_000
+        assert secret not in stored  # scrubbed on the worker, as a tool's output is
+        assert "durable_tools.callback_result" in scheduled_activities(
+            await run.handle.fetch_history()
+        )
         await assert_not_wedged(run.handle, allowed=0)
 
 

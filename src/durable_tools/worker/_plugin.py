@@ -40,6 +40,7 @@ from durable_tools.activities import (
     make_tool_activity,
     notify_activity,
 )
+from durable_tools.activities._callback import callback_result_activity
 from durable_tools.activities._runtime import AuthorizationBroker
 from durable_tools.activities._tools import HEARTBEAT_THROTTLE
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
@@ -130,6 +131,7 @@ class DurableToolsPlugin(SimplePlugin):
             evaluate_activity(evaluators or {}),
             *grant_activities(grant_store or GrantStore()),
             notify_activity(self.runtime),
+            callback_result_activity(self.runtime),
             *(make_tool_activity(tool, self.runtime) for tool in self._tools),
         ]
         super().__init__(

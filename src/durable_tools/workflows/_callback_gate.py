@@ -19,8 +19,10 @@ from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
+from durable_tools.activities._callback import CALLBACK_RESULT_ACTIVITY, CallbackOutput
 from durable_tools.tools import ToolExecutionError, ToolOutcome, ToolTimeout
 from durable_tools.tools._formatting import error_outcome, format_result, to_tool_result
 from durable_tools.tools._spec import ToolSpec
@@ -101,14 +103,46 @@ async def await_client(state: RunState, valid: ValidCall, record: ToolCallRecord
     if answer.error is not None:
         failure = ToolExecutionError(f"the client's tool failed: {answer.error}")
         return error_outcome(call.id, spec.name, failure)
-    outcome = format_result(
-        to_tool_result(answer.output),
+    return await _bounded(state, valid, answer.output)
+
+
+async def _bounded(state: RunState, valid: ValidCall, output: Any) -> ToolOutcome:
+    """The output as the model gets it, bounded like a tool activity's result.
+
+    A small output is formatted here. One over the run's output limit is formatted by an
+    activity, as a tool's is: the whole output goes to the worker's artifact store and the
+    model gets a head and the reference. Should that fail, the output is cut here: the
+    whole of it stays readable in history (the update's argument).
+    """
+    call, spec = valid.call, valid.spec
+    limit = state.config.output_limit_bytes
+    if payload_bytes(output) > limit:
+        request = CallbackOutput(
+            call_id=call.id,
+            tool_name=spec.name,
+            output=output,
+            limit_bytes=limit,
+            redact=list(spec.safety.redact),
+        )
+        try:
+            stored: ToolOutcome = await workflow.execute_activity(
+                CALLBACK_RESULT_ACTIVITY,
+                request,
+                result_type=ToolOutcome,
+                start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=RetryPolicy(maximum_attempts=3),
+                summary=f"store the result of {spec.name} {call.id}",
+            )
+            return stored
+        except ActivityError as err:
+            state.event("callback.store_failed", call, detail=str(err.cause or err)[:300])
+    return format_result(
+        to_tool_result(output),
         call_id=call.id,
         tool_name=spec.name,
-        limit_bytes=state.config.output_limit_bytes,
+        limit_bytes=limit,
         redact=spec.safety.redact,
     )
-    return outcome
 
 
 def _doing(state: RunState) -> str | None:
