@@ -31,7 +31,7 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_tools.workflows._callback_types import (
     CALLBACK_ALREADY_ANSWERED,
@@ -41,6 +41,7 @@ from durable_tools.workflows._callback_types import (
 from durable_tools.workflows._limits import MAX_CALLBACK_ERROR_CHARS, MAX_CALLBACK_RESULT_BYTES
 
 __all__ = [
+    "RUN_ENDED",
     "CallbackHandler",
     "CallbackRejected",
     "OnAnswer",
@@ -54,6 +55,9 @@ CallbackHandler = Callable[..., Any]
 """A callback tool's body on the client: called with the call's arguments as keyword
 arguments; sync (run in a thread) or async; returns any JSON-able value (or a pydantic
 model). An exception it raises is sent to the model as the tool's error."""
+
+RUN_ENDED = "RunEnded"
+"""`CallbackRejected.kind` when the run has ended: nothing waits for an answer."""
 
 logger = logging.getLogger("durable_tools.callbacks")
 
@@ -99,6 +103,10 @@ async def answer_callback(
         body["output"] = output
     try:
         reply: str = await handle.execute_update("callback_result", body, result_type=str)
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:  # the run has ended (or never existed)
+            raise CallbackRejected(RUN_ENDED, f"the run cannot be answered: {err}") from None
+        raise
     except WorkflowUpdateFailedError as err:
         cause = err.cause
         if isinstance(cause, ApplicationError):
@@ -164,7 +172,7 @@ async def _answer(
     try:
         await answer_callback(handle, pending, output=output, error=error)
     except CallbackRejected as rejected:
-        if rejected.kind in (CALLBACK_ALREADY_ANSWERED, CALLBACK_UNKNOWN):
+        if rejected.kind in (CALLBACK_ALREADY_ANSWERED, CALLBACK_UNKNOWN, RUN_ENDED):
             return "answered before"  # by us before a restart, or by another client
         if error is not None:
             logger.error("callback %s: the run refused the error: %s", pending.call_id, rejected)

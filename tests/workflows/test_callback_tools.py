@@ -11,8 +11,9 @@ import pytest
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowUpdateFailedError
 
-from durable_tools._callbacks_client import (
+from durable_tools.callbacks import (
     CallbackRejected,
+    PendingCallback,
     answer_callback,
     pending_callbacks,
     serve_callbacks,
@@ -20,7 +21,6 @@ from durable_tools._callbacks_client import (
 from durable_tools.client import AgentRun, DurableTools
 from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
 from durable_tools.workflows import AgentWorkflow, RunStatus
-from durable_tools.workflows._callback_types import PendingCallback
 from support import (
     answer,
     assert_not_wedged,
@@ -373,4 +373,19 @@ async def test_serve_callbacks_turns_a_refused_result_into_the_tools_error(
         assert message.is_error
         assert "breaks the output schema" in message.content
         assert len(said) == 1 and said[0].startswith("refused: ")
+        await assert_not_wedged(run.handle, allowed=0)
+
+
+async def test_cancelling_the_run_stops_the_wait_and_refuses_a_late_answer(
+    client: Client, task_queue: str, tmp_path: Path
+):
+    async with running_worker(client, callback_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start("where?", model=locate_script(tmp_path))
+        pending = await published(run)
+        await run.cancel("user left")
+        assert (await run.result()).status == RunStatus.CANCELLED
+        assert (await run.timeline())[0].status == "cancelled"
+        with pytest.raises(CallbackRejected) as late:
+            await answer_callback(run.handle, pending, output={"lat": 1.0, "lon": 2.0})
+        assert late.value.kind == "RunEnded"
         await assert_not_wedged(run.handle, allowed=0)
