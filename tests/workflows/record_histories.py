@@ -4,6 +4,8 @@ Run it after a deliberate, compatible change to the workflow's recorded behaviou
 
     .venv/bin/python tests/workflows/record_histories.py
 
+    .venv/bin/python tests/workflows/record_histories.py callbacks   # only these scenarios
+
 Each scenario's history lands in tests/workflows/histories/<name>.json. Commit them: the
 replay test then fails the build whenever a workflow change would break runs in flight.
 """
@@ -11,6 +13,7 @@ replay test then fails the build whenever a workflow change would break runs in 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import tempfile
 import uuid
@@ -24,6 +27,7 @@ from temporalio.testing import WorkflowEnvironment
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from durable_tools.callbacks import CallbackRejected, answer_callback
 from durable_tools.client import AgentRun, DurableTools
 from durable_tools.search_attributes import SEARCH_ATTRIBUTES
 from durable_tools.server import find_temporal_cli
@@ -58,6 +62,11 @@ def registry() -> ToolRegistry:
         """Search the archive."""
         return [query.upper()]
 
+    tools.callback_tool(
+        "get_location",
+        description="Where the user's device is (run by a client).",
+        output={"type": "object", "properties": {"lat": {"type": "number"}}},
+    )
     return tools
 
 
@@ -116,13 +125,27 @@ async def record(client: Client, directory: Path) -> None:
     async def subagent(dt: DurableTools, model: str) -> AgentRun:
         return await dt.start("delegate", model=model, run_id="subagent")
 
+    async def callbacks(dt: DurableTools, model: str) -> AgentRun:
+        run = await dt.start("where am I?", model=model, run_id="callbacks")
+        pending = await wait_for(run, lambda s: bool(s.pending_callbacks))
+        refused = pending.pending_callbacks[0]
+        with contextlib.suppress(CallbackRejected):  # breaks the schema: never in history
+            await answer_callback(run.handle, refused, output={"lat": "north"})
+        await answer_callback(run.handle, refused, output={"lat": 48.85})
+        return run
+
+    scripts["callbacks"] = [calls(("g1", "get_location", {})), answer("located")]
+
     scripts["subagent"] = [calls(("h1", "helper", {"task": "look up child"})), answer("ok")]
     scenarios = {
         "tools_and_repairs": tools_and_repairs,
         "approvals": approvals,
         "continued": continued,
         "subagent": subagent,
+        "callbacks": callbacks,
     }
+    if only := set(sys.argv[1:]):
+        scenarios = {name: run for name, run in scenarios.items() if name in only}
     task_queue = f"record-{uuid.uuid4()}"
     async with running_worker(client, with_subagent(registry(), directory), task_queue):
         dt = DurableTools(client, task_queue)
