@@ -61,6 +61,9 @@ RUN_ENDED = "RunEnded"
 
 logger = logging.getLogger("durable_tools.callbacks")
 
+_FAST_POLL = 0.05
+"""Seconds between polls just after an answer; idle polls back off to `poll_interval`."""
+
 _ENVELOPE_BYTES = 1_000
 """Room left for the call id, hash and JSON framing when a result is measured."""
 
@@ -199,6 +202,8 @@ async def serve_callbacks(
 
     A published call of a tool without a handler here is left for another client (it
     times out if none answers). Connection errors and a missing worker are waited out.
+    Polls (queries: no history) come every 0.05 s after an answer and back off to
+    `poll_interval` seconds while nothing is published.
 
     Returns:
         How many calls this client answered (or found answered already).
@@ -207,6 +212,7 @@ async def serve_callbacks(
     running: dict[str, asyncio.Task[bool]] = {}
     finished: set[str] = set()
     unhandled: set[str] = set()
+    interval = _FAST_POLL
     try:
         while not ended.done():
             try:
@@ -225,8 +231,15 @@ async def serve_callbacks(
                         logger.warning("no handler here for callback tool %r", pending.tool)
                     continue
                 running[key] = asyncio.create_task(_answer_one(handle, pending, handler, on_answer))
+            answered = len(finished)
             _collect(running, finished)
-            await asyncio.wait([ended], timeout=poll_interval)
+            # Back off while nothing happens; poll fast again after an answer (the model's
+            # next call often follows within a turn) or while a handler runs.
+            busy = running or len(finished) > answered
+            interval = _FAST_POLL if busy else min(interval * 2, poll_interval)
+            await asyncio.wait(
+                [ended, *running.values()], timeout=interval, return_when=asyncio.FIRST_COMPLETED
+            )
         _collect(running, finished)  # answers that ended the run
     finally:
         for task in running.values():
