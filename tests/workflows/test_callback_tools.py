@@ -389,3 +389,34 @@ async def test_cancelling_the_run_stops_the_wait_and_refuses_a_late_answer(
             await answer_callback(run.handle, pending, output={"lat": 1.0, "lon": 2.0})
         assert late.value.kind == "RunEnded"
         await assert_not_wedged(run.handle, allowed=0)
+
+
+async def test_a_skip_steer_leaves_a_published_call_to_finish(
+    client: Client, task_queue: str, tmp_path: Path
+):
+    model = write_script(
+        tmp_path,
+        [
+            calls(
+                ("c1", "get_location", {"precise": True}),
+                ("c2", "get_location", {"precise": False}),
+            ),
+            answer("done"),
+        ],
+    )
+    async with running_worker(client, callback_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start("where?", model=model)
+        pending = await published(run)  # sequential: c1 is published, c2 not yet started
+        await run.steer("stop locating", skip_remaining=True)
+        for _ in range(100):  # the steer has reached the run
+            if "run.steered" in [e.event for e in await run.handle.query(AgentWorkflow.events)]:
+                break
+            await asyncio.sleep(0.1)
+        assert [p.call_id for p in await pending_callbacks(run.handle)] == ["c1"]
+        assert await answer_callback(run.handle, pending, output={"lat": 1.0, "lon": 2.0}) == (
+            "accepted"
+        )
+        assert (await run.result()).status == RunStatus.COMPLETED
+        assert json.loads((await tool_message(run, "c1")).content) == {"lat": 1.0, "lon": 2.0}
+        assert "skipped: the user steered" in (await tool_message(run, "c2")).content
+        await assert_not_wedged(run.handle, allowed=0)
