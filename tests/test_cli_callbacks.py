@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import uuid
@@ -13,6 +14,7 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli
+from durable_tools.callbacks import pending_callbacks
 from durable_tools.client import DurableTools
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import AgentWorkflow, RunStatus
@@ -61,6 +63,13 @@ async def test_callbacks_serve_answers_a_run(
     )
     async with running_worker(client, clipboard_registry(), task_queue):
         run = await DurableTools(client, task_queue).start("what is copied?", model=model)
+        for _ in range(150):
+            if await pending_callbacks(run.handle):
+                break
+            await asyncio.sleep(0.1)
+        code, out, err = await cli(capsys, "show", run.run_id)
+        assert code == 0, err
+        assert "waiting for a client" in out  # the call's line in the timeline
         code, out, err = await cli(
             capsys, "callbacks", "serve", "--tools", module, run.run_id, "--poll-interval", "0.1"
         )
