@@ -19,7 +19,7 @@ from durable_tools.callbacks import (
     serve_callbacks,
 )
 from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
+from durable_tools.tools import FileSystemArtifactStore, ToolRegistrationError, ToolRegistry
 from durable_tools.workflows import AgentWorkflow, RunStatus
 from support import (
     answer,
@@ -53,6 +53,19 @@ def callback_registry(*, timeout: float = 60.0, approval: bool = False) -> ToolR
         approval=approval,
     )
     return registry
+
+
+def test_a_callback_tool_is_declared_with_schemas_and_no_body() -> None:
+    spec = callback_registry(timeout=30).get("get_location").spec
+    assert spec.callback and spec.transport == "callback"
+    assert spec.policy.start_to_close_timeout == 30
+    assert spec.output_schema is not None and spec.output_schema["required"] == ["lat", "lon"]
+    registry = ToolRegistry()
+    registry.callback_tool("pick", parameters=Location)  # a pydantic model works too
+    assert set(registry.get("pick").spec.input_schema["properties"]) == {"lat", "lon"}
+    with pytest.raises(ToolRegistrationError, match="local") as refused:
+        registry.callback_tool("fast", local=True)
+    assert refused.value.rule == "options"
 
 
 def locate_script(tmp_path: Path) -> str:

@@ -50,6 +50,21 @@ __all__ = ["ApprovalPredicate", "RegisteredTool", "ToolOptions", "ToolRegistry"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+_WORKER_ONLY = frozenset(
+    {
+        "policy",
+        "start_to_close_timeout",
+        "schedule_to_close_timeout",
+        "heartbeat_timeout",
+        "retry",
+        "task_queue",
+        "local",
+        "max_concurrent",
+        "rate_limit",
+    }
+)
+"""Options of a tool's activity, meaningless for a callback tool (a client runs it)."""
+
 
 class ToolRegistry:
     """The tools a worker offers.
@@ -499,6 +514,14 @@ class ToolRegistry:
             **options: As for `register`: `description=` (what the model reads to decide
                 when to call it), safety, approval, tags, loading, ...
         """
+        worker_only = sorted(set(options) & _WORKER_ONLY)
+        if worker_only:
+            raise ToolRegistrationError(
+                f"callback tool {name!r}: option(s) {', '.join(worker_only)} shape a worker "
+                "activity, but a client runs this tool; drop them (timeout= bounds the wait)",
+                rule="options",
+                tool_name=name,
+            )
         if isinstance(parameters, type) and issubclass(parameters, BaseModel):
             schema = schema_for_model(parameters, tool_name=name, mode="validation")
         else:
