@@ -36,7 +36,7 @@ from durable_tools.workflows._callback_types import (
     PendingCallback,
     request_hash,
 )
-from durable_tools.workflows._limits import MAX_CALLBACK_RESULT_BYTES, payload_bytes
+from durable_tools.workflows._limits import MAX_CALLBACK_RESULT_BYTES, clip, payload_bytes
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._types import ToolCallRecord
 from durable_tools.workflows._validate import ValidCall
@@ -95,7 +95,9 @@ async def await_client(state: RunState, valid: ValidCall, record: ToolCallRecord
     state.check_call_cancelled()
     answer = state.callback_results.pop(call.id)
     if answer.error is not None:
-        failure = ToolExecutionError(f"the client's tool failed: {answer.error}")
+        # Within the run's output limit, as any tool result (the limit is in bytes).
+        text = clip(answer.error, max(state.config.output_limit_bytes // 4, 60))
+        failure = ToolExecutionError(f"the client's tool failed: {text}")
         return error_outcome(call.id, spec.name, failure)
     return await _bounded(state, valid, answer.output)
 
