@@ -156,14 +156,16 @@ def anthropic_turn(request: RecordedRequest) -> dict[str, Any]:
     )
 
 
+@pytest.mark.parametrize("spec", ["anthropic:claude-test", "pydantic-ai:anthropic:claude-test"])
 async def test_anthropic_final_answer_tool_repaired_then_accepted(
     client: Client,
     task_queue: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     provider_keys: None,
+    spec: str,
 ) -> None:
-    config = AgentConfig(model="anthropic:claude-test", output_type=Forecast)
+    config = AgentConfig(model=spec, output_type=Forecast)
     with FakeAnthropicServer(anthropic_turn) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
         _, result, timeline, _, _ = await run_agent(client, task_queue, tmp_path, config)
@@ -172,14 +174,19 @@ async def test_anthropic_final_answer_tool_repaired_then_accepted(
     assert result.turns == 3
     first = server.requests[0].json
     # No native format for Anthropic: a `final_answer` tool beside the run's tools, unforced.
-    assert "output_config" not in first and "tool_choice" not in first
+    assert "output_config" not in first
+    assert first.get("tool_choice", {"type": "auto"}) == {"type": "auto"}
     tools = {t["name"]: t for t in first["tools"]}
     assert sorted(tools) == ["final_answer", "weather"]
-    assert tools["final_answer"]["input_schema"] == Forecast.model_json_schema()
+    sent = tools["final_answer"]["input_schema"]  # Pydantic AI drops the titles
+    assert sent["required"] == ["city", "celsius"]
+    assert sent["properties"]["celsius"]["maximum"] == 60
     # The invalid answer went back as an error result of its call, naming the problem.
     [repair] = server.requests[2].json["messages"][-1]["content"]
     assert repair["tool_use_id"] == "toolu_f1" and repair["is_error"] is True
-    assert "$.celsius" in repair["content"] and "999" in repair["content"]
+    said = repair["content"]  # text, or text blocks from Pydantic AI
+    said = said if isinstance(said, str) else "".join(block["text"] for block in said)
+    assert "$.celsius" in said and "999" in said
     assert [(r.tool, r.status) for r in timeline] == [
         ("weather", "completed"),
         ("final_answer", "invalid"),
