@@ -13,13 +13,16 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
 
 from durable_tools._render import render_snapshot
 from durable_tools.client import DurableTools
 from durable_tools.messages import OutputSchema
 from durable_tools.models import aclose_shared_clients
 from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.workflows import AgentConfig, RunStatus
+from durable_tools.worker import workflow_runner
+from durable_tools.workflows import AgentConfig, AgentWorkflow, RunStatus
 from fake_anthropic import FakeAnthropicServer, message, text, tool_use
 from fake_openai import (
     FakeOpenAIServer,
@@ -218,6 +221,16 @@ async def test_scripted_repair_once_then_typed_output(
     assert "output schema `Forecast`" in (repair.content or "")
     assert "malformed JSON" in (repair.content or "")
     assert [r.status for r in timeline if r.tool == "final_answer"] == ["invalid", "completed"]
+    # The new path is deterministic: its history replays against the workflow code.
+    replayer = Replayer(
+        workflows=[AgentWorkflow],
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),
+    )
+    replayed = await replayer.replay_workflow(
+        await run.handle.fetch_history(), raise_on_replay_failure=False
+    )
+    assert replayed.replay_failure is None
     # Another process without the type gets the JSON object, and can ask for the type.
     handle = DurableTools(client, task_queue).run(run.run_id)
     assert (await handle.result()).output == {"city": "Paris", "celsius": 18}
