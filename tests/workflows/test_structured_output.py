@@ -306,3 +306,16 @@ def test_output_type_must_be_an_object_schema() -> None:
         AgentConfig(model="scripted:x", output_type={"type": "array"})
     with pytest.raises(ValidationError, match="not a valid JSON Schema"):
         AgentConfig(model="scripted:x", output_type={"type": "object", "minProperties": -1})
+
+
+async def test_start_takes_the_output_type_for_one_run(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    spec = write_script(tmp_path, [answer('{"city": "Rome", "celsius": 24}')])
+    async with running_worker(client, registry(), task_queue):
+        run = await DurableTools(client, task_queue).start(
+            "Forecast for Rome?", model=spec, output_type=Forecast
+        )
+        result = await run.result()
+        await assert_not_wedged(run.handle)
+    assert result.output == Forecast(city="Rome", celsius=24)
