@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from temporalio.client import (
     Client,
     WorkflowExecutionDescription,
@@ -22,7 +22,7 @@ from durable_tools import search_attributes as sa
 from durable_tools._callbacks_client import serve_callbacks
 from durable_tools.connection import ConnectionOptions, connect
 from durable_tools.events import EventSink, FollowResult, follow_events
-from durable_tools.messages import Message, ModelSettings
+from durable_tools.messages import Message, ModelSettings, OutputSchema
 from durable_tools.server import ui_url
 from durable_tools.tools._artifacts import ArtifactStore, fetch_artifact, ref_from_uri
 from durable_tools.tools._context import Identity
@@ -166,11 +166,19 @@ async def progress_in(
 
 
 class AgentRun:
-    """A handle on one agent run (a workflow id)."""
+    """A handle on one agent run (a workflow id).
 
-    def __init__(self, client: Client, run_id: str) -> None:
+    Args:
+        client: The client the run is reached through.
+        run_id: The run's workflow id.
+        output_type: The Python type of the run's structured final answer, for
+            `result()` to turn `AgentResult.output` into.
+    """
+
+    def __init__(self, client: Client, run_id: str, output_type: Any = None) -> None:
         self.client = client
         self.run_id = run_id
+        self.output_type = output_type
         self.handle: WorkflowHandle[AgentWorkflow, AgentResult] = client.get_workflow_handle_for(
             AgentWorkflow.run, run_id
         )
@@ -180,9 +188,23 @@ class AgentRun:
         """The run's page in the Temporal UI."""
         return ui_url(self.client.namespace, self.run_id)
 
-    async def result(self) -> AgentResult:
-        """Wait for the run to end and return how it ended (follows continue-as-new)."""
-        return await self.handle.result()
+    async def result(self, output_type: Any = None) -> AgentResult:
+        """Wait for the run to end and return how it ended (follows continue-as-new).
+
+        Args:
+            output_type: The type to validate `AgentResult.output` into; default the
+                handle's (the `output_type` the run was started with from this process).
+                Without one, `output` stays the JSON object the workflow validated.
+
+        Raises:
+            pydantic.ValidationError: The answer matched the run's JSON schema but not
+                the type (a validator of the type that the schema cannot express).
+        """
+        result = await self.handle.result()
+        wanted = output_type if output_type is not None else self.output_type
+        if wanted is not None and result.output is not None:
+            result.output = TypeAdapter(wanted).validate_python(result.output)
+        return result
 
     async def status(self) -> RunSnapshot:
         """What the run is doing now (a query; needs a worker, also for ended runs)."""
@@ -492,6 +514,7 @@ class DurableTools:
         identity: Identity | None = None,
         granted_scopes: Sequence[str] = (),
         model_settings: ModelSettings | None = None,
+        output_type: Any = None,
     ) -> AgentRun:
         """Start a run and return its handle without waiting.
 
@@ -504,6 +527,8 @@ class DurableTools:
             granted_scopes: Scopes the run holds; tools needing others are invisible.
             model_settings: Model settings for this run: the fields it sets replace the
                 config's `model_settings` (its `extra` is merged key by key).
+            output_type: The type of the final answer (see `AgentConfig.output_type`);
+                replaces the config's. `(await run.result()).output` is then an instance.
         """
         if config is None:
             if model is None:
@@ -517,6 +542,8 @@ class DurableTools:
             and "summary_arguments" not in config.model_fields_set
         ):
             config = config.model_copy(update={"summary_arguments": False})  # docs/encryption.md
+        if output_type is not None:
+            config = config.model_copy(update={"output_type": OutputSchema.coerce(output_type)})
         run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
         await self.client.start_workflow(
             AgentWorkflow.run,
@@ -536,11 +563,12 @@ class DurableTools:
                 ]
             ),
         )
-        return self.run(run_id)
+        schema = config.output_type
+        return self.run(run_id, output_type=schema.python_type if schema else None)
 
-    def run(self, run_id: str) -> AgentRun:
-        """A handle on an existing run."""
-        return AgentRun(self.client, run_id)
+    def run(self, run_id: str, *, output_type: Any = None) -> AgentRun:
+        """A handle on an existing run; `output_type` as for `AgentRun`."""
+        return AgentRun(self.client, run_id, output_type)
 
     async def runs(self, status: str | None = None, limit: int = 50) -> list[RunSummary]:
         """Recent runs, newest first, optionally only those with an `AgentStatus`."""

@@ -7,10 +7,14 @@ text the model produced: parsing is validation's job, and malformed JSON must re
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, field_validator
 
 __all__ = [
     "Message",
@@ -18,6 +22,7 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "NamedToolChoice",
+    "OutputSchema",
     "ToolCall",
     "ToolDefinition",
     "Usage",
@@ -156,6 +161,127 @@ class ModelSettings(BaseModel):
         return self.model_copy(update=update)
 
 
+MAX_OUTPUT_SCHEMA_CHARS = 100_000
+"""Largest output schema (as JSON text): it travels with every model request of a run."""
+
+
+class OutputSchema(BaseModel):
+    """The JSON schema a run's final answer must match (structured output).
+
+    A Python type cannot cross the wire to the workflow, so a run carries its schema; the
+    client that knows the type turns the validated answer back into it. Build one with
+    `OutputSchema.of(SomeModel)`, or give the type (or a JSON schema dict) to
+    `AgentConfig(output_type=...)`, which does the same.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    """Names the schema for the provider (OpenAI's `json_schema.name`) and in the timeline."""
+    json_schema: dict[str, Any]
+    """A JSON Schema (Draft 2020-12) of an object: every provider's structured output and
+    final-answer tool take an object."""
+    description: str | None = Field(default=None, max_length=4_000)
+    """Told to the model with the schema."""
+    strict: bool = False
+    """Ask the provider to enforce the schema while generating (OpenAI's `strict`). The
+    schema must then be in the provider's strict subset (every property required, no
+    additional properties); the answer is validated in the workflow either way."""
+    mode: Literal["auto", "native", "tool"] = "auto"
+    """How the schema reaches the model: `native` (the provider's structured output:
+    OpenAI's `response_format` / `text.format`, Anthropic's `output_config`), `tool` (a
+    `final_answer` tool the model calls with its answer), or `auto` (native for
+    `openai`, `openai-responses` and `scripted` models, the tool for the others)."""
+
+    _python_type: Any = PrivateAttr(default=None)
+
+    @field_validator("json_schema")
+    @classmethod
+    def _object_schema(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        try:
+            size = len(json.dumps(schema))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"the output schema is not JSON: {exc}") from None
+        if size > MAX_OUTPUT_SCHEMA_CHARS:
+            raise ValueError(
+                f"the output schema is {size:,} characters, over {MAX_OUTPUT_SCHEMA_CHARS:,}"
+            )
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            problem = f"the output schema is not a valid JSON Schema: {exc.message}"
+            raise ValueError(problem) from None
+        if schema.get("type") != "object":
+            raise ValueError(
+                'the output schema must describe an object ("type": "object"): providers '
+                "take structured output and tool arguments as objects"
+            )
+        return schema
+
+    @property
+    def python_type(self) -> Any:
+        """The Python type this schema was made from, in the process that made it (never
+        sent over the wire); None for a schema given as a dict or received."""
+        return self._python_type
+
+    @classmethod
+    def of(
+        cls,
+        output_type: Any,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        strict: bool = False,
+        mode: Literal["auto", "native", "tool"] = "auto",
+    ) -> OutputSchema:
+        """The schema of a Python type (a pydantic model, dataclass or TypedDict) or a
+        JSON schema dict.
+
+        Args:
+            output_type: The type of the final answer, or its JSON schema.
+            name: Default: the type's name, or the schema's `title`, else `output`.
+            description: Default: the schema's `description`.
+            strict: See the field.
+            mode: See the field.
+
+        Raises:
+            ValueError: The type has no JSON schema, or it is not an object schema.
+        """
+        python_type = None
+        if isinstance(output_type, dict):
+            schema = output_type
+        else:
+            try:
+                schema = TypeAdapter(output_type).json_schema()
+            except Exception as exc:  # pydantic raises several kinds for unsupported types
+                raise ValueError(f"{output_type!r} has no JSON schema: {exc}") from None
+            python_type = output_type
+        title = name or schema.get("title") or getattr(output_type, "__name__", None) or "output"
+        found = description if description is not None else schema.get("description")
+        made = cls(
+            name=re.sub(r"[^A-Za-z0-9_-]", "_", str(title))[:64],
+            json_schema=schema,
+            description=found if isinstance(found, str) else None,
+            strict=strict,
+            mode=mode,
+        )
+        made._python_type = python_type
+        return made
+
+    @classmethod
+    def coerce(cls, value: Any) -> Any:
+        """`AgentConfig(output_type=...)`'s input as an `OutputSchema`: a type or a JSON
+        schema dict is converted; a dumped `OutputSchema` (how one crosses the wire) and
+        anything else are left for validation."""
+        if value is None or isinstance(value, OutputSchema):
+            return value
+        if isinstance(value, dict):
+            return value if "json_schema" in value else cls.of(value)
+        if isinstance(value, type) or hasattr(value, "__origin__"):
+            return cls.of(value)
+        return value
+
+
 class ModelRequest(BaseModel):
     """Input of one model call."""
 
@@ -168,6 +294,9 @@ class ModelRequest(BaseModel):
     run_id: str = ""
     settings: ModelSettings | None = None
     """Sampling and tool-choice settings; None sends none (the provider's defaults)."""
+    output: OutputSchema | None = None
+    """The schema the answer must match, for an adapter to pass to its provider's native
+    structured output; None: a free-text answer (or a `final_answer` tool among `tools`)."""
 
 
 class Usage(BaseModel):

@@ -50,7 +50,12 @@ def anthropic_turn(request: RecordedRequest) -> dict[str, Any]:
 
 def anthropic_results(requests: list[RecordedRequest]) -> list[tuple[str, str]]:
     [user] = [m for m in requests[1].json["messages"] if m["role"] == "user"][1:]
-    return [(b["tool_use_id"], b["content"]) for b in user["content"]]
+    return [(b["tool_use_id"], _text_of(b["content"])) for b in user["content"]]
+
+
+def _text_of(content: str | list[dict[str, Any]]) -> str:
+    # The adapter sends a result as text; Pydantic AI (the bridge) as a list of text blocks.
+    return content if isinstance(content, str) else "".join(b["text"] for b in content)
 
 
 def chat_turn(request: RecordedRequest) -> dict[str, Any]:
@@ -87,6 +92,15 @@ Case = tuple[str, type[FakeOpenAIServer], str, str, Callable[..., Any], Callable
 CASES: dict[str, Case] = {
     "anthropic": (
         "anthropic:claude-test",
+        FakeAnthropicServer,
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        anthropic_turn,
+        anthropic_results,
+    ),
+    # The bridge: Pydantic AI's Anthropic model class (and the official SDK under it).
+    "pydantic-ai": (
+        "pydantic-ai:anthropic:claude-test",
         FakeAnthropicServer,
         "ANTHROPIC_BASE_URL",
         "ANTHROPIC_API_KEY",
@@ -146,5 +160,5 @@ async def test_parallel_tool_calls_loop_end_to_end(
     assert result.final_answer == "Paris 18C, Rome 24C."
     assert len(server.requests) == 2
     # Both parallel calls ran and went back to the model, tied to their calls by id.
-    prefix = "toolu" if spec.startswith("anthropic") else "call"
+    prefix = "toolu" if "anthropic" in spec else "call"
     assert results(server.requests) == [(f"{prefix}_p", "18C"), (f"{prefix}_r", "24C")]

@@ -7,6 +7,8 @@ The model activity calls `await resolve_model(request.model).complete(request)`.
   covers vLLM, Ollama, llama.cpp and other compatible servers (the `openai` extra).
 - `openai-responses:MODEL` speaks OpenAI's Responses API (the `openai` extra).
 - `anthropic:MODEL` speaks Anthropic's Messages API (the `anthropic` extra).
+- `pydantic-ai:PROVIDER:MODEL` reaches every other provider through Pydantic AI's model
+  classes (the `pydantic-ai` extra), e.g. `pydantic-ai:google-gla:gemini-2.5-pro`.
 
 The provider adapters go through the official SDKs with their retries off. Every failure
 is a `ModelError`, a Temporal `ApplicationError` that says whether a retry may help and
@@ -30,6 +32,7 @@ from ._base import (
 from ._errors import ModelError
 from ._openai import DEFAULT_OPENAI_BASE_URL, DEFAULT_OPENAI_TIMEOUT, OpenAIChatModel
 from ._openai_responses import OpenAIResponsesModel
+from ._pydantic_ai import PydanticAIModel
 from ._scripted import Script, ScriptedModel, ScriptedStep, ScriptedToolCall, load_script
 from ._sdk import aclose_shared_clients, parse_retry_after
 
@@ -45,6 +48,7 @@ __all__ = [
     "ModelError",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
+    "PydanticAIModel",
     "Script",
     "ScriptedModel",
     "ScriptedStep",

@@ -19,6 +19,7 @@ from pydantic import SecretStr
 
 from ..messages import Message, ModelRequest, ModelResponse, ToolCall, ToolDefinition, Usage
 from ._errors import ModelError
+from ._output import anthropic_output_format
 from ._sdk import (
     SdkFailure,
     cached_client,
@@ -258,6 +259,11 @@ class AnthropicModel:
             # Top-level: the API marks the last cacheable block, which moves with the loop.
             body["cache_control"] = {"type": "ephemeral"}
         body.update(anthropic_fields(request.settings, has_tools=bool(request.tools)))
+        if request.output is not None:
+            body["output_config"] = {
+                **body.get("output_config", {}),
+                "format": anthropic_output_format(request.output),
+            }
         return body
 
     async def _client(self, anthropic: ModuleType, key: str) -> Any:

@@ -1,7 +1,8 @@
 """The one interface every model adapter implements, and how a model spec picks one.
 
 A model spec is `PREFIX:REST`, e.g. `scripted:/tmp/steps.json`, `openai:gpt-4o-mini`,
-`openai-responses:gpt-5-mini` or `anthropic:claude-sonnet-4-5`.
+`openai-responses:gpt-5-mini`, `anthropic:claude-sonnet-4-5` or
+`pydantic-ai:google-gla:gemini-2.5-pro`.
 The prefix names an adapter factory; the factory gets the rest and returns an adapter.
 The model activity resolves the spec on every call, so adapters stay cheap to build and
 keep their expensive state (HTTP connection pools, parsed scripts) in shared caches.
@@ -17,6 +18,7 @@ from ..messages import ModelRequest, ModelResponse
 from ._anthropic import AnthropicModel
 from ._openai import OpenAIChatModel
 from ._openai_responses import OpenAIResponsesModel
+from ._pydantic_ai import PydanticAIModel
 from ._scripted import ScriptedModel
 
 __all__ = [
@@ -62,17 +64,23 @@ def _anthropic(rest: str) -> ModelAdapter:
     return AnthropicModel(rest)
 
 
+def _pydantic_ai(rest: str) -> ModelAdapter:
+    return PydanticAIModel(rest)
+
+
 _BUILTIN: dict[str, ModelAdapterFactory] = {
     "scripted": _scripted,
     "openai": _openai,
     "openai-responses": _openai_responses,
     "anthropic": _anthropic,
+    "pydantic-ai": _pydantic_ai,
 }
 _FORMS: dict[str, str] = {
     "scripted": "scripted:PATH",
     "openai": "openai:MODEL",
     "openai-responses": "openai-responses:MODEL",
     "anthropic": "anthropic:MODEL",
+    "pydantic-ai": "pydantic-ai:PROVIDER:MODEL",
 }
 
 _factories: dict[str, ModelAdapterFactory] = dict(_BUILTIN)
@@ -129,7 +137,7 @@ def resolve_model(spec: str) -> ModelAdapter:
 
     Args:
         spec: `PREFIX:REST`, where PREFIX is `scripted`, `openai`, `openai-responses`,
-            `anthropic` or a registered one.
+            `anthropic`, `pydantic-ai` or a registered one.
 
     Returns:
         A fresh adapter (cheap: shared state lives in module-level caches).

@@ -23,6 +23,7 @@ from pydantic import SecretStr
 
 from ..messages import Message, ModelRequest, ModelResponse, ToolCall, ToolDefinition, Usage
 from ._errors import ModelError
+from ._output import chat_response_format
 from ._sdk import (
     SdkFailure,
     cached_client,
@@ -226,6 +227,8 @@ class OpenAIChatModel:
         if request.tools:
             body["tools"] = [tool_to_openai(tool) for tool in request.tools]
         body.update(chat_fields(request.settings, has_tools=bool(request.tools)))
+        if request.output is not None:
+            body["response_format"] = chat_response_format(request.output)
         return body
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

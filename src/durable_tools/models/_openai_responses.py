@@ -15,6 +15,7 @@ from typing import Any
 
 from ..messages import Message, ModelRequest, ModelResponse, ToolCall, ToolDefinition, Usage
 from ._openai import OpenAIClientConfig
+from ._output import responses_text_format
 from ._sdk import SdkFailure, display_url, excerpt, int_field
 from ._settings import responses_fields
 
@@ -163,6 +164,8 @@ class OpenAIResponsesModel:
         if request.tools:
             body["tools"] = [_tool_to_responses(tool) for tool in request.tools]
         body.update(responses_fields(request.settings, has_tools=bool(request.tools)))
+        if request.output is not None:
+            body["text"] = {**body.get("text", {}), "format": responses_text_format(request.output)}
         return body
 
     async def complete(self, request: ModelRequest) -> ModelResponse:

@@ -17,6 +17,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from durable_tools.activities._types import MODEL_ACTIVITY, SNAPSHOT_MISSING, ModelCall, ModelTurn
 from durable_tools.messages import Message, ModelRequest, ModelResponse, ToolDefinition
 from durable_tools.tools import ArtifactRef, LoadingMode, ToolSpec
+from durable_tools.workflows._final_output import native_output, output_tools
 from durable_tools.workflows._limits import (
     MAX_CALL_ID_CHARS,
     PAYLOAD_BUDGET_BYTES,
@@ -77,6 +78,7 @@ def _tool_definitions(state: RunState) -> list[ToolDefinition]:
         ]
         if has_deferred(state):
             definitions.append(search_definition())
+        definitions += output_tools(state)  # structured output's `final_answer`, if any
         state.definitions = (key, definitions)
     return state.definitions[1]
 
@@ -126,6 +128,7 @@ async def _model_activity(
         turn=state.turn,
         run_id=workflow.info().workflow_id,
         settings=config.model_settings,
+        output=native_output(config),
     )
     call = ModelCall(request=request, base=base, base_length=base_length, tools_ref=tools_ref)
     _check_input_size(call, messages)

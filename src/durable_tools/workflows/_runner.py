@@ -20,6 +20,7 @@ from durable_tools.tools import ToolSpec
 from durable_tools.workflows._approvals import InvalidDecision
 from durable_tools.workflows._continue import maybe_continue_as_new
 from durable_tools.workflows._decisions import check_decision_of, record_decision
+from durable_tools.workflows._final_output import accept_final_calls, accept_text, split_final_calls
 from durable_tools.workflows._limits import (
     MAX_CANCEL_REASON_CHARS,
     MAX_REASON_CHARS,
@@ -101,11 +102,20 @@ async def _loop(state: RunState, *, continue_as_new: bool) -> None:
         state.conversation.append(message)
         spend_tokens(state, response)
         if not message.tool_calls:
-            state.final_answer = message.content or ""
+            if state.config.output_type is None:
+                state.final_answer = message.content or ""
+                return
+            if accept_text(state, message):
+                return
+            continue  # the model was asked to repair its answer
+        # `finals`: calls of the structured output's `final_answer` tool (none without one).
+        finals, calls = split_final_calls(state, message.tool_calls)
+        if calls:
+            _check_turn_limits(state, calls)
+            state.tool_calls += len(calls)
+            state.conversation.extend(await run_calls(state, calls))
+        if finals and accept_final_calls(state, finals):
             return
-        _check_turn_limits(state, message.tool_calls)
-        state.tool_calls += len(message.tool_calls)
-        state.conversation.extend(await run_calls(state, message.tool_calls))
         state.check_cancelled()
         if continue_as_new:
             await maybe_continue_as_new(state)
@@ -136,6 +146,7 @@ def _finish(state: RunState, status: RunStatus, *, reason: str | None = None) ->
         reason=state.reason,
         turns=state.turn,
         tool_calls=state.tool_calls,
+        output=state.output,
     )
     answer = state.final_answer or ""
     if len(answer) > PAYLOAD_BUDGET_BYTES // 8 and payload_bytes(result) > PAYLOAD_BUDGET_BYTES:

@@ -98,12 +98,16 @@ class RunState:
     """Calls made of each tool with a `max_calls_per_run` budget (see `_budget`)."""
     usage: Usage = field(default_factory=Usage)
     """Tokens of every model call of the chain so far (see `_usage`)."""
+    output_repairs: int = 0
+    """Final answers that broke the output schema so far (see `_final_output`)."""
 
     # Not carried: rebuilt, or empty between turns.
     depth: int = 0
     max_depth: int = 1
     status: RunStatus = RunStatus.RUNNING
     final_answer: str | None = None
+    output: Any = None
+    """The validated structured final answer (with `AgentConfig.output_type`)."""
     reason: str | None = None
     cancel_reason: str | None = None
     skip_steer: str | None = None
@@ -178,6 +182,7 @@ class RunState:
             standing_grants=list(carried.standing_grants),
             budget_used=dict(carried.budget_used),
             usage=carried.usage or Usage(),
+            output_repairs=carried.output_repairs,
             depth=input.depth,
             max_depth=max_depth,
         )
@@ -202,6 +207,7 @@ class RunState:
             call_uses=self.call_uses,
             budget_used=self.budget_used,
             usage=self.usage,
+            output_repairs=self.output_repairs,
             continued=self.continued + 1,
             policy=None if self.policy == self.config.approval else self.policy,
             standing_grants=self.standing_grants,

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from durable_tools.messages import Message, ModelSettings, Usage
+from durable_tools.messages import Message, ModelSettings, OutputSchema, Usage
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec, Transport
@@ -207,6 +207,19 @@ class AgentConfig(BaseModel):
     (the provider's defaults). `DurableTools.start(model_settings=...)` overrides fields."""
     prices: dict[str, Price] = Field(default_factory=dict)
     """Token prices by model spec (as in `model`), for the run's cost and `max_cost`."""
+    output_type: OutputSchema | None = None
+    """The type of the final answer: a pydantic model (dataclass, TypedDict), a JSON schema
+    dict, or an `OutputSchema`; kept as its schema. The model is given the schema, its
+    answer is validated in the workflow, and `AgentResult.output` holds the value (the
+    typed instance through `AgentRun.result()`). None: a free-text answer."""
+    output_retries: int = Field(default=2, ge=0, le=10)
+    """How often the model is asked to repair a final answer that breaks `output_type`;
+    one more invalid answer ends the run `failed`, naming what was wrong."""
+
+    @field_validator("output_type", mode="before")
+    @classmethod
+    def _output_schema(cls, value: Any) -> Any:
+        return OutputSchema.coerce(value)
 
     @model_validator(mode="after")
     def _cost_needs_price(self) -> AgentConfig:
@@ -423,6 +436,8 @@ class CarriedState(BaseModel):
     """Run-scoped standing grants."""
     usage: Usage | None = None
     """Tokens used by the chain's model calls so far (None before usage was counted)."""
+    output_repairs: int = 0
+    """Final answers that broke `output_type` so far (bounded by `output_retries`)."""
 
 
 class AgentInput(BaseModel):
@@ -449,6 +464,9 @@ class AgentResult(BaseModel):
     """Why the run ended, when it is not a plain completion."""
     turns: int = 0
     tool_calls: int = 0
+    output: Any = None
+    """With `AgentConfig.output_type`: the validated final answer, a JSON object (a dict);
+    `AgentRun.result()` turns it into the type the caller gave. None otherwise."""
 
 
 class RunSnapshot(BaseModel):
