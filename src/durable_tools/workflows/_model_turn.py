@@ -127,7 +127,13 @@ async def _model_activity(
         run_id=workflow.info().workflow_id,
         settings=config.model_settings,
     )
-    call = ModelCall(request=request, base=base, base_length=base_length, tools_ref=tools_ref)
+    call = ModelCall(
+        request=request,
+        base=base,
+        base_length=base_length,
+        tools_ref=tools_ref,
+        stream=config.stream_tokens,
+    )
     _check_input_size(call, messages)
     turn: ModelTurn = await workflow.execute_activity(
         MODEL_ACTIVITY,
