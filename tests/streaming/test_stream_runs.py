@@ -125,3 +125,48 @@ async def test_a_streamed_run_shows_text_live_and_keeps_its_history_size(
     )
     assert streamed[0] <= unstreamed[0] + HISTORY_SLACK_EVENTS
     assert streamed[1] <= unstreamed[1] + HISTORY_SLACK_BYTES
+
+
+SECRET = "sk-live-SENTINEL-0f9e8d7c6b"
+
+
+async def test_nothing_a_watcher_sees_carries_a_worker_secret(
+    client: Client, task_queue: str, server: FakeOpenAIServer, provider: GatedProvider
+) -> None:
+    provider.gate.set()
+    progress_seen = asyncio.Event()
+    tools = ToolRegistry()
+
+    @tools.tool(read_only=True)
+    async def weather(city: str, ctx: ToolContext) -> str:
+        """Current weather in a city."""
+        key = ctx.secret("api_key")
+        ctx.progress(f"GET https://station.example/{city}?key={key}", partial={"auth": key})
+        await asyncio.wait_for(progress_seen.wait(), 30)
+        return "18C, sunny"
+
+    events: list[StreamEvent] = []
+    try:
+        async with running_worker(client, tools, task_queue, secrets={"api_key": SECRET}):
+            run = await DurableTools(client, task_queue).start(
+                "Weather?", config=AgentConfig(model="openai:gpt-t", stream_tokens=True)
+            )
+            async for event in run.stream():
+                events.append(event)
+                if event.kind == "tool_progress":
+                    progress_seen.set()
+            progress = await run.progress()
+            await assert_not_wedged(run.handle)
+            histories = [
+                await handle.fetch_history()
+                for handle in (run.handle, client.get_workflow_handle(stream_id(run.run_id)))
+            ]
+    finally:
+        await aclose_shared_clients()
+    shown = [e.text for e in events if e.kind == "tool_progress"]
+    assert shown and "[redacted]" in shown[0] and SECRET not in "".join(shown)
+    assert SECRET not in repr(progress)
+    assert text_of(events) == ANSWER
+    for history in histories:
+        raw = b"".join(event.SerializeToString() for event in history.events)
+        assert SECRET.encode() not in raw
