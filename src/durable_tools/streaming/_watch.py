@@ -59,7 +59,9 @@ async def follow_stream(
     """
     queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
     run = client.get_workflow_handle(run_id)
-    tokens = asyncio.create_task(_tokens(client, run_id, queue, poll_interval))
+    idle = asyncio.Event()  # set while no subscription is open
+    idle.set()
+    tokens = asyncio.create_task(_tokens(client, run_id, queue, poll_interval, idle))
     tasks = [tokens]
     if progress is not None:
         tasks.append(asyncio.create_task(_progress(progress, queue, poll_interval)))
@@ -77,9 +79,9 @@ async def follow_stream(
                 getter.cancel()
             break
         status = await ended
-        # The run ended: let the end of its stream arrive (it closes when the run ends).
+        # The run ended: let the end of its stream arrive (the run closes it).
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(tokens), _END_GRACE_SECONDS)
+            await asyncio.wait_for(idle.wait(), _END_GRACE_SECONDS)
         while not queue.empty():
             event = queue.get_nowait()
             if event is not None:
@@ -112,7 +114,11 @@ async def _run_end(run: Any, interval: float) -> str:
 
 
 async def _tokens(
-    client: Client, run_id: str, queue: asyncio.Queue[StreamEvent | None], interval: float
+    client: Client,
+    run_id: str,
+    queue: asyncio.Queue[StreamEvent | None],
+    interval: float,
+    idle: asyncio.Event,
 ) -> None:
     """Subscribe to the run's stream; again when it restarts (after an idle end)."""
     handle = client.get_workflow_handle(stream_id(run_id))
@@ -131,6 +137,7 @@ async def _tokens(
             await asyncio.sleep(interval)  # ended; a later model call may start it again
             continue
         seen_first_run = first_run
+        idle.clear()
         stream = WorkflowStreamClient.create(client, stream_id(run_id))
         async for item in stream.subscribe(
             [STREAM_TOPIC],
@@ -147,6 +154,7 @@ async def _tokens(
                     )
                 starts[event.turn] = event.attempt
             await queue.put(event)
+        idle.set()  # the stream ended (the run closed it, or it idled out)
 
 
 async def _progress(
