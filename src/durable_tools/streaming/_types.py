@@ -95,10 +95,15 @@ class StreamInput(BaseModel):
     publishers: dict[str, int] = Field(default_factory=dict)
     """Last sequence number kept per publisher."""
     message_offset: int = 0
-    """Stream offset of the current message's `message_start` (older items are dropped)."""
+    """Stream offset of the current message's `message_start` (late watchers start there)."""
+    previous_offset: int = 0
+    """Stream offset of the message before it: older items are dropped at continue-as-new."""
     offset: int = 0
     """The stream's next offset."""
     closed: bool = False
+    continue_after_events: int = Field(default=2_000, ge=50, le=40_000)
+    """History length after which the stream continues as new, carrying only the
+    current message (the server's own suggestion comes much later)."""
 
     def carried(self, **changes: Any) -> StreamInput:
         """A copy with `changes` applied (for continue-as-new)."""

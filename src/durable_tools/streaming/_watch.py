@@ -16,13 +16,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_tools.streaming._types import STREAM_TOPIC, StreamEvent, stream_id
 
-__all__ = ["ProgressSource", "follow_stream"]
+__all__ = ["ProgressSource", "follow_stream", "subscribe_stream"]
 
 _POLL_SECONDS = 0.5
 _END_GRACE_SECONDS = 3.0
@@ -138,14 +143,13 @@ async def _tokens(
             continue
         seen_first_run = first_run
         idle.clear()
-        stream = WorkflowStreamClient.create(client, stream_id(run_id))
-        async for item in stream.subscribe(
-            [STREAM_TOPIC],
-            from_offset=0,
-            result_type=StreamEvent,
-            poll_cooldown=timedelta(milliseconds=50),
+        try:  # start at the current message: what a watcher attaching now wants
+            start = await handle.query("message_offset", result_type=int)
+        except (RPCError, WorkflowQueryFailedError):
+            start = 0
+        async for event in subscribe_stream(
+            client, stream_id(run_id), from_offset=start, interval=interval
         ):
-            event = item.data
             if event.kind == "message_start":
                 earlier = starts.get(event.turn)
                 if earlier is not None or event.attempt > 1:
@@ -155,6 +159,34 @@ async def _tokens(
                 starts[event.turn] = event.attempt
             await queue.put(event)
         idle.set()  # the stream ended (the run closed it, or it idled out)
+
+
+async def subscribe_stream(
+    client: Client, workflow_id: str, *, from_offset: int = 0, interval: float = _POLL_SECONDS
+) -> AsyncIterator[StreamEvent]:
+    """The events of a stream workflow from `from_offset` (0: what it keeps) to its end.
+
+    `WorkflowStreamClient.subscribe` gives up when a poll fails on a workflow task that
+    failed and is being retried (a continue-as-new racing with publishes is refused by
+    the server once, `UnhandledCommand`): this picks up again after the last item seen.
+    """
+    stream = WorkflowStreamClient.create(client, workflow_id)
+    offset = from_offset
+    while True:
+        try:
+            async for item in stream.subscribe(
+                [STREAM_TOPIC],
+                from_offset=offset,
+                result_type=StreamEvent,
+                poll_cooldown=timedelta(milliseconds=50),
+            ):
+                offset = item.offset + 1
+                yield item.data
+            return
+        except (RPCError, WorkflowUpdateFailedError) as error:
+            if isinstance(error, RPCError) and error.status == RPCStatusCode.NOT_FOUND:
+                return
+            await asyncio.sleep(interval)
 
 
 async def _progress(

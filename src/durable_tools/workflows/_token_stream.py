@@ -41,9 +41,9 @@ __all__ = [
     "close_stream",
 ]
 
-MAX_STREAM_EVENTS = 2_000
-"""History length after which the stream continues as new (the server's own suggestion
-comes later; a stream has no reason to keep old batches)."""
+MAX_STREAM_EVENTS = StreamInput.model_fields["continue_after_events"].default
+"""History length after which the stream continues as new by default (the server's own
+suggestion comes later; a stream has no reason to keep old batches)."""
 IDLE_SECONDS = 3_600.0
 """A stream nobody published to for this long ends by itself."""
 MAX_PUBLISHERS = 64
@@ -66,6 +66,7 @@ class TokenStreamWorkflow:
         self._topic = self._stream.topic(STREAM_TOPIC)
         self._publishers = dict(input.publishers)
         self._message_offset = input.message_offset
+        self._previous_offset = input.previous_offset
         self._offset = input.offset
         self._closed = input.closed
         self._published = 0
@@ -83,12 +84,16 @@ class TokenStreamWorkflow:
                     break  # idle: the run is gone or paused; a new publish restarts us
                 continue
             if not self._closed and self._too_long():
+                # Carry the current message and the one before (a watcher a little behind
+                # still gets its end); everything older is gone.
+                self._stream.truncate(self._previous_offset)
                 await self._stream.continue_as_new(
                     lambda state: [
                         self._input.carried(
                             stream_state=state,
                             publishers=self._publishers,
                             message_offset=self._message_offset,
+                            previous_offset=self._previous_offset,
                             offset=self._offset,
                         )
                     ],
@@ -100,7 +105,7 @@ class TokenStreamWorkflow:
     def _too_long(self) -> bool:
         info = workflow.info()
         return (
-            info.get_current_history_length() >= MAX_STREAM_EVENTS
+            info.get_current_history_length() >= self._input.continue_after_events
             or info.is_continue_as_new_suggested()
         )
 
@@ -120,11 +125,16 @@ class TokenStreamWorkflow:
         self._published += 1
         for event in checked.events:
             if event.kind == "message_start":
-                # A new message (or a retried one): what came before is no longer current.
-                self._stream.truncate(self._offset)
+                # A new message (or a retried one): late watchers start here.
+                self._previous_offset = self._message_offset
                 self._message_offset = self._offset
             self._topic.publish(event)
             self._offset += 1
+
+    @workflow.query
+    def message_offset(self) -> int:
+        """Where the current message starts: a watcher attaching now subscribes from here."""
+        return self._message_offset
 
     @workflow.signal
     def close(self, reason: Any = None) -> None:
