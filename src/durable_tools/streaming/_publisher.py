@@ -79,6 +79,7 @@ class TokenPublisher:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._failed = False
+        self._closing = False
         self.finish_reason: str | None = None
 
     @classmethod
@@ -106,19 +107,23 @@ class TokenPublisher:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if isinstance(exc, asyncio.CancelledError):
+            # The call was cancelled (the run ended, or the activity timed out): publish
+            # nothing more, or a late publish could start a stream for an ended run.
+            if self._task is not None:
+                self._task.cancel()
+            return
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            # Let a flush in flight finish (cancelling it mid-signal could lose a batch).
+            self._closing = True
+            self._wake.set()
+            await self._task
+        self._take_text()  # on a failure too: what was said before it (a retry restarts)
         if exc is None:
-            self._take_text()
             end = self._event("message_end")
             end.finish_reason = self.finish_reason
             self._events.append(end)
-        else:
-            self._take_text()  # what was said before the failure; a retry restarts it
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(self._flush())
+        await self._flush()
 
     def text(self, delta: str) -> None:
         """Buffer a text delta (called by the adapter for each chunk)."""
@@ -150,7 +155,7 @@ class TokenPublisher:
             self._events.append(event)
 
     async def _flusher(self) -> None:
-        while True:
+        while not self._closing:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._interval)
             self._wake.clear()
