@@ -75,4 +75,7 @@ async def test_watch_prints_the_text_as_it_is_generated(
     assert f"[turn 1] {ANSWER}\n" in out
     assert out.rstrip().endswith("status: COMPLETED")
     assert code_json == 0
-    assert json.loads(lines[-1]) == {"kind": "run_ended", "text": "COMPLETED"}
+    events = [json.loads(line) for line in lines]
+    assert events[-1] == {"kind": "run_ended", "text": "COMPLETED"}
+    # Watching an ended run prints what its stream kept: the last message.
+    assert "".join(e.get("text", "") for e in events if e["kind"] == "text") == ANSWER

@@ -66,7 +66,8 @@ async def follow_stream(
     run = client.get_workflow_handle(run_id)
     idle = asyncio.Event()  # set while no subscription is open
     idle.set()
-    tokens = asyncio.create_task(_tokens(client, run_id, queue, poll_interval, idle))
+    starts: dict[int, int] = {}
+    tokens = asyncio.create_task(_tokens(client, run_id, queue, poll_interval, idle, starts))
     tasks = [tokens]
     if progress is not None:
         tasks.append(asyncio.create_task(_progress(progress, queue, poll_interval)))
@@ -87,6 +88,15 @@ async def follow_stream(
         # The run ended: let the end of its stream arrive (the run closes it).
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(idle.wait(), _END_GRACE_SECONDS)
+        if not starts:
+            # Nothing seen (a run that ended before the watcher looked): read what its
+            # ended stream kept, if it streamed at all.
+            tokens.cancel()
+            with contextlib.suppress(BaseException):
+                await tokens
+            kept = subscribe_stream(client, stream_id(run_id), interval=poll_interval)
+            with contextlib.suppress(TimeoutError, RPCError):
+                await asyncio.wait_for(_forward(kept, queue, starts), _END_GRACE_SECONDS)
         while not queue.empty():
             event = queue.get_nowait()
             if event is not None:
@@ -124,11 +134,11 @@ async def _tokens(
     queue: asyncio.Queue[StreamEvent | None],
     interval: float,
     idle: asyncio.Event,
+    starts: dict[int, int],
 ) -> None:
     """Subscribe to the run's stream; again when it restarts (after an idle end)."""
     handle = client.get_workflow_handle(stream_id(run_id))
     seen_first_run: str | None = None
-    starts: dict[int, int] = {}
     while True:
         try:
             description = await handle.describe()
@@ -147,18 +157,28 @@ async def _tokens(
             start = await handle.query("message_offset", result_type=int)
         except (RPCError, WorkflowQueryFailedError):
             start = 0
-        async for event in subscribe_stream(
-            client, stream_id(run_id), from_offset=start, interval=interval
-        ):
-            if event.kind == "message_start":
-                earlier = starts.get(event.turn)
-                if earlier is not None or event.attempt > 1:
-                    await queue.put(
-                        StreamEvent(kind="restarted", turn=event.turn, attempt=event.attempt)
-                    )
-                starts[event.turn] = event.attempt
-            await queue.put(event)
+        events = subscribe_stream(client, stream_id(run_id), from_offset=start, interval=interval)
+        await _forward(events, queue, starts)
         idle.set()  # the stream ended (the run closed it, or it idled out)
+
+
+async def _forward(
+    events: AsyncIterator[StreamEvent],
+    queue: asyncio.Queue[StreamEvent | None],
+    starts: dict[int, int],
+) -> None:
+    """Pass a stream's events on, with a `restarted` marker before a message started again.
+
+    `starts` maps each turn seen to its attempt: a second `message_start` of a turn (or
+    a first one of attempt 2 or later) means the model call was retried.
+    """
+    async for event in events:
+        if event.kind == "message_start":
+            if event.turn in starts or event.attempt > 1:
+                marker = StreamEvent(kind="restarted", turn=event.turn, attempt=event.attempt)
+                await queue.put(marker)
+            starts[event.turn] = event.attempt
+        await queue.put(event)
 
 
 async def subscribe_stream(
