@@ -96,7 +96,10 @@ async def test_a_streamed_run_shows_text_live_and_keeps_its_history_size(
             await asyncio.wait_for(watcher, 30)
             await asyncio.wait_for(late_watcher, 30)
             await assert_not_wedged(run.handle)
-            await assert_not_wedged(client.get_workflow_handle(stream_id(run.run_id)))
+            stream_handle = client.get_workflow_handle(stream_id(run.run_id))
+            await assert_not_wedged(stream_handle)
+            # The run closed its stream when it ended.
+            await asyncio.wait_for(stream_handle.result(), 30)
             streamed = await history_figures(run.handle)
             stream_history = await history_figures(
                 client.get_workflow_handle(stream_id(run.run_id))
