@@ -11,9 +11,10 @@ bodies `{"type": "error", "error": {"type": ..., "message": ...}}`.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from fake_openai import CannedResponse, FakeOpenAIServer, RecordedRequest
+from fake_openai import CannedResponse, FakeOpenAIServer, RecordedRequest, sse_event
 
 __all__ = [
     "CannedResponse",
@@ -21,6 +22,7 @@ __all__ = [
     "RecordedRequest",
     "anthropic_error",
     "message",
+    "message_stream",
     "text",
     "tool_use",
 ]
@@ -84,3 +86,70 @@ class FakeAnthropicServer(FakeOpenAIServer):
 
     def exhausted(self) -> CannedResponse:
         return CannedResponse(500, anthropic_error("fake: no canned response left", "api_error"))
+
+
+def message_stream(
+    *content: dict[str, Any],
+    splits: int = 3,
+    stop_reason: str | None = None,
+    input_tokens: int = 10,
+    output_tokens: int = 5,
+    cache_read_input_tokens: int = 0,
+    model: str = "claude-test",
+) -> list[Any]:
+    """A Messages API answer as `stream: true` sends it.
+
+    `message_start` (usage with the input tokens), a `ping`, then per content block
+    `content_block_start`, its deltas (`text_delta`s; for `tool_use` the input JSON in
+    `input_json_delta` fragments) and `content_block_stop`, then `message_delta` (stop
+    reason, output tokens) and `message_stop`. Texts and inputs are cut into `splits`
+    pieces. The final message is what `message(*content, ...)` returns.
+    """
+    whole = message(
+        *content,
+        stop_reason=stop_reason,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_input_tokens=cache_read_input_tokens,
+        model=model,
+    )
+    out: list[Any] = []
+
+    def emit(kind: str, **fields: Any) -> None:
+        out.append(sse_event({"type": kind, **fields}, kind))
+
+    def pieces(value: str) -> list[str]:
+        size = max(1, -(-len(value) // splits))
+        return [value[i : i + size] for i in range(0, len(value), size)] or [""]
+
+    start_usage = {**whole["usage"], "output_tokens": 1}
+    emit(
+        "message_start",
+        message={**whole, "content": [], "stop_reason": None, "usage": start_usage},
+    )
+    emit("ping")
+    for index, block in enumerate(content):
+        if block["type"] == "text":
+            emit("content_block_start", index=index, content_block={"type": "text", "text": ""})
+            for piece in pieces(block["text"]):
+                emit(
+                    "content_block_delta",
+                    index=index,
+                    delta={"type": "text_delta", "text": piece},
+                )
+        else:
+            emit("content_block_start", index=index, content_block={**block, "input": {}})
+            for piece in pieces(json.dumps(block["input"])):
+                emit(
+                    "content_block_delta",
+                    index=index,
+                    delta={"type": "input_json_delta", "partial_json": piece},
+                )
+        emit("content_block_stop", index=index)
+    emit(
+        "message_delta",
+        delta={"stop_reason": whole["stop_reason"], "stop_sequence": None},
+        usage={"output_tokens": output_tokens},
+    )
+    emit("message_stop")
+    return out

@@ -27,8 +27,11 @@ __all__ = [
     "FakeOpenAIServer",
     "RecordedRequest",
     "chat_completion",
+    "chat_stream",
     "error_body",
     "responses_response",
+    "responses_stream",
+    "sse_event",
     "tool_call",
 ]
 
@@ -43,6 +46,10 @@ class CannedResponse:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     """Seconds to wait before answering, to trigger client timeouts."""
+    sse: list[Any] | None = None
+    """Answer as a server-sent event stream instead of `body` (see `sse_event`): each
+    item is sent as it comes, a `threading.Event` holds the stream open until it is set
+    (at most 60 s), a float sleeps that many seconds."""
 
 
 @dataclass
@@ -270,6 +277,9 @@ class FakeOpenAIServer:
                 answer = fake._answer(recorded)
                 if answer.delay:
                     time.sleep(answer.delay)
+                if answer.sse is not None:
+                    self._stream(answer)
+                    return
                 if isinstance(answer.body, bytes):
                     payload = answer.body
                 elif isinstance(answer.body, str):
@@ -289,9 +299,216 @@ class FakeOpenAIServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test): nothing to answer
 
+            def _stream(self, answer: CannedResponse) -> None:
+                try:
+                    self.send_response(answer.status)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Cache-Control", "no-cache")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    for name, value in answer.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    for item in answer.sse or []:
+                        if isinstance(item, threading.Event):
+                            item.wait(60)
+                            continue
+                        if isinstance(item, float):
+                            time.sleep(item)
+                            continue
+                        data = item if isinstance(item, bytes) else str(item).encode()
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client went away mid-stream (a killed worker)
+
             do_GET = do_POST = _handle
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # keep test output clean
 
         return Handler
+
+
+# ------------------------------------------------------------------ streaming (SSE)
+
+
+def sse_event(data: Any, event: str | None = None) -> str:
+    """One server-sent event: an optional `event:` line, a `data:` line, a blank line."""
+    text = data if isinstance(data, str) else json.dumps(data)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {text}\n\n"
+
+
+def chat_stream(
+    content: list[str] | None = None,
+    tool_calls: list[tuple[str, str, list[str]]] | None = None,
+    *,
+    finish_reason: str | None = None,
+    prompt_tokens: int = 10,
+    completion_tokens: int = 5,
+    include_usage: bool = True,
+    model: str = "fake-model",
+) -> list[Any]:
+    """A Chat Completions answer as `stream=true` sends it: `chat.completion.chunk`s.
+
+    The first chunk carries the role (and `content: ""` when there is text), then one
+    chunk per text piece; each tool call `(id, name, argument_fragments)` starts with a
+    chunk holding its `index`, `id` and `name` and goes on with one chunk per argument
+    fragment; then the finish reason, then (with `stream_options.include_usage`) a chunk
+    with `choices: []` and the usage, then `data: [DONE]`. Insert a `threading.Event`
+    into the list to hold the stream open at that point.
+    """
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return sse_event(
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": model,
+                "system_fingerprint": None,
+                "choices": [
+                    {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+                ],
+            }
+        )
+
+    first: dict[str, Any] = {"role": "assistant", "content": "" if content else None}
+    out: list[Any] = [chunk(first)]
+    out += [chunk({"content": piece}) for piece in content or []]
+    for index, (call_id, name, fragments) in enumerate(tool_calls or []):
+        out.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
+        out += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
+            for fragment in fragments
+        ]
+    out.append(chunk({}, finish_reason or ("tool_calls" if tool_calls else "stop")))
+    if include_usage:
+        out.append(
+            sse_event(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": model,
+                    "choices": [],
+                    "usage": {
+                        "prompt_tokens": prompt_tokens,
+                        "completion_tokens": completion_tokens,
+                        "total_tokens": prompt_tokens + completion_tokens,
+                    },
+                }
+            )
+        )
+    out.append(sse_event("[DONE]"))
+    return out
+
+
+def responses_stream(
+    text: list[str] | None = None,
+    function_calls: list[tuple[str, str, list[str]]] | None = None,
+    *,
+    input_tokens: int = 10,
+    output_tokens: int = 5,
+    model: str = "fake-model",
+) -> list[Any]:
+    """A Responses API answer as `stream: true` sends it: typed events with sequence numbers.
+
+    `response.created`, then per output item `response.output_item.added`, its deltas
+    (`response.output_text.delta` per text piece, `response.function_call_arguments.delta`
+    per argument fragment) and `.done` events, then `response.completed` with the whole
+    response (the same body `responses_response` builds).
+    """
+    joined = "".join(text) if text is not None else None
+    calls = [(cid, name, "".join(parts)) for cid, name, parts in function_calls or []]
+    whole = responses_response(
+        joined, calls, input_tokens=input_tokens, output_tokens=output_tokens, model=model
+    )
+    seq = iter(range(10_000))
+    out: list[Any] = []
+
+    def emit(kind: str, **fields: Any) -> None:
+        out.append(sse_event({"type": kind, "sequence_number": next(seq), **fields}, kind))
+
+    emit("response.created", response={**whole, "status": "in_progress", "output": []})
+    for index, item in enumerate(whole["output"]):
+        if item["type"] == "message":
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "content": []},
+            )
+            part = {"type": "output_text", "text": "", "annotations": []}
+            emit(
+                "response.content_part.added",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                part=part,
+            )
+            for piece in text or []:
+                emit(
+                    "response.output_text.delta",
+                    item_id=item["id"],
+                    output_index=index,
+                    content_index=0,
+                    delta=piece,
+                    logprobs=[],
+                )
+            emit(
+                "response.output_text.done",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                text=joined,
+                logprobs=[],
+            )
+            emit(
+                "response.content_part.done",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                part={**part, "text": joined},
+            )
+        elif item["type"] == "function_call":
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "arguments": "", "status": "in_progress"},
+            )
+            fragments = next(
+                parts for cid, _, parts in function_calls or [] if cid == item["call_id"]
+            )
+            for fragment in fragments:
+                emit(
+                    "response.function_call_arguments.delta",
+                    item_id=item["id"],
+                    output_index=index,
+                    delta=fragment,
+                )
+            emit(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=index,
+                arguments=item["arguments"],
+            )
+        else:
+            emit("response.output_item.added", output_index=index, item=item)
+        emit("response.output_item.done", output_index=index, item=item)
+    emit("response.completed", response=whole)
+    return out

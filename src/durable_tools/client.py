@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -24,6 +24,8 @@ from durable_tools.connection import ConnectionOptions, connect
 from durable_tools.events import EventSink, FollowResult, follow_events
 from durable_tools.messages import Message, ModelSettings, OutputSchema
 from durable_tools.server import ui_url
+from durable_tools.streaming import StreamEvent
+from durable_tools.streaming._watch import follow_stream
 from durable_tools.tools._artifacts import ArtifactStore, fetch_artifact, ref_from_uri
 from durable_tools.tools._context import Identity
 from durable_tools.tools._progress import Progress, parse_beat
@@ -289,6 +291,14 @@ class AgentRun:
         """
         described = description if description is not None else await self.handle.describe()
         return await progress_in(self.client, described)
+
+    def stream(self) -> AsyncIterator[StreamEvent]:
+        """The run live: the model's text as it is generated, tool progress, its end.
+
+        Needs `AgentConfig(stream_tokens=True)` for the text; tool progress comes either
+        way. The iterator ends after a `run_ended` event. See docs/streaming.md.
+        """
+        return follow_stream(self.client, self.run_id, progress=self.progress)
 
     async def child_runs(self) -> list[AgentRun]:
         """Sub-agent runs this run started, in the order it started them."""

@@ -28,6 +28,7 @@ from durable_tools.activities._types import (
 )
 from durable_tools.messages import Message
 from durable_tools.models import resolve_model
+from durable_tools.streaming._model import complete_streaming
 from durable_tools.tools._catalog import IdentityIncomplete
 from durable_tools.tools._errors import ToolNotFound
 from durable_tools.tools._formatting import valid_text
@@ -110,7 +111,10 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
             raise ApplicationError(str(error), type=SNAPSHOT_MISSING, non_retryable=True) from None
         added = list(call.request.messages)
         request = call.request.model_copy(update={"messages": [*earlier, *added], "tools": tools})
-        response = await _heartbeating(adapter.complete(request))
+        if call.stream:
+            response = await _heartbeating(complete_streaming(adapter, request))
+        else:
+            response = await _heartbeating(adapter.complete(request))
         if response.message.content:
             response.message.content = valid_text(response.message.content)
 

@@ -30,6 +30,7 @@ from durable_tools.tools._classify import (
 from durable_tools.tools._context import ToolContext
 from durable_tools.tools._errors import Cancelled, ToolError
 from durable_tools.tools._formatting import format_result, output_lost_outcome
+from durable_tools.tools._progress_scrub import scrub_progress
 from durable_tools.tools._registry import RegisteredTool
 from durable_tools.tools._scrub import scrub
 
@@ -143,6 +144,7 @@ def make_tool_activity(
         activity_context = contextvars.copy_context()
 
         def progress(details: Any = None) -> None:
+            details = scrub_progress(details, secrets)  # watchers read it: no secrets
             last_details[0] = details
             if info.is_local:
                 return

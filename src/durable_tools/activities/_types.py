@@ -51,6 +51,8 @@ class ModelCall(BaseModel):
     """How many messages `base` holds."""
     tools_ref: ArtifactRef | None = None
     """Stored tool definitions, sent instead of `request.tools` after a run's first call."""
+    stream: bool = False
+    """Publish the answer's text live to the run's token stream (`AgentConfig.stream_tokens`)."""
 
 
 class ModelTurn(BaseModel):

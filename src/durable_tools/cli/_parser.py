@@ -17,6 +17,7 @@ from ._policy_flags import add_run_policy_flags
 from ._serve import cmd_serve, cmd_token_add
 from ._services import cmd_demo, cmd_server, cmd_worker
 from ._telemetry import add_telemetry_flags
+from ._watch import cmd_watch
 
 __all__ = ["build_parser"]
 
@@ -154,6 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(handler=cmd_events)
+
+    p = sub.add_parser("watch", help="a run live: the model's text as generated, tool progress")
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--json", action="store_true", help="one JSON object per event")
+    add_connection_flags(p)
+    p.set_defaults(handler=cmd_watch)
 
     p = sub.add_parser("runs", help="recent runs")
     p.add_argument("--status", help="only runs with this AgentStatus (e.g. awaiting_approval)")

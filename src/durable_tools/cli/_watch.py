@@ -2,12 +2,18 @@
 
 Used by `durable-tools run --wait` and by the demo. Queries need a worker; when none
 answers, the watcher says so once and keeps waiting for the run's result.
+
+`durable-tools watch RUN` (`cmd_watch`, `LivePrinter`) follows `AgentRun.stream()`
+instead: the model's text as it is generated, tool progress, and the run's end.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
+import json
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -20,8 +26,14 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowQueryFailedE
 from temporalio.exceptions import CancelledError as TemporalCancelledError
 from temporalio.service import RPCError
 
-from durable_tools._render import render_approval, render_authorization, render_record
+from durable_tools._render import (
+    render_approval,
+    render_authorization,
+    render_record,
+    terminal_safe,
+)
 from durable_tools.client import AgentRun, ToolProgress
+from durable_tools.streaming import StreamEvent
 from durable_tools.tools._progress import Progress
 from durable_tools.workflows import (
     AgentResult,
@@ -31,10 +43,14 @@ from durable_tools.workflows import (
     ToolCallRecord,
 )
 
+from ._errors import CliError, connect_or_explain
+
 __all__ = [
     "ApprovalHandler",
+    "LivePrinter",
     "Outcome",
     "RunWatcher",
+    "cmd_watch",
     "has_workers",
     "progress_quietly",
     "query_quietly",
@@ -283,3 +299,76 @@ def _failure_message(failure: WorkflowFailureError) -> str:
             messages.append(text)
         cause = cause.__cause__
     return ": ".join(messages) or str(failure)
+
+
+# ------------------------------------------------------- `durable-tools watch RUN`
+
+
+class LivePrinter:
+    """Prints a run's live events: text inline as it comes, one line for everything else.
+
+    Args:
+        write: Where output goes (text without a newline added; flushed by the caller).
+        as_json: One JSON object per event instead.
+    """
+
+    def __init__(self, write: Callable[[str], None], *, as_json: bool = False) -> None:
+        self.write = write
+        self.as_json = as_json
+        self._mid_line = False
+
+    def __call__(self, event: StreamEvent) -> None:
+        """Print one event."""
+        if self.as_json:
+            self.write(json.dumps(event.model_dump(mode="json", exclude_defaults=True)) + "\n")
+            return
+        if event.kind == "text":
+            self.write(terminal_safe(event.text, multiline=True))
+            self._mid_line = not event.text.endswith("\n")
+            return
+        lines = {
+            "message_start": f"[turn {event.turn}] ",
+            "restarted": f"[turn {event.turn}: message restarted, attempt {event.attempt}]",
+            "elided": "[... the rest of this message is not streamed]",
+            "tool_progress": f"    {event.call_id} {event.tool}: {event.text}",
+            "run_ended": f"status: {event.text}",
+        }
+        if event.kind == "message_end":
+            if self._mid_line:
+                self.write("\n")
+            self._mid_line = False
+            return
+        line = lines.get(event.kind)
+        if line is None:
+            return
+        if self._mid_line:
+            self.write("\n")
+        if event.kind == "message_start":
+            self.write(terminal_safe(line))
+            self._mid_line = True
+        else:
+            self.write(terminal_safe(line) + "\n")
+            self._mid_line = False
+
+
+async def cmd_watch(args: argparse.Namespace) -> int:
+    """Follow a run live: the model's text as it is generated, tool progress, the end."""
+    client = await connect_or_explain(flags=args)
+    run = AgentRun(client, args.run_id)
+
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    printer = LivePrinter(write, as_json=args.json)
+    status = ""
+    try:
+        async for event in run.stream():
+            printer(event)
+            if event.kind == "run_ended":
+                status = event.text
+    except RPCError as error:
+        raise CliError(f"cannot follow run {args.run_id}: {error}") from None
+    if status == "NOT_FOUND":
+        raise CliError(f"no run with id {args.run_id!r}")
+    return 0 if status == "COMPLETED" else 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -27,6 +28,7 @@ from ._sdk import (
     excerpt,
     int_field,
     load_sdk,
+    provider_message,
     require_sdk,
     sdk_failure,
 )
@@ -317,3 +319,55 @@ class AnthropicModel:
             problem = f"response is not a message: {exc}"
         failure = SdkFailure(problem, retryable=False, status=response.status_code)
         raise failure.error(f"{where} at {display_url(self.base_url)}", secret)
+
+    async def stream(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelResponse:
+        """Like `complete`, streamed: each text delta goes to `on_text` as it comes.
+
+        The SDK's `messages.stream` accumulates the events (`message_start`,
+        `content_block_start`/`_delta`/`_stop` with tool inputs split into
+        `input_json_delta` fragments, `message_delta` with the stop reason and usage)
+        into the final message, which is parsed by the same code as a whole one.
+
+        Raises:
+            ModelError: Classified as for `complete`; an `error` event mid-stream
+                (`overloaded_error`, `api_error`) is retryable.
+        """
+        where = f"anthropic:{self.model}"
+        if self._api_key is None:
+            raise ModelError(
+                f"{where}: no API key: set ANTHROPIC_API_KEY on the worker", retryable=False
+            )
+        secret = self._api_key.get_secret_value()
+        body = self.build_body(request)
+        known = {
+            key: body.pop(key)
+            for key in ("model", "max_tokens", "messages", "system", "tools", "cache_control")
+            if key in body
+        }
+        anthropic = await load_sdk("anthropic", "anthropic.resources.messages")
+        client = await self._client(anthropic, secret)
+        place = f"{where} at {display_url(self.base_url)}"
+        try:
+            async with client.messages.stream(**known, extra_body=body or None) as stream:
+                async for delta in stream.text_stream:
+                    if delta:
+                        on_text(delta)
+                final = await stream.get_final_message()
+        except Exception as exc:
+            if _mid_stream_error(anthropic, exc):
+                said = provider_message(str(getattr(exc, "body", None) or exc))
+                raise SdkFailure(f"the stream broke off: {said}", retryable=True).error(
+                    place, secret
+                ) from None
+            failure = sdk_failure(anthropic, exc, timeout=self.timeout, key_env="ANTHROPIC_API_KEY")
+            raise failure.error(place, secret) from None
+        try:
+            return _parse_message(final.model_dump())
+        except _Malformed as exc:
+            problem = f"the streamed answer is not a message: {exc}"
+        raise SdkFailure(problem, retryable=False, status=200).error(place, secret)
+
+
+def _mid_stream_error(anthropic: ModuleType, exc: Exception) -> bool:
+    """An `error` event after the HTTP 200 (overloaded, api error): worth a retry."""
+    return isinstance(exc, anthropic.APIStatusError) and exc.status_code < 400

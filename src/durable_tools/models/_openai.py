@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import time
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -35,6 +36,7 @@ from ._sdk import (
     sdk_failure,
 )
 from ._settings import chat_fields
+from ._stream_chunks import ChunkAccumulator
 
 __all__ = [
     "DEFAULT_OPENAI_BASE_URL",
@@ -274,6 +276,40 @@ class OpenAIChatModel:
             raise self._malformed(
                 f"response is not a chat completion: {exc}", response.status_code
             ) from None
+
+    async def stream(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelResponse:
+        """Like `complete`, with `stream=true`: each text delta goes to `on_text` as it comes.
+
+        The chunks (tool calls split across them, usage in the last) are accumulated into
+        the body a whole completion would have had and parsed by the same code, so the
+        returned response is the one `complete` would return.
+
+        Raises:
+            ModelError: Classified as for `complete`.
+        """
+        where = f"openai:{self.model}"
+        body = self.build_body(request)
+        known = {key: body.pop(key) for key in ("model", "messages", "tools") if key in body}
+        openai, client = await self.config.client()
+        chunks = ChunkAccumulator()
+        try:
+            stream = await client.chat.completions.create(
+                **known,
+                stream=True,
+                stream_options={"include_usage": True},
+                extra_body=body or None,
+                extra_headers=self.config.extra_headers(openai),
+            )
+            async for chunk in stream:
+                delta = chunks.add(chunk.model_dump())
+                if delta:
+                    on_text(delta)
+        except Exception as exc:
+            raise self.config.error(openai, where, exc) from None
+        try:
+            return _parse_completion(chunks.completion(), turn=request.turn)
+        except _Malformed as exc:
+            raise self._malformed(f"streamed answer is not a chat completion: {exc}", 200) from None
 
     def _malformed(self, problem: str, status: int) -> ModelError:
         secret = self.config.api_key.get_secret_value() if self.config.api_key else None

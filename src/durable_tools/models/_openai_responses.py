@@ -11,6 +11,7 @@ is relied on.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ..messages import Message, ModelRequest, ModelResponse, ToolCall, ToolDefinition, Usage
@@ -194,3 +195,48 @@ class OpenAIResponsesModel:
         secret = self.config.api_key.get_secret_value() if self.config.api_key else None
         failure = SdkFailure(problem, retryable=False, status=response.status_code)
         raise failure.error(f"{where} at {display_url(self.config.base_url)}", secret)
+
+    async def stream(self, request: ModelRequest, on_text: Callable[[str], None]) -> ModelResponse:
+        """Like `complete`, with `stream: true`: text deltas go to `on_text` as they come.
+
+        The stream's last event (`response.completed`, or `response.incomplete`) carries
+        the whole response, which is parsed by the same code as a non-streamed one.
+
+        Raises:
+            ModelError: Classified as for `complete`; a `response.failed` event fails the
+                call without retrying, naming the provider's error.
+        """
+        where = f"openai-responses:{self.model}"
+        body = self.build_body(request)
+        known = {key: body.pop(key) for key in ("model", "input", "tools") if key in body}
+        openai, client = await self.config.client()
+        final: Any = None
+        try:
+            stream = await client.responses.create(
+                **known,
+                stream=True,
+                extra_body=body or None,
+                extra_headers=self.config.extra_headers(openai),
+            )
+            async for event in stream:
+                kind = getattr(event, "type", None)
+                if kind in ("response.output_text.delta", "response.refusal.delta"):
+                    delta = getattr(event, "delta", None)
+                    if isinstance(delta, str) and delta:
+                        on_text(delta)
+                elif kind in ("response.completed", "response.incomplete", "response.failed"):
+                    final = event.response.model_dump()
+        except Exception as exc:
+            raise self.config.error(openai, where, exc) from None
+        secret = self.config.api_key.get_secret_value() if self.config.api_key else None
+        place = f"{where} at {display_url(self.config.base_url)}"
+        if isinstance(final, dict) and final.get("status") == "failed":
+            error = final.get("error")
+            said = error.get("message") if isinstance(error, dict) else error
+            failure = SdkFailure(f"the response failed: {excerpt(str(said))}", retryable=False)
+            raise failure.error(place, secret)
+        try:
+            return _parse_response(final, turn=request.turn)
+        except _Malformed as exc:
+            problem = f"the stream did not end with a response: {exc}"
+        raise SdkFailure(problem, retryable=False, status=200).error(place, secret)

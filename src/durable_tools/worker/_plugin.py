@@ -48,6 +48,7 @@ from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._limited import limited_workers
 from durable_tools.worker._sandbox import PASSTHROUGH_MODULES, workflow_runner
 from durable_tools.workflows import AgentWorkflow
+from durable_tools.workflows._token_stream import TokenStreamWorkflow
 
 __all__ = ["PLUGIN_NAME", "DurableToolsPlugin"]
 
@@ -137,7 +138,7 @@ class DurableToolsPlugin(SimplePlugin):
         super().__init__(
             PLUGIN_NAME,
             data_converter=self._data_converter,
-            workflows=[AgentWorkflow],
+            workflows=[AgentWorkflow, TokenStreamWorkflow],
             activities=activities,
             workflow_runner=_with_passthrough,
         )

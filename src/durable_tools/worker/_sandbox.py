@@ -20,6 +20,7 @@ PASSTHROUGH_MODULES = (
     "durable_tools.activities",
     "durable_tools.models",
     "durable_tools.search_attributes",
+    "durable_tools.streaming",
     "durable_tools.workflows._types",
     "durable_tools.workflows._limits",
     "durable_tools.workflows._callback_types",

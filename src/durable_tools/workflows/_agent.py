@@ -14,10 +14,12 @@ raised would fail the workflow task on every retry and wedge the run.
 # No `from __future__ import annotations` here: the sandbox re-imports this module for
 # every run, and string annotations would be evaluated (compiled) for each handler anew.
 
+import asyncio
 from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
+from temporalio.exceptions import FailureError
 
 with workflow.unsafe.imports_passed_through():
     from durable_tools.messages import Message
@@ -56,6 +58,7 @@ from durable_tools.workflows._runner import (
 )
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._steering import accept_steer
+from durable_tools.workflows._token_stream import close_stream
 
 __all__ = ["MAX_EVENTS_PAGE", "AgentWorkflow"]
 
@@ -77,7 +80,17 @@ class AgentWorkflow:
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
-        return await run_agent_loop(self._state)
+        if not self._state.config.stream_tokens:
+            return await run_agent_loop(self._state)
+        # A streaming run ends its companion stream when it ends (not when it continues
+        # as new: that is no FailureError nor a cancellation, and the stream carries on).
+        try:
+            result = await run_agent_loop(self._state)
+        except (FailureError, asyncio.CancelledError):
+            await close_stream(workflow.info().workflow_id)
+            raise
+        await close_stream(workflow.info().workflow_id)
+        return result
 
     # ----------------------------------------------------------------- handlers
 

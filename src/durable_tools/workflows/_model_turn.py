@@ -130,7 +130,13 @@ async def _model_activity(
         settings=config.model_settings,
         output=native_output(config),
     )
-    call = ModelCall(request=request, base=base, base_length=base_length, tools_ref=tools_ref)
+    call = ModelCall(
+        request=request,
+        base=base,
+        base_length=base_length,
+        tools_ref=tools_ref,
+        stream=config.stream_tokens,
+    )
     _check_input_size(call, messages)
     turn: ModelTurn = await workflow.execute_activity(
         MODEL_ACTIVITY,

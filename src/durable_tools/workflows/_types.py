@@ -196,6 +196,10 @@ class AgentConfig(BaseModel):
     model_heartbeat_seconds: float = Field(default=10.0, gt=0)
     """The model activity heartbeats while its call is in flight; one silent this long (its
     worker or the server died) is retried instead of waiting out `model_timeout_seconds`."""
+    stream_tokens: bool = False
+    """Stream the model's text as it is generated to the run's companion stream workflow
+    (`<run-id>/stream`), for `AgentRun.stream()` and `durable-tools watch`; the run's own
+    history still keeps only final messages. See docs/streaming.md."""
     on_invalid_call: Literal["repair", "fail"] = "repair"
     """A call of an unknown tool or with invalid arguments: `repair` tells the model what was
     wrong under the same call id and goes on; `fail` ends the run FAILED, naming the call."""
