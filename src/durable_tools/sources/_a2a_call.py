@@ -48,7 +48,7 @@ from durable_tools.tools._context import ToolContext
 from durable_tools.tools._errors import ToolExecutionError
 from durable_tools.tools._scrub import scrub
 
-from ._http import HttpAuth
+from ._http_auth import HttpAuth
 
 __all__ = ["A2AAgent", "call_agent", "message_id_for"]
 

@@ -27,17 +27,10 @@ from durable_tools.tools._names import ToolRegistrationError
 from durable_tools.tools._registry import RegisteredTool, ToolRegistry
 from durable_tools.tools._spec import OAuthRequirement
 
-from ._http import (
-    _DEFAULT_ERROR_BODY,
-    AUTH_HEADER_NAMES,
-    BodyEncoder,
-    HttpAuth,
-    HttpOperation,
-    HttpParameter,
-    OAuthBearer,
-    as_auth_list,
-    method_safety,
-)
+from ._http_auth import AUTH_HEADER_NAMES, HttpAuth, OAuthBearer, as_auth_list
+from ._http_operation import HttpOperation
+from ._http_request import BodyEncoder, HttpParameter, method_safety
+from ._http_response import DEFAULT_ERROR_BODY
 from ._openapi_load import load_openapi
 from ._openapi_media import SkipOperation, accept_header, body_schema
 from ._openapi_schema import OpenAPIError, RefResolver, to_json_schema
@@ -291,7 +284,7 @@ def attach_openapi(
     headers: Mapping[str, str] | None = None,
     client: httpx.AsyncClient | None = None,
     idempotency_header: str | None = "Idempotency-Key",
-    max_error_body: int = _DEFAULT_ERROR_BODY,
+    max_error_body: int = DEFAULT_ERROR_BODY,
     fetch_timeout: float = 30.0,
 ) -> list[RegisteredTool]:
     """Register one tool per operation of an OpenAPI 3 document.
