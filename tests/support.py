@@ -96,3 +96,14 @@ async def assert_not_wedged(handle: WorkflowHandle[Any, Any], *, allowed: int = 
     assert len(failures) <= allowed, (
         f"workflow task failed {len(failures)} times (wedged run): {failures[:3]}"
     )
+
+
+async def decisions_sent(run: AgentRun) -> list[dict[str, Any]]:
+    """The decisions the run accepted, as they were sent (from its history)."""
+    history = await run.handle.fetch_history()
+    sent = []
+    for event in history.events:
+        if event.HasField("workflow_execution_update_accepted_event_attributes"):
+            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            sent.append(json.loads(request.input.args.payloads[0].data))
+    return sent

@@ -12,13 +12,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from inbox_support import decisions_sent, make_users, pay_registry, start_pending
+from inbox_support import make_users, pay_registry, start_pending
 from temporalio.client import Client
 
 from durable_tools.client import DurableTools
 from durable_tools.inbox import AuthConfig, InboxConfig, InboxServer, create_app
 from durable_tools.workflows import RunStatus
-from support import assert_not_wedged, running_worker
+from support import assert_not_wedged, decisions_sent, running_worker
 
 CHROMIUM = os.environ.get("DURABLE_TOOLS_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

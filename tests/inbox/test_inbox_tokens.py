@@ -5,7 +5,6 @@ redirect, and the OAuth callback hosted by the same app."""
 from __future__ import annotations
 
 import json
-import re
 import socket
 import stat
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from inbox_support import decisions_sent, make_users, pay_registry, start_pending
+from inbox_support import csrf_token, make_users, pay_registry, start_pending
 from temporalio.client import Client
 
 import cli_support
@@ -32,10 +31,9 @@ from durable_tools.inbox import (
 )
 from durable_tools.oauth import OAuthManager, generate_key, make_callback_app
 from oauth.fake_provider import FakeOAuthProvider
-from support import assert_not_wedged, running_worker
+from support import assert_not_wedged, decisions_sent, running_worker
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
-_CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
 def test_only_the_hash_is_stored(tmp_path: Path) -> None:
@@ -79,14 +77,12 @@ async def test_sessions_end_when_the_user_is_removed_and_login_stays_local(
     app = create_app(DurableTools(client, task_queue), config)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://inbox.test") as browser:
-        page = await browser.get("/login")
-        csrf = _CSRF.search(page.text)
-        assert csrf is not None
-        wrong = {"csrf_token": csrf.group(1), "token": "guess", "next": "/"}
+        csrf = csrf_token((await browser.get("/login")).text)
+        wrong = {"csrf_token": csrf, "token": "guess", "next": "/"}
         assert (await browser.post("/login", data=wrong)).status_code == 401
         no_csrf = {"token": users.bob, "next": "/"}
         assert (await browser.post("/login", data=no_csrf)).status_code == 403
-        fields = {"csrf_token": csrf.group(1), "token": users.bob, "next": "//evil.example/"}
+        fields = {"csrf_token": csrf, "token": users.bob, "next": "//evil.example/"}
         answer = await browser.post("/login", data=fields)
         assert answer.status_code == 303 and answer.headers["location"] == "/"
         assert (await browser.get("/api/pending")).json()["user"] == "bob"
