@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -23,6 +24,13 @@ def write_script(directory: Path, steps: list[dict[str, Any]]) -> str:
     path = directory / f"script-{uuid.uuid4().hex[:8]}.json"
     path.write_text(json.dumps({"steps": steps}))
     return f"scripted:{path}"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def calls(*calls: tuple[str, str, Any]) -> dict[str, Any]:

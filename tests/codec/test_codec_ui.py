@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,7 @@ from durable_tools.codec.server import CodecServerConfig, create_codec_app
 from durable_tools.inbox import AuthConfig, InboxServer, TokenStore, add_token
 from durable_tools.server import DevServer
 from durable_tools.workflows import RunStatus
-from support import assert_not_wedged, running_worker
+from support import assert_not_wedged, free_port, running_worker
 
 CHROMIUM = os.environ.get("DURABLE_TOOLS_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -47,12 +46,6 @@ if shutil.which(CHROMIUM) is None:
     if os.environ.get("CI", "").lower() not in ("", "0", "false"):
         raise RuntimeError(f"no chromium at {CHROMIUM}: .ci/run installs it")
     pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.mark.slow

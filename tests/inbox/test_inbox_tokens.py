@@ -5,7 +5,6 @@ redirect, and the OAuth callback hosted by the same app."""
 from __future__ import annotations
 
 import json
-import socket
 import stat
 from pathlib import Path
 from typing import Any
@@ -29,9 +28,10 @@ from durable_tools.inbox import (
     create_app,
     hash_token,
 )
-from durable_tools.oauth import OAuthManager, generate_key, make_callback_app
+from durable_tools.oauth import make_callback_app
 from oauth.fake_provider import FakeOAuthProvider
-from support import assert_not_wedged, decisions_sent, running_worker
+from oauth_support import CLIENT_SECRET_ENV, manager_for
+from support import assert_not_wedged, decisions_sent, free_port, running_worker
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
 
@@ -95,19 +95,13 @@ async def test_sessions_end_when_the_user_is_removed_and_login_stays_local(
 async def test_the_oauth_callback_is_served_by_the_inbox(
     client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FAKE_OAUTH_CLIENT_SECRET", "test-secret")
+    monkeypatch.setenv(CLIENT_SECRET_ENV, "test-secret")
     users = make_users(tmp_path)
     completed: list[Any] = []
     # The callback's port must be known before the provider config (its redirect_uri).
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     with FakeOAuthProvider() as fake:
-        manager = OAuthManager.from_data_dir(
-            [fake.provider_config(redirect_uri=f"http://127.0.0.1:{port}/oauth/callback")],
-            tmp_path,
-            key=generate_key(),
-        )
+        manager = manager_for(fake, tmp_path, port)
         config = InboxConfig(
             auth=AuthConfig(users.store()),
             session_secret="s" * 32,

@@ -12,7 +12,6 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from fake_provider import FakeOAuthProvider
 
 from durable_tools import oauth
 from durable_tools.oauth import (
@@ -35,8 +34,8 @@ from durable_tools.oauth import (
     new_code_verifier,
 )
 from durable_tools.tools import NeedsAuthorization
-
-SECRET_ENV = "FAKE_OAUTH_CLIENT_SECRET"
+from oauth.fake_provider import FakeOAuthProvider
+from oauth_support import CLIENT_SECRET_ENV
 
 
 class Clock:
@@ -52,7 +51,7 @@ class Clock:
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOAuthProvider]:
-    monkeypatch.setenv(SECRET_ENV, "test-secret")
+    monkeypatch.setenv(CLIENT_SECRET_ENV, "test-secret")
     with FakeOAuthProvider() as provider:
         yield provider
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prometheus_text import free_port, scrape, value
+from prometheus_text import scrape, value
 from telemetry_support import telemetry_client
 from temporalio.testing import WorkflowEnvironment
 
@@ -12,7 +12,15 @@ from durable_tools.client import DurableTools
 from durable_tools.telemetry import prometheus_runtime
 from durable_tools.tools import RetrySpec, ToolExecutionError, ToolRegistry
 from durable_tools.workflows import RunStatus
-from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
+from support import (
+    answer,
+    assert_not_wedged,
+    calls,
+    free_port,
+    running_worker,
+    wait_for,
+    write_script,
+)
 
 
 def make_registry() -> ToolRegistry:
