@@ -16,7 +16,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from durable_tools.client import AgentRun
 from durable_tools.tools import ToolRegistry
 from durable_tools.worker import build_worker
-from durable_tools.workflows import RunSnapshot
+from durable_tools.workflows import AgentConfig, ExecutionStrategy, RunSnapshot
 
 
 def write_script(directory: Path, steps: list[dict[str, Any]]) -> str:
@@ -41,6 +41,37 @@ def calls(*calls: tuple[str, str, Any]) -> dict[str, Any]:
 def answer(text: str) -> dict[str, Any]:
     """A scripted step giving the final answer."""
     return {"text": text}
+
+
+def quick_slow_registry(gate: asyncio.Event) -> ToolRegistry:
+    """Read-only tools `quick(n)`, which answers at once, and `slow(n)`, once `gate` is set."""
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True)
+    async def quick(n: int) -> str:
+        """Answers at once."""
+        return f"quick {n}"
+
+    @registry.tool(read_only=True)
+    async def slow(n: int) -> str:
+        """Answers when the test lets it."""
+        await gate.wait()
+        return f"slow {n}"
+
+    return registry
+
+
+def quick_slow_config(directory: Path) -> AgentConfig:
+    """One parallel turn for `quick_slow_registry`: quick (call a), slow (b), and quick with
+    an invalid argument (c); then the answer "done"."""
+    model = write_script(
+        directory,
+        [
+            calls(("a", "quick", {"n": 1}), ("b", "slow", {"n": 2}), ("c", "quick", {"n": "x"})),
+            answer("done"),
+        ],
+    )
+    return AgentConfig(model=model, strategy=ExecutionStrategy(mode="parallel"))
 
 
 @asynccontextmanager
