@@ -15,7 +15,7 @@ import httpx
 
 from durable_tools.tools._artifacts import ArtifactStore
 from durable_tools.tools._classify import parse_retry_after
-from durable_tools.tools._errors import ToolExecutionError, ToolTimeout
+from durable_tools.tools._errors import ToolError, ToolExecutionError, ToolTimeout
 from durable_tools.tools._results import ContentBlock, ToolResult
 from durable_tools.tools._scrub import scrub, scrub_value
 
@@ -59,26 +59,25 @@ async def send_request(
     """
     try:
         return await client.send(request)
-    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-        # Nothing reached the server: always safe to try again.
-        raise ToolExecutionError(
-            f"could not connect for {where}: {type(exc).__name__}",
-            retryable=True,
-            details={"exception_type": type(exc).__name__},
-        ) from None
-    except httpx.TimeoutException as exc:
-        raise ToolTimeout(
-            f"{where} got no answer within {timeout:g}s",
-            retryable=safe_to_repeat,
-            details={"exception_type": type(exc).__name__},
-        ) from None
     except httpx.TransportError as exc:
-        # The request may have been processed: repeat it only if that is harmless.
-        raise ToolExecutionError(
-            f"network error during {where}: {type(exc).__name__}",
-            retryable=safe_to_repeat,
-            details={"exception_type": type(exc).__name__},
-        ) from None
+        raise _transport_failure(exc, where, timeout, safe_to_repeat) from None
+
+
+def _transport_failure(
+    exc: httpx.TransportError, where: str, timeout: float, safe_to_repeat: bool
+) -> ToolError:
+    name = type(exc).__name__
+    details = {"exception_type": name}
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
+        # Nothing reached the server: always safe to try again.
+        message = f"could not connect for {where}: {name}"
+        return ToolExecutionError(message, retryable=True, details=details)
+    if isinstance(exc, httpx.TimeoutException):
+        message = f"{where} got no answer within {timeout:g}s"
+        return ToolTimeout(message, retryable=safe_to_repeat, details=details)
+    # The request may have been processed: repeat it only if that is harmless.
+    message = f"network error during {where}: {name}"
+    return ToolExecutionError(message, retryable=safe_to_repeat, details=details)
 
 
 def _bounded(text: str, limit: int) -> str:
