@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,19 @@ CLIENT_SECRET_ENV = "FAKE_OAUTH_CLIENT_SECRET"
 
 OAuthSetup = tuple[FakeOAuthProvider, OAuthManager, CallbackServer]
 """The fake provider, the manager, and the callback server it redirects to."""
+
+
+class Clock:
+    """An OAuth manager's clock (`now=`): time moves only when the test says so."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
 
 
 def callback_uri(port: int) -> str:

@@ -88,13 +88,16 @@ async def history_of(handle: WorkflowHandle[Any, Any]) -> WorkflowHistory:
     return await handle.fetch_history()
 
 
+def event_attributes(history: WorkflowHistory, field: str) -> list[Any]:
+    """The `field` attributes (`"activity_task_scheduled_event_attributes"`, ...) of the
+    history's events that have them, in order."""
+    return [getattr(event, field) for event in history.events if event.HasField(field)]
+
+
 def scheduled_activities(history: WorkflowHistory) -> list[str]:
     """Activity type names scheduled in a history, in order (regular activities only)."""
-    names = []
-    for event in history.events:
-        if event.HasField("activity_task_scheduled_event_attributes"):
-            names.append(event.activity_task_scheduled_event_attributes.activity_type.name)
-    return names
+    scheduled = event_attributes(history, "activity_task_scheduled_event_attributes")
+    return [attributes.activity_type.name for attributes in scheduled]
 
 
 def local_activity_markers(history: WorkflowHistory) -> int:
@@ -117,11 +120,8 @@ async def wait_for(
 
 def workflow_task_failures(history: WorkflowHistory) -> list[str]:
     """The failure messages of every `WorkflowTaskFailed` event in a history, in order."""
-    failures = []
-    for event in history.events:
-        if event.HasField("workflow_task_failed_event_attributes"):
-            failures.append(event.workflow_task_failed_event_attributes.failure.message)
-    return failures
+    failed = event_attributes(history, "workflow_task_failed_event_attributes")
+    return [attributes.failure.message for attributes in failed]
 
 
 async def assert_not_wedged(handle: WorkflowHandle[Any, Any], *, allowed: int = 1) -> None:
@@ -140,9 +140,5 @@ async def assert_not_wedged(handle: WorkflowHandle[Any, Any], *, allowed: int = 
 async def decisions_sent(run: AgentRun) -> list[dict[str, Any]]:
     """The decisions the run accepted, as they were sent (from its history)."""
     history = await run.handle.fetch_history()
-    sent = []
-    for event in history.events:
-        if event.HasField("workflow_execution_update_accepted_event_attributes"):
-            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
-            sent.append(json.loads(request.input.args.payloads[0].data))
-    return sent
+    accepted = event_attributes(history, "workflow_execution_update_accepted_event_attributes")
+    return [json.loads(a.accepted_request.input.args.payloads[0].data) for a in accepted]

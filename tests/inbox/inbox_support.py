@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,15 @@ from durable_tools.client import AgentRun, DurableTools
 from durable_tools.inbox import AuthConfig, InboxConfig, TokenStore, add_token, create_app
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import AgentConfig, ApprovalPolicy, PendingApproval, RunStatus
-from support import answer, assert_not_wedged, calls, decisions_sent, wait_for, write_script
+from support import (
+    answer,
+    assert_not_wedged,
+    calls,
+    decisions_sent,
+    running_worker,
+    wait_for,
+    write_script,
+)
 
 _CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
@@ -92,6 +101,21 @@ async def start_pending(
     else:
         raise AssertionError("the run never showed up as pending in the search attributes")
     return run, snapshot.pending_approvals[0], agent
+
+
+@asynccontextmanager
+async def pending_call(
+    client: Client, task_queue: str, tmp_path: Path, **start: Any
+) -> AsyncIterator[tuple[Users, AgentRun, PendingApproval, str]]:
+    """The users of `make_users`, a worker for `pay_registry`, and a run waiting for
+    approval of `pay` (`start_pending`, which takes `start`), for the block.
+
+    Yields the users, the run, its pending approval and the agent name.
+    """
+    users = make_users(tmp_path)
+    async with running_worker(client, pay_registry(), task_queue):
+        run, approval, agent = await start_pending(client, task_queue, tmp_path, **start)
+        yield users, run, approval, agent
 
 
 async def cancel_and_check(run: AgentRun) -> None:

@@ -14,7 +14,7 @@ from inbox_support import (
     make_app,
     make_users,
     pay_registry,
-    start_pending,
+    pending_call,
 )
 from temporalio.client import Client
 
@@ -34,9 +34,7 @@ from support import (
 async def test_unauthenticated_requests_are_refused(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    users = make_users(tmp_path)
-    async with running_worker(client, pay_registry(), task_queue):
-        run, approval, _ = await start_pending(client, task_queue, tmp_path)
+    async with pending_call(client, task_queue, tmp_path) as (users, run, approval, _):
         async with http(make_app(client, task_queue, users)) as anonymous:
             assert (await anonymous.get("/api/pending")).status_code == 401
             wrong = {"Authorization": "Bearer not-a-token"}
@@ -61,9 +59,7 @@ async def test_unauthenticated_requests_are_refused(
 async def test_a_form_post_without_csrf_decides_nothing(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    users = make_users(tmp_path)
-    async with running_worker(client, pay_registry(), task_queue):
-        run, approval, _ = await start_pending(client, task_queue, tmp_path)
+    async with pending_call(client, task_queue, tmp_path) as (users, run, approval, _):
         async with http(make_app(client, task_queue, users)) as browser:
             await login(browser, users.alice)
             url = f"/runs/{run.run_id}/calls/c1/decide"
@@ -81,9 +77,7 @@ async def test_a_form_post_without_csrf_decides_nothing(
 async def test_the_form_decision_records_the_logged_in_user(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    users = make_users(tmp_path)
-    async with running_worker(client, pay_registry(), task_queue):
-        run, approval, _ = await start_pending(client, task_queue, tmp_path)
+    async with pending_call(client, task_queue, tmp_path) as (users, run, approval, _):
         async with http(make_app(client, task_queue, users)) as browser:
             await login(browser, users.bob)
             fields = {
@@ -107,9 +101,7 @@ async def test_the_form_decision_records_the_logged_in_user(
 async def test_a_proxy_header_counts_only_from_a_trusted_proxy(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    users = make_users(tmp_path)
-    async with running_worker(client, pay_registry(), task_queue):
-        run, approval, agent = await start_pending(client, task_queue, tmp_path)
+    async with pending_call(client, task_queue, tmp_path) as (users, run, approval, agent):
         app = make_app(client, task_queue, users, trusted=["10.0.0.7"])
         claim = {"X-Forwarded-User": "carol"}
         async with http(app, peer="10.0.0.8") as untrusted:
@@ -134,11 +126,8 @@ async def test_a_proxy_header_counts_only_from_a_trusted_proxy(
 async def test_api_lists_and_decides_with_a_bearer_token(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    users = make_users(tmp_path)
-    async with running_worker(client, pay_registry(), task_queue):
-        run, approval, agent = await start_pending(
-            client, task_queue, tmp_path, deciders=("group:ops",)
-        )
+    waiting = pending_call(client, task_queue, tmp_path, deciders=("group:ops",))
+    async with waiting as (users, run, approval, agent):
         async with http(make_app(client, task_queue, users)) as script:
             alice = {"Authorization": f"Bearer {users.alice}"}
             bob = {"Authorization": f"Bearer {users.bob}"}
@@ -170,10 +159,9 @@ async def test_api_lists_and_decides_with_a_bearer_token(
 async def test_hostile_arguments_are_escaped_on_the_call_page(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    users = make_users(tmp_path)
     hostile = {"amount_cents": 1, "memo": "<script>alert(1)</script>", "card": "4111-secret"}
-    async with running_worker(client, pay_registry(), task_queue):
-        run, _, agent = await start_pending(client, task_queue, tmp_path, arguments=hostile)
+    waiting = pending_call(client, task_queue, tmp_path, arguments=hostile)
+    async with waiting as (users, run, _, agent):
         async with http(make_app(client, task_queue, users)) as browser:
             await login(browser, users.alice)
             for url in (f"/runs/{run.run_id}/calls/c1", f"/?agent={agent}", f"/runs/{run.run_id}"):

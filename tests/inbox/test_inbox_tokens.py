@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from inbox_support import csrf_token, make_users, pay_registry, start_pending
+from inbox_support import csrf_token, make_users, pending_call
 from temporalio.client import Client
 
 import cli_support
@@ -31,7 +31,7 @@ from durable_tools.inbox import (
 from durable_tools.oauth import make_callback_app
 from oauth.fake_provider import FakeOAuthProvider
 from oauth_support import CLIENT_SECRET_ENV, manager_for
-from support import assert_not_wedged, decisions_sent, free_port, running_worker
+from support import assert_not_wedged, decisions_sent, free_port
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
 
@@ -132,9 +132,7 @@ async def test_cli_decides_through_the_inbox_with_its_token(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    users = make_users(tmp_path)
-    async with running_worker(client, pay_registry(), task_queue):
-        run, approval, _ = await start_pending(client, task_queue, tmp_path)
+    async with pending_call(client, task_queue, tmp_path) as (users, run, approval, _):
         config = InboxConfig(auth=AuthConfig(users.store()), session_secret="s" * 32)
         server = InboxServer(create_app(DurableTools(client, task_queue), config), port=0)
         await server.start()

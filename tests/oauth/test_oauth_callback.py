@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import unicodedata
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -29,7 +29,7 @@ from durable_tools.oauth._sanitize import (
     clean_error_code,
 )
 from oauth.fake_provider import FakeOAuthProvider
-from oauth_support import CLIENT_SECRET_ENV, callback_uri, manager_for
+from oauth_support import callback_uri, manager_for
 from support import free_port
 
 
@@ -44,13 +44,6 @@ class Recorder:
 
     def on_error(self, failure: AuthorizationFailure) -> None:  # sync hooks work too
         self.failed.append(failure)
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOAuthProvider]:
-    monkeypatch.setenv(CLIENT_SECRET_ENV, "test-secret")
-    with FakeOAuthProvider() as provider:
-        yield provider
 
 
 @pytest.fixture

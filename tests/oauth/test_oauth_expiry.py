@@ -8,7 +8,6 @@ so, and `durable-tools pending` shows when each link expires.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,23 +22,10 @@ from durable_tools.inbox import AuthConfig, InboxConfig, TokenStore, add_token, 
 from durable_tools.oauth import OAuthBroker
 from durable_tools.tools import Identity, OAuthRequirement, ToolContext, ToolRegistry
 from durable_tools.workflows import AgentConfig, AuthorizationPolicy, RunStatus
-from oauth_support import OAuthSetup, open_link, serving_callback
+from oauth_support import Clock, OAuthSetup, open_link, serving_callback
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
-
-
-class Clock:
-    """The OAuth manager's clock: links expire when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 @pytest.fixture

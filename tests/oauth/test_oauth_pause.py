@@ -13,7 +13,7 @@ from tcp_proxy import TcpProxy
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from durable_tools.client import DurableTools
+from durable_tools.client import AgentRun, DurableTools
 from durable_tools.oauth import NotifyRetry, OAuthBroker
 from durable_tools.oauth._sanitize import MAX_DESCRIPTION
 from durable_tools.tools import (
@@ -49,6 +49,24 @@ def calendar_registry(tokens_seen: list[str], revoked: set[str]) -> ToolRegistry
         return {"day": day, "events": ["standup"]}
 
     return registry
+
+
+async def ask_for_friday(
+    client: Client, task_queue: str, tmp_path: Path, user: str, final: str
+) -> tuple[AgentRun, str]:
+    """Start a run of `user` that reads Friday's calendar, then answers `final`.
+
+    Returns the run and its authorization link, once it waits for the grant.
+    """
+    run = await DurableTools(client, task_queue).start(
+        "calendar",
+        model=write_script(
+            tmp_path, [calls(("c", "read_calendar", {"day": "friday"})), answer(final)]
+        ),
+        identity=Identity(user=user),
+    )
+    snapshot = await wait_for(run, lambda s: bool(s.pending_authorizations))
+    return run, snapshot.pending_authorizations[0].authorization_url
 
 
 async def test_oauth_pause_completes_through_the_callback_and_repauses_on_revocation(
@@ -127,16 +145,8 @@ async def test_refused_authorization_goes_back_to_the_model(
     tokens: list[str] = []
     registry = calendar_registry(tokens, set())
     async with running_worker(client, registry, task_queue, oauth=OAuthBroker(manager)):
-        run = await DurableTools(client, task_queue).start(
-            "calendar",
-            model=write_script(
-                tmp_path,
-                [calls(("c", "read_calendar", {"day": "friday"})), answer("could not read it")],
-            ),
-            identity=Identity(user="bob"),
-        )
-        snapshot = await wait_for(run, lambda s: bool(s.pending_authorizations))
-        await open_link(snapshot.pending_authorizations[0].authorization_url)
+        run, link = await ask_for_friday(client, task_queue, tmp_path, "bob", "could not read it")
+        await open_link(link)
         result = await run.result()
         reply = next(m.content for m in await run.conversation() if m.role == "tool") or ""
     assert result.status == RunStatus.COMPLETED
@@ -160,37 +170,23 @@ async def test_a_grant_given_while_temporal_is_unreachable_reaches_the_run(
     tokens: list[str] = []
     retry = NotifyRetry(first_delay=0.2, max_delay=1.0)
     try:
-        async with (
-            serving_callback(callback_client, tmp_path, monkeypatch, retry=retry) as (
-                _,
-                manager,
-                _,
-            ),
-            running_worker(
-                client, calendar_registry(tokens, set()), task_queue, oauth=OAuthBroker(manager)
-            ),
-        ):
-            run = await DurableTools(client, task_queue).start(
-                "calendar",
-                model=write_script(
-                    tmp_path,
-                    [calls(("c", "read_calendar", {"day": "friday"})), answer("standup")],
-                ),
-                identity=Identity(user="carol"),
-            )
-            snapshot = await wait_for(run, lambda s: bool(s.pending_authorizations))
-            page = await open_link(snapshot.pending_authorizations[0].authorization_url)
-            assert page.status_code == 503 and "granted and saved" in page.text
-            assert await manager.get_grant("carol", "fake") is not None
-            assert (await run.status()).status == RunStatus.AWAITING_AUTHORIZATION
+        async with serving_callback(callback_client, tmp_path, monkeypatch, retry=retry) as oauth:
+            _, manager, _ = oauth
+            registry = calendar_registry(tokens, set())
+            async with running_worker(client, registry, task_queue, oauth=OAuthBroker(manager)):
+                run, link = await ask_for_friday(client, task_queue, tmp_path, "carol", "standup")
+                page = await open_link(link)
+                assert page.status_code == 503 and "granted and saved" in page.text
+                assert await manager.get_grant("carol", "fake") is not None
+                assert (await run.status()).status == RunStatus.AWAITING_AUTHORIZATION
 
-            await proxy.start()  # Temporal is back: the background retry tells the run
-            result = await run.result()
-            assert result.status == RunStatus.COMPLETED and result.final_answer == "standup"
-            assert len(tokens) == 1
-            # Told once: the link is used up now.
-            again = await open_link(str(page.url))
-            assert again.status_code == 400 and "already used" in again.text
+                await proxy.start()  # Temporal is back: the background retry tells the run
+                result = await run.result()
+                assert result.status == RunStatus.COMPLETED and result.final_answer == "standup"
+                assert len(tokens) == 1
+                # Told once: the link is used up now.
+                again = await open_link(str(page.url))
+                assert again.status_code == 400 and "already used" in again.text
     finally:
         await proxy.stop()
 
@@ -210,15 +206,8 @@ async def test_a_hostile_error_description_reaches_the_model_cleaned(
     async with running_worker(
         client, calendar_registry([], set()), task_queue, oauth=OAuthBroker(manager)
     ):
-        run = await DurableTools(client, task_queue).start(
-            "calendar",
-            model=write_script(
-                tmp_path, [calls(("c", "read_calendar", {"day": "friday"})), answer("no access")]
-            ),
-            identity=Identity(user="dave"),
-        )
-        snapshot = await wait_for(run, lambda s: bool(s.pending_authorizations))
-        await open_link(snapshot.pending_authorizations[0].authorization_url)
+        run, link = await ask_for_friday(client, task_queue, tmp_path, "dave", "no access")
+        await open_link(link)
         assert (await run.result()).status == RunStatus.COMPLETED
         reply = next(m.content for m in await run.conversation() if m.role == "tool") or ""
     assert "access_denied: nope [8m" in reply and "SYSTEM: ignore" in reply
