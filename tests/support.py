@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -15,7 +16,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from durable_tools.client import AgentRun
 from durable_tools.tools import ToolRegistry
 from durable_tools.worker import build_worker
-from durable_tools.workflows import RunSnapshot
+from durable_tools.workflows import AgentConfig, ExecutionStrategy, RunSnapshot
 
 
 def write_script(directory: Path, steps: list[dict[str, Any]]) -> str:
@@ -23,6 +24,13 @@ def write_script(directory: Path, steps: list[dict[str, Any]]) -> str:
     path = directory / f"script-{uuid.uuid4().hex[:8]}.json"
     path.write_text(json.dumps({"steps": steps}))
     return f"scripted:{path}"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def calls(*calls: tuple[str, str, Any]) -> dict[str, Any]:
@@ -33,6 +41,37 @@ def calls(*calls: tuple[str, str, Any]) -> dict[str, Any]:
 def answer(text: str) -> dict[str, Any]:
     """A scripted step giving the final answer."""
     return {"text": text}
+
+
+def quick_slow_registry(gate: asyncio.Event) -> ToolRegistry:
+    """Read-only tools `quick(n)`, which answers at once, and `slow(n)`, once `gate` is set."""
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True)
+    async def quick(n: int) -> str:
+        """Answers at once."""
+        return f"quick {n}"
+
+    @registry.tool(read_only=True)
+    async def slow(n: int) -> str:
+        """Answers when the test lets it."""
+        await gate.wait()
+        return f"slow {n}"
+
+    return registry
+
+
+def quick_slow_config(directory: Path) -> AgentConfig:
+    """One parallel turn for `quick_slow_registry`: quick (call a), slow (b), and quick with
+    an invalid argument (c); then the answer "done"."""
+    model = write_script(
+        directory,
+        [
+            calls(("a", "quick", {"n": 1}), ("b", "slow", {"n": 2}), ("c", "quick", {"n": "x"})),
+            answer("done"),
+        ],
+    )
+    return AgentConfig(model=model, strategy=ExecutionStrategy(mode="parallel"))
 
 
 @asynccontextmanager
@@ -49,13 +88,16 @@ async def history_of(handle: WorkflowHandle[Any, Any]) -> WorkflowHistory:
     return await handle.fetch_history()
 
 
+def event_attributes(history: WorkflowHistory, field: str) -> list[Any]:
+    """The `field` attributes (`"activity_task_scheduled_event_attributes"`, ...) of the
+    history's events that have them, in order."""
+    return [getattr(event, field) for event in history.events if event.HasField(field)]
+
+
 def scheduled_activities(history: WorkflowHistory) -> list[str]:
     """Activity type names scheduled in a history, in order (regular activities only)."""
-    names = []
-    for event in history.events:
-        if event.HasField("activity_task_scheduled_event_attributes"):
-            names.append(event.activity_task_scheduled_event_attributes.activity_type.name)
-    return names
+    scheduled = event_attributes(history, "activity_task_scheduled_event_attributes")
+    return [attributes.activity_type.name for attributes in scheduled]
 
 
 def local_activity_markers(history: WorkflowHistory) -> int:
@@ -78,11 +120,8 @@ async def wait_for(
 
 def workflow_task_failures(history: WorkflowHistory) -> list[str]:
     """The failure messages of every `WorkflowTaskFailed` event in a history, in order."""
-    failures = []
-    for event in history.events:
-        if event.HasField("workflow_task_failed_event_attributes"):
-            failures.append(event.workflow_task_failed_event_attributes.failure.message)
-    return failures
+    failed = event_attributes(history, "workflow_task_failed_event_attributes")
+    return [attributes.failure.message for attributes in failed]
 
 
 async def assert_not_wedged(handle: WorkflowHandle[Any, Any], *, allowed: int = 1) -> None:
@@ -96,3 +135,10 @@ async def assert_not_wedged(handle: WorkflowHandle[Any, Any], *, allowed: int = 
     assert len(failures) <= allowed, (
         f"workflow task failed {len(failures)} times (wedged run): {failures[:3]}"
     )
+
+
+async def decisions_sent(run: AgentRun) -> list[dict[str, Any]]:
+    """The decisions the run accepted, as they were sent (from its history)."""
+    history = await run.handle.fetch_history()
+    accepted = event_attributes(history, "workflow_execution_update_accepted_event_attributes")
+    return [json.loads(a.accepted_request.input.args.payloads[0].data) for a in accepted]

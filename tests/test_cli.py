@@ -19,7 +19,14 @@ from cli_support import cli, cli_json
 from durable_tools.client import DurableTools
 from durable_tools.demo.tools import registry as demo_registry
 from durable_tools.workflows import RunStatus
-from support import answer, calls, running_worker, write_script
+from support import (
+    answer,
+    calls,
+    quick_slow_config,
+    quick_slow_registry,
+    running_worker,
+    write_script,
+)
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
 
@@ -245,31 +252,8 @@ async def test_show_lists_approvals_inside_subagents(
 async def test_show_marks_each_call_done_as_it_finishes(
     client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
 ) -> None:
-    from durable_tools.tools import ToolRegistry
-    from durable_tools.workflows import AgentConfig, ExecutionStrategy
-
-    registry = ToolRegistry()
     gate = asyncio.Event()
-
-    @registry.tool(read_only=True)
-    async def quick(n: int) -> str:
-        """Answers at once."""
-        return f"quick {n}"
-
-    @registry.tool(read_only=True)
-    async def slow(n: int) -> str:
-        """Answers when the test lets it."""
-        await gate.wait()
-        return f"slow {n}"
-
-    model = write_script(
-        tmp_path,
-        [
-            calls(("a", "quick", {"n": 1}), ("b", "slow", {"n": 2}), ("c", "quick", {"n": "x"})),
-            answer("done"),
-        ],
-    )
-    config = AgentConfig(model=model, strategy=ExecutionStrategy(mode="parallel"))
+    registry, config = quick_slow_registry(gate), quick_slow_config(tmp_path)
     async with running_worker(client, registry, task_queue):
         run = await DurableTools(client, task_queue).start("go", config=config)
         for _ in range(100):

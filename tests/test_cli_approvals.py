@@ -13,10 +13,10 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 import cli_support
 from cli_support import cli, cli_json
 from durable_tools._render import terminal_safe
-from durable_tools.client import AgentRun, DurableTools
+from durable_tools.client import DurableTools
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import RunStatus
-from support import answer, calls, running_worker, wait_for, write_script
+from support import answer, calls, decisions_sent, running_worker, wait_for, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
 
@@ -30,17 +30,6 @@ def pay_registry() -> ToolRegistry:
         return f"paid {amount_cents}"
 
     return registry
-
-
-async def decisions_sent(run: AgentRun) -> list[dict[str, Any]]:
-    """The decisions the run accepted, as they were sent (from its history)."""
-    history = await run.handle.fetch_history()
-    sent = []
-    for event in history.events:
-        if event.HasField("workflow_execution_update_accepted_event_attributes"):
-            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
-            sent.append(json.loads(request.input.args.payloads[0].data))
-    return sent
 
 
 async def test_approve_without_hash_sends_the_hash_of_the_request_shown(

@@ -12,14 +12,15 @@ from temporalio.testing import WorkflowEnvironment
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_durable_run_example(env: WorkflowEnvironment, tmp_path: Path) -> None:
+def run_example(env: WorkflowEnvironment, tmp_path: Path, name: str) -> dict[str, str]:
+    """Run `examples/NAME` against the session's server; its `key: value` output lines."""
     environment = {
         **os.environ,
         "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
         "DURABLE_TOOLS_ARTIFACTS": str(tmp_path),
     }
     done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "durable_run.py")],
+        [sys.executable, str(ROOT / "examples" / name)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -27,28 +28,18 @@ def test_durable_run_example(env: WorkflowEnvironment, tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    lines = dict(line.split(": ", 1) for line in done.stdout.strip().splitlines())
+    return dict(line.split(": ", 1) for line in done.stdout.strip().splitlines())
+
+
+def test_durable_run_example(env: WorkflowEnvironment, tmp_path: Path) -> None:
+    lines = run_example(env, tmp_path, "durable_run.py")
     assert lines["waiting for approval of"] == "pay"
     assert lines["status"] == "completed"
     assert lines["answer"] == "Paid 5.00 from acc-1."
 
 
 def test_custom_model_adapter_example(env: WorkflowEnvironment, tmp_path: Path) -> None:
-    environment = {
-        **os.environ,
-        "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
-        "DURABLE_TOOLS_ARTIFACTS": str(tmp_path),
-    }
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "custom_model_adapter.py")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=environment,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = dict(line.split(": ", 1) for line in done.stdout.strip().splitlines())
+    lines = run_example(env, tmp_path, "custom_model_adapter.py")
     assert lines == {"status": "completed", "answer": "The sum is 42."}
 
 

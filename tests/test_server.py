@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,12 +28,7 @@ from durable_tools.server import (
     find_temporal_cli,
     ui_url,
 )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from support import free_port
 
 
 async def custom_attributes(client: Client) -> dict[str, int]:

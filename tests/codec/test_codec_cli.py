@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,14 +15,9 @@ from codec_support import KEY, codec
 from temporalio.api.common.v1 import Payload
 
 from durable_tools.inbox import add_token
+from support import free_port
 
 CLI = [sys.executable, "-m", "durable_tools.cli"]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_without_keys_it_refuses_to_start(tmp_path: Path) -> None:

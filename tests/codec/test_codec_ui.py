@@ -11,48 +11,24 @@ browser's own.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import socket
 from pathlib import Path
 
 import pytest
 from codec_support import ARGUMENT, codec, vault_model, vault_registry
 from temporalio.client import Client
 
+from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 from durable_tools.client import DurableTools
 from durable_tools.codec import data_converter
 from durable_tools.codec.server import CodecServerConfig, create_codec_app
 from durable_tools.inbox import AuthConfig, InboxServer, TokenStore, add_token
 from durable_tools.server import DevServer
 from durable_tools.workflows import RunStatus
-from support import assert_not_wedged, running_worker
+from support import assert_not_wedged, free_port, running_worker
 
-CHROMIUM = os.environ.get("DURABLE_TOOLS_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-playwright_api = pytest.importorskip("playwright.async_api")
+playwright_api = require_browser()
 Browser, Route = playwright_api.Browser, playwright_api.Route
-if shutil.which(CHROMIUM) is None:
-    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
-        raise RuntimeError(f"no chromium at {CHROMIUM}: .ci/run installs it")
-    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.mark.slow

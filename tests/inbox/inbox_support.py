@@ -1,22 +1,35 @@
-"""Shared pieces of the inbox tests: a tokens file, the app, a run waiting for approval."""
+"""Shared pieces of the inbox tests: a tokens file, the app, a run waiting for approval, and
+a client that signs in and posts the app's forms with their CSRF token."""
 
 from __future__ import annotations
 
 import asyncio
-import json
+import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 from temporalio.client import Client
 
 from durable_tools.client import AgentRun, DurableTools
 from durable_tools.inbox import AuthConfig, InboxConfig, TokenStore, add_token, create_app
 from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig, ApprovalPolicy, PendingApproval
-from support import answer, calls, wait_for, write_script
+from durable_tools.workflows import AgentConfig, ApprovalPolicy, PendingApproval, RunStatus
+from support import (
+    answer,
+    assert_not_wedged,
+    calls,
+    decisions_sent,
+    running_worker,
+    wait_for,
+    write_script,
+)
+
+_CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
 def pay_registry() -> ToolRegistry:
@@ -90,12 +103,70 @@ async def start_pending(
     return run, snapshot.pending_approvals[0], agent
 
 
-async def decisions_sent(run: AgentRun) -> list[dict[str, Any]]:
-    """The decisions the run accepted, as they were sent (from its history)."""
-    history = await run.handle.fetch_history()
-    sent = []
-    for event in history.events:
-        if event.HasField("workflow_execution_update_accepted_event_attributes"):
-            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
-            sent.append(json.loads(request.input.args.payloads[0].data))
-    return sent
+@asynccontextmanager
+async def pending_call(
+    client: Client, task_queue: str, tmp_path: Path, **start: Any
+) -> AsyncIterator[tuple[Users, AgentRun, PendingApproval, str]]:
+    """The users of `make_users`, a worker for `pay_registry`, and a run waiting for
+    approval of `pay` (`start_pending`, which takes `start`), for the block.
+
+    Yields the users, the run, its pending approval and the agent name.
+    """
+    users = make_users(tmp_path)
+    async with running_worker(client, pay_registry(), task_queue):
+        run, approval, agent = await start_pending(client, task_queue, tmp_path, **start)
+        yield users, run, approval, agent
+
+
+async def cancel_and_check(run: AgentRun) -> None:
+    """End a run the test left waiting, and check its workflow task never looped."""
+    await run.cancel("test over")
+    await run.result()
+    await assert_not_wedged(run.handle)
+
+
+async def assert_undecided_then_cancel(run: AgentRun) -> None:
+    """Check no decision reached the run and it still waits; then end it (`cancel_and_check`)."""
+    assert await decisions_sent(run) == []
+    assert (await run.status()).status == RunStatus.AWAITING_APPROVAL
+    await cancel_and_check(run)
+
+
+def http(app: object, peer: str = "127.0.0.1") -> httpx.AsyncClient:
+    """A client for the app in-process, as if connecting from `peer`."""
+    transport = httpx.ASGITransport(app=app, client=(peer, 40000))  # type: ignore[arg-type]
+    return httpx.AsyncClient(transport=transport, base_url="http://inbox.test")
+
+
+def csrf_token(html: str) -> str:
+    """The CSRF token of the form on a page (fails the test when there is none)."""
+    found = _CSRF.search(html)
+    assert found is not None, "no csrf_token field on the page"
+    return found.group(1)
+
+
+async def login(browser: httpx.AsyncClient, token: str) -> None:
+    """Sign in through the login form with `token`."""
+    page = await browser.get("/login")
+    signed_in = await browser.post(
+        "/login", data={"csrf_token": csrf_token(page.text), "token": token, "next": "/"}
+    )
+    assert signed_in.status_code == 303, signed_in.text
+
+
+async def decide_by_form(
+    browser: httpx.AsyncClient,
+    run_id: str,
+    call_id: str,
+    fields: dict[str, str],
+    *,
+    headers: dict[str, str] | None = None,
+) -> tuple[str, httpx.Response]:
+    """Open a call's page and post its decision form with the page's CSRF token.
+
+    Returns the page's HTML and the answer to the post.
+    """
+    url = f"/runs/{run_id}/calls/{call_id}"
+    page = await browser.get(url, headers=headers)
+    data = {"csrf_token": csrf_token(page.text), **fields}
+    return page.text, await browser.post(f"{url}/decide", data=data, headers=headers)

@@ -8,46 +8,26 @@ is made this way).
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
-import pytest
-from inbox_support import decisions_sent, make_users, pay_registry, start_pending
+from inbox_support import pay_registry, pending_call, start_pending
 from temporalio.client import Client
 
+from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 from durable_tools.client import DurableTools
 from durable_tools.inbox import AuthConfig, InboxConfig, InboxServer, create_app
 from durable_tools.workflows import RunStatus
-from support import assert_not_wedged, running_worker
+from support import assert_not_wedged, decisions_sent
 
-CHROMIUM = os.environ.get("DURABLE_TOOLS_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-playwright_api = pytest.importorskip("playwright.async_api")
-if shutil.which(CHROMIUM) is None:
-    # CI installs it (.ci/run) and must not skip; a developer without it gets a clear reason.
-    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
-        raise RuntimeError(f"no chromium at {CHROMIUM}: .ci/run installs it")
-    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+playwright_api = require_browser()
 
 
 async def test_a_browser_approves_a_pending_call(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    users = make_users(tmp_path)
-    async with running_worker(client, pay_registry(), task_queue):
-        run, approval, agent = await start_pending(
-            client, task_queue, tmp_path, arguments={"amount_cents": 1250, "memo": "team lunch"}
-        )
+    async with pending_call(
+        client, task_queue, tmp_path, arguments={"amount_cents": 1250, "memo": "team lunch"}
+    ) as (users, run, approval, agent):
         config = InboxConfig(
             auth=AuthConfig(users.store()),
             session_secret="browser-test-secret",

@@ -3,47 +3,38 @@ decide, CSRF, the trusted proxy header, the JSON API, escaping, and the recorded
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-import httpx
 from inbox_support import (
-    decisions_sent,
+    assert_undecided_then_cancel,
+    cancel_and_check,
+    decide_by_form,
+    http,
+    login,
     make_app,
     make_users,
     pay_registry,
-    start_pending,
+    pending_call,
 )
 from temporalio.client import Client
 
 from durable_tools.client import DurableTools
 from durable_tools.workflows import RunStatus
-from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
-
-_CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
-
-
-def http(app: object, peer: str = "127.0.0.1") -> httpx.AsyncClient:
-    transport = httpx.ASGITransport(app=app, client=(peer, 40000))  # type: ignore[arg-type]
-    return httpx.AsyncClient(transport=transport, base_url="http://inbox.test")
-
-
-async def login(browser: httpx.AsyncClient, token: str) -> None:
-    page = await browser.get("/login")
-    csrf = _CSRF.search(page.text)
-    assert csrf is not None
-    answer = await browser.post(
-        "/login", data={"csrf_token": csrf.group(1), "token": token, "next": "/"}
-    )
-    assert answer.status_code == 303, answer.text
+from support import (
+    answer,
+    assert_not_wedged,
+    calls,
+    decisions_sent,
+    running_worker,
+    wait_for,
+    write_script,
+)
 
 
 async def test_unauthenticated_requests_are_refused(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    users = make_users(tmp_path)
-    async with running_worker(client, pay_registry(), task_queue):
-        run, approval, _ = await start_pending(client, task_queue, tmp_path)
+    async with pending_call(client, task_queue, tmp_path) as (users, run, approval, _):
         async with http(make_app(client, task_queue, users)) as anonymous:
             assert (await anonymous.get("/api/pending")).status_code == 401
             wrong = {"Authorization": "Bearer not-a-token"}
@@ -62,18 +53,13 @@ async def test_unauthenticated_requests_are_refused(
                 data={"action": "approve", "arguments_hash": approval.arguments_hash},
             )
             assert form.status_code == 401
-        assert await decisions_sent(run) == []
-        assert (await run.status()).status == RunStatus.AWAITING_APPROVAL
-        await run.cancel("test over")
-        await run.result()
+        await assert_undecided_then_cancel(run)
 
 
 async def test_a_form_post_without_csrf_decides_nothing(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    users = make_users(tmp_path)
-    async with running_worker(client, pay_registry(), task_queue):
-        run, approval, _ = await start_pending(client, task_queue, tmp_path)
+    async with pending_call(client, task_queue, tmp_path) as (users, run, approval, _):
         async with http(make_app(client, task_queue, users)) as browser:
             await login(browser, users.alice)
             url = f"/runs/{run.run_id}/calls/c1/decide"
@@ -85,35 +71,24 @@ async def test_a_form_post_without_csrf_decides_nothing(
             api = f"/api/runs/{run.run_id}/calls/c1/decide"
             body = {"approve": True, "arguments_hash": approval.arguments_hash}
             assert (await browser.post(api, json=body)).status_code == 403
-        assert await decisions_sent(run) == []
-        assert (await run.status()).status == RunStatus.AWAITING_APPROVAL
-        await run.cancel("test over")
-        await run.result()
-        await assert_not_wedged(run.handle)
+        await assert_undecided_then_cancel(run)
 
 
 async def test_the_form_decision_records_the_logged_in_user(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    users = make_users(tmp_path)
-    async with running_worker(client, pay_registry(), task_queue):
-        run, approval, _ = await start_pending(client, task_queue, tmp_path)
+    async with pending_call(client, task_queue, tmp_path) as (users, run, approval, _):
         async with http(make_app(client, task_queue, users)) as browser:
             await login(browser, users.bob)
-            page = await browser.get(f"/runs/{run.run_id}/calls/c1")
-            csrf = _CSRF.search(page.text)
-            assert csrf is not None and approval.arguments_hash in page.text
-            answer = await browser.post(
-                f"/runs/{run.run_id}/calls/c1/decide",
-                data={
-                    "csrf_token": csrf.group(1),
-                    "action": "deny",
-                    "reason": "not today",
-                    "arguments_hash": approval.arguments_hash,
-                    "decider": "mallory",  # ignored: the decider is who is logged in
-                },
-            )
-            assert answer.status_code == 303, answer.text
+            fields = {
+                "action": "deny",
+                "reason": "not today",
+                "arguments_hash": approval.arguments_hash,
+                "decider": "mallory",  # ignored: the decider is who is logged in
+            }
+            page, decided = await decide_by_form(browser, run.run_id, "c1", fields)
+            assert approval.arguments_hash in page
+            assert decided.status_code == 303, decided.text
         result = await run.result()
         assert result.status == RunStatus.COMPLETED
         [sent] = await decisions_sent(run)
@@ -126,9 +101,7 @@ async def test_the_form_decision_records_the_logged_in_user(
 async def test_a_proxy_header_counts_only_from_a_trusted_proxy(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    users = make_users(tmp_path)
-    async with running_worker(client, pay_registry(), task_queue):
-        run, approval, agent = await start_pending(client, task_queue, tmp_path)
+    async with pending_call(client, task_queue, tmp_path) as (users, run, approval, agent):
         app = make_app(client, task_queue, users, trusted=["10.0.0.7"])
         claim = {"X-Forwarded-User": "carol"}
         async with http(app, peer="10.0.0.8") as untrusted:
@@ -142,11 +115,8 @@ async def test_a_proxy_header_counts_only_from_a_trusted_proxy(
             url = f"/runs/{run.run_id}/calls/c1/decide"
             fields = {"action": "approve", "arguments_hash": approval.arguments_hash}
             assert (await proxied.post(url, data=fields, headers=claim)).status_code == 403
-            page = await proxied.get(f"/runs/{run.run_id}/calls/c1", headers=claim)
-            csrf = _CSRF.search(page.text)
-            assert csrf is not None
-            fields["csrf_token"] = csrf.group(1)
-            assert (await proxied.post(url, data=fields, headers=claim)).status_code == 303
+            _, decided = await decide_by_form(proxied, run.run_id, "c1", fields, headers=claim)
+            assert decided.status_code == 303
         await run.result()
         [sent] = await decisions_sent(run)
         assert sent["decider"] == "carol"
@@ -156,11 +126,8 @@ async def test_a_proxy_header_counts_only_from_a_trusted_proxy(
 async def test_api_lists_and_decides_with_a_bearer_token(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    users = make_users(tmp_path)
-    async with running_worker(client, pay_registry(), task_queue):
-        run, approval, agent = await start_pending(
-            client, task_queue, tmp_path, deciders=("group:ops",)
-        )
+    waiting = pending_call(client, task_queue, tmp_path, deciders=("group:ops",))
+    async with waiting as (users, run, approval, agent):
         async with http(make_app(client, task_queue, users)) as script:
             alice = {"Authorization": f"Bearer {users.alice}"}
             bob = {"Authorization": f"Bearer {users.bob}"}
@@ -192,10 +159,9 @@ async def test_api_lists_and_decides_with_a_bearer_token(
 async def test_hostile_arguments_are_escaped_on_the_call_page(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    users = make_users(tmp_path)
     hostile = {"amount_cents": 1, "memo": "<script>alert(1)</script>", "card": "4111-secret"}
-    async with running_worker(client, pay_registry(), task_queue):
-        run, _, agent = await start_pending(client, task_queue, tmp_path, arguments=hostile)
+    waiting = pending_call(client, task_queue, tmp_path, arguments=hostile)
+    async with waiting as (users, run, _, agent):
         async with http(make_app(client, task_queue, users)) as browser:
             await login(browser, users.alice)
             for url in (f"/runs/{run.run_id}/calls/c1", f"/?agent={agent}", f"/runs/{run.run_id}"):
@@ -209,9 +175,7 @@ async def test_hostile_arguments_are_escaped_on_the_call_page(
             assert "Pay an amount (needs approval)." in call_page  # the tool's description
             # An unknown run is a plain 404, not an error page with a traceback.
             assert (await browser.get("/runs/no-such-run")).status_code == 404
-        await run.cancel("test over")
-        await run.result()
-        await assert_not_wedged(run.handle)
+        await cancel_and_check(run)
 
 
 async def test_approve_and_stop_asking_grants_the_tool_for_the_rest_of_the_run(
@@ -231,18 +195,13 @@ async def test_approve_and_stop_asking_grants_the_tool_for_the_rest_of_the_run(
         snapshot = await wait_for(run, lambda s: bool(s.pending_approvals))
         async with http(make_app(client, task_queue, users)) as browser:
             await login(browser, users.bob)
-            page = await browser.get(f"/runs/{run.run_id}/calls/c1")
-            csrf = _CSRF.search(page.text)
-            assert csrf is not None and 'value="remember"' in page.text
-            answer_page = await browser.post(
-                f"/runs/{run.run_id}/calls/c1/decide",
-                data={
-                    "csrf_token": csrf.group(1),
-                    "action": "remember",
-                    "arguments_hash": snapshot.pending_approvals[0].arguments_hash,
-                },
-            )
-            assert answer_page.status_code == 303, answer_page.text
+            fields = {
+                "action": "remember",
+                "arguments_hash": snapshot.pending_approvals[0].arguments_hash,
+            }
+            page, decided = await decide_by_form(browser, run.run_id, "c1", fields)
+            assert 'value="remember"' in page
+            assert decided.status_code == 303, decided.text
         result = await run.result()
         timeline = {r.call_id: r for r in await run.timeline()}
         await assert_not_wedged(run.handle)

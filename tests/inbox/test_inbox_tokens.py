@@ -5,15 +5,13 @@ redirect, and the OAuth callback hosted by the same app."""
 from __future__ import annotations
 
 import json
-import re
-import socket
 import stat
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from inbox_support import decisions_sent, make_users, pay_registry, start_pending
+from inbox_support import csrf_token, make_users, pending_call
 from temporalio.client import Client
 
 import cli_support
@@ -30,12 +28,12 @@ from durable_tools.inbox import (
     create_app,
     hash_token,
 )
-from durable_tools.oauth import OAuthManager, generate_key, make_callback_app
+from durable_tools.oauth import make_callback_app
 from oauth.fake_provider import FakeOAuthProvider
-from support import assert_not_wedged, running_worker
+from oauth_support import CLIENT_SECRET_ENV, manager_for
+from support import assert_not_wedged, decisions_sent, free_port
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
-_CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
 def test_only_the_hash_is_stored(tmp_path: Path) -> None:
@@ -79,14 +77,12 @@ async def test_sessions_end_when_the_user_is_removed_and_login_stays_local(
     app = create_app(DurableTools(client, task_queue), config)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://inbox.test") as browser:
-        page = await browser.get("/login")
-        csrf = _CSRF.search(page.text)
-        assert csrf is not None
-        wrong = {"csrf_token": csrf.group(1), "token": "guess", "next": "/"}
+        csrf = csrf_token((await browser.get("/login")).text)
+        wrong = {"csrf_token": csrf, "token": "guess", "next": "/"}
         assert (await browser.post("/login", data=wrong)).status_code == 401
         no_csrf = {"token": users.bob, "next": "/"}
         assert (await browser.post("/login", data=no_csrf)).status_code == 403
-        fields = {"csrf_token": csrf.group(1), "token": users.bob, "next": "//evil.example/"}
+        fields = {"csrf_token": csrf, "token": users.bob, "next": "//evil.example/"}
         answer = await browser.post("/login", data=fields)
         assert answer.status_code == 303 and answer.headers["location"] == "/"
         assert (await browser.get("/api/pending")).json()["user"] == "bob"
@@ -99,19 +95,13 @@ async def test_sessions_end_when_the_user_is_removed_and_login_stays_local(
 async def test_the_oauth_callback_is_served_by_the_inbox(
     client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FAKE_OAUTH_CLIENT_SECRET", "test-secret")
+    monkeypatch.setenv(CLIENT_SECRET_ENV, "test-secret")
     users = make_users(tmp_path)
     completed: list[Any] = []
     # The callback's port must be known before the provider config (its redirect_uri).
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     with FakeOAuthProvider() as fake:
-        manager = OAuthManager.from_data_dir(
-            [fake.provider_config(redirect_uri=f"http://127.0.0.1:{port}/oauth/callback")],
-            tmp_path,
-            key=generate_key(),
-        )
+        manager = manager_for(fake, tmp_path, port)
         config = InboxConfig(
             auth=AuthConfig(users.store()),
             session_secret="s" * 32,
@@ -142,9 +132,7 @@ async def test_cli_decides_through_the_inbox_with_its_token(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    users = make_users(tmp_path)
-    async with running_worker(client, pay_registry(), task_queue):
-        run, approval, _ = await start_pending(client, task_queue, tmp_path)
+    async with pending_call(client, task_queue, tmp_path) as (users, run, approval, _):
         config = InboxConfig(auth=AuthConfig(users.store()), session_secret="s" * 32)
         server = InboxServer(create_app(DurableTools(client, task_queue), config), port=0)
         await server.start()

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import unicodedata
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
-from fake_provider import FakeOAuthProvider
 
 from durable_tools.oauth import (
     AuthorizationFailure,
@@ -30,6 +28,9 @@ from durable_tools.oauth._sanitize import (
     clean_description,
     clean_error_code,
 )
+from oauth.fake_provider import FakeOAuthProvider
+from oauth_support import callback_uri, manager_for
+from support import free_port
 
 
 class Recorder:
@@ -46,13 +47,6 @@ class Recorder:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOAuthProvider]:
-    monkeypatch.setenv("FAKE_OAUTH_CLIENT_SECRET", "test-secret")
-    with FakeOAuthProvider() as provider:
-        yield provider
-
-
-@pytest.fixture
 def recorder() -> Recorder:
     return Recorder()
 
@@ -62,15 +56,10 @@ async def served(
     fake: FakeOAuthProvider, tmp_path: Path, recorder: Recorder
 ) -> AsyncIterator[tuple[CallbackServer, OAuthManager]]:
     # The callback port must be known before the provider config (its redirect_uri) exists.
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    redirect_uri = f"http://127.0.0.1:{port}/oauth/callback"
-    manager = OAuthManager.from_data_dir(
-        [fake.provider_config(redirect_uri=redirect_uri)], tmp_path, key=generate_key()
-    )
+    port = free_port()
+    manager = manager_for(fake, tmp_path, port)
     server = await serve_callback(manager, recorder.on_complete, recorder.on_error, port=port)
-    assert server.callback_url == redirect_uri
+    assert server.callback_url == callback_uri(port)
     try:
         yield server, manager
     finally:

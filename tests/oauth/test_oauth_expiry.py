@@ -7,59 +7,25 @@ so, and `durable-tools pending` shows when each link expires.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from fake_provider import FakeOAuthProvider
 from temporalio.client import Client, WorkflowUpdateFailedError
 
 import cli_support
 from cli_support import cli, cli_json
 from durable_tools.client import DurableTools
 from durable_tools.inbox import AuthConfig, InboxConfig, TokenStore, add_token, create_app
-from durable_tools.oauth import (
-    CallbackServer,
-    OAuthBroker,
-    OAuthManager,
-    generate_key,
-    run_notifier,
-    serve_callback,
-)
+from durable_tools.oauth import OAuthBroker
 from durable_tools.tools import Identity, OAuthRequirement, ToolContext, ToolRegistry
 from durable_tools.workflows import AgentConfig, AuthorizationPolicy, RunStatus
+from oauth_support import Clock, OAuthSetup, open_link, serving_callback
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
-
-
-class Clock:
-    """The OAuth manager's clock: links expire when the test says so."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def open_link(url: str) -> httpx.Response:
-    """What the user does: open the URL; the fake provider approves and redirects back."""
-    async with httpx.AsyncClient(follow_redirects=True, timeout=10) as browser:
-        return await browser.get(url)
 
 
 @pytest.fixture
@@ -70,22 +36,9 @@ def clock() -> Clock:
 @pytest.fixture
 async def oauth(
     client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: Clock
-) -> AsyncIterator[tuple[FakeOAuthProvider, OAuthManager, CallbackServer]]:
-    monkeypatch.setenv("FAKE_OAUTH_CLIENT_SECRET", "test-secret")
-    port = free_port()
-    with FakeOAuthProvider() as fake:
-        manager = OAuthManager.from_data_dir(
-            [fake.provider_config(redirect_uri=f"http://127.0.0.1:{port}/oauth/callback")],
-            tmp_path / "oauth",
-            key=generate_key(),
-            now=clock,
-        )
-        on_complete, on_error = run_notifier(client)
-        server = await serve_callback(manager, on_complete, on_error, port=port)
-        try:
-            yield fake, manager, server
-        finally:
-            await server.stop()
+) -> AsyncIterator[OAuthSetup]:
+    async with serving_callback(client, tmp_path / "oauth", monkeypatch, now=clock) as setup:
+        yield setup
 
 
 def calendar(ran: list[str]) -> ToolRegistry:
@@ -110,7 +63,7 @@ async def test_an_expired_link_is_reissued_from_the_cli_and_completes_the_run(
     client: Client,
     task_queue: str,
     tmp_path: Path,
-    oauth: tuple[FakeOAuthProvider, OAuthManager, CallbackServer],
+    oauth: OAuthSetup,
     clock: Clock,
     cli_env: str,
     capsys: Any,
@@ -166,7 +119,7 @@ async def test_reissue_is_refused_for_a_call_that_waits_on_nothing(
     client: Client,
     task_queue: str,
     tmp_path: Path,
-    oauth: tuple[FakeOAuthProvider, OAuthManager, CallbackServer],
+    oauth: OAuthSetup,
     cli_env: str,
     capsys: Any,
 ) -> None:
@@ -190,7 +143,7 @@ async def test_deadline_reissues_then_tells_the_model(
     client: Client,
     task_queue: str,
     tmp_path: Path,
-    oauth: tuple[FakeOAuthProvider, OAuthManager, CallbackServer],
+    oauth: OAuthSetup,
 ) -> None:
     _, manager, _ = oauth
     ran: list[str] = []
@@ -222,7 +175,7 @@ async def test_deadline_can_fail_the_run(
     client: Client,
     task_queue: str,
     tmp_path: Path,
-    oauth: tuple[FakeOAuthProvider, OAuthManager, CallbackServer],
+    oauth: OAuthSetup,
 ) -> None:
     _, manager, _ = oauth
     config = AgentConfig(
@@ -250,7 +203,7 @@ async def test_the_inbox_reissues_a_link_for_a_waiting_call(
     client: Client,
     task_queue: str,
     tmp_path: Path,
-    oauth: tuple[FakeOAuthProvider, OAuthManager, CallbackServer],
+    oauth: OAuthSetup,
     clock: Clock,
 ) -> None:
     _, manager, _ = oauth

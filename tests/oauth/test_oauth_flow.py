@@ -6,13 +6,11 @@ import asyncio
 import base64
 import hashlib
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from fake_provider import FakeOAuthProvider
 
 from durable_tools import oauth
 from durable_tools.oauth import (
@@ -35,26 +33,8 @@ from durable_tools.oauth import (
     new_code_verifier,
 )
 from durable_tools.tools import NeedsAuthorization
-
-SECRET_ENV = "FAKE_OAUTH_CLIENT_SECRET"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2030, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOAuthProvider]:
-    monkeypatch.setenv(SECRET_ENV, "test-secret")
-    with FakeOAuthProvider() as provider:
-        yield provider
+from oauth.fake_provider import FakeOAuthProvider
+from oauth_support import Clock
 
 
 @pytest.fixture
@@ -66,7 +46,7 @@ def key(monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(datetime(2030, 1, 1, tzinfo=UTC))
 
 
 @pytest.fixture

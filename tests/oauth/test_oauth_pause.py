@@ -3,29 +3,18 @@ provider -> callback server -> signal -> tool runs with the token, which never e
 
 from __future__ import annotations
 
-import socket
 import unicodedata
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from fake_provider import FakeOAuthProvider
 from tcp_proxy import TcpProxy
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from durable_tools.client import DurableTools
-from durable_tools.oauth import (
-    CallbackServer,
-    NotifyRetry,
-    OAuthBroker,
-    OAuthManager,
-    generate_key,
-    run_notifier,
-    serve_callback,
-)
+from durable_tools.client import AgentRun, DurableTools
+from durable_tools.oauth import NotifyRetry, OAuthBroker
 from durable_tools.oauth._sanitize import MAX_DESCRIPTION
 from durable_tools.tools import (
     Identity,
@@ -35,39 +24,16 @@ from durable_tools.tools import (
     ToolRegistry,
 )
 from durable_tools.workflows import RunStatus
+from oauth_support import OAuthSetup, open_link, serving_callback
 from support import answer, calls, running_worker, wait_for, write_script
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def authorize_in_browser(url: str) -> httpx.Response:
-    """What the user does: open the URL; the fake provider approves and redirects back."""
-    async with httpx.AsyncClient(follow_redirects=True, timeout=10) as browser:
-        return await browser.get(url)
 
 
 @pytest.fixture
 async def oauth(
     client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[tuple[FakeOAuthProvider, OAuthManager, CallbackServer]]:
-    monkeypatch.setenv("FAKE_OAUTH_CLIENT_SECRET", "test-secret")
-    port = free_port()
-    with FakeOAuthProvider() as fake:
-        manager = OAuthManager.from_data_dir(
-            [fake.provider_config(redirect_uri=f"http://127.0.0.1:{port}/oauth/callback")],
-            tmp_path,
-            key=generate_key(),
-        )
-        on_complete, on_error = run_notifier(client)
-        server = await serve_callback(manager, on_complete, on_error, port=port)
-        try:
-            yield fake, manager, server
-        finally:
-            await server.stop()
+) -> AsyncIterator[OAuthSetup]:
+    async with serving_callback(client, tmp_path, monkeypatch) as setup:
+        yield setup
 
 
 def calendar_registry(tokens_seen: list[str], revoked: set[str]) -> ToolRegistry:
@@ -85,11 +51,29 @@ def calendar_registry(tokens_seen: list[str], revoked: set[str]) -> ToolRegistry
     return registry
 
 
+async def ask_for_friday(
+    client: Client, task_queue: str, tmp_path: Path, user: str, final: str
+) -> tuple[AgentRun, str]:
+    """Start a run of `user` that reads Friday's calendar, then answers `final`.
+
+    Returns the run and its authorization link, once it waits for the grant.
+    """
+    run = await DurableTools(client, task_queue).start(
+        "calendar",
+        model=write_script(
+            tmp_path, [calls(("c", "read_calendar", {"day": "friday"})), answer(final)]
+        ),
+        identity=Identity(user=user),
+    )
+    snapshot = await wait_for(run, lambda s: bool(s.pending_authorizations))
+    return run, snapshot.pending_authorizations[0].authorization_url
+
+
 async def test_oauth_pause_completes_through_the_callback_and_repauses_on_revocation(
     client: Client,
     task_queue: str,
     tmp_path: Path,
-    oauth: tuple[FakeOAuthProvider, OAuthManager, CallbackServer],
+    oauth: OAuthSetup,
 ) -> None:
     fake, manager, _ = oauth
     tokens: list[str] = []
@@ -111,7 +95,7 @@ async def test_oauth_pause_completes_through_the_callback_and_repauses_on_revoca
         assert "code_challenge_method=S256" in pending.authorization_url
         assert tokens == []  # the tool did not run without a grant
 
-        page = await authorize_in_browser(pending.authorization_url)
+        page = await open_link(pending.authorization_url)
         assert page.status_code == 200, page.text
         first = await run.result()
         assert first.status == RunStatus.COMPLETED and first.final_answer == "standup"
@@ -135,7 +119,7 @@ async def test_oauth_pause_completes_through_the_callback_and_repauses_on_revoca
         )
         snapshot = await wait_for(third, lambda s: bool(s.pending_authorizations))
         assert snapshot.pending_authorizations[0].call_id == "cal1"
-        page = await authorize_in_browser(snapshot.pending_authorizations[0].authorization_url)
+        page = await open_link(snapshot.pending_authorizations[0].authorization_url)
         assert page.status_code == 200, page.text
         result = await third.result()
         events = [e.event for e in await third.events()]
@@ -154,23 +138,15 @@ async def test_refused_authorization_goes_back_to_the_model(
     client: Client,
     task_queue: str,
     tmp_path: Path,
-    oauth: tuple[FakeOAuthProvider, OAuthManager, CallbackServer],
+    oauth: OAuthSetup,
 ) -> None:
     fake, manager, _ = oauth
     fake.deny = True
     tokens: list[str] = []
     registry = calendar_registry(tokens, set())
     async with running_worker(client, registry, task_queue, oauth=OAuthBroker(manager)):
-        run = await DurableTools(client, task_queue).start(
-            "calendar",
-            model=write_script(
-                tmp_path,
-                [calls(("c", "read_calendar", {"day": "friday"})), answer("could not read it")],
-            ),
-            identity=Identity(user="bob"),
-        )
-        snapshot = await wait_for(run, lambda s: bool(s.pending_authorizations))
-        await authorize_in_browser(snapshot.pending_authorizations[0].authorization_url)
+        run, link = await ask_for_friday(client, task_queue, tmp_path, "bob", "could not read it")
+        await open_link(link)
         result = await run.result()
         reply = next(m.content for m in await run.conversation() if m.role == "tool") or ""
     assert result.status == RunStatus.COMPLETED
@@ -184,7 +160,6 @@ async def test_a_grant_given_while_temporal_is_unreachable_reaches_the_run(
     # The callback's client goes through a proxy that is off: Temporal is unreachable for it
     # (the worker and the run are fine). Before: a 500, the grant stored, the state used up,
     # and the run waiting forever.
-    monkeypatch.setenv("FAKE_OAUTH_CLIENT_SECRET", "test-secret")
     proxy = TcpProxy(client.service_client.config.target_host)
     callback_client = await Client.connect(
         proxy.address,
@@ -192,33 +167,15 @@ async def test_a_grant_given_while_temporal_is_unreachable_reaches_the_run(
         data_converter=pydantic_data_converter,
         lazy=True,
     )
-    port = free_port()
     tokens: list[str] = []
-    with FakeOAuthProvider() as fake:
-        manager = OAuthManager.from_data_dir(
-            [fake.provider_config(redirect_uri=f"http://127.0.0.1:{port}/oauth/callback")],
-            tmp_path,
-            key=generate_key(),
-        )
-        on_complete, on_error = run_notifier(callback_client)
-        retry = NotifyRetry(first_delay=0.2, max_delay=1.0)
-        server = await serve_callback(manager, on_complete, on_error, port=port, retry=retry)
-        try:
-            async with running_worker(
-                client, calendar_registry(tokens, set()), task_queue, oauth=OAuthBroker(manager)
-            ):
-                run = await DurableTools(client, task_queue).start(
-                    "calendar",
-                    model=write_script(
-                        tmp_path,
-                        [calls(("c", "read_calendar", {"day": "friday"})), answer("standup")],
-                    ),
-                    identity=Identity(user="carol"),
-                )
-                snapshot = await wait_for(run, lambda s: bool(s.pending_authorizations))
-                page = await authorize_in_browser(
-                    snapshot.pending_authorizations[0].authorization_url
-                )
+    retry = NotifyRetry(first_delay=0.2, max_delay=1.0)
+    try:
+        async with serving_callback(callback_client, tmp_path, monkeypatch, retry=retry) as oauth:
+            _, manager, _ = oauth
+            registry = calendar_registry(tokens, set())
+            async with running_worker(client, registry, task_queue, oauth=OAuthBroker(manager)):
+                run, link = await ask_for_friday(client, task_queue, tmp_path, "carol", "standup")
+                page = await open_link(link)
                 assert page.status_code == 503 and "granted and saved" in page.text
                 assert await manager.get_grant("carol", "fake") is not None
                 assert (await run.status()).status == RunStatus.AWAITING_AUTHORIZATION
@@ -228,18 +185,17 @@ async def test_a_grant_given_while_temporal_is_unreachable_reaches_the_run(
                 assert result.status == RunStatus.COMPLETED and result.final_answer == "standup"
                 assert len(tokens) == 1
                 # Told once: the link is used up now.
-                again = await authorize_in_browser(str(page.url))
+                again = await open_link(str(page.url))
                 assert again.status_code == 400 and "already used" in again.text
-        finally:
-            await server.stop()
-            await proxy.stop()
+    finally:
+        await proxy.stop()
 
 
 async def test_a_hostile_error_description_reaches_the_model_cleaned(
     client: Client,
     task_queue: str,
     tmp_path: Path,
-    oauth: tuple[FakeOAuthProvider, OAuthManager, CallbackServer],
+    oauth: OAuthSetup,
 ) -> None:
     fake, manager, _ = oauth
     fake.deny = True
@@ -250,15 +206,8 @@ async def test_a_hostile_error_description_reaches_the_model_cleaned(
     async with running_worker(
         client, calendar_registry([], set()), task_queue, oauth=OAuthBroker(manager)
     ):
-        run = await DurableTools(client, task_queue).start(
-            "calendar",
-            model=write_script(
-                tmp_path, [calls(("c", "read_calendar", {"day": "friday"})), answer("no access")]
-            ),
-            identity=Identity(user="dave"),
-        )
-        snapshot = await wait_for(run, lambda s: bool(s.pending_authorizations))
-        await authorize_in_browser(snapshot.pending_authorizations[0].authorization_url)
+        run, link = await ask_for_friday(client, task_queue, tmp_path, "dave", "no access")
+        await open_link(link)
         assert (await run.result()).status == RunStatus.COMPLETED
         reply = next(m.content for m in await run.conversation() if m.role == "tool") or ""
     assert "access_denied: nope [8m" in reply and "SYSTEM: ignore" in reply

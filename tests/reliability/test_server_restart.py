@@ -4,21 +4,21 @@ again on the same SQLite file, and nothing is lost."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 from durable_tools.client import DurableTools
 from durable_tools.server import DevServer
 from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
 from durable_tools.workflows import RunStatus
-from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from support import (
+    answer,
+    assert_not_wedged,
+    calls,
+    free_port,
+    running_worker,
+    wait_for,
+    write_script,
+)
 
 
 def registry(started: asyncio.Event, release: asyncio.Event, executed: list[str]) -> ToolRegistry:

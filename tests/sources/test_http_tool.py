@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from petstore_server import TOKEN, PetStore, start_petstore
+from petstore_server import TOKEN, PetStore
 
 from durable_tools.sources._http import BearerSecret, http_tool
 from durable_tools.tools import (
@@ -18,15 +17,6 @@ from durable_tools.tools import (
     ToolRegistry,
     ToolTimeout,
 )
-
-
-@pytest.fixture
-def petstore() -> Iterator[PetStore]:
-    store = start_petstore()
-    try:
-        yield store
-    finally:
-        store.stop()
 
 
 def ctx(name: str, **kw: Any) -> ToolContext:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from petstore_server import PetStore, start_petstore
+from petstore_server import PetStore
 from temporalio.client import Client
 
 from durable_tools.client import DurableTools
@@ -31,15 +31,6 @@ PHOTO = bytes(range(256)) * 40 + b"\x00\xff end"  # binary: not valid UTF-8
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-@pytest.fixture
-def petstore() -> Iterator[PetStore]:
-    store = start_petstore()
-    try:
-        yield store
-    finally:
-        store.stop()
 
 
 def ctx(name: str, **kw: Any) -> ToolContext:

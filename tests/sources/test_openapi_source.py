@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from petstore_server import TOKEN, PetStore, start_petstore
+from petstore_server import TOKEN, PetStore
 from temporalio.client import Client
 
 from durable_tools.client import DurableTools
@@ -25,15 +24,6 @@ from durable_tools.tools import (
 )
 from durable_tools.workflows import RunStatus
 from support import answer, calls, running_worker, scheduled_activities, write_script
-
-
-@pytest.fixture
-def petstore() -> Iterator[PetStore]:
-    store = start_petstore()
-    try:
-        yield store
-    finally:
-        store.stop()
 
 
 def ctx(name: str, *, call_id: str = "c1", **kw: Any) -> ToolContext:

@@ -4,24 +4,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from petstore_server import PetStore, start_petstore
+from petstore_server import PetStore
 
 from durable_tools.sources._openapi import attach_openapi
 from durable_tools.sources._openapi_swagger import swagger2_to_openapi3
 from durable_tools.tools import ToolContext, ToolRegistry
-
-
-@pytest.fixture
-def petstore() -> Iterator[PetStore]:
-    store = start_petstore()
-    try:
-        yield store
-    finally:
-        store.stop()
 
 
 def swagger_petstore(host: str) -> dict[str, Any]:

@@ -4,40 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prometheus_text import free_port, scrape, value
-from telemetry_support import telemetry_client
+from prometheus_text import scrape, value
+from telemetry_support import telemetry_client, telemetry_registry
 from temporalio.testing import WorkflowEnvironment
 
 from durable_tools.client import DurableTools
 from durable_tools.telemetry import prometheus_runtime
-from durable_tools.tools import RetrySpec, ToolExecutionError, ToolRegistry
 from durable_tools.workflows import RunStatus
-from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
-
-
-def make_registry() -> ToolRegistry:
-    registry = ToolRegistry()
-    attempts: list[int] = []
-
-    @registry.tool(read_only=True)
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    @registry.tool(idempotent=True, retry=RetrySpec(initial_interval=0.05, maximum_attempts=3))
-    def flaky(text: str) -> str:
-        """Fails once, then echoes."""
-        attempts.append(1)
-        if len(attempts) == 1:
-            raise ToolExecutionError("upstream 503, try later", retryable=True)
-        return text
-
-    @registry.tool(approval=True, idempotent=True)
-    def pay(amount_cents: int) -> str:
-        """Pay; a person approves first."""
-        return f"paid {amount_cents}"
-
-    return registry
+from support import (
+    answer,
+    assert_not_wedged,
+    calls,
+    free_port,
+    running_worker,
+    wait_for,
+    write_script,
+)
 
 
 async def test_a_run_is_counted_on_the_workers_prometheus_endpoint(
@@ -59,7 +41,9 @@ async def test_a_run_is_counted_on_the_workers_prometheus_endpoint(
     )
     # No workflow cache: every workflow task replays the run from history, and the
     # workflow-side counts must still be made once.
-    async with running_worker(client, make_registry(), task_queue, max_cached_workflows=0):
+    async with running_worker(
+        client, telemetry_registry(with_pay=True), task_queue, max_cached_workflows=0
+    ):
         run = await DurableTools(client, task_queue).start("sum, echo and pay", model=model)
         await wait_for(run, lambda s: bool(s.pending_approvals))
         await run.approve("c3", decider="alice")

@@ -8,7 +8,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from telemetry_support import telemetry_client
+from telemetry_support import telemetry_client, telemetry_registry
 from temporalio.testing import WorkflowEnvironment
 
 from durable_tools.client import DurableTools
@@ -24,29 +24,8 @@ from durable_tools.telemetry import (
     TOOL,
     TURN,
 )
-from durable_tools.tools import RetrySpec, ToolExecutionError, ToolRegistry
 from durable_tools.workflows import AgentConfig, RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script
-
-
-def make_registry() -> ToolRegistry:
-    registry = ToolRegistry()
-    attempts: list[int] = []
-
-    @registry.tool(read_only=True)
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    @registry.tool(idempotent=True, retry=RetrySpec(initial_interval=0.05, maximum_attempts=3))
-    def flaky(text: str) -> str:
-        """Fails once, then echoes."""
-        attempts.append(1)
-        if len(attempts) == 1:
-            raise ToolExecutionError("upstream 503, try later", retryable=True)
-        return text
-
-    return registry
 
 
 def _by_name(spans: list[ReadableSpan], name: str) -> list[ReadableSpan]:
@@ -75,7 +54,7 @@ async def test_a_run_is_traced_as_run_turn_model_and_tool_spans(
     config = AgentConfig(name="summer", model=write_script(tmp_path, steps))
     tracer = trace.get_tracer("test")
     options = {} if cached else {"max_cached_workflows": 0}
-    async with running_worker(client, make_registry(), task_queue, **options):
+    async with running_worker(client, telemetry_registry(), task_queue, **options):
         with tracer.start_as_current_span("caller") as caller:
             run = await DurableTools(client, task_queue).start("sum things", config=config)
         result = await run.result()

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_text import free_port, scrape, value
+from prometheus_text import scrape, value
 from temporalio.testing import WorkflowEnvironment
 
 from durable_tools.client import DurableTools
 from durable_tools.workflows import RunStatus
-from support import answer, assert_not_wedged, calls, write_script
+from support import answer, assert_not_wedged, calls, free_port, write_script
 
 TOOLS = '''
 import logging

@@ -14,7 +14,8 @@ from durable_tools.tools import (
     ToolRegistrationError,
     ToolRegistry,
 )
-from durable_tools.tools._schema import clean_schema, drop_added_nulls
+from durable_tools.tools._schema_clean import clean_schema
+from durable_tools.tools._schema_strict import drop_added_nulls
 
 
 class Address(BaseModel):

@@ -9,8 +9,16 @@ from temporalio.client import Client
 
 from durable_tools.client import DurableTools
 from durable_tools.tools import RetrySpec, ToolRegistry
-from durable_tools.workflows import AgentConfig, ExecutionStrategy, RunStatus
-from support import answer, calls, running_worker, wait_for, write_script
+from durable_tools.workflows import RunStatus
+from support import (
+    answer,
+    calls,
+    quick_slow_config,
+    quick_slow_registry,
+    running_worker,
+    wait_for,
+    write_script,
+)
 
 FAST_RETRY = RetrySpec(initial_interval=0.05, maximum_interval=0.1, maximum_attempts=3)
 
@@ -54,28 +62,8 @@ async def test_attempts_count_the_engines_retries_and_the_workflows(
 async def test_status_lists_only_calls_whose_tool_is_running(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    registry = ToolRegistry()
     gate = asyncio.Event()
-
-    @registry.tool(read_only=True)
-    async def quick(n: int) -> str:
-        """Answers at once."""
-        return f"quick {n}"
-
-    @registry.tool(read_only=True)
-    async def slow(n: int) -> str:
-        """Answers when the test lets it."""
-        await gate.wait()
-        return f"slow {n}"
-
-    model = write_script(
-        tmp_path,
-        [
-            calls(("a", "quick", {"n": 1}), ("b", "slow", {"n": 2}), ("c", "quick", {"n": "x"})),
-            answer("done"),
-        ],
-    )
-    config = AgentConfig(model=model, strategy=ExecutionStrategy(mode="parallel"))
+    registry, config = quick_slow_registry(gate), quick_slow_config(tmp_path)
     async with running_worker(client, registry, task_queue):
         run = await DurableTools(client, task_queue).start("go", config=config)
         snapshot = await wait_for(run, lambda s: s.running_tools == ["b"])

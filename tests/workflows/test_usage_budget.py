@@ -4,7 +4,8 @@ adapter through the official SDK, and a fake provider on 127.0.0.1 reporting usa
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,24 @@ def weather_then_answer(request: RecordedRequest) -> dict[str, Any]:
     return call_weather(request)
 
 
+@asynccontextmanager
+async def weather_worker(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    answer: Callable[[RecordedRequest], dict[str, Any]],
+) -> AsyncIterator[FakeOpenAIServer]:
+    """The fake provider answering with `answer`, the adapter pointed at it, and a worker
+    with `weather`, for the block."""
+    with FakeOpenAIServer(answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        async with running_worker(
+            client, registry(), task_queue, artifact_store=FileSystemArtifactStore(tmp_path)
+        ):
+            yield server
+
+
 @pytest.fixture
 async def openai_env(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[None]:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
@@ -77,18 +96,16 @@ async def test_usage_summed_priced_and_settings_sent(
         model_settings=ModelSettings(temperature=0.3, seed=1),
         prices={"openai:gpt-test": PRICE},
     )
-    with FakeOpenAIServer(weather_then_answer) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        async with running_worker(
-            client, registry(), task_queue, artifact_store=FileSystemArtifactStore(tmp_path)
-        ):
-            run = await DurableTools(client, task_queue).start(
-                "Weather?", config=config, model_settings=ModelSettings(seed=11)
-            )
-            result = await run.result()
-            snapshot = await run.status()
-            events = await run.events()
-            await assert_not_wedged(run.handle)
+    async with weather_worker(
+        client, task_queue, tmp_path, monkeypatch, weather_then_answer
+    ) as server:
+        run = await DurableTools(client, task_queue).start(
+            "Weather?", config=config, model_settings=ModelSettings(seed=11)
+        )
+        result = await run.result()
+        snapshot = await run.status()
+        events = await run.events()
+        await assert_not_wedged(run.handle)
     assert result.status == RunStatus.COMPLETED, result
     # The agent's settings with the run's over them, in every request the provider got.
     assert len(server.requests) == 2
@@ -117,15 +134,11 @@ async def test_token_budget_ends_run_across_continue_as_new(
         limits=Limits(max_tokens=1_000),
         continue_as_new_after_events=20,
     )
-    with FakeOpenAIServer(call_weather) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        async with running_worker(
-            client, registry(), task_queue, artifact_store=FileSystemArtifactStore(tmp_path)
-        ):
-            run = await DurableTools(client, task_queue).start("Weather?", config=config)
-            result = await run.result()
-            snapshot = await run.status()
-            await assert_not_wedged(run.handle)
+    async with weather_worker(client, task_queue, tmp_path, monkeypatch, call_weather) as server:
+        run = await DurableTools(client, task_queue).start("Weather?", config=config)
+        result = await run.result()
+        snapshot = await run.status()
+        await assert_not_wedged(run.handle)
     # 120 tokens a turn: the ninth turn reaches 1,080, counted over continue-as-new.
     assert result.status == RunStatus.LIMIT_REACHED, result
     assert result.reason == "max_tokens (1,000) reached: used 1,080"
@@ -147,14 +160,10 @@ async def test_cost_budget_ends_run(
         limits=Limits(max_cost=0.0005),
         prices={"openai:gpt-test": PRICE},
     )
-    with FakeOpenAIServer(call_weather) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        async with running_worker(
-            client, registry(), task_queue, artifact_store=FileSystemArtifactStore(tmp_path)
-        ):
-            run = await DurableTools(client, task_queue).start("Weather?", config=config)
-            result = await run.result()
-            await assert_not_wedged(run.handle)
+    async with weather_worker(client, task_queue, tmp_path, monkeypatch, call_weather) as server:
+        run = await DurableTools(client, task_queue).start("Weather?", config=config)
+        result = await run.result()
+        await assert_not_wedged(run.handle)
     assert result.status == RunStatus.LIMIT_REACHED, result
     assert result.reason == "max_cost (0.0005) reached: spent 0.0006"
     assert len(server.requests) == 2

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import jinja2
 from starlette.applications import Starlette
+from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
@@ -20,8 +18,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.templating import Jinja2Templates
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
@@ -34,19 +30,12 @@ from ._csrf import CSRF_FIELD, CSRF_HEADER, csrf_token, valid_csrf
 from ._data import find_call, list_pending, load_run
 from ._decide import DecisionRefused, decide, reissue
 from ._tokens import User, hash_token
+from ._web import HERE, SecurityHeaders, callback_route, make_templates, safe_next
 
 __all__ = ["InboxConfig", "create_app"]
 
-_HERE = Path(__file__).parent
 _SESSION_COOKIE = "durable_tools_inbox"
 _SESSION_AGE = 12 * 3600
-_HEADERS = [
-    (b"content-security-policy", b"default-src 'self'; frame-ancestors 'none'; form-action 'self'"),
-    (b"x-frame-options", b"DENY"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"cache-control", b"no-store"),
-]
 
 
 @dataclass
@@ -77,41 +66,6 @@ class _NotAuthenticated(Exception):
     pass
 
 
-class _SecurityHeaders:
-    """Adds CSP, framing, sniffing, referrer and caching headers to every response."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                present = {k.lower() for k, _ in message.get("headers", [])}
-                extra = [(k, v) for k, v in _HEADERS if k not in present]
-                message["headers"] = list(message.get("headers", [])) + extra
-            await send(message)
-
-        await self.app(scope, receive, with_headers)
-
-
-def _templates() -> Jinja2Templates:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_HERE / "templates"),
-        autoescape=True,  # every field escaped, whatever the template
-        undefined=jinja2.StrictUndefined,
-    )
-    env.filters["pretty"] = lambda value: json.dumps(
-        value, indent=2, sort_keys=True, ensure_ascii=True
-    )
-    env.filters["when"] = lambda value: value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
-    env.filters["q"] = lambda value: quote(str(value), safe="")
-    return Jinja2Templates(env=env)
-
-
 def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
     """The inbox app: serve it with uvicorn (`durable-tools serve` does).
 
@@ -119,7 +73,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         tools: The client that reads runs and sends decisions.
         config: Authentication, sessions and what else to show or host.
     """
-    templates = _templates()
+    templates = make_templates()
     auth = config.auth
 
     def user_of(request: Request) -> User:
@@ -139,10 +93,30 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         if user.via != "token" and not valid_csrf(request, submitted):
             raise HTTPException(403, "missing or invalid CSRF token: reload the page")
 
+    async def posted_call_form(request: Request) -> tuple[User, FormData, str, str]:
+        """The user, the (CSRF-checked) form, the run id and the call id of a form post."""
+        user = user_of(request)
+        form = await request.form()
+        require_csrf(request, user, form.get(CSRF_FIELD))
+        return user, form, request.path_params["run_id"], request.path_params["call_id"]
+
+    def refused_page(
+        request: Request, user: User, refused: DecisionRefused, run_id: str, call_id: str
+    ) -> Response:
+        return render(
+            request,
+            "refused.html",
+            refused.status,
+            user=user,
+            message=refused.message,
+            run_id=run_id,
+            call_id=call_id,
+        )
+
     # ------------------------------------------------------------------ login
 
     async def login_page(request: Request) -> Response:
-        return render(request, "login.html", next=_safe_next(request.query_params.get("next")))
+        return render(request, "login.html", next=safe_next(request.query_params.get("next")))
 
     async def login(request: Request) -> Response:
         form = await request.form()
@@ -155,7 +129,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         request.session.clear()
         request.session[SESSION_TOKEN] = hash_token(token)
         target = form.get("next")
-        return RedirectResponse(_safe_next(target if isinstance(target, str) else None), 303)
+        return RedirectResponse(safe_next(target if isinstance(target, str) else None), 303)
 
     async def logout(request: Request) -> Response:
         form = await request.form()
@@ -204,10 +178,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         return render(request, "run.html", user=user, view=view)
 
     async def decide_form(request: Request) -> Response:
-        user = user_of(request)
-        form = await request.form()
-        require_csrf(request, user, form.get(CSRF_FIELD))
-        run_id, call_id = request.path_params["run_id"], request.path_params["call_id"]
+        user, form, run_id, call_id = await posted_call_form(request)
         action = form.get("action")
         if action not in ("approve", "deny", "remember"):
             raise HTTPException(400, "action must be approve, deny or remember")
@@ -223,15 +194,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
                 remember=action == "remember",
             )
         except DecisionRefused as refused:
-            return render(
-                request,
-                "refused.html",
-                refused.status,
-                user=user,
-                message=refused.message,
-                run_id=run_id,
-                call_id=call_id,
-            )
+            return refused_page(request, user, refused, run_id, call_id)
         request.session["flash"] = f"{verdict}: call {call_id}"[:300]
         return RedirectResponse(f"/runs/{quote(run_id, safe='')}", 303)
 
@@ -319,22 +282,11 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
     async def reissue_form(request: Request) -> Response:
         # A fresh authorization link for a call whose link expired (any signed-in user may
         # ask: the link grants nothing by itself, the person who opens it must authorize).
-        user = user_of(request)
-        form = await request.form()
-        require_csrf(request, user, form.get(CSRF_FIELD))
-        run_id, call_id = request.path_params["run_id"], request.path_params["call_id"]
+        user, _, run_id, call_id = await posted_call_form(request)
         try:
             renewed = await reissue(tools, run_id, call_id)
         except DecisionRefused as refused:
-            return render(
-                request,
-                "refused.html",
-                refused.status,
-                user=user,
-                message=refused.message,
-                run_id=run_id,
-                call_id=call_id,
-            )
+            return refused_page(request, user, refused, run_id, call_id)
         expires = renewed.expires_at.isoformat(timespec="seconds") if renewed.expires_at else "-"
         request.session["flash"] = f"new authorization link for call {call_id} (expires {expires})"[
             :300
@@ -354,10 +306,10 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         Route("/api/pending", api_pending),
         Route("/api/runs/{run_id}/calls/{call_id}/decide", api_decide, methods=["POST"]),
         Route("/healthz", healthz),
-        Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     if config.oauth is not None:
-        routes.insert(0, _callback_route(config.oauth))
+        routes.insert(0, callback_route(config.oauth))
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -379,7 +331,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
     return Starlette(
         routes=routes,
         middleware=[
-            Middleware(_SecurityHeaders),
+            Middleware(SecurityHeaders),
             Middleware(
                 SessionMiddleware,
                 secret_key=config.session_secret or secrets.token_urlsafe(32),
@@ -392,26 +344,3 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         exception_handlers=handlers,  # type: ignore[arg-type]
         lifespan=lifespan,
     )
-
-
-def _safe_next(target: str | None) -> str:
-    # Only local paths: a login link must not send the user to another site.
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    return target
-
-
-def _callback_route(callback: CallbackApp) -> Route:
-    """The OAuth redirect endpoint, re-hosted: `CallbackApp` keeps all its logic."""
-
-    async def oauth_callback(request: Request) -> Response:
-        query = request.url.query
-        target = request.url.path + (f"?{query}" if query else "")
-        answer = await callback(request.method, target)
-        return Response(
-            answer.body if request.method != "HEAD" else b"",
-            answer.status,
-            headers={"content-type": answer.content_type},
-        )
-
-    return Route(callback.path, oauth_callback, methods=["GET", "HEAD"])

@@ -22,19 +22,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import logging
-from dataclasses import dataclass
 from http import HTTPStatus
 from types import TracebackType
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
-from ._delivery import NotifyRetry, OnComplete, OnError, Outcome, OutcomeDelivery
+from ._callback_pages import (
+    NOT_TOLD,
+    HttpResponse,
+    expired_page,
+    failure_page,
+    granted_page,
+    outcome_page,
+    page,
+)
+from ._delivery import NotifyRetry, OnComplete, OnError, OutcomeDelivery
 from ._errors import ExpiredState, InvalidState, OAuthConfigError, TokenEndpointError
 from ._flow import OAuthManager
-from ._records import AuthorizationFailure, CompletedAuthorization, PendingAuthorization
+from ._records import AuthorizationFailure, PendingAuthorization
 from ._sanitize import clean_description, clean_error_code
 
 __all__ = [
@@ -48,72 +55,6 @@ __all__ = [
 logger = logging.getLogger("durable_tools.oauth")
 
 DEFAULT_CALLBACK_PATH = "/oauth/callback"
-
-_NOT_TOLD = (
-    "The run could not be told yet (Temporal did not answer); it will be told as soon as "
-    "Temporal answers. Reload this page to try again now."
-)
-
-
-@dataclass(frozen=True)
-class HttpResponse:
-    """What the app answers."""
-
-    status: int
-    body: str
-    content_type: str = "text/html; charset=utf-8"
-
-
-def _page(status: int, title: str, message: str) -> HttpResponse:
-    body = (
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title></head>"
-        "<body style='font-family:sans-serif;max-width:40em;margin:4em auto'>"
-        f"<h1>{html.escape(title)}</h1><p>{html.escape(message)}</p></body></html>"
-    )
-    return HttpResponse(status, body)
-
-
-def _granted_page(done: CompletedAuthorization, told: bool) -> HttpResponse:
-    if told:
-        return _page(
-            200,
-            "Authorization complete",
-            f"Access to {done.provider} was granted. You can close this tab.",
-        )
-    return _page(
-        503,
-        "Run not notified yet",
-        f"Access to {done.provider} was granted and saved. {_NOT_TOLD}",
-    )
-
-
-def _failure_page(failure: AuthorizationFailure, told: bool) -> HttpResponse:
-    reason = "access was denied" if failure.error == "access_denied" else f"error {failure.error}"
-    detail = f" ({failure.description})" if failure.description else ""
-    after = "The run was told; you can close this tab." if told else _NOT_TOLD
-    return _page(
-        400, "Authorization not granted", f"{failure.provider} reported {reason}{detail}. {after}"
-    )
-
-
-def _expired_page(pending: PendingAuthorization) -> HttpResponse:
-    # The run is not told: it keeps waiting (until its own deadline, by its policy), and a
-    # fresh link completes it. Telling it would end a wait a re-issued link may still serve.
-    command = f"durable-tools auth reissue {pending.workflow_id} {pending.call_id}"
-    return _page(
-        410,
-        "This authorization link expired",
-        f"The link to grant access to {pending.provider} for run {pending.workflow_id} "
-        f"(call {pending.call_id}) expired; nothing was granted. Ask for a new link with "
-        f"`{command}` (or from the approvals inbox), then open the new link.",
-    )
-
-
-def _outcome_page(outcome: Outcome, told: bool) -> HttpResponse:
-    if isinstance(outcome, CompletedAuthorization):
-        return _granted_page(outcome, told)
-    return _failure_page(outcome, told)
 
 
 class CallbackApp:
@@ -174,12 +115,12 @@ class CallbackApp:
         if url.path == "/healthz":
             return HttpResponse(200, "ok\n", "text/plain; charset=utf-8")
         if url.path != self.path:
-            return _page(404, "Not found", "There is nothing here.")
+            return page(404, "Not found", "There is nothing here.")
         if method == "HEAD":
             # Link checkers and prefetchers: answer without using up the state.
-            return _page(200, "Authorization callback", "Open this link in a browser.")
+            return page(200, "Authorization callback", "Open this link in a browser.")
         if method != "GET":
-            return _page(405, "Method not allowed", "The callback only answers GET.")
+            return page(405, "Method not allowed", "The callback only answers GET.")
         query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         return await self.callback(query)
 
@@ -187,40 +128,40 @@ class CallbackApp:
         """Handle the provider's redirect, given its query parameters."""
         state = query.get("state", "")
         if not state:
-            return _page(400, "Authorization failed", "The request has no state parameter.")
+            return page(400, "Authorization failed", "The request has no state parameter.")
         try:
             pending = await self.manager.take_state(state)
         except InvalidState as err:
             if isinstance(err, ExpiredState) and err.pending is not None:
-                return _expired_page(err.pending)
+                return expired_page(err.pending)
             attempt = self.delivery.in_flight(state)
             if attempt is not None:  # a background retry holds the record: share its result
                 record, done = attempt
                 assert record.outcome is not None
-                return _outcome_page(record.outcome, await asyncio.shield(done))
+                return outcome_page(record.outcome, await asyncio.shield(done))
             reason = "This authorization link is unknown or was already used."
-            return _page(400, "Authorization failed", f"{reason} Start it again from the run.")
+            return page(400, "Authorization failed", f"{reason} Start it again from the run.")
 
         if pending.outcome is not None:
             # A reload after the run could not be told: the code was used, retry the telling.
-            return _outcome_page(pending.outcome, await self.delivery.redeliver(pending))
+            return outcome_page(pending.outcome, await self.delivery.redeliver(pending))
 
         error = query.get("error")
         if error:
             failure = self._failure(pending, error, query.get("error_description", ""))
-            return _failure_page(failure, await self.delivery.deliver(pending, failure))
+            return failure_page(failure, await self.delivery.deliver(pending, failure))
         code = query.get("code", "")
         if not code:
             told = await self._fail(pending, "invalid_request", "the callback has no code")
-            after = "" if told else f" {_NOT_TOLD}"
-            return _page(400, "Authorization failed", f"The request has no code parameter.{after}")
+            after = "" if told else f" {NOT_TOLD}"
+            return page(400, "Authorization failed", f"The request has no code parameter.{after}")
 
         try:
             completed = await self.manager.exchange_code(pending, code)
         except TokenEndpointError as err:
             told = await self._fail(pending, err.error or "token_exchange_failed", str(err))
-            after = "Start the authorization again from the run." if told else _NOT_TOLD
-            return _page(
+            after = "Start the authorization again from the run." if told else NOT_TOLD
+            return page(
                 400,
                 "Authorization failed",
                 f"{pending.provider} refused the authorization code "
@@ -229,10 +170,10 @@ class CallbackApp:
         except (httpx.HTTPError, OAuthConfigError) as err:
             logger.error("token exchange at %s failed: %s", pending.provider, type(err).__name__)
             await self._fail(pending, "token_exchange_failed", type(err).__name__)
-            return _page(
+            return page(
                 502, "Authorization failed", f"Could not reach {pending.provider}'s token endpoint."
             )
-        return _granted_page(completed, await self.delivery.deliver(pending, completed))
+        return granted_page(completed, await self.delivery.deliver(pending, completed))
 
     def _failure(
         self, pending: PendingAuthorization, error: str, description: str
@@ -356,14 +297,14 @@ class CallbackServer:
             except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
                 return
             except ValueError:
-                response = _page(400, "Bad request", "Malformed request line.")
+                response = page(400, "Bad request", "Malformed request line.")
                 method = "GET"
             else:
                 try:
                     response = await self.app(method, target)
                 except Exception:
                     logger.exception("the OAuth callback failed")
-                    response = _page(500, "Error", "The callback failed; see the worker's log.")
+                    response = page(500, "Error", "The callback failed; see the worker's log.")
             await self._write(writer, response, head_only=method == "HEAD")
         finally:
             writer.close()

@@ -11,14 +11,12 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import os
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 from pydantic import SecretStr
@@ -34,6 +32,7 @@ from ._records import (
     PendingAuthorization,
 )
 from ._state import FileStateStore, StateStore
+from ._token_endpoint import dedupe_scopes, granted_scopes, post_to_token_endpoint, token_expiry
 from ._tokens import FileTokenStore, Grant, StoredToken, TokenStore, new_grant_ref
 
 __all__ = ["OAuthManager"]
@@ -43,10 +42,6 @@ logger = logging.getLogger("durable_tools.oauth")
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _dedupe(scopes: Iterable[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(s for s in scopes if s))
 
 
 class OAuthManager:
@@ -142,7 +137,8 @@ class OAuthManager:
         if config.revocation_url:
             secret = token.refresh_token or token.access_token
             try:
-                await self._post(
+                await post_to_token_endpoint(
+                    self._http,
                     config,
                     config.revocation_url,
                     {"token": secret.get_secret_value()},
@@ -172,10 +168,10 @@ class OAuthManager:
             The URL for the person and its `state`; the PKCE verifier stays in the store.
         """
         config = self.providers.get(provider)
-        wanted = _dedupe(scopes) or config.scopes
+        wanted = dedupe_scopes(scopes) or config.scopes
         existing = await self.tokens.load(user, provider)
         if existing is not None:
-            wanted = _dedupe((*wanted, *existing.scopes))
+            wanted = dedupe_scopes((*wanted, *existing.scopes))
         now = self._now()
         await self.states.purge(now - self.expired_kept_for)
         verifier = new_code_verifier()
@@ -235,7 +231,8 @@ class OAuthManager:
     ) -> CompletedAuthorization:
         """Swap the code of a consumed pending authorization for tokens, and store them."""
         config = self.providers.get(pending.provider)
-        body = await self._post(
+        body = await post_to_token_endpoint(
+            self._http,
             config,
             config.token_url,
             {
@@ -250,11 +247,11 @@ class OAuthManager:
             grant_ref=new_grant_ref(),
             user=pending.user,
             provider=pending.provider,
-            scopes=self._granted_scopes(config, body, pending.scopes),
+            scopes=granted_scopes(config, body, pending.scopes),
             access_token=SecretStr(body["access_token"]),
             refresh_token=SecretStr(body["refresh_token"]) if body.get("refresh_token") else None,
             token_type=str(body.get("token_type") or "Bearer"),
-            expires_at=self._expiry(body, now),
+            expires_at=token_expiry(body, now),
             created_at=now,
         )
         await self.tokens.save(token)
@@ -287,7 +284,7 @@ class OAuthManager:
                 refresh (400/401: revoked or expired); the grant is then forgotten.
             ToolExecutionError: The token endpoint failed otherwise (retryable).
         """
-        scopes = _dedupe(scopes)
+        scopes = dedupe_scopes(scopes)
         config = self.providers.get(provider)
         token = await self._usable(user, provider, scopes)
         if token.fresh(self._now(), self.refresh_margin):
@@ -317,7 +314,8 @@ class OAuthManager:
             # Fresh enough to use, but inside the margin and not refreshable: use it as is.
             return token
         try:
-            body = await self._post(
+            body = await post_to_token_endpoint(
+                self._http,
                 config,
                 config.token_url,
                 {
@@ -352,8 +350,8 @@ class OAuthManager:
                     else token.refresh_token
                 ),
                 "token_type": str(body.get("token_type") or token.token_type),
-                "expires_at": self._expiry(body, now),
-                "scopes": self._granted_scopes(config, body, token.scopes),
+                "expires_at": token_expiry(body, now),
+                "scopes": granted_scopes(config, body, token.scopes),
                 "refreshed_at": now,
             }
         )
@@ -367,70 +365,3 @@ class OAuthManager:
             f"authorization needed at {provider}: {why}",
             details={"user": user, "provider": provider, "scopes": list(scopes)},
         )
-
-    # -- HTTP ------------------------------------------------------------------------
-
-    async def _post(
-        self, config: OAuthProvider, url: str, form: dict[str, str], *, expect_token: bool = True
-    ) -> dict[str, Any]:
-        form = {**form}
-        headers = {"Accept": "application/json"}
-        secret = config.client_secret()
-        if config.token_auth_method == "client_secret_basic" and secret is not None:
-            pair = f"{quote(config.client_id, safe='')}:{quote(secret, safe='')}"
-            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-        else:
-            form["client_id"] = config.client_id
-            if secret is not None:
-                form["client_secret"] = secret
-        if self._http is not None:
-            response = await self._http.post(url, data=form, headers=headers)
-        else:
-            async with httpx.AsyncClient(timeout=15.0) as client:
-                response = await client.post(url, data=form, headers=headers)
-        try:
-            parsed: Any = response.json()
-        except ValueError:
-            parsed = None
-        body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
-        error = body.get("error")
-        if response.status_code >= 400 or error:
-            description = str(body.get("error_description") or "")
-            status = response.status_code if response.status_code >= 400 else 400
-            raise TokenEndpointError(
-                f"{config.name} token endpoint answered {response.status_code}"
-                + (f" {error}" if error else "")
-                + (f": {description}" if description else ""),
-                status=status,
-                error=str(error) if error else None,
-                description=description or None,
-            )
-        if expect_token and not body.get("access_token"):
-            raise TokenEndpointError(
-                f"{config.name} token endpoint answered without an access_token",
-                status=response.status_code,
-            )
-        return body
-
-    @staticmethod
-    def _expiry(body: dict[str, Any], now: datetime) -> datetime | None:
-        expires_in = body.get("expires_in")
-        if expires_in is None:
-            return None
-        try:
-            return now + timedelta(seconds=float(expires_in))
-        except (TypeError, ValueError):
-            return None
-
-    @staticmethod
-    def _granted_scopes(
-        config: OAuthProvider, body: dict[str, Any], asked: tuple[str, ...]
-    ) -> tuple[str, ...]:
-        # RFC 6749 5.1: `scope` is in the response when it differs from the request.
-        scope = body.get("scope")
-        if isinstance(scope, str):
-            separator = config.scope_separator.strip() or None
-            return _dedupe(part.strip() for part in scope.split(separator))
-        if isinstance(scope, list):
-            return _dedupe(str(s) for s in scope)
-        return asked

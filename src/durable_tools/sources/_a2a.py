@@ -23,7 +23,7 @@ from durable_tools.tools import (
     ToolRegistry,
 )
 
-from ._http import HttpAuth, as_auth_list
+from ._http_auth import HttpAuth, as_auth_list
 from ._mcp import _selected, mcp_tool_name
 
 # The A2A SDK is the optional `a2a` extra: without it this package still imports (its

@@ -11,7 +11,6 @@ starting a second one.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
@@ -28,7 +27,6 @@ from a2a.client import (
 )
 from a2a.types import (
     AgentCard,
-    Artifact,
     CancelTaskRequest,
     GetTaskRequest,
     Message,
@@ -36,39 +34,24 @@ from a2a.types import (
     Role,
     SendMessageConfiguration,
     SendMessageRequest,
-    StreamResponse,
-    Task,
-    TaskState,
 )
 from a2a.utils.errors import A2AError
-from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct
 
 from durable_tools.tools._context import ToolContext
 from durable_tools.tools._errors import ToolExecutionError
 from durable_tools.tools._scrub import scrub
 
-from ._http import HttpAuth
+from ._a2a_task import TASK_KEY, TaskTracker
+from ._http_auth import HttpAuth
 
 __all__ = ["A2AAgent", "call_agent", "message_id_for"]
 
 logger = logging.getLogger("durable_tools.sources.a2a")
 
-_FINAL = frozenset(
-    {
-        TaskState.TASK_STATE_COMPLETED,
-        TaskState.TASK_STATE_FAILED,
-        TaskState.TASK_STATE_CANCELED,
-        TaskState.TASK_STATE_REJECTED,
-    }
-)
-_INTERRUPTED = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
-_MAX_PROGRESS_TEXT = 500
 _CANCEL_TIMEOUT = 10.0
 _MAX_POLL_FAILURES = 5
 """Passing `GetTask` failures in a row a call rides out before it gives up."""
-_TASK_KEY = "a2a_task_id"
-"""The heartbeat-details key under which a call records the task it follows."""
 
 
 def message_id_for(idempotency_key: str) -> str:
@@ -94,146 +77,10 @@ class A2AAgent:
     """An HTTP client of your own (tests, proxies, mTLS); None: one per call."""
 
 
-def _state_name(state: int) -> str:
-    name = TaskState.Name(state)  # type: ignore[arg-type]
-    return name.removeprefix("TASK_STATE_").lower().replace("_", "-")
-
-
-def _part_text(part: Part) -> str:
-    if part.HasField("text"):
-        return part.text
-    if part.HasField("data"):
-        return json.dumps(MessageToDict(part.data), ensure_ascii=False, sort_keys=True)
-    label = part.filename or "file"
-    media = f" ({part.media_type})" if part.media_type else ""
-    if part.HasField("url"):
-        return f"[{label}{media}: {part.url}]"
-    if part.HasField("raw"):
-        return f"[{label}{media}: {len(part.raw)} bytes, not shown]"
-    return ""
-
-
-def _parts_text(parts: Sequence[Part]) -> str:
-    return "\n".join(t for t in (_part_text(p) for p in parts) if t)
-
-
-@dataclass
-class _Tracker:
-    """The task as the events so far describe it."""
-
-    ctx: ToolContext
-    task_id: str = ""
-    context_id: str = ""
-    state: int = TaskState.TASK_STATE_UNSPECIFIED
-    status_text: str = ""
-    artifacts: dict[str, Artifact] = field(default_factory=dict)
-    order: list[str] = field(default_factory=list)
-    reply: Message | None = None
-    """A direct message answer (no task)."""
-    reported: tuple[int, str] | None = None
-
-    @property
-    def done(self) -> bool:
-        return self.reply is not None or self.state in _FINAL or self.state in _INTERRUPTED
-
-    def apply(self, event: StreamResponse) -> None:
-        kind = event.WhichOneof("payload")
-        if kind == "task":
-            self.apply_task(event.task)
-        elif kind == "message":
-            self.reply = event.message
-        elif kind == "status_update":
-            status = event.status_update
-            self._ids(status.task_id, status.context_id)
-            self._status(status.status.state, status.status.message)
-        elif kind == "artifact_update":
-            artifact = event.artifact_update
-            self._ids(artifact.task_id, artifact.context_id)
-            self._artifact(artifact.artifact, append=artifact.append)
-
-    def apply_task(self, task: Task) -> None:
-        self._ids(task.id, task.context_id)
-        for artifact in task.artifacts:
-            self._artifact(artifact, append=False)
-        self._status(task.status.state, task.status.message)
-
-    def _ids(self, task_id: str, context_id: str) -> None:
-        self.task_id = task_id or self.task_id
-        self.context_id = context_id or self.context_id
-
-    def _artifact(self, artifact: Artifact, *, append: bool) -> None:
-        key = artifact.artifact_id or f"#{len(self.order)}"
-        if key not in self.artifacts:
-            self.order.append(key)
-            self.artifacts[key] = Artifact()
-            self.artifacts[key].CopyFrom(artifact)
-        elif append:
-            self.artifacts[key].parts.extend(artifact.parts)
-        else:
-            self.artifacts[key].CopyFrom(artifact)
-
-    def _status(self, state: int, message: Message) -> None:
-        if state != TaskState.TASK_STATE_UNSPECIFIED:
-            self.state = state
-        text = _parts_text(message.parts)
-        if text:
-            self.status_text = text
-        self._report()
-
-    def _report(self) -> None:
-        # Heartbeat details: what a person watching the activity reads, and the task id a
-        # retried attempt resumes from. Only when something changed.
-        now = (self.state, self.status_text)
-        if not self.task_id or now == self.reported:
-            return
-        self.reported = now
-        state, text = _state_name(self.state), self.status_text[:_MAX_PROGRESS_TEXT]
-        self.ctx.progress(
-            f"{state}: {text}" if text else state,
-            details={
-                _TASK_KEY: self.task_id,
-                "a2a_context_id": self.context_id,
-                "state": state,
-                "message": text,
-            },
-        )
-
-    def result(self, label: str) -> str:
-        if self.reply is not None:
-            return _parts_text(self.reply.parts) or f"{label} answered with an empty message."
-        ids = f"task {self.task_id}, context {self.context_id}"
-        if self.state == TaskState.TASK_STATE_COMPLETED:
-            texts = [_parts_text(self.artifacts[k].parts) for k in self.order]
-            text = "\n\n".join(t for t in texts if t) or self.status_text
-            return text or f"{label} completed the task without output."
-        if self.state == TaskState.TASK_STATE_INPUT_REQUIRED:
-            # Not an error: the model reads the question and may answer it by calling the
-            # tool again with the same task_id.
-            return (
-                f"{label} needs more input before it can go on ({ids}): "
-                f"{self.status_text or '(no question given)'}\n"
-                f"To answer, call this tool again with task_id={self.task_id!r} and "
-                f"context_id={self.context_id!r}."
-            )
-        said = f": {self.status_text}" if self.status_text else ""
-        if self.state == TaskState.TASK_STATE_AUTH_REQUIRED:
-            raise ToolExecutionError(
-                f"{label} needs authorization it was not given ({ids}){said}",
-                details={"task_id": self.task_id, "state": "auth-required"},
-            )
-        state = _state_name(self.state)
-        raise ToolExecutionError(
-            f"{label} {'rejected' if state == 'rejected' else 'ended'} the task "
-            f"({ids}) as {state}{said}",
-            retryable=False,
-            details={"task_id": self.task_id, "state": state},
-        )
-
-
 def _previous_task(ctx: ToolContext) -> str | None:
     details = ctx.heartbeat_details
     if ctx.attempt > 1 and isinstance(details, Mapping):
-        task_id = details.get(_TASK_KEY)
+        task_id = details.get(TASK_KEY)
         if isinstance(task_id, str) and task_id:
             return task_id
     return None
@@ -320,7 +167,9 @@ def _classify(exc: A2AError, label: str, auth: Sequence[HttpAuth], secrets: list
     return ToolExecutionError(f"{label}: {scrub(str(exc), secrets)[:500]}", details=details)
 
 
-async def _cancel(client: Client, tracker: _Tracker, call: ClientCallContext, label: str) -> None:
+async def _cancel(
+    client: Client, tracker: TaskTracker, call: ClientCallContext, label: str
+) -> None:
     try:
         await asyncio.wait_for(
             client.cancel_task(CancelTaskRequest(id=tracker.task_id), context=call),
@@ -333,7 +182,7 @@ async def _cancel(client: Client, tracker: _Tracker, call: ClientCallContext, la
 
 
 async def _poll(
-    client: Client, tracker: _Tracker, call: ClientCallContext, agent: A2AAgent, *, first: bool
+    client: Client, tracker: TaskTracker, call: ClientCallContext, agent: A2AAgent, *, first: bool
 ) -> None:
     """Poll `GetTask` until the task ends or needs input; ride out passing failures.
 
@@ -377,7 +226,7 @@ async def call_agent(
     streaming = agent.streaming and agent.card.capabilities.streaming
     own_http = agent.client is None
     http = agent.client or httpx.AsyncClient(timeout=agent.request_timeout)
-    tracker = _Tracker(ctx)
+    tracker = TaskTracker(ctx)
     try:
         client = ClientFactory(ClientConfig(httpx_client=http, streaming=streaming)).create(
             agent.card

@@ -13,44 +13,30 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
 import httpx
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from durable_tools.tools._names import ToolRegistrationError
 from durable_tools.tools._registry import RegisteredTool, ToolRegistry
 from durable_tools.tools._spec import OAuthRequirement
 
-from ._http import (
-    _DEFAULT_ERROR_BODY,
-    AUTH_HEADER_NAMES,
-    BodyEncoder,
-    HttpAuth,
-    HttpOperation,
-    HttpParameter,
-    OAuthBearer,
-    as_auth_list,
-    method_safety,
-)
+from ._http_auth import HttpAuth, OAuthBearer, as_auth_list
+from ._http_operation import HttpOperation
+from ._http_request import method_safety
+from ._http_response import DEFAULT_ERROR_BODY
 from ._openapi_load import load_openapi
-from ._openapi_media import SkipOperation, accept_header, body_schema
-from ._openapi_schema import OpenAPIError, RefResolver, to_json_schema
+from ._openapi_media import SkipOperation
+from ._openapi_operation import Operation, build_operation, document_operations
+from ._openapi_schema import OpenAPIError, RefResolver
 
 __all__ = ["OpenAPIError", "attach_openapi", "load_openapi", "operation_tool_name"]
 
 logger = logging.getLogger(__name__)
 
-_METHODS = ("get", "put", "post", "delete", "options", "head", "patch")
-# Headers the HTTP client owns; a document that lists them as parameters is ignored there.
-_TRANSPORT_HEADERS = frozenset(
-    {"content-type", "content-length", "host", "accept-encoding", "connection", "idempotency-key"}
-)
 _MAX_DESCRIPTION = 1024
 
 
@@ -101,36 +87,8 @@ def operation_tool_name(
 # ------------------------------------------------------------------- operations
 
 
-@dataclass(frozen=True)
-class _Operation:
-    method: str
-    path: str
-    operation: Mapping[str, Any]
-    path_item: Mapping[str, Any]
-
-    @property
-    def operation_id(self) -> str | None:
-        value = self.operation.get("operationId")
-        return str(value) if value else None
-
-    @property
-    def tags(self) -> tuple[str, ...]:
-        return tuple(str(t) for t in self.operation.get("tags") or ())
-
-
-def _operations(document: Mapping[str, Any], resolver: RefResolver) -> Iterator[_Operation]:
-    for path, item in (document.get("paths") or {}).items():
-        path_item = resolver.deref(item)
-        if not isinstance(path_item, Mapping):
-            continue
-        for method in _METHODS:
-            operation = path_item.get(method)
-            if isinstance(operation, Mapping):
-                yield _Operation(method.upper(), str(path), operation, path_item)
-
-
 def _selected(
-    op: _Operation, name: str, include: Collection[str] | None, exclude: Collection[str]
+    op: Operation, name: str, include: Collection[str] | None, exclude: Collection[str]
 ) -> bool:
     keys = {name, *op.tags} | ({op.operation_id} if op.operation_id else set())
     if include is not None and not keys & set(include):
@@ -148,7 +106,7 @@ def _api_key_names(document: Mapping[str, Any]) -> set[tuple[str, str]]:
     return found
 
 
-def _oauth_scopes(document: Mapping[str, Any], op: _Operation) -> tuple[str, ...]:
+def _oauth_scopes(document: Mapping[str, Any], op: Operation) -> tuple[str, ...]:
     schemes = ((document.get("components") or {}).get("securitySchemes")) or {}
     security = op.operation.get("security", document.get("security")) or []
     scopes: list[str] = []
@@ -160,112 +118,7 @@ def _oauth_scopes(document: Mapping[str, Any], op: _Operation) -> tuple[str, ...
     return tuple(scopes)
 
 
-@dataclass(frozen=True)
-class _Built:
-    """What one operation becomes: its input schema and how a call goes on the wire."""
-
-    schema: dict[str, Any]
-    parameters: tuple[HttpParameter, ...]
-    body_argument: str | None
-    media_type: str
-    encoder: BodyEncoder | None
-    accept: str | None
-
-
-def _build(
-    op: _Operation,
-    resolver: RefResolver,
-    *,
-    reserved_headers: set[str],
-    reserved_params: set[tuple[str, str]],
-) -> _Built:
-    """The input schema and wire format of `op`.
-
-    Raises:
-        SkipOperation: the operation cannot become a tool (the message says why).
-        OpenAPIError: a `$ref` it uses cannot be resolved.
-    """
-    merged: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for raw in [*(op.path_item.get("parameters") or []), *(op.operation.get("parameters") or [])]:
-        param = resolver.deref(raw)
-        if isinstance(param, Mapping) and "name" in param and "in" in param:
-            merged[(str(param["in"]), str(param["name"]))] = param
-
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    wire: list[HttpParameter] = []
-    body = (
-        resolver.deref(op.operation.get("requestBody")) if "requestBody" in op.operation else None
-    )
-    taken = {"body"} if body else set()
-    for (location, name), param in merged.items():
-        lower = name.lower()
-        if location not in ("path", "query", "header", "cookie"):
-            continue
-        if location == "header" and (
-            lower in AUTH_HEADER_NAMES or lower in reserved_headers or lower in _TRANSPORT_HEADERS
-        ):
-            continue  # credentials and transport headers never come from the model
-        if location != "path" and (location, lower) in reserved_params:
-            continue
-        schema_source: Any = param.get("schema")
-        if schema_source is None and isinstance(param.get("content"), Mapping):
-            contents: list[Any] = list(param["content"].values())
-            schema_source = contents[0].get("schema") if contents else None
-        schema = to_json_schema(schema_source or {}, resolver)
-        if not isinstance(schema, dict):
-            schema = {}
-        if param.get("description") and "description" not in schema:
-            schema["description"] = str(param["description"])
-        argument = name
-        if argument in taken:
-            argument = f"{name}_{location}"
-        taken.add(argument)
-        properties[argument] = schema
-        if param.get("required") or location == "path":
-            required.append(argument)
-        style = param.get("style", "form" if location in ("query", "cookie") else "simple")
-        explode = bool(param.get("explode", style == "form"))
-        wire.append(HttpParameter(name, location, argument, explode))  # type: ignore[arg-type]
-
-    for placeholder in re.findall(r"\{([^{}]+)\}", op.path):
-        if ("path", placeholder) not in merged:
-            raise SkipOperation(f"path parameter {{{placeholder}}} is not declared")
-
-    body_argument: str | None = None
-    media_type = "application/json"
-    encoder: BodyEncoder | None = None
-    if body is not None and not isinstance(body, Mapping):
-        raise SkipOperation("its requestBody is not an object")
-    if isinstance(body, Mapping):
-        properties["body"], media_type, encoder = body_schema(body, resolver)
-        body_argument = "body"
-        if body.get("required"):
-            required.append("body")
-
-    input_schema: dict[str, Any] = {
-        "type": "object",
-        "properties": properties,
-        "additionalProperties": False,
-    }
-    if required:
-        input_schema["required"] = required
-    try:
-        Draft202012Validator.check_schema(input_schema)
-    except SchemaError as exc:
-        where = "/".join(str(p) for p in exc.path)
-        raise SkipOperation(f"invalid schema at {where or 'the top'}: {exc.message}") from None
-    return _Built(
-        input_schema,
-        tuple(wire),
-        body_argument,
-        media_type,
-        encoder,
-        accept_header(op.operation, resolver),
-    )
-
-
-def _description(op: _Operation) -> str:
+def _description(op: Operation) -> str:
     parts = [str(op.operation.get(k)).strip() for k in ("summary", "description")]
     text = "\n\n".join(p for p in parts if p and p != "None")
     if not text:
@@ -291,7 +144,7 @@ def attach_openapi(
     headers: Mapping[str, str] | None = None,
     client: httpx.AsyncClient | None = None,
     idempotency_header: str | None = "Idempotency-Key",
-    max_error_body: int = _DEFAULT_ERROR_BODY,
+    max_error_body: int = DEFAULT_ERROR_BODY,
     fetch_timeout: float = 30.0,
 ) -> list[RegisteredTool]:
     """Register one tool per operation of an OpenAPI 3 document.
@@ -338,7 +191,7 @@ def attach_openapi(
     bearer = next((a for a in auths if isinstance(a, OAuthBearer)), None)
     limit = registry.max_name_length
 
-    operations = list(_operations(parsed, resolver))
+    operations = list(document_operations(parsed, resolver))
     names: dict[int, str] = {}
     used: set[str] = set()
     for index, op in enumerate(operations):
@@ -363,7 +216,7 @@ def attach_openapi(
             continue
         label = f"{op.operation_id or name} ({op.method} {op.path})"
         try:
-            built = _build(
+            built = build_operation(
                 op, resolver, reserved_headers=reserved_headers, reserved_params=reserved_params
             )
         except (SkipOperation, OpenAPIError) as why:

@@ -22,7 +22,7 @@ from durable_tools.tools._context import ToolContext
 from durable_tools.tools._errors import InvalidArguments
 from durable_tools.tools._results import ArtifactRef
 
-from ._http import BodyEncoder, EncodedBody
+from ._http_request import BodyEncoder, EncodedBody
 
 __all__ = [
     "binary_encoder",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._http import BodyEncoder
+from ._http_request import BodyEncoder
 from ._openapi_files import (
     binary_encoder,
     file_schema,

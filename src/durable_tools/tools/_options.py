@@ -20,7 +20,8 @@ from ._context import Identity
 from ._docstrings import parse_docstring
 from ._names import NameStyle, ToolRegistrationError, check_alias, check_tool_name
 from ._registered import ApprovalPredicate, RegisteredTool
-from ._schema import SignaturePlan, output_schema_for, plan_signature, schema_for_model
+from ._schema import SignaturePlan, output_schema_for, plan_signature
+from ._schema_clean import schema_for_model
 from ._schema_tools import SchemaTool, plan_for_schema
 from ._spec import (
     ExecutionPolicy,

@@ -18,7 +18,8 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ._context import Identity, MissingResource, ToolContext
 from ._errors import InvalidArguments, ToolExecutionError
-from ._schema import SignaturePlan, drop_added_nulls
+from ._schema import SignaturePlan
+from ._schema_strict import drop_added_nulls
 from ._spec import ToolSpec
 
 __all__ = ["ApprovalPredicate", "RegisteredTool"]

@@ -3,7 +3,8 @@
 Pydantic builds the schema, so the schema and the validation that turns JSON into
 Python values come from one source. Injected parameters (`ToolContext`, anything
 annotated `Injected(...)`) are left out of the schema: the model never learns they
-exist, and cannot set them.
+exist, and cannot set them. Cleaning the schema is `_schema_clean`'s job, strict mode
+`_schema_strict`'s; their functions are re-exported here.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import copy
 import inspect
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import NoneType, UnionType
 from typing import Any, Literal
@@ -22,6 +23,8 @@ from pydantic.fields import FieldInfo
 from ._context import Injected, ToolContext
 from ._docstrings import Docstring
 from ._names import ToolRegistrationError
+from ._schema_clean import JsonSchema, clean_schema, schema_for_model
+from ._schema_strict import drop_added_nulls, make_strict
 
 __all__ = [
     "ParameterPlan",
@@ -33,26 +36,6 @@ __all__ = [
     "plan_signature",
     "schema_for_model",
 ]
-
-JsonSchema = dict[str, Any]
-
-# Keywords whose values are subschemas, by shape; everything else is data (enum values,
-# defaults, examples) and must not be rewritten.
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SCHEMA_SINGLE = (
-    "items",
-    "additionalProperties",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "propertyNames",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-)
-_TYPED = ("type", "anyOf", "oneOf", "allOf", "$ref", "enum", "const", "not")
 
 
 @dataclass(frozen=True)
@@ -266,227 +249,3 @@ def output_schema_for(fn: Callable[..., Any], *, tool_name: str) -> JsonSchema |
         return TypeAdapter(returns).json_schema(mode="serialization")
     except Exception:
         return None
-
-
-def schema_for_model(
-    model: type[BaseModel], *, tool_name: str, mode: Literal["validation", "serialization"]
-) -> JsonSchema:
-    """The cleaned JSON Schema of a pydantic model.
-
-    Raises:
-        ToolRegistrationError: pydantic cannot express a field's type as JSON Schema.
-    """
-    try:
-        raw = model.model_json_schema(mode=mode)
-    except Exception as exc:
-        raise ToolRegistrationError(
-            f"tool {tool_name!r}: a type has no JSON Schema ({exc}); use JSON-able types "
-            "or mark worker-side values with Injected(...)",
-            rule="signature",
-            tool_name=tool_name,
-        ) from exc
-    return clean_schema(raw)
-
-
-def _subschemas(node: JsonSchema) -> Iterator[JsonSchema]:
-    for key in _SCHEMA_MAPS:
-        value = node.get(key)
-        if isinstance(value, dict):
-            yield from (v for v in value.values() if isinstance(v, dict))
-    for key in _SCHEMA_LISTS:
-        value = node.get(key)
-        if isinstance(value, list):
-            yield from (v for v in value if isinstance(v, dict))
-    for key in _SCHEMA_SINGLE:
-        value = node.get(key)
-        if isinstance(value, dict):
-            yield value
-
-
-def _all_nodes(node: JsonSchema) -> Iterator[JsonSchema]:
-    yield node
-    for child in _subschemas(node):
-        yield from _all_nodes(child)
-
-
-def _inline(node: Any, defs: JsonSchema, stack: frozenset[str], keep: set[str]) -> Any:
-    if isinstance(node, list):
-        return [_inline(item, defs, stack, keep) for item in node]
-    if not isinstance(node, dict):
-        return node
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        key = ref.removeprefix("#/$defs/")
-        siblings = {k: _inline(v, defs, stack, keep) for k, v in node.items() if k != "$ref"}
-        if key in stack or key not in defs:
-            # A recursive model cannot be inlined: keep the reference and its definition.
-            keep.add(key)
-            return {"$ref": ref, **siblings}
-        target = _inline(defs[key], defs, stack | {key}, keep)
-        return {**target, **siblings}
-    return {k: _inline(v, defs, stack, keep) for k, v in node.items()}
-
-
-def clean_schema(schema: JsonSchema) -> JsonSchema:
-    """Inline `$ref`s and drop pydantic's `title` noise, so every provider accepts it.
-
-    Recursive definitions stay under `$defs` (they cannot be inlined). Property names
-    are never touched, even one called `title`.
-    """
-    schema = copy.deepcopy(schema)
-    defs: JsonSchema = schema.pop("$defs", {})
-    keep: set[str] = set()
-    result: JsonSchema = _inline(schema, defs, frozenset(), keep)
-    kept: JsonSchema = {}
-    pending = set(keep)
-    while pending:
-        key = pending.pop()
-        found: set[str] = set()
-        kept[key] = _inline(defs[key], defs, frozenset({key}), found)
-        pending |= found - kept.keys()
-    if kept:
-        result["$defs"] = dict(sorted(kept.items()))
-    for node in _all_nodes(result):
-        if isinstance(node.get("title"), str):
-            del node["title"]
-    return result
-
-
-def _nullable(prop: JsonSchema) -> JsonSchema:
-    """`prop`, also accepting null: how strict mode says 'optional'."""
-    if _accepts_null(prop, {}):
-        return prop
-    kind = prop.get("type")
-    if isinstance(kind, str) and not ({"enum", "const"} & prop.keys()):
-        return {**prop, "type": [kind, "null"]}
-    if isinstance(prop.get("anyOf"), list):
-        return {**prop, "anyOf": [*prop["anyOf"], {"type": "null"}]}
-    wrapped = {k: v for k, v in prop.items() if k != "description"}
-    result: JsonSchema = {"anyOf": [wrapped, {"type": "null"}]}
-    if "description" in prop:
-        result["description"] = prop["description"]
-    return result
-
-
-def _strictify(node: JsonSchema, path: str, tool_name: str) -> JsonSchema:
-    def fail(why: str) -> ToolRegistrationError:
-        return ToolRegistrationError(
-            f"tool {tool_name!r} is strict, but the schema at {path} {why}; "
-            "strict function calling needs every object's properties to be declared",
-            rule="strict",
-            tool_name=tool_name,
-        )
-
-    # OpenAI strict mode does not support `default`; the default still applies on our side
-    # because a null for an optional argument is dropped before validation into Python.
-    node = {k: v for k, v in node.items() if k != "default"}
-    for key in _SCHEMA_MAPS:
-        if isinstance(node.get(key), dict):
-            node[key] = {
-                name: _strictify(sub, f"{path}.{key}.{name}", tool_name)
-                if isinstance(sub, dict)
-                else sub
-                for name, sub in node[key].items()
-            }
-    for key in _SCHEMA_LISTS:
-        if isinstance(node.get(key), list):
-            node[key] = [
-                _strictify(sub, f"{path}.{key}[{i}]", tool_name) if isinstance(sub, dict) else sub
-                for i, sub in enumerate(node[key])
-            ]
-    for key in _SCHEMA_SINGLE:
-        if isinstance(node.get(key), dict):
-            node[key] = _strictify(node[key], f"{path}.{key}", tool_name)
-    if not (set(_TYPED) & node.keys()):
-        raise fail("has no type (Any)")
-    if node.get("type") == "object" or "properties" in node:
-        extra = node.get("additionalProperties")
-        if extra not in (None, False) or "patternProperties" in node:
-            raise fail("allows free-form keys (a dict)")
-        if "properties" not in node and node.get("type") == "object" and path != "$":
-            raise fail("is a free-form object")
-        props: JsonSchema = node.get("properties", {})
-        required = set(node.get("required", []))
-        node["properties"] = {
-            name: sub if name in required else _nullable(sub) for name, sub in props.items()
-        }
-        node["required"] = list(props)
-        node["additionalProperties"] = False
-    return node
-
-
-def make_strict(schema: JsonSchema, *, tool_name: str) -> JsonSchema:
-    """Rewrite a cleaned schema for OpenAI strict function calling.
-
-    Every object gets `additionalProperties: false` and lists all its properties as
-    required; properties that were optional become nullable instead.
-
-    Raises:
-        ToolRegistrationError: the schema has free-form objects or untyped values,
-            which strict mode cannot express.
-    """
-    return _strictify(copy.deepcopy(schema), "$", tool_name)
-
-
-def _resolve(schema: JsonSchema, defs: JsonSchema) -> JsonSchema:
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        target = defs.get(ref.removeprefix("#/$defs/"))
-        if isinstance(target, dict):
-            return target
-    return schema
-
-
-def _accepts_null(schema: JsonSchema, defs: JsonSchema) -> bool:
-    schema = _resolve(schema, defs)
-    kind = schema.get("type")
-    if kind == "null" or (isinstance(kind, list) and "null" in kind):
-        return True
-    if "const" in schema and schema["const"] is None:
-        return True
-    if isinstance(schema.get("enum"), list) and None in schema["enum"]:
-        return True
-    return any(
-        isinstance(branch, dict) and _accepts_null(branch, defs)
-        for key in ("anyOf", "oneOf")
-        for branch in schema.get(key, [])
-    )
-
-
-def drop_added_nulls(value: Any, lax_schema: JsonSchema) -> Any:
-    """Remove the nulls a strict schema forced the model to send for omitted arguments.
-
-    In strict mode an optional argument is required-but-nullable, so the model sends
-    `null` to mean "not given". Where the original (lax) schema does not accept null,
-    the key is dropped so the Python default applies.
-    """
-    defs: JsonSchema = lax_schema.get("$defs", {})
-
-    def walk(item: Any, schema: JsonSchema) -> Any:
-        schema = _resolve(schema, defs)
-        if isinstance(item, dict):
-            props = schema.get("properties")
-            if not isinstance(props, dict):
-                branches = [
-                    _resolve(b, defs) for b in schema.get("anyOf", []) if isinstance(b, dict)
-                ]
-                objects = [b for b in branches if isinstance(b.get("properties"), dict)]
-                if len(objects) != 1:
-                    return item
-                schema, props = objects[0], objects[0]["properties"]
-            required = set(schema.get("required", []))
-            out: dict[str, Any] = {}
-            for key, sub in item.items():
-                prop = props.get(key)
-                if not isinstance(prop, dict):
-                    out[key] = sub
-                elif sub is None and key not in required and not _accepts_null(prop, defs):
-                    continue
-                else:
-                    out[key] = walk(sub, prop)
-            return out
-        if isinstance(item, list) and isinstance(schema.get("items"), dict):
-            return [walk(x, schema["items"]) for x in item]
-        return item
-
-    return walk(value, lax_schema)

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict
 from ._context import ToolContext
 from ._names import ToolRegistrationError
 from ._registered import RegisteredTool
-from ._schema import ParameterPlan, SignaturePlan, make_strict
+from ._schema import ParameterPlan, SignaturePlan
+from ._schema_strict import make_strict
 
 __all__ = ["SchemaHandler", "SchemaTool", "plan_for_schema"]
 

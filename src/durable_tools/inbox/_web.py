@@ -1,0 +1,87 @@
+"""The inbox app's building blocks besides its routes: security headers on every response,
+the templates, the login redirect check, and the OAuth callback re-hosted as a route."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+import jinja2
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from durable_tools.oauth import CallbackApp
+
+__all__ = ["HERE", "SecurityHeaders", "callback_route", "make_templates", "safe_next"]
+
+HERE = Path(__file__).parent
+"""The package directory: `templates/` and `static/`."""
+_HEADERS = [
+    (b"content-security-policy", b"default-src 'self'; frame-ancestors 'none'; form-action 'self'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+]
+
+
+class SecurityHeaders:
+    """Adds CSP, framing, sniffing, referrer and caching headers to every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                present = {k.lower() for k, _ in message.get("headers", [])}
+                extra = [(k, v) for k, v in _HEADERS if k not in present]
+                message["headers"] = list(message.get("headers", [])) + extra
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def make_templates() -> Jinja2Templates:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,  # every field escaped, whatever the template
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["pretty"] = lambda value: json.dumps(
+        value, indent=2, sort_keys=True, ensure_ascii=True
+    )
+    env.filters["when"] = lambda value: value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
+    env.filters["q"] = lambda value: quote(str(value), safe="")
+    return Jinja2Templates(env=env)
+
+
+def safe_next(target: str | None) -> str:
+    # Only local paths: a login link must not send the user to another site.
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
+
+
+def callback_route(callback: CallbackApp) -> Route:
+    """The OAuth redirect endpoint, re-hosted: `CallbackApp` keeps all its logic."""
+
+    async def oauth_callback(request: Request) -> Response:
+        query = request.url.query
+        target = request.url.path + (f"?{query}" if query else "")
+        answer = await callback(request.method, target)
+        return Response(
+            answer.body if request.method != "HEAD" else b"",
+            answer.status,
+            headers={"content-type": answer.content_type},
+        )
+
+    return Route(callback.path, oauth_callback, methods=["GET", "HEAD"])
