@@ -42,6 +42,7 @@ from durable_tools.activities import (
 )
 from durable_tools.activities._runtime import AuthorizationBroker
 from durable_tools.activities._tools import HEARTBEAT_THROTTLE
+from durable_tools.flows import FlowWorkflow
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._limited import limited_workers
@@ -131,7 +132,7 @@ class DurableToolsPlugin(SimplePlugin):
         super().__init__(
             PLUGIN_NAME,
             data_converter=self._data_converter,
-            workflows=[AgentWorkflow],
+            workflows=[AgentWorkflow, FlowWorkflow],
             activities=activities,
             workflow_runner=_with_passthrough,
         )

@@ -18,6 +18,7 @@ from temporalio.exceptions import (
 )
 
 from durable_tools.activities._types import ToolInvocation
+from durable_tools.flows._call import run_flow
 from durable_tools.tools import (
     Cancelled,
     ErrorKind,
@@ -61,6 +62,8 @@ async def execute(
     try:
         if valid.spec.subagent is not None:
             return await _run_subagent(state, valid, record)
+        if valid.spec.flow is not None:
+            return Executed(await run_flow(state, valid), 1)
         return await _run_activity(state, valid, record, grant_ref)
     except asyncio.CancelledError:
         if state.cancel_reason is None:
