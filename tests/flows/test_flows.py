@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 from flow_tools import Calls, diamond_registry
 from temporalio.api.enums.v1 import EventType
@@ -10,6 +12,8 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from durable_tools.client import DurableTools
+from durable_tools.flows import FlowNode, FlowWorkflow
+from durable_tools.tools import ExecutionPolicy, RetrySpec, ToolExecutionError, ToolRegistry
 from durable_tools.workflows import AgentConfig, RunStatus
 from support import (
     answer,
@@ -95,3 +99,111 @@ async def test_a_diamond_flow_is_one_tool_call_with_concurrent_middle_nodes(
         assert events[0] == "tool.started" and events[-1] == "tool.completed"
         for handle in (parent, child):
             await assert_not_wedged(handle)
+
+
+def failing_registry(attempts: list[str], cancelled: list[str]) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True)
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        attempts.append("lookup")
+        return f"value of {key}"
+
+    @registry.tool(read_only=True)
+    def flaky(value: str) -> str:
+        """Always fails, retryably."""
+        attempts.append("flaky")
+        raise ToolExecutionError("upstream is down", retryable=True)
+
+    @registry.tool(read_only=True)
+    def store(value: str) -> str:
+        """Store a value."""
+        attempts.append("store")
+        return "stored"
+
+    @registry.tool(read_only=True)
+    async def slow(key: str) -> str:
+        """Takes a minute."""
+        attempts.append("slow")
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append("slow")
+            raise
+        return "late"
+
+    fast_retry = ExecutionPolicy(retry=RetrySpec(initial_interval=0.1, maximum_attempts=3))
+    registry.flow(
+        "fragile",
+        "Looks up, transforms, stores.",
+        nodes={
+            "get": FlowNode(tool="lookup", arguments={"key": "$args.key"}),
+            "shape": FlowNode(
+                tool="flaky", arguments={"value": "$nodes.get.output"}, policy=fast_retry
+            ),
+            "put": FlowNode(tool="store", arguments={"value": "$nodes.shape.output"}),
+        },
+    )
+    registry.flow(
+        "bounded",
+        "Runs a slow step under a 2 s bound.",
+        nodes={
+            "get": FlowNode(tool="lookup", arguments={"key": "$args.key"}),
+            "wait": FlowNode(tool="slow", arguments={"key": "$args.key"}),
+            "put": FlowNode(tool="store", arguments={"value": "$nodes.wait.output"}),
+        },
+        timeout=2,
+    )
+    return registry
+
+
+async def run_one_call(
+    client: Client, task_queue: str, tmp_path: Path, registry: ToolRegistry, tool: str
+) -> tuple[Any, Any, dict[str, str]]:
+    """Run one call of `tool`; its tool message, the flow's handle and its node statuses."""
+    model = write_script(tmp_path, [calls(("c1", tool, {"key": "k"})), answer("over")])
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start(
+            "go", config=AgentConfig(model=model), run_id=f"{tool}-{task_queue}"
+        )
+        result = await run.result()
+        assert result.status == RunStatus.COMPLETED, result.reason
+        [message] = [m for m in await run.conversation() if m.role == "tool"]
+        child = client.get_workflow_handle(f"{run.run_id}.c1")
+        for handle in (run.handle, child):
+            await assert_not_wedged(handle)
+        reports = {r.node: r.status for r in await child.query(FlowWorkflow.nodes)}
+        return message, child, reports
+
+
+async def test_a_node_failing_after_its_retries_fails_the_flow_naming_the_node(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    attempts: list[str] = []
+    registry = failing_registry(attempts, [])
+    message, child, reports = await run_one_call(client, task_queue, tmp_path, registry, "fragile")
+    assert message.is_error and message.tool_call_id == "c1" and message.name == "fragile"
+    assert "node 'shape' (tool 'flaky') failed" in message.content
+    assert "upstream is down" in message.content and "after 3 attempts" in message.content
+    # The node's own policy (3 attempts) ran; the node after it never started.
+    assert attempts == ["lookup", "flaky", "flaky", "flaky"]
+    described = await child.describe()
+    assert described.status == WorkflowExecutionStatus.FAILED
+    assert reports == {"get": "completed", "shape": "failed", "put": "not_started"}
+
+
+async def test_the_flow_timeout_bounds_the_whole_flow(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    attempts: list[str] = []
+    cancelled: list[str] = []
+    registry = failing_registry(attempts, cancelled)
+    message, child, reports = await run_one_call(client, task_queue, tmp_path, registry, "bounded")
+    assert message.is_error and "timed out" in message.content
+    assert "2 s timeout" in message.content and "nodes running: wait" in message.content
+    assert "not started: put" in message.content
+    # The running node was cancelled (it acknowledged), and the next one never ran.
+    assert cancelled == ["slow"] and "store" not in attempts
+    assert reports == {"get": "completed", "wait": "cancelled", "put": "not_started"}
+    assert (await child.describe()).status == WorkflowExecutionStatus.FAILED
