@@ -202,3 +202,20 @@ def test_several_sinks_make_an_object_output() -> None:
         "a": "$nodes.a.output",
         "b": "$nodes.b.output",
     }
+
+
+def test_a_strict_tool_gets_nulls_for_the_optional_parameters_a_node_leaves_out() -> None:
+    tools = registry()
+
+    @tools.tool(strict=True, read_only=True)
+    def search(query: str, limit: int = 10) -> list[str]:
+        """Search."""
+        return [query] * limit
+
+    tool = tools.flow(
+        "find", "Find.", nodes={"s": FlowNode(tool="search", arguments={"query": "$args.q"})}
+    )
+    [node] = FlowPlan.model_validate(tool.spec.flow).nodes
+    assert node.arguments == {"limit": None, "query": "$args.q"}
+    with pytest.raises(ToolRegistrationError, match="needs 'query'"):
+        tools.flow("bad", "Bad.", nodes={"s": FlowNode(tool="search", arguments={"limit": 3})})

@@ -207,3 +207,30 @@ async def test_the_flow_timeout_bounds_the_whole_flow(
     assert cancelled == ["slow"] and "store" not in attempts
     assert reports == {"get": "completed", "wait": "cancelled", "put": "not_started"}
     assert (await child.describe()).status == WorkflowExecutionStatus.FAILED
+
+
+async def test_cancelling_the_run_cancels_the_flow_and_its_running_node(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    attempts: list[str] = []
+    cancelled: list[str] = []
+    registry = failing_registry(attempts, cancelled)
+    model = write_script(tmp_path, [calls(("c1", "bounded", {"key": "k"})), answer("never")])
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start(
+            "go", config=AgentConfig(model=model), run_id=f"cancel-{task_queue}"
+        )
+        child = client.get_workflow_handle(f"{run.run_id}.c1")
+        for _ in range(200):
+            if "slow" in attempts:
+                break
+            await asyncio.sleep(0.05)
+        await run.cancel("the user changed their mind")
+        result = await run.result()
+        assert result.status == RunStatus.CANCELLED
+        assert cancelled == ["slow"] and "store" not in attempts
+        assert (await child.describe()).status == WorkflowExecutionStatus.CANCELED
+        reports = {r.node: r.status for r in await child.query(FlowWorkflow.nodes)}
+        assert reports == {"get": "completed", "wait": "cancelled", "put": "not_started"}
+        for handle in (run.handle, child):
+            await assert_not_wedged(handle)

@@ -291,6 +291,7 @@ def plan_flow(
             raise _fail(name, f"node id {node_id!r} must match {NODE_ID.pattern}")
         node = _node_model(name, node_id, raw)
         tool = _check_tool(name, node_id, node.tool, tools)
+        node = node.model_copy(update={"arguments": _with_strict_nulls(tool, node.arguments)})
         models[node_id], node_tools[node_id] = node, tool
         uses += _walk_arguments(name, node_id, tool, node.arguments)
 
@@ -371,6 +372,18 @@ def plan_flow(
         auth_scopes=tuple(sorted({s for t in unique for s in t.spec.auth_scopes})),
         node_tools=tuple(unique),
     )
+
+
+def _with_strict_nulls(tool: RegisteredTool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A strict tool's schema requires every parameter, null meaning "not given" (the
+    tool then drops it and its default applies): a node leaving out an optional one
+    passes that null, as a model would."""
+    if not tool.spec.strict:
+        return arguments
+    optional = set(tool.spec.input_schema.get("properties", {})) - set(
+        tool.plan.lax_schema.get("required", [])
+    )
+    return {**{p: None for p in sorted(optional) if p not in arguments}, **arguments}
 
 
 def _node_spec(tool: RegisteredTool, node: FlowNode) -> Any:
