@@ -10,40 +10,32 @@ against the schema of the parameter it feeds). Every message names the flow and 
 from __future__ import annotations
 
 import graphlib
-import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 from pydantic import ValidationError
 
+from durable_tools.flows._arguments import (
+    Use,
+    check_types,
+    flow_error,
+    input_schema_for,
+    output_schema_of,
+    walk_arguments,
+    with_strict_nulls,
+)
+from durable_tools.flows._json_types import MISSING, JsonSchema, field_schema
 from durable_tools.flows._model import (
-    LITERAL_KEY,
     MAX_NODES,
     NODE_ID,
     FlowNode,
     FlowPlan,
     PlannedNode,
-    Reference,
     parse_reference,
 )
-from durable_tools.flows._types import (
-    MISSING,
-    JsonSchema,
-    compatible,
-    describe,
-    field_schema,
-    json_types,
-)
-from durable_tools.tools._names import ToolRegistrationError
 from durable_tools.tools._registered import RegisteredTool
-from durable_tools.tools._results import ToolResult
-from durable_tools.tools._schema import output_schema_for
-from durable_tools.tools._schema_tools import SchemaTool
 from durable_tools.tools._spec import Safety, SideEffect
-from durable_tools.tools._validation import format_schema_errors
 
 __all__ = ["FlowBlueprint", "plan_flow"]
 
@@ -65,21 +57,6 @@ class FlowBlueprint:
     node_tools: tuple[RegisteredTool, ...] = field(default=())
 
 
-@dataclass
-class _Use:
-    """One reference in a node's arguments, and the schema of the place it feeds."""
-
-    node: str
-    where: str
-    """`argument 'city'` or `argument 'query.city'`, for messages."""
-    reference: Reference
-    target: JsonSchema | None
-
-
-def _fail(flow: str, message: str) -> ToolRegistrationError:
-    return ToolRegistrationError(f"flow {flow!r}: {message}", rule="flow", tool_name=flow)
-
-
 def _node_model(flow: str, node_id: str, node: Any) -> FlowNode:
     if isinstance(node, FlowNode):
         return node
@@ -88,98 +65,7 @@ def _node_model(flow: str, node_id: str, node: Any) -> FlowNode:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "node"
-        raise _fail(flow, f"node {node_id!r}: {where}: {first['msg']}") from None
-
-
-def _output_schema(tool: RegisteredTool) -> JsonSchema | None:
-    """The JSON Schema of what a node's tool outputs, when it can be known."""
-    if tool.spec.output_schema is not None:
-        return tool.spec.output_schema
-    if isinstance(tool, SchemaTool):
-        return None
-    try:
-        returns = typing.get_type_hints(tool.fn).get("return")
-        if isinstance(returns, type) and issubclass(returns, ToolResult):
-            return None  # a ToolResult carries anything
-        return output_schema_for(tool.fn, tool_name=tool.spec.name)
-    except Exception:  # an annotation that does not resolve: nothing to check against
-        return None
-
-
-def _param_schema(tool: RegisteredTool, path: tuple[str, ...]) -> JsonSchema | None:
-    return field_schema(tool.spec.input_schema, path)
-
-
-def _walk_arguments(
-    flow: str, node_id: str, tool: RegisteredTool, arguments: Mapping[str, Any]
-) -> list[_Use]:
-    """Check parameter names, required ones and literals; collect the references."""
-    schema = tool.spec.input_schema
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    assert isinstance(props, dict)
-    name = tool.spec.name
-    for param in arguments:
-        if param not in props and schema.get("additionalProperties") is False:
-            known = ", ".join(sorted(props)) or "none"
-            raise _fail(
-                flow,
-                f"node {node_id!r}: tool {name!r} has no parameter {param!r} (its parameters: "
-                f"{known})",
-            )
-    missing = [p for p in schema.get("required", []) if p not in arguments]
-    if missing:
-        raise _fail(
-            flow,
-            f"node {node_id!r}: tool {name!r} needs {', '.join(repr(p) for p in missing)}, "
-            "which the node does not give",
-        )
-    uses: list[_Use] = []
-
-    def walk(value: Any, path: tuple[str, ...]) -> None:
-        where = f"argument {'.'.join(path)!r}"
-        try:
-            reference = parse_reference(value)
-        except ValueError as exc:
-            raise _fail(flow, f"node {node_id!r}, {where}: {exc}") from None
-        if reference is not None:
-            uses.append(_Use(node_id, where, reference, _param_schema(tool, path)))
-            return
-        if isinstance(value, dict) and set(value) == {LITERAL_KEY}:
-            _check_literal(flow, node_id, where, value[LITERAL_KEY], tool, path)
-            return
-        if isinstance(value, dict):
-            for key, item in value.items():
-                walk(item, (*path, str(key)))
-            return
-        if isinstance(value, list):
-            for index, item in enumerate(value):
-                walk(item, (*path, str(index)))
-            return
-        _check_literal(flow, node_id, where, value, tool, path)
-
-    for param, value in arguments.items():
-        walk(value, (param,))
-    return uses
-
-
-def _check_literal(
-    flow: str, node_id: str, where: str, value: Any, tool: RegisteredTool, path: tuple[str, ...]
-) -> None:
-    target = _param_schema(tool, path)
-    if target is None or target is MISSING:
-        return
-    defs = tool.spec.input_schema.get("$defs")
-    schema = {**target, "$defs": defs} if isinstance(defs, dict) else target
-    try:
-        errors = format_schema_errors(Draft202012Validator(schema).iter_errors(value))
-    except Exception:  # an exotic schema: the node's own validation checks at run time
-        return
-    if errors:
-        raise _fail(
-            flow,
-            f"node {node_id!r}, {where}: the literal {value!r:.60} does not fit tool "
-            f"{tool.spec.name!r}: {errors[0]}",
-        )
+        raise flow_error(flow, f"node {node_id!r}: {where}: {first['msg']}") from None
 
 
 def _check_tool(
@@ -187,7 +73,7 @@ def _check_tool(
 ) -> RegisteredTool:
     tool = tools.get(tool_name)
     if tool is None:
-        raise _fail(
+        raise flow_error(
             flow, f"node {node_id!r}: unknown tool {tool_name!r}; register it before the flow"
         )
     spec = tool.spec
@@ -201,7 +87,7 @@ def _check_tool(
     elif spec.policy.max_calls_per_run is not None:
         why = "has a per-run call budget (max_calls_per_run), which a flow cannot count"
     if why is not None:
-        raise _fail(flow, f"node {node_id!r}: tool {tool_name!r} {why}")
+        raise flow_error(flow, f"node {node_id!r}: tool {tool_name!r} {why}")
     return tool
 
 
@@ -227,7 +113,7 @@ def _order(flow: str, after: dict[str, set[str]]) -> list[str]:
         return list(sorter.static_order())
     except graphlib.CycleError as exc:
         cycle = list(reversed(exc.args[1]))
-        raise _fail(flow, f"nodes form a cycle: {' -> '.join(cycle)}") from None
+        raise flow_error(flow, f"nodes form a cycle: {' -> '.join(cycle)}") from None
 
 
 def _output_references(
@@ -239,9 +125,11 @@ def _output_references(
         try:
             reference = parse_reference(value)
         except ValueError as exc:
-            raise _fail(flow, f"output {where}: {exc}") from None
+            raise flow_error(flow, f"output {where}: {exc}") from None
         if reference is None or reference.node is None:
-            raise _fail(flow, f"output {where}: give a node id or a $nodes.NODE.output reference")
+            raise flow_error(
+                flow, f"output {where}: give a node id or a $nodes.NODE.output reference"
+            )
         return str(value)
 
     if output is None:
@@ -280,20 +168,20 @@ def plan_flow(
         ToolRegistrationError: with `rule="flow"` and a message naming the node.
     """
     if not nodes:
-        raise _fail(name, "a flow needs at least one node")
+        raise flow_error(name, "a flow needs at least one node")
     if len(nodes) > MAX_NODES:
-        raise _fail(name, f"{len(nodes)} nodes, more than the {MAX_NODES} a flow may have")
+        raise flow_error(name, f"{len(nodes)} nodes, more than the {MAX_NODES} a flow may have")
     models: dict[str, FlowNode] = {}
     node_tools: dict[str, RegisteredTool] = {}
-    uses: list[_Use] = []
+    uses: list[Use] = []
     for node_id, raw in nodes.items():
         if not isinstance(node_id, str) or not NODE_ID.match(node_id):
-            raise _fail(name, f"node id {node_id!r} must match {NODE_ID.pattern}")
+            raise flow_error(name, f"node id {node_id!r} must match {NODE_ID.pattern}")
         node = _node_model(name, node_id, raw)
         tool = _check_tool(name, node_id, node.tool, tools)
-        node = node.model_copy(update={"arguments": _with_strict_nulls(tool, node.arguments)})
+        node = node.model_copy(update={"arguments": with_strict_nulls(tool, node.arguments)})
         models[node_id], node_tools[node_id] = node, tool
-        uses += _walk_arguments(name, node_id, tool, node.arguments)
+        uses += walk_arguments(name, node_id, tool, node.arguments)
 
     after: dict[str, set[str]] = {node_id: set() for node_id in models}
     for use in uses:
@@ -301,30 +189,32 @@ def plan_flow(
         if source is None:
             continue
         if source not in models:
-            raise _fail(
+            raise flow_error(
                 name,
                 f"node {use.node!r}, {use.where}: unknown reference {use.reference}: "
                 f"there is no node {source!r}",
             )
         if source == use.node:
-            raise _fail(name, f"node {use.node!r}, {use.where}: a node cannot read its own output")
+            raise flow_error(
+                name, f"node {use.node!r}, {use.where}: a node cannot read its own output"
+            )
         after[use.node].add(source)
     for pair in edges:
         if not (isinstance(pair, tuple | list) and len(pair) == 2):
-            raise _fail(name, f"edge {pair!r} is not a (before, after) pair of node ids")
+            raise flow_error(name, f"edge {pair!r} is not a (before, after) pair of node ids")
         before, then = pair
         for end in (before, then):
             if end not in models:
-                raise _fail(name, f"edge {before!r} -> {then!r}: there is no node {end!r}")
+                raise flow_error(name, f"edge {before!r} -> {then!r}: there is no node {end!r}")
         if before == then:
-            raise _fail(name, f"edge {before!r} -> {then!r}: a node cannot wait for itself")
+            raise flow_error(name, f"edge {before!r} -> {then!r}: a node cannot wait for itself")
         after[then].add(before)
     order = _order(name, after)
 
-    arguments_schema = _input_schema(name, input_schema, uses)
-    outputs = {node_id: _output_schema(tool) for node_id, tool in node_tools.items()}
+    arguments_schema = input_schema_for(name, input_schema, uses)
+    outputs = {node_id: output_schema_of(tool) for node_id, tool in node_tools.items()}
     for use in uses:
-        _check_types(name, use, arguments_schema, outputs)
+        check_types(name, use, arguments_schema, outputs)
 
     read_by_others = {use.reference.node for use in uses if use.reference.node is not None}
     sinks = [n for n in order if not any(n in deps for deps in after.values())]
@@ -335,12 +225,12 @@ def plan_flow(
         reference = parse_reference(text)
         assert reference is not None and reference.node is not None
         if reference.node not in models:
-            raise _fail(
+            raise flow_error(
                 name, f"output: unknown reference {text}: there is no node {reference.node!r}"
             )
         found = field_schema(outputs[reference.node], reference.path)
         if found is MISSING:
-            raise _fail(
+            raise flow_error(
                 name, f"output: unknown reference {text}: the node's output has no such field"
             )
         if reference.path or not isinstance(plan_output, str):
@@ -374,102 +264,7 @@ def plan_flow(
     )
 
 
-def _with_strict_nulls(tool: RegisteredTool, arguments: dict[str, Any]) -> dict[str, Any]:
-    """A strict tool's schema requires every parameter, null meaning "not given" (the
-    tool then drops it and its default applies): a node leaving out an optional one
-    passes that null, as a model would."""
-    if not tool.spec.strict:
-        return arguments
-    optional = set(tool.spec.input_schema.get("properties", {})) - set(
-        tool.plan.lax_schema.get("required", [])
-    )
-    return {**{p: None for p in sorted(optional) if p not in arguments}, **arguments}
-
-
 def _node_spec(tool: RegisteredTool, node: FlowNode) -> Any:
     if node.policy is None:
         return tool.spec
     return tool.spec.model_copy(update={"policy": node.policy})
-
-
-def _input_schema(flow: str, given: Mapping[str, Any] | None, uses: list[_Use]) -> JsonSchema:
-    """The flow's input schema: the one given (checked), or one derived from `$args`."""
-    if given is not None:
-        schema = dict(given)
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            raise _fail(flow, f"input_schema is not a valid JSON Schema: {exc.message}") from None
-        if schema.get("type") != "object":
-            raise _fail(flow, 'input_schema must describe an object ("type": "object")')
-        declared = schema.get("properties", {})
-        for use in uses:
-            reference = use.reference
-            if reference.node is None and reference.path and reference.path[0] not in declared:
-                raise _fail(
-                    flow,
-                    f"node {use.node!r}, {use.where}: unknown reference {reference}: "
-                    f"input_schema has no property {reference.path[0]!r}",
-                )
-        return schema
-    properties: dict[str, JsonSchema] = {}
-    for use in uses:
-        reference = use.reference
-        if reference.node is not None:
-            continue
-        if len(reference.path) != 1:
-            raise _fail(
-                flow,
-                f"node {use.node!r}, {use.where}: {reference} needs an explicit input_schema "
-                "(only $args.NAME references are derived)",
-            )
-        arg = reference.path[0]
-        target = use.target if use.target not in (None, MISSING) else {}
-        assert target is not None
-        if arg in properties:
-            first = json_types(properties[arg])
-            if not compatible(first, json_types(target)):
-                raise _fail(
-                    flow,
-                    f"node {use.node!r}, {use.where}: $args.{arg} feeds parameters of "
-                    f"different types ({describe(first)} and {describe(json_types(target))}); "
-                    "give an input_schema",
-                )
-            continue
-        properties[arg] = dict(target)
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-
-
-def _check_types(
-    flow: str,
-    use: _Use,
-    arguments_schema: JsonSchema,
-    outputs: Mapping[str, JsonSchema | None],
-) -> None:
-    reference = use.reference
-    if reference.node is None:
-        source = field_schema(arguments_schema, reference.path)
-        what = f"flow argument {reference}"
-    else:
-        source = field_schema(outputs[reference.node], reference.path)
-        what = reference.text
-        if source is MISSING:
-            raise _fail(
-                flow,
-                f"node {use.node!r}, {use.where}: unknown reference {reference}: the output of "
-                f"node {reference.node!r} has no field {'.'.join(reference.path)!r}",
-            )
-    if use.target is MISSING:
-        return  # already refused as an unknown parameter, or a nested place with no schema
-    have, want = json_types(source), json_types(use.target)
-    if not compatible(have, want):
-        raise _fail(
-            flow,
-            f"node {use.node!r}, {use.where}: type mismatch: {what} is {describe(have)}, "
-            f"the parameter takes {describe(want)}",
-        )
