@@ -125,26 +125,45 @@ async def test_junk_input_fails_the_flow_run_at_once(
         await assert_not_wedged(handle, allowed=0)
 
 
-async def test_a_plan_whose_nodes_wait_for_each_other_fails_clearly(
-    client: Client, task_queue: str
-) -> None:
-    registry = big_registry()
-    plan = FlowPlan.model_validate(registry.get("measure_big").spec.flow)
+def hand_made(change: str) -> dict[str, Any]:
+    """The `measure_big` flow's input, with its plan broken by hand in one way."""
+    plan = FlowPlan.model_validate(big_registry().get("measure_big").spec.flow)
     first, second = plan.nodes
-    looped = plan.model_copy(
-        update={"nodes": (first.model_copy(update={"after": ("len",)}), second)}
-    )
-    flow_input = {
-        "plan": looped.model_dump(mode="json"),
+    if change == "loop":
+        plan = plan.model_copy(
+            update={"nodes": (first.model_copy(update={"after": ("len",)}), second)}
+        )
+    elif change == "unordered":  # reads a node it does not wait for
+        plan = plan.model_copy(update={"nodes": (first, second.model_copy(update={"after": ()}))})
+    elif change == "output":
+        plan = plan.model_copy(update={"output": "$nodes.ghost.output"})
+    elif change == "malformed":
+        plan = plan.model_copy(update={"output": "$nodes..output"})
+    return {
+        "plan": plan.model_dump(mode="json"),
         "arguments": {"size": 3},
         "call_id": "c1",
         "idempotency_key": "by-hand/c1",
     }
-    async with running_worker(client, registry, task_queue):
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ("loop", "wait for each other and can never start"),
+        ("unordered", "reads node 'make', which has not run"),
+        ("output", "names node 'ghost', which has not run"),
+        ("malformed", "is not a reference"),
+    ],
+)
+async def test_a_hand_made_plan_that_cannot_work_fails_clearly(
+    client: Client, task_queue: str, change: str, reason: str
+) -> None:
+    async with running_worker(client, big_registry(), task_queue):
         handle = await client.start_workflow(
-            "FlowWorkflow", flow_input, id=f"loop-{uuid.uuid4()}", task_queue=task_queue
+            "FlowWorkflow", hand_made(change), id=f"bad-{uuid.uuid4()}", task_queue=task_queue
         )
         with pytest.raises(WorkflowFailureError) as caught:
             await handle.result()
-        assert "wait for each other and can never start" in str(caught.value.cause)
+        assert reason in str(caught.value.cause)
         await assert_not_wedged(handle, allowed=0)

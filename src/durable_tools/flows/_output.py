@@ -59,6 +59,8 @@ def flow_outcome(
             raise Unresolvable(f"{output!r} is not a node reference")
         sources.append(reference.node)
         if not reference.path:
+            if reference.node not in done:
+                raise Unresolvable(f"{output} names node {reference.node!r}, which has not run")
             whole = done[reference.node].outcome
             return whole.model_copy(
                 update={
@@ -81,7 +83,7 @@ def flow_outcome(
     rendered = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     fits = len(json.dumps(value, ensure_ascii=False).encode("utf-8")) <= limit
     artifacts: list[ArtifactRef] = []
-    for node in sources:
+    for node in sources:  # all have run: `read` refuses a node that has not
         artifacts += [a for a in done[node].outcome.artifacts if a not in artifacts]
     return ToolOutcome(
         call_id=input.call_id,

@@ -45,6 +45,8 @@ def read(reference: Reference, arguments: Mapping[str, Any], values: Mapping[str
     Raises:
         Unresolvable: a field or index on the path is not there.
     """
+    if reference.node is not None and reference.node not in values:
+        raise Unresolvable(f"{reference} reads node {reference.node!r}, which has not run")
     value: Any = dict(arguments) if reference.node is None else values[reference.node]
     for part in reference.path:
         if isinstance(value, Mapping) and part in value:
@@ -60,9 +62,12 @@ def resolve(template: Any, arguments: Mapping[str, Any], values: Mapping[str, An
     """`template` with every reference replaced by its value and `$literal`s unwrapped.
 
     Raises:
-        Unresolvable: as for `read`.
+        Unresolvable: as for `read`, or a malformed reference (a hand-made plan).
     """
-    reference = parse_reference(template)
+    try:
+        reference = parse_reference(template)
+    except ValueError as exc:
+        raise Unresolvable(str(exc)) from None
     if reference is not None:
         return read(reference, arguments, values)
     if isinstance(template, dict):

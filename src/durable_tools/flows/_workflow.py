@@ -121,7 +121,7 @@ class _Run:
             # nothing may go on acting after the flow has ended.
             await self._stop_running()
             raise
-        except Unresolvable as exc:
+        except (Unresolvable, ValueError) as exc:  # a hand-made plan's output
             raise self._error(f"its output cannot be built: {exc}", "InvalidFlowPlan") from None
         return FlowResult(outcome=outcome, nodes=tuple(self.reports.values()))
 
@@ -130,6 +130,15 @@ class _Run:
             if all(dep in self.done for dep in node.after):
                 del self.waiting[node_id]
                 self.running[node_id] = asyncio.create_task(run_node(self.input, node, self.values))
+
+    async def _node(self, node: PlannedNode) -> NodeDone:
+        try:
+            return await run_node(self.input, node, self.values)
+        except NodeFailed:
+            raise
+        except Exception as exc:  # a bug must fail the node, never the workflow task
+            message = f"the flow could not run it: {type(exc).__name__}: {exc}"[:1_000]
+            raise NodeFailed(message, ErrorKind.EXECUTION.value, 0) from None
 
     def _collect(self) -> None:
         failed: ApplicationError | None = None
