@@ -53,8 +53,10 @@ async def run_flow(state: RunState, valid: ValidCall) -> ToolOutcome:
             activity_summaries=state.config.activity_summaries,
             summary_arguments=state.config.summary_arguments,
         )
-    except ValidationError as exc:  # a catalog from a worker with another flow format
-        failure = ToolExecutionError(f"the flow's plan is not valid: {exc.errors()[0]['msg']}")
+    except ValidationError as exc:  # a plan from a worker with another flow format, say
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        failure = ToolExecutionError(f"the flow could not be started: {where}: {first['msg']}")
         return error_outcome(call.id, spec.name, failure)
     size = payload_bytes(flow_input)
     if size > PAYLOAD_BUDGET_BYTES:

@@ -145,7 +145,7 @@ class FlowInput(_Frozen):
     arguments: dict[str, Any]
     call_id: str = Field(max_length=512)
     """The model's call id of the flow tool."""
-    idempotency_key: str = Field(max_length=1024)
+    idempotency_key: str = Field(max_length=2048)
     """The flow call's key; node `n` gets `<key>/<n>`, stable across retries and replays."""
     identity: Identity = Identity()
     output_limit_bytes: int = Field(default=16_000, ge=256)
