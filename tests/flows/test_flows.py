@@ -21,6 +21,7 @@ from support import (
     calls,
     running_worker,
     scheduled_activities,
+    wait_for,
     write_script,
 )
 
@@ -234,3 +235,43 @@ async def test_cancelling_the_run_cancels_the_flow_and_its_running_node(
         assert reports == {"get": "completed", "wait": "cancelled", "put": "not_started"}
         for handle in (run.handle, child):
             await assert_not_wedged(handle)
+
+
+async def test_a_node_needing_approval_makes_the_flow_call_wait_for_a_person(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    published: list[str] = []
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True)
+    def draft(topic: str) -> str:
+        """Draft a post."""
+        return f"post about {topic}"
+
+    @registry.tool(approval=True, idempotent=True)
+    def publish(text: str) -> str:
+        """Publish a post (needs approval)."""
+        published.append(text)
+        return "published"
+
+    registry.flow(
+        "post",
+        "Draft and publish a post.",
+        nodes={
+            "d": FlowNode(tool="draft", arguments={"topic": "$args.topic"}),
+            "p": FlowNode(tool="publish", arguments={"text": "$nodes.d.output"}),
+        },
+    )
+    model = write_script(tmp_path, [calls(("c1", "post", {"topic": "flows"})), answer("done")])
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start(
+            "post it", config=AgentConfig(model=model), run_id=f"approve-{task_queue}"
+        )
+        snapshot = await wait_for(run, lambda s: bool(s.pending_approvals))
+        assert [a.tool for a in snapshot.pending_approvals] == ["post"]
+        assert published == []  # nothing ran before the person decided
+        await run.approve("c1", decider="alice")
+        result = await run.result()
+        assert result.status == RunStatus.COMPLETED
+        assert published == ["post about flows"]
+        await assert_not_wedged(run.handle)
