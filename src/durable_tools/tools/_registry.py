@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any, TypeVar, overload
 
@@ -343,6 +343,93 @@ class ToolRegistry:
             mime_type=mime_type,
             tag=tag,
         )
+
+    def flow(
+        self,
+        name: str,
+        description: str,
+        /,
+        *,
+        nodes: Mapping[str, Any],
+        edges: Iterable[tuple[str, str]] = (),
+        output: str | Mapping[str, str] | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        timeout: float | timedelta = 300.0,
+        node_output_limit_bytes: int = 64_000,
+        **options: Unpack[ToolOptions],
+    ) -> RegisteredTool:
+        """Register a flow: a graph of calls of registered tools, offered as one tool.
+
+        The flow runs as a child workflow; each node is its tool's own activity with its
+        own policy; independent nodes run concurrently; the model sees one result. It is
+        validated here: unknown tools, parameters and references, cycles and types that
+        cannot line up raise, naming the node (see `durable_tools.flows`).
+
+        Args:
+            name: The flow tool's name.
+            description: What the model reads.
+            nodes: Node id -> `FlowNode(tool=..., arguments={param: literal, "$args.x" or
+                "$nodes.<id>.output[.field]"}, policy=...)` or its dict form.
+            edges: Extra `(before, after)` orderings between nodes that pass no data.
+            output: What the model sees: a node id, a `$nodes.<id>.output.field`
+                reference, or names -> either (a JSON object). Default: the one node no
+                other reads, else an object of all such nodes' outputs.
+            input_schema: The flow's arguments; default: derived from the `$args.x`
+                references (each takes the schema of the parameter it feeds).
+            timeout: The whole flow's bound, in seconds.
+            node_output_limit_bytes: Largest output a node may pass to another node.
+            **options: As for `register` (tags, loading, approval, ...). The safety flags
+                and auth scopes are the nodes' combined; a node needing approval makes
+                the flow need it.
+
+        Raises:
+            ToolRegistrationError: `rule="flow"` for a flow that does not validate.
+        """
+        from durable_tools.flows._validate import plan_flow
+
+        seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
+        if not seconds > 0 or node_output_limit_bytes < 256:
+            raise ToolRegistrationError(
+                f"flow {name!r}: timeout must be > 0 and node_output_limit_bytes >= 256",
+                rule="flow",
+                tool_name=name,
+            )
+        blueprint = plan_flow(
+            name,
+            nodes=nodes,
+            edges=edges,
+            tools=self._tools,
+            input_schema=input_schema,
+            output=output,
+            timeout_seconds=seconds,
+            node_output_limit_bytes=node_output_limit_bytes,
+        )
+        node_tools = blueprint.node_tools
+
+        def not_an_activity(arguments: dict[str, Any], ctx: ToolContext) -> None:
+            raise ToolExecutionError(f"flow {name!r} runs as a child workflow, not as an activity")
+
+        def visible(identity: Identity) -> bool:  # fail closed: every node must be visible
+            return all(tool.is_visible_to(identity) for tool in node_tools)
+
+        settings: dict[str, Any] = {"safety": blueprint.safety, **options}
+        if blueprint.needs_approval:
+            settings["approval"] = True
+        settings["auth_scopes"] = sorted({*blueprint.auth_scopes, *options.get("auth_scopes", ())})
+        settings.setdefault("visible_to", visible)
+        tool = self.register_schema(
+            not_an_activity,
+            input_schema=blueprint.input_schema,
+            name=name,
+            description=description,
+            **settings,
+        )
+        with self._lock:
+            plan = blueprint.plan.model_dump(mode="json")
+            update = {"flow": plan, "transport": "flow", "source": f"flow:{name}"}
+            tool = dataclasses.replace(tool, spec=tool.spec.model_copy(update=update))
+            self._tools = {**self._tools, name: tool}
+        return tool
 
     def search(
         self,

@@ -43,10 +43,11 @@ ApprovalMode = Literal["never", "always", "conditional"]
 ValidateMode = Literal["input", "output", "both", "none"]
 """What is checked against the tool's schemas: its arguments, its result, both or neither."""
 
-Transport = Literal["function", "mcp", "http", "sub-agent", "a2a", "callback"]
+Transport = Literal["function", "mcp", "http", "sub-agent", "a2a", "callback", "flow"]
 """How a call reaches the tool: a Python function on the worker, an MCP server, an HTTP
-API (OpenAPI or hand-declared), a child agent run, a remote A2A agent, or a client
-attached to the run (a callback tool)."""
+API (OpenAPI or hand-declared), a child agent run, a remote A2A agent, a client attached
+to the run (a callback tool), or a flow (a graph of other tools run as a child
+workflow)."""
 
 
 class _Frozen(BaseModel):
@@ -203,6 +204,9 @@ class ToolSpec(_Frozen):
     subagent: dict[str, Any] | None = None
     """For a sub-agent tool: the child agent's configuration (an `AgentConfig` as JSON).
     Such a tool runs as a child workflow, not as an activity."""
+    flow: dict[str, Any] | None = None
+    """For a flow tool: its validated plan (a `durable_tools.flows.FlowPlan` as JSON).
+    Such a tool runs as a child workflow whose nodes are tool activities."""
     validation: ValidateMode = "both"
     """What is checked: `input` (arguments, in the workflow and again on the worker),
     `output` (the structured result against `output_schema`, once the tool has run),

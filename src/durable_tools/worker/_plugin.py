@@ -43,6 +43,7 @@ from durable_tools.activities import (
 from durable_tools.activities._callback import callback_result_activity
 from durable_tools.activities._runtime import AuthorizationBroker
 from durable_tools.activities._tools import HEARTBEAT_THROTTLE
+from durable_tools.flows import FlowWorkflow
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._limited import limited_workers
@@ -138,7 +139,7 @@ class DurableToolsPlugin(SimplePlugin):
         super().__init__(
             PLUGIN_NAME,
             data_converter=self._data_converter,
-            workflows=[AgentWorkflow, TokenStreamWorkflow],
+            workflows=[AgentWorkflow, TokenStreamWorkflow, FlowWorkflow],
             activities=activities,
             workflow_runner=_with_passthrough,
         )

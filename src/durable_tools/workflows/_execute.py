@@ -18,6 +18,7 @@ from temporalio.exceptions import (
 )
 
 from durable_tools.activities._types import ToolInvocation
+from durable_tools.flows._call import run_flow
 from durable_tools.tools import (
     Cancelled,
     ErrorKind,
@@ -64,6 +65,8 @@ async def execute(
             return await _run_subagent(state, valid, record)
         if valid.spec.callback:
             return Executed(await await_client(state, valid, record), 1)
+        if valid.spec.flow is not None:
+            return Executed(await run_flow(state, valid), 1)
         return await _run_activity(state, valid, record, grant_ref)
     except asyncio.CancelledError:
         if state.cancel_reason is None:

@@ -1,0 +1,207 @@
+"""One node of a flow: build its arguments, run its tool activity under its own policy.
+
+The node is scheduled as the tool's own activity type (so the UI's history of a flow
+reads like its steps), with the tool's options (`activity_options_for`), the same
+workflow-driven retries as a call of the agent (a tool not safe to repeat after a
+timeout is retried only on clean, retryable errors), an idempotency key derived from
+the flow call's key, and the same kind of activity summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
+
+from durable_tools.activities._types import ToolInvocation
+from durable_tools.flows._model import FlowInput, PlannedNode
+from durable_tools.flows._resolve import Unresolvable, node_value, resolve
+from durable_tools.tools._errors import ErrorKind, InvalidArguments
+from durable_tools.tools._formatting import abridge_arguments, redact_arguments
+from durable_tools.tools._results import ToolOutcome
+from durable_tools.tools._validation import validate_arguments
+from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES, payload_bytes
+from durable_tools.workflows._options import ToolActivityOptions, activity_options_for, retry_delay
+
+__all__ = ["NodeDone", "NodeFailed", "run_node"]
+
+_ARGUMENT_BUDGET = PAYLOAD_BUDGET_BYTES - 64_000
+"""Largest arguments a node may be scheduled with (room for the rest of the input)."""
+
+
+@dataclass(frozen=True)
+class NodeDone:
+    """A node that completed: its outcome, and the value it passes on (None if it passes none)."""
+
+    outcome: ToolOutcome
+    value: Any
+
+
+class NodeFailed(Exception):
+    """A node that did not complete; the message says why, for the model and operators."""
+
+    def __init__(self, message: str, kind: str, attempts: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+        self.attempts = attempts
+
+
+def node_call_id(input: FlowInput, node: PlannedNode) -> str:
+    """The node's call id as its tool sees it: the flow call's id and the node id."""
+    return f"{input.call_id}.{node.id}"
+
+
+async def run_node(input: FlowInput, node: PlannedNode, values: Mapping[str, Any]) -> NodeDone:
+    """Run one node whose inputs are ready.
+
+    Raises:
+        NodeFailed: its arguments could not be built or are invalid, or its tool failed
+            after its retries, timed out, was cancelled, or reported an error.
+    """
+    spec = node.spec
+    try:
+        arguments = resolve(node.arguments, input.arguments, values)
+        if not isinstance(arguments, dict):
+            raise Unresolvable("the node's arguments are not an object")
+        if spec.validates_input:
+            arguments = validate_arguments(spec, arguments)
+    except (Unresolvable, ValueError) as exc:
+        raise NodeFailed(
+            f"its arguments could not be built: {exc}", "InvalidArguments", 0
+        ) from None
+    except InvalidArguments as exc:
+        detail = "; ".join(exc.errors[:3]) or exc.message
+        raise NodeFailed(
+            f"the arguments built for it are invalid: {detail}", exc.kind.value, 0
+        ) from None
+    size = payload_bytes(arguments)
+    if size > _ARGUMENT_BUDGET:
+        raise NodeFailed(
+            f"its arguments are {size:,} bytes, over the {_ARGUMENT_BUDGET:,}-byte limit of one "
+            "activity input",
+            ErrorKind.INVALID_ARGUMENTS.value,
+            0,
+        )
+    limit = input.plan.node_output_limit_bytes if node.passes_output else input.output_limit_bytes
+    call_id = node_call_id(input, node)
+    summary = None
+    if input.activity_summaries:
+        shown = ""
+        if input.summary_arguments:
+            shown = " " + abridge_arguments(redact_arguments(arguments, spec.safety.redact))
+        summary = f"{spec.name} {call_id}{shown}"[:200]
+    options = activity_options_for(spec, workflow.info().task_queue)
+    outcome = await _attempts(input, node, arguments, call_id, limit, options, summary)
+    if outcome.is_error or outcome.skipped is not None:
+        raise NodeFailed(
+            outcome.content[:1_000], outcome.error_kind or "ToolError", outcome.attempt
+        )
+    if not node.passes_output:
+        return NodeDone(outcome, None)
+    try:
+        return NodeDone(outcome, node_value(outcome, limit))
+    except Unresolvable as exc:
+        raise NodeFailed(str(exc), "ToolOutputTooLarge", outcome.attempt) from None
+
+
+async def _attempts(
+    input: FlowInput,
+    node: PlannedNode,
+    arguments: dict[str, Any],
+    call_id: str,
+    limit: int,
+    options: ToolActivityOptions,
+    summary: str | None,
+) -> ToolOutcome:
+    spec = node.spec
+    attempts = 0
+    while True:
+        invocation = ToolInvocation(
+            call_id=call_id,
+            tool_name=spec.name,
+            arguments=arguments,
+            workflow_id=workflow.info().workflow_id,
+            identity=input.identity,
+            idempotency_key=f"{input.idempotency_key}/{node.id}",
+            attempt_offset=attempts,
+            output_limit_bytes=limit,
+        )
+        try:
+            return await _schedule(spec.name, invocation, options, summary)
+        except ActivityError as err:
+            cause = err.cause
+            attempts = _attempts_after(cause, attempts)
+            retry = spec.policy.retry
+            retryable = isinstance(cause, ApplicationError) and not cause.non_retryable
+            if (
+                options.workflow_retries
+                and retryable
+                and (retry.maximum_attempts == 0 or attempts < retry.maximum_attempts)
+            ):
+                requested = cause.next_retry_delay if isinstance(cause, ApplicationError) else None
+                delay = retry_delay(
+                    retry, attempts, None if requested is None else requested.total_seconds()
+                )
+                await workflow.sleep(timedelta(seconds=delay))
+                continue
+            raise _failure(cause, attempts, spec.safety.safe_to_repeat) from None
+
+
+async def _schedule(
+    name: str, invocation: ToolInvocation, options: ToolActivityOptions, summary: str | None
+) -> ToolOutcome:
+    if options.local:
+        local: ToolOutcome = await workflow.execute_local_activity(
+            name,
+            invocation,
+            result_type=ToolOutcome,
+            start_to_close_timeout=options.start_to_close_timeout,
+            schedule_to_close_timeout=options.schedule_to_close_timeout,
+            retry_policy=options.retry_policy,
+            cancellation_type=options.cancellation_type,
+            summary=summary,
+        )
+        return local
+    remote: ToolOutcome = await workflow.execute_activity(
+        name,
+        invocation,
+        result_type=ToolOutcome,
+        task_queue=options.task_queue,
+        start_to_close_timeout=options.start_to_close_timeout,
+        schedule_to_close_timeout=options.schedule_to_close_timeout,
+        heartbeat_timeout=options.heartbeat_timeout,
+        retry_policy=options.retry_policy,
+        cancellation_type=options.cancellation_type,
+        summary=summary,
+    )
+    return remote
+
+
+def _attempts_after(cause: BaseException | None, so_far: int) -> int:
+    # The tool activity reports its attempt number (the workflow's own retries counted)
+    # as the failure's second detail; a failure without it counts as one attempt.
+    if isinstance(cause, ApplicationError) and len(cause.details) > 1:
+        reported = cause.details[1]
+        if isinstance(reported, int) and not isinstance(reported, bool):
+            return max(so_far + 1, reported)
+    return so_far + 1
+
+
+def _failure(cause: BaseException | None, attempts: int, safe_to_repeat: bool) -> NodeFailed:
+    tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}"
+    if isinstance(cause, ApplicationError):
+        details: Any = cause.details
+        text = details[0] if details and isinstance(details[0], str) else cause.message
+        return NodeFailed(f"{text}{tries}"[:1_000], cause.type or "ToolExecutionError", attempts)
+    if isinstance(cause, TimeoutError):
+        which = cause.type.name.lower().replace("_", "-") if cause.type else "activity"
+        effect = "" if safe_to_repeat else "; it may or may not have taken effect"
+        return NodeFailed(f"{which} timeout{effect}{tries}", ErrorKind.TIMEOUT.value, attempts)
+    if isinstance(cause, CancelledError):
+        return NodeFailed("it was cancelled", ErrorKind.CANCELLED.value, attempts)
+    return NodeFailed(f"{cause}{tries}"[:1_000], ErrorKind.EXECUTION.value, attempts)
