@@ -156,6 +156,9 @@ def test_tools_a_flow_cannot_run_are_refused() -> None:
     nested.flow("inner", "Inner.", nodes={"n": FlowNode(tool="count", arguments={"n": 1})})
     with pytest.raises(ToolRegistrationError, match="is a flow"):
         nested.flow("outer", "Outer.", nodes={"i": FlowNode(tool="inner")})
+    nested.callback_tool("locate", description="Where the device is.")
+    with pytest.raises(ToolRegistrationError, match="is a callback tool"):
+        nested.flow("where", "Where.", nodes={"l": FlowNode(tool="locate")})
 
 
 def test_edges_must_name_nodes() -> None:

@@ -82,6 +82,8 @@ def _check_tool(
         why = "is a flow (flows do not nest)"
     elif spec.subagent is not None:
         why = "is a sub-agent (a child agent run, not an activity)"
+    elif spec.callback:
+        why = "is a callback tool (a client attached to the run answers it, not a worker)"
     elif spec.oauth is not None:
         why = "needs an OAuth grant, which a flow's nodes cannot ask the user for"
     elif spec.policy.max_calls_per_run is not None:
