@@ -21,6 +21,9 @@ PACKAGES = [
     "durable_tools.oauth",
     "durable_tools.sources",
     "durable_tools.workspace",
+    "durable_tools.callbacks",
+    "durable_tools.flows",
+    "durable_tools.streaming",
 ]
 
 
