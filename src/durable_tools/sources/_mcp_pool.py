@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -47,7 +47,7 @@ except ImportError as _error:  # pragma: no cover - exercised only without the e
 else:
     _MISSING_SDK = None
 
-__all__ = ["McpConnectionError", "McpPool", "default_mcp_pool"]
+__all__ = ["McpConnectionError", "McpPool", "ProgressFn", "ToolsChanged", "default_mcp_pool"]
 
 logger = logging.getLogger("durable_tools.sources.mcp")
 
@@ -56,6 +56,13 @@ _CLOSE_GRACE = 5.0
 """Seconds a closing session gets to shut its transport down (stop the subprocess)."""
 _CANCEL_GRACE = 2.0
 """Seconds an abandoned call gets to send MCP's `notifications/cancelled`."""
+_SETTLE_TIMEOUT = 30.0
+"""Longest a call waits for the catalog refresh that the server's tool-list change started."""
+
+ProgressFn = Callable[[float, float | None, str | None], None]
+"""Receives an MCP progress notification: progress, total (if known), message."""
+ToolsChanged = Callable[[], Awaitable[None]]
+"""Called (in a task of its own) after the server said its tool list changed."""
 
 
 def require_mcp_sdk() -> None:
@@ -114,9 +121,15 @@ def _describe(exc: BaseException) -> str:
 class _Connection:
     """One live session, owned by one background task."""
 
-    def __init__(self, server: McpServer, secrets: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        server: McpServer,
+        secrets: Mapping[str, str],
+        on_tools_changed: Callable[[], None] | None = None,
+    ) -> None:
         self.server = server
         self._secrets = dict(secrets)
+        self._on_tools_changed = on_tools_changed
         self.session: ClientSession | None = None
         self.closed = asyncio.Event()
         self._stop = asyncio.Event()
@@ -157,6 +170,7 @@ class _Connection:
                         read,
                         write,
                         client_info=mcp_types.Implementation(name=_CLIENT_NAME, version="0.1.0"),
+                        message_handler=self._notified,
                     )
                 )
                 await session.initialize()
@@ -172,6 +186,12 @@ class _Connection:
                 ready.set_exception(self._open_error(exc))
         finally:
             self.closed.set()
+
+    async def _notified(self, message: Any) -> None:
+        # Runs in the session's receive loop: it must not wait on the session itself (the
+        # answer could never be read), so the pool refreshes in a task of its own.
+        if isinstance(message, mcp_types.ToolListChangedNotification) and self._on_tools_changed:
+            self._on_tools_changed()
 
     def _open_error(self, exc: BaseException) -> ToolExecutionError:
         if isinstance(exc, LookupError):  # a missing secret: no retry can fix that
@@ -251,8 +271,65 @@ class McpPool:
         self._connections: dict[tuple[asyncio.AbstractEventLoop, str], _Connection] = {}
         self._locks: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Lock] = {}
         self._listings: dict[str, list[dict[str, Any]]] = {}
+        self._offered: dict[str, frozenset[str]] = {}
+        self._watchers: dict[str, list[ToolsChanged]] = {}
+        self._refreshing: dict[str, asyncio.Task[None]] = {}
+        self._again: set[str] = set()
         self.connects: Counter[str] = Counter()
         """Sessions opened so far, by server label (for tests and operators)."""
+        self.tool_list_changes: Counter[str] = Counter()
+        """Tool-list changes handled so far (notifications and reconnects), by server label."""
+
+    def watch_tools(self, server: McpServer, callback: ToolsChanged) -> None:
+        """Call `callback` whenever `server` says its tool list changed, and after a reconnect.
+
+        A notification is handled while a session to the server is open (the first call
+        or discovery opens one); a new session may have missed changes, so it counts as
+        one too. Callbacks run one change at a time, in a task of their own.
+        """
+        self._watchers.setdefault(server.key(), []).append(callback)
+
+    def _tools_changed(self, server: McpServer) -> None:
+        key = server.key()
+        if not self._watchers.get(key):
+            return
+        running = self._refreshing.get(key)
+        if running is not None and not running.done():
+            self._again.add(key)  # changed again during a refresh: one more pass after it
+            return
+        self._refreshing[key] = asyncio.get_running_loop().create_task(
+            self._run_watchers(server), name=f"mcp-refresh:{server.label}"
+        )
+
+    async def _run_watchers(self, server: McpServer) -> None:
+        key = server.key()
+        while True:
+            self._again.discard(key)
+            self.tool_list_changes[server.label] += 1
+            for callback in list(self._watchers.get(key, ())):
+                try:
+                    await callback()
+                except Exception as exc:  # a refresh must never take the session down
+                    logger.warning(
+                        "refreshing the tools of MCP server %s failed: %s",
+                        server.label,
+                        _describe(exc),
+                    )
+            if key not in self._again:
+                return
+
+    def offers(self, server: McpServer, mcp_name: str) -> bool:
+        """Whether the server's latest listing has the tool (True before any listing)."""
+        names = self._offered.get(server.key())
+        return names is None or mcp_name in names
+
+    async def settled(self, server: McpServer) -> None:
+        """Wait for a tool-list refresh of `server` that is under way, if any (bounded)."""
+        running = self._refreshing.get(server.key())
+        if running is None or running.done() or running is asyncio.current_task():
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(running), _SETTLE_TIMEOUT)
 
     def _slot(self, server: McpServer) -> tuple[asyncio.AbstractEventLoop, str]:
         loop = asyncio.get_running_loop()
@@ -283,10 +360,15 @@ class McpPool:
                 return found
             if found is not None:
                 await found.close()
-            connection = _Connection(server, worker_secrets(secrets))
+            connection = _Connection(
+                server, worker_secrets(secrets), lambda: self._tools_changed(server)
+            )
             self.connects[server.label] += 1
             await connection.open(self.connect_timeout)
             self._connections[slot] = connection
+            # A new session may have missed changes (a lost session, or discovery that ran
+            # on another loop): followers list again. Nothing to do before any follow.
+            self._tools_changed(server)
             return connection
 
     async def _discard(self, connection: _Connection) -> None:
@@ -352,6 +434,7 @@ class McpPool:
                 server=server.label,
             ) from error
         self._listings[key] = listing
+        self._offered[key] = frozenset(str(tool.get("name")) for tool in listing)
         return listing
 
     async def call_tool(
@@ -363,8 +446,18 @@ class McpPool:
         secrets: Mapping[str, str] | None = None,
         timeout: float | None = None,
         retry_timeouts: bool = False,
+        progress: ProgressFn | None = None,
     ) -> dict[str, Any]:
         """Call the MCP tool `name` and return the `CallToolResult` as a wire dict.
+
+        Args:
+            server: The server.
+            name: The MCP tool name (as the server spells it).
+            arguments: The call's arguments.
+            secrets: Worker secrets for the connection.
+            timeout: Seconds to wait for the answer; None for the session's default.
+            retry_timeouts: Whether a request timeout is worth another attempt.
+            progress: Receives the server's progress notifications for this call.
 
         Raises:
             McpConnectionError: retryable; the server is unreachable even after a reconnect.
@@ -376,8 +469,19 @@ class McpPool:
 
         require_mcp_sdk()
 
+        report = progress
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if report is not None:
+                report(progress, total, message)
+
         async def call(session: ClientSession) -> dict[str, Any]:
-            result = await session.call_tool(name, dict(arguments), read_timeout_seconds=timeout)
+            result = await session.call_tool(
+                name,
+                dict(arguments),
+                read_timeout_seconds=timeout,
+                progress_callback=on_progress if progress is not None else None,
+            )
             return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
         try:
@@ -395,6 +499,39 @@ class McpPool:
             ) from error
         return answer
 
+    async def request(
+        self,
+        server: McpServer,
+        call: Callable[[ClientSession], Awaitable[Any]],
+        *,
+        what: str,
+        secrets: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Run `call(session)` on the server's shared session (resources, prompts, ...).
+
+        Args:
+            server: The server.
+            call: What to send, given the live `ClientSession`.
+            what: How errors name the request (e.g. `resource file:///a`).
+            secrets: Worker secrets for the connection.
+
+        Raises:
+            McpConnectionError: retryable; the server is unreachable even after a reconnect.
+            InvalidArguments: the server rejected the parameters.
+            ToolExecutionError: any other protocol error.
+        """
+        require_mcp_sdk()
+        try:
+            return await self._request(server, call, secrets)
+        except MCPError as error:
+            raise _classify(
+                error,
+                server=server.label,
+                tool=what,
+                retry_timeouts=False,
+                where=f"{what} of MCP server {server.label!r}",
+            ) from error
+
     async def aclose(self) -> None:
         """Close every session of the running loop (stops stdio subprocesses)."""
         loop = asyncio.get_running_loop()
@@ -403,8 +540,10 @@ class McpPool:
         await asyncio.gather(*(c.close() for c in mine))
 
 
-def _classify(error: MCPError, *, server: str, tool: str, retry_timeouts: bool) -> Exception:
-    where = f"MCP tool {tool!r} of {server!r}"
+def _classify(
+    error: MCPError, *, server: str, tool: str, retry_timeouts: bool, where: str | None = None
+) -> Exception:
+    where = where or f"MCP tool {tool!r} of {server!r}"
     if error.code == mcp_types.INVALID_PARAMS:
         return InvalidArguments(f"{where} rejected the arguments: {error.message}")
     if error.code == mcp_types.METHOD_NOT_FOUND:

@@ -12,6 +12,7 @@ from temporalio.client import Client
 from durable_tools.activities import Evaluator, GrantStore
 from durable_tools.activities._runtime import AuthorizationBroker
 from durable_tools.activities._tools import HEARTBEAT_THROTTLE
+from durable_tools.sources._mcp_activity import late_tools_activity
 from durable_tools.tools._artifacts import ArtifactStore
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._limited import ToolWorker
@@ -130,5 +131,10 @@ def build_worker(
     worker_options.setdefault("default_heartbeat_throttle_interval", HEARTBEAT_THROTTLE)
     queue = task_queue or task_queue_from_env()
     limited = plugin.limited_workers(client, queue, **worker_options)
+    # Serves tools registered while the worker runs (an MCP server's new tools).
+    worker_options["activities"] = [
+        *worker_options.get("activities", ()),
+        late_tools_activity(plugin.runtime),
+    ]
     plugins = [plugin, *worker_options.pop("plugins", ())]
     return ToolWorker(client, limited=limited, task_queue=queue, plugins=plugins, **worker_options)
