@@ -15,7 +15,7 @@ import contextvars
 from collections.abc import Callable
 from typing import Any
 
-from durable_tools.tools import ToolContext, ToolNotFound, ToolRegistry, ToolResult
+from durable_tools.tools import ToolContext, ToolExecutionError, ToolRegistry, ToolResult
 
 from ._mcp_pool import McpPool, ProgressFn
 from ._mcp_results import mcp_result_to_tool_result
@@ -61,10 +61,12 @@ def make_handler(
 
     async def call_mcp_tool(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if not pool.offers(server, mcp_name):
-            # The run saw the tool in its catalog; the server has dropped it since.
-            raise ToolNotFound(
+            # The run saw the tool in its catalog; the server has dropped it since. Not
+            # ToolNotFound: the model would read only "no tool of that name", not why.
+            raise ToolExecutionError(
                 f"MCP server {server.label!r} no longer offers the tool {mcp_name!r} (its "
-                f"tool list changed after this run started); the call to {name!r} did not run",
+                "tool list changed after this run started), so the call did not run",
+                retryable=False,
                 details={"tool": name, "mcp_server": server.label},
             )
         policy = registry.get(name).spec.policy

@@ -10,6 +10,7 @@ contents go to the artifact store, as binary tool results do.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,7 +49,8 @@ async def _paginate(session: Any, method: str, field: str) -> list[dict[str, Any
 
 
 def _json_result(value: Any) -> ToolResult:
-    return ToolResult(structured=value, content=[ContentBlock(type="json", data=value)])
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return ToolResult(structured=value, content=[ContentBlock(type="json", data=value, text=text)])
 
 
 def register_extras(
