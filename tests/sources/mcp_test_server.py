@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import os
 import sys
 from typing import Any
@@ -173,6 +174,57 @@ def review(language: str, code: str) -> str:
     return f"Review this {language} code: {code}"
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def whoami(ctx: Context) -> str:
+    """Who called (over HTTP): a digest of the bearer token, never the token itself."""
+    request = ctx.request_context.request
+    header = request.headers.get("authorization", "") if request is not None else ""
+    token = header.removeprefix("Bearer ")
+    return hashlib.sha256(token.encode()).hexdigest()[:16] if token else "anonymous"
+
+
+def _admits(rules: set[str], token: str) -> bool:
+    # A line is a token let in, `-TOKEN` one kept out, `*` any other non-empty token.
+    if not token or f"-{token}" in rules:
+        return False
+    return token in rules or "*" in rules
+
+
+def _bearer_only(app: Any, rules: set[str]) -> Any:
+    """ASGI middleware: 401 for any request whose bearer token the rules do not admit."""
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            token = headers.get(b"authorization", b"").decode().removeprefix("Bearer ")
+            if not _admits(rules, token):
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"unauthorized"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+async def _serve_http(port: int, tokens_file: str | None) -> None:
+    if tokens_file is None:
+        await server.run_streamable_http_async(host="127.0.0.1", port=port)
+        return
+    import uvicorn
+
+    def allowed() -> set[str]:  # read at each request: a test revokes a token by editing it
+        with open(tokens_file) as handle:
+            return {line.strip() for line in handle if line.strip()}
+
+    app = server.streamable_http_app(host="127.0.0.1")
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        await _bearer_only(app, allowed())(scope, receive, send)
+
+    config = uvicorn.Config(guarded, host="127.0.0.1", port=port, log_level="warning")
+    await uvicorn.Server(config).serve()
+
+
 def main(argv: list[str]) -> None:
     mode = argv[1] if len(argv) > 1 else "stdio"
     if mode == "stdio" and len(argv) > 2 and os.path.exists(argv[2]):
@@ -180,10 +232,10 @@ def main(argv: list[str]) -> None:
     if mode == "stdio":
         server.run("stdio")
     elif mode == "http":
-        port = int(argv[2])
-        asyncio.run(server.run_streamable_http_async(host="127.0.0.1", port=port))
+        # `http PORT [TOKENS_FILE]`: with a file, only its bearer tokens get in.
+        asyncio.run(_serve_http(int(argv[2]), argv[3] if len(argv) > 3 else None))
     else:
-        raise SystemExit(f"usage: {argv[0]} stdio [FLAG_FILE] | http PORT")
+        raise SystemExit(f"usage: {argv[0]} stdio [FLAG_FILE] | http PORT [TOKENS_FILE]")
 
 
 if __name__ == "__main__":

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowHistory
+from mcp_support import history_bytes
+from temporalio.client import Client
 
 from durable_tools.client import AgentRun, DurableTools, ToolProgress
 from durable_tools.sources import McpPool, McpStdio, attach_mcp
@@ -56,22 +56,6 @@ async def pool() -> AsyncIterator[McpPool]:
 
 def replies(conversation: list[Any]) -> dict[str, str]:
     return {m.tool_call_id: m.content or "" for m in conversation if m.role == "tool"}
-
-
-def _payload_bytes(node: Any) -> Iterator[bytes]:
-    """Every payload's decoded data in a history's JSON form."""
-    if isinstance(node, dict):
-        if "metadata" in node and isinstance(node.get("data"), str):
-            yield base64.b64decode(node["data"])
-        for value in node.values():
-            yield from _payload_bytes(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _payload_bytes(value)
-
-
-def history_bytes(history: WorkflowHistory) -> bytes:
-    return b"\n".join(_payload_bytes(json.loads(history.to_json())))
 
 
 async def progress_reaching(run: AgentRun, message: str) -> ToolProgress:

@@ -35,7 +35,7 @@ from durable_tools.tools import (
 from ._mcp_call import make_handler, offered_check
 from ._mcp_extras import register_extras
 from ._mcp_pool import McpPool, default_mcp_pool
-from ._mcp_servers import McpServer
+from ._mcp_servers import McpServer, McpStdio
 
 __all__ = ["attach_mcp", "attach_mcp_sync", "mcp_tool_name", "refresh_mcp"]
 
@@ -111,6 +111,14 @@ def _register(
         raise ToolRegistrationError(
             f"attach_mcp: {', '.join(sorted(bad))} cannot apply to every tool of a server; "
             "give it in per_tool",
+            rule="options",
+        )
+    if isinstance(server, McpStdio) and (
+        defaults.get("oauth") or any(o.get("oauth") for o in (per_tool or {}).values())
+    ):
+        raise ToolRegistrationError(
+            f"attach_mcp: MCP server {server.label} runs over stdio, where no user's OAuth "
+            "token can be sent; oauth= needs an McpHttp server",
             rule="options",
         )
     chosen_prefix = server.name if prefix is None else prefix

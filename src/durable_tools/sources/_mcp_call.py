@@ -15,13 +15,32 @@ import contextvars
 from collections.abc import Callable
 from typing import Any
 
-from durable_tools.tools import ToolContext, ToolExecutionError, ToolRegistry, ToolResult
+from durable_tools.tools import (
+    NeedsAuthorization,
+    ToolContext,
+    ToolExecutionError,
+    ToolRegistry,
+    ToolResult,
+)
 
 from ._mcp_pool import McpPool, ProgressFn
 from ._mcp_results import mcp_result_to_tool_result
 from ._mcp_servers import McpServer
 
-__all__ = ["make_handler", "offered_check", "progress_reporter"]
+__all__ = ["bearer_for", "make_handler", "offered_check", "progress_reporter"]
+
+
+def bearer_for(registry: ToolRegistry, name: str, ctx: ToolContext) -> str | None:
+    """The user's OAuth token for a tool that declares `oauth=`, else None (worker headers).
+
+    Raises:
+        NeedsAuthorization: the tool needs the user's grant and the call has no token.
+    """
+    if registry.get(name).spec.oauth is None:
+        return None
+    if not ctx.access_token:
+        raise NeedsAuthorization(f"tool {name!r} needs the user's OAuth grant")
+    return ctx.access_token
 
 
 def progress_reporter(ctx: ToolContext) -> ProgressFn:
@@ -77,6 +96,7 @@ def make_handler(
             secrets=ctx.secrets or None,
             retry_timeouts=bool(policy.retry.retry_timeouts),
             progress=progress_reporter(ctx),
+            bearer=bearer_for(registry, name, ctx),
         )
         # The server announces a tool-list change before it answers the call that made it.
         await pool.settled(server)

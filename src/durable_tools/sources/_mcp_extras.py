@@ -16,6 +16,7 @@ from typing import Any
 
 from durable_tools.tools import ContentBlock, RegisteredTool, ToolContext, ToolRegistry, ToolResult
 
+from ._mcp_call import bearer_for
 from ._mcp_pool import McpPool
 from ._mcp_results import mcp_result_to_tool_result
 from ._mcp_servers import McpServer
@@ -88,6 +89,12 @@ def register_extras(
     source = f"mcp:{server.name or 'server'}"
     registered: list[RegisteredTool] = []
 
+    async def ask(tool: str, ctx: ToolContext, call: Any, what: str) -> Any:
+        bearer = bearer_for(registry, _name(prefix, tool), ctx)
+        return await pool.request(
+            server, call, what=what, secrets=ctx.secrets or None, bearer=bearer
+        )
+
     def add(tool: str, handler: Any, description: str, schema: dict[str, Any]) -> None:
         name = _name(prefix, tool)
         handler.__name__ = handler.__qualname__ = name
@@ -113,9 +120,7 @@ def register_extras(
                     ),
                 }
 
-            listing = await pool.request(
-                server, call, what="the resource list", secrets=ctx.secrets or None
-            )
+            listing = await ask("list_resources", ctx, call, "the resource list")
             return _json_result(listing)
 
         async def read_resource(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -128,9 +133,7 @@ def register_extras(
                 )
                 return dumped
 
-            read = await pool.request(
-                server, call, what=f"resource {uri!r}", secrets=ctx.secrets or None
-            )
+            read = await ask("read_resource", ctx, call, f"resource {uri!r}")
             blocks = [{"type": "resource", "resource": c} for c in read.get("contents") or ()]
             return mcp_result_to_tool_result({"content": blocks}, ctx.artifact_store)
 
@@ -158,9 +161,7 @@ def register_extras(
             async def call(session: Any) -> list[dict[str, Any]]:
                 return await _paginate(session, "list_prompts", "prompts")
 
-            found = await pool.request(
-                server, call, what="the prompt list", secrets=ctx.secrets or None
-            )
+            found = await ask("list_prompts", ctx, call, "the prompt list")
             return _json_result({"prompts": found})
 
         async def get_prompt(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -174,9 +175,7 @@ def register_extras(
                 )
                 return dumped
 
-            prompt = await pool.request(
-                server, call, what=f"prompt {name!r}", secrets=ctx.secrets or None
-            )
+            prompt = await ask("get_prompt", ctx, call, f"prompt {name!r}")
             return _prompt_result(prompt, ctx)
 
         add(
