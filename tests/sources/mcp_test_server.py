@@ -19,6 +19,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import AudioContent, CallToolResult, ImageContent, TextContent, ToolAnnotations
+from pydantic import BaseModel
 
 server = MCPServer("durable-tools-test", log_level="WARNING")
 
@@ -223,6 +224,19 @@ async def _serve_http(port: int, tokens_file: str | None) -> None:
 
     config = uvicorn.Config(guarded, host="127.0.0.1", port=port, log_level="warning")
     await uvicorn.Server(config).serve()
+
+
+class _Name(BaseModel):
+    name: str
+
+
+@server.tool()
+async def greet_someone(ctx: Context) -> str:
+    """Ask the user for a name (MCP elicitation), then greet them."""
+    answer = await ctx.elicit("Whom should I greet?", _Name)
+    if answer.action != "accept":
+        return f"nobody to greet ({answer.action})"
+    return f"hello {answer.data.name}"
 
 
 def main(argv: list[str]) -> None:

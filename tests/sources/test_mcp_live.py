@@ -20,6 +20,7 @@ from durable_tools.tools import (
     FileSystemArtifactStore,
     InvalidArguments,
     ToolContext,
+    ToolExecutionError,
     ToolRegistry,
 )
 from durable_tools.tools._artifacts import ref_from_uri
@@ -238,3 +239,17 @@ async def test_resources_and_prompts_are_opt_in_tools(pool: McpPool, tmp_path: P
         ctx("calc__get_prompt"),
     )
     assert filled.content[-1].text == "user: Review this Python code: x = 1"
+
+
+# -------------------------------------------------------------------- elicitation
+
+
+async def test_a_server_asking_the_user_mid_call_fails_the_call_clearly(pool: McpPool) -> None:
+    # Elicitation is not supported yet (docs/sources/mcp.md has the design): the client
+    # does not announce the capability, and a server that asks anyway gets a refusal,
+    # so the call fails at once, for good, instead of waiting for an answer never sent.
+    registry = ToolRegistry()
+    await attach_mcp(registry, stdio_server(), pool=pool, include=["greet_someone"])
+    with pytest.raises(ToolExecutionError) as failed:
+        await registry.invoke("calc__greet_someone", {}, ctx("calc__greet_someone"))
+    assert not failed.value.retryable and "Elicitation not supported" in failed.value.message
