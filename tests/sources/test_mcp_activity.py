@@ -54,11 +54,11 @@ async def test_a_tool_registered_later_is_served_under_its_own_name(tmp_path: Pa
 @pytest.mark.parametrize(
     ("activity_type", "message"),
     [
-        ("gone", "no tool named 'gone' is registered on this worker any more"),
+        ("gone", "no tool named 'gone' is registered on this worker"),
         ("not_a_tool", "no activity 'not_a_tool'"),
     ],
 )
-async def test_an_unknown_activity_type_fails_at_once_for_good(
+async def test_an_unknown_activity_type_fails_retryably_as_temporal_would(
     tmp_path: Path, activity_type: str, message: str
 ) -> None:
     runtime = ToolRuntime(registry=ToolRegistry(), artifact_store=FileSystemArtifactStore(tmp_path))
@@ -70,4 +70,6 @@ async def test_an_unknown_activity_type_fails_at_once_for_good(
     )
     with pytest.raises(ApplicationError) as failed:
         await environment(activity_type).run(late, args)
-    assert failed.value.non_retryable and message in str(failed.value)
+    # Retryable, like Temporal's own "not registered on this worker": during a rolling
+    # deploy another worker of the queue may have it.
+    assert not failed.value.non_retryable and message in str(failed.value)

@@ -8,9 +8,9 @@ and runs the tool exactly as its own activity would (`make_tool_activity`). So a
 added to the registry while the worker runs is served at once, and the Temporal UI
 still shows an activity named after the tool.
 
-A type that names no registered tool fails at once, non-retryably, with a
-`ToolNotFound` error the model reads (instead of Temporal retrying an unknown type until
-the call's timeout).
+A type that names no registered tool fails retryably, as Temporal's own "not registered
+on this worker" error does: during a rolling deploy another worker of the queue may have
+the tool (or the activity), and the call's retry policy bounds the wait.
 """
 
 from __future__ import annotations
@@ -47,15 +47,15 @@ def late_tools_activity(runtime: ToolRuntime) -> Callable[..., Awaitable[Any]]:
             raise ApplicationError(
                 f"this worker has no activity {name!r} (and its input is not a tool call: "
                 f"{type(error).__name__})",
-                type="UnknownActivity",
-                non_retryable=True,
+                type="NotFoundError",
             ) from None
         try:
             tool = runtime.registry.get(name)
             if tool.spec.subagent is not None:
                 raise ToolNotFound(f"{name!r} is a sub-agent, not an activity")
         except ToolNotFound as error:
-            error.message = f"no tool named {name!r} is registered on this worker any more"
+            error.message = f"no tool named {name!r} is registered on this worker"
+            error.retryable = True  # another worker of the queue may have it
             raise to_application_error(
                 error, invocation.call_id, name, runtime.secret_values()
             ) from None
