@@ -22,6 +22,8 @@ from durable_tools.tools import NeedsAuthorization, ToolError, ToolExecutionErro
 
 from ._mcp_servers import McpServer, McpStdio, resolve_value
 
+# The MCP SDK is the optional `mcp` extra: without it this package still imports (its
+# other sources work) and using an MCP server says what to install.
 try:
     import anyio
     import httpx2
@@ -33,11 +35,7 @@ except ImportError as _error:  # pragma: no cover - exercised only without the e
 else:
     _MISSING_SDK = None
 
-
-__all__ = [
-    "McpConnectionError",
-    "require_mcp_sdk",
-]
+__all__ = ["McpConnectionError", "require_mcp_sdk"]
 
 logger = logging.getLogger("durable_tools.sources.mcp")
 

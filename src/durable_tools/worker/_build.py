@@ -12,7 +12,6 @@ from temporalio.client import Client
 from durable_tools.activities import Evaluator, GrantStore
 from durable_tools.activities._runtime import AuthorizationBroker
 from durable_tools.activities._tools import HEARTBEAT_THROTTLE
-from durable_tools.sources._mcp_activity import late_tools_activity
 from durable_tools.tools._artifacts import ArtifactStore
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._limited import ToolWorker
@@ -131,7 +130,11 @@ def build_worker(
     worker_options.setdefault("default_heartbeat_throttle_interval", HEARTBEAT_THROTTLE)
     queue = task_queue or task_queue_from_env()
     limited = plugin.limited_workers(client, queue, **worker_options)
-    # Serves tools registered while the worker runs (an MCP server's new tools).
+    # Serves tools registered while the worker runs (an MCP server's new tools). Imported
+    # here: the sources package pulls in HTTP libraries that a workflow sandbox importing
+    # this module (through durable_tools.worker) must not see.
+    from durable_tools.sources._mcp_activity import late_tools_activity
+
     worker_options["activities"] = [
         *worker_options.get("activities", ()),
         late_tools_activity(plugin.runtime),
