@@ -5,9 +5,10 @@ server)` lists the server's tools and registers each with its JSON Schema as giv
 The tool names, schemas and safety flags then reach runs through the catalog activity,
 so the tool list a run saw stays in its history even if the server changes later.
 
-A running worker cannot add activity types, so tools the server adds later are picked
-up by `refresh_mcp` before the worker is built, which in practice means at the next
-worker start (deploy or restart).
+The worker follows the server's `notifications/tools/list_changed`: it lists again,
+registers the new tools (served by the worker's dynamic activity, see
+`_mcp_activity.py`, since a running worker cannot add activity types) and hides the
+dropped ones from new catalogs; a run that calls a dropped tool gets a tool error.
 """
 
 from __future__ import annotations
@@ -17,23 +18,24 @@ import fnmatch
 import hashlib
 import logging
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from typing_extensions import Unpack
 
 from durable_tools.tools import (
+    Identity,
     RegisteredTool,
-    ToolContext,
     ToolOptions,
     ToolRegistrationError,
     ToolRegistry,
-    ToolResult,
 )
 
+from ._mcp_call import make_handler, offered_check
+from ._mcp_extras import register_extras
 from ._mcp_pool import McpPool, default_mcp_pool
-from ._mcp_results import mcp_result_to_tool_result
-from ._mcp_servers import McpServer
+from ._mcp_servers import McpServer, McpStdio
 
 __all__ = ["attach_mcp", "attach_mcp_sync", "mcp_tool_name", "refresh_mcp"]
 
@@ -83,25 +85,12 @@ def _selected(name: str, include: Collection[str] | None, exclude: Collection[st
     return not (exclude is not None and any(fnmatch.fnmatchcase(name, p) for p in exclude))
 
 
-def _make_handler(
-    pool: McpPool, server: McpServer, mcp_name: str, registry: ToolRegistry, name: str
-) -> Any:
-    async def call_mcp_tool(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        policy = registry.get(name).spec.policy
-        raw = await pool.call_tool(
-            server,
-            mcp_name,
-            arguments,
-            secrets=ctx.secrets or None,
-            retry_timeouts=bool(policy.retry.retry_timeouts),
-        )
-        return mcp_result_to_tool_result(raw, ctx.artifact_store)
-
-    call_mcp_tool.__name__ = name
-    call_mcp_tool.__qualname__ = name
-    # Marks the handler so refresh_mcp can tell its own registrations from others'.
-    call_mcp_tool.mcp_source = (server.key(), mcp_name)  # type: ignore[attr-defined]
-    return call_mcp_tool
+def _both(
+    first: Callable[[Identity], bool], second: Callable[[Identity], bool] | None
+) -> Callable[[Identity], bool]:
+    if second is None:
+        return first
+    return lambda identity: first(identity) and second(identity)
 
 
 def _register(
@@ -122,6 +111,14 @@ def _register(
         raise ToolRegistrationError(
             f"attach_mcp: {', '.join(sorted(bad))} cannot apply to every tool of a server; "
             "give it in per_tool",
+            rule="options",
+        )
+    if isinstance(server, McpStdio) and (
+        defaults.get("oauth") or any(o.get("oauth") for o in (per_tool or {}).values())
+    ):
+        raise ToolRegistrationError(
+            f"attach_mcp: MCP server {server.label} runs over stdio, where no user's OAuth "
+            "token can be sent; oauth= needs an McpHttp server",
             rule="options",
         )
     chosen_prefix = server.name if prefix is None else prefix
@@ -166,7 +163,10 @@ def _register(
         }
         if tool.get("outputSchema") is not None and "output_schema" not in options:
             options["output_schema"] = tool["outputSchema"]
-        handler = _make_handler(call_pool, server, mcp_name, registry, name)
+        options["visible_to"] = _both(
+            offered_check(call_pool, server, mcp_name), options.get("visible_to")
+        )
+        handler = make_handler(call_pool, server, mcp_name, registry, name)
         input_schema = tool.get("inputSchema") or {"type": "object"}
         registered.append(registry.register_schema(handler, input_schema=input_schema, **options))
     if only_new:
@@ -174,13 +174,63 @@ def _register(
         for tool_ in registry.tools():
             source = getattr(tool_.fn, "mcp_source", None)
             if source is not None and source[0] == key and source[1] not in seen:
-                logger.warning(
-                    "MCP server %s no longer offers %r; it stays registered until the worker "
-                    "restarts",
+                logger.info(
+                    "MCP server %s no longer offers %r: hidden from new runs, and a call "
+                    "from a running run gets a tool error",
                     server.label,
                     source[1],
                 )
     return registered
+
+
+@dataclass
+class _Attachment:
+    """One `attach_mcp` call: what it registers, so a tool-list change can do it again."""
+
+    registry: ToolRegistry
+    server: McpServer
+    pool: McpPool
+    prefix: str | None
+    include: Collection[str] | None
+    exclude: Collection[str] | None
+    per_tool: Mapping[str, ToolOptions] | None
+    defaults: dict[str, Any]
+    secrets: Mapping[str, str] | None
+
+    def register(self, listing: list[dict[str, Any]], *, only_new: bool) -> list[RegisteredTool]:
+        return _register(
+            self.registry,
+            self.server,
+            listing,
+            call_pool=self.pool,
+            prefix=self.prefix,
+            include=self.include,
+            exclude=self.exclude,
+            per_tool=self.per_tool,
+            defaults=self.defaults,
+            only_new=only_new,
+        )
+
+    async def refresh(self) -> list[RegisteredTool]:
+        listing = await self.pool.list_tools(self.server, secrets=self.secrets, refresh=True)
+        return self.register(listing, only_new=True)
+
+    async def follow(self) -> None:
+        """Called by the pool when the server's tool list changed."""
+        added = await self.refresh()
+        if added:
+            logger.info(
+                "MCP server %s added %s: served from now on without a restart",
+                self.server.label,
+                ", ".join(t.spec.name for t in added),
+            )
+        for tool in added:
+            if tool.spec.policy.limited:
+                logger.warning(
+                    "tool %s has max_concurrent/rate_limit: its own task queue gets a worker "
+                    "only at the next worker start",
+                    tool.spec.name,
+                )
 
 
 async def attach_mcp(
@@ -193,6 +243,9 @@ async def attach_mcp(
     per_tool: Mapping[str, ToolOptions] | None = None,
     pool: McpPool | None = None,
     secrets: Mapping[str, str] | None = None,
+    follow_changes: bool = True,
+    resources: bool = False,
+    prompts: bool = False,
     **defaults: Unpack[ToolOptions],
 ) -> list[RegisteredTool]:
     """List the MCP server's tools and register each in `registry`.
@@ -217,11 +270,18 @@ async def attach_mcp(
         secrets: Worker secrets for `FromSecret` headers and environment values during
             discovery; defaults to `DURABLE_TOOLS_SECRET_*` variables. Calls use the
             worker's secrets (`build_worker(secrets=...)`) when it has any.
+        follow_changes: Follow the server's `notifications/tools/list_changed` while the
+            worker runs: new tools are registered (and reach new runs), dropped ones are
+            hidden from new runs.
+        resources: Also register `{prefix}__list_resources` and
+            `{prefix}__read_resource(uri)` (read-only tools).
+        prompts: Also register `{prefix}__list_prompts` and
+            `{prefix}__get_prompt(name, arguments)` (read-only tools).
         **defaults: `ToolOptions` for every tool of the server (`approval=True`,
             `start_to_close_timeout=30`, `read_only=True`, ...).
 
     Returns:
-        The registered tools, in the server's order.
+        The registered tools, in the server's order (resource and prompt tools last).
 
     Raises:
         McpConnectionError: the server cannot be reached.
@@ -229,17 +289,29 @@ async def attach_mcp(
     """
     pool = pool or default_mcp_pool()
     listing = await pool.list_tools(server, secrets=secrets, refresh=True)
-    return _register(
-        registry,
+    attachment = _Attachment(
+        registry, server, pool, prefix, include, exclude, per_tool, dict(defaults), secrets
+    )
+    registered = attachment.register(listing, only_new=False)
+    registered += _extras(attachment, resources=resources, prompts=prompts)
+    if follow_changes:
+        pool.watch_tools(server, attachment.follow)
+    return registered
+
+
+def _extras(attachment: _Attachment, *, resources: bool, prompts: bool) -> list[RegisteredTool]:
+    if not (resources or prompts):
+        return []
+    server = attachment.server
+    chosen = server.name if attachment.prefix is None else attachment.prefix
+    return register_extras(
+        attachment.registry,
         server,
-        listing,
-        call_pool=pool,
-        prefix=prefix,
-        include=include,
-        exclude=exclude,
-        per_tool=per_tool,
-        defaults=dict(defaults),
-        only_new=False,
+        attachment.pool,
+        prefix=chosen or "",
+        resources=resources,
+        prompts=prompts,
+        defaults={k: v for k, v in attachment.defaults.items() if k not in _NOT_DEFAULTS},
     )
 
 
@@ -257,25 +329,16 @@ async def refresh_mcp(
 ) -> list[RegisteredTool]:
     """List the server's tools again and register the ones not yet registered.
 
-    Takes the same arguments as `attach_mcp` and returns only the new tools. A worker
-    that is already running cannot serve new activity types: build the worker after
-    refreshing (a worker restart picks new tools up). Tools the server dropped stay
-    registered (a logged warning says so); calling them gives the model an error.
+    Takes the same arguments as `attach_mcp` and returns only the new tools. A running
+    worker does this by itself when the server announces a change (`follow_changes`);
+    call it to pick up a change the server did not announce. Tools the server dropped
+    stay registered but are hidden from new runs; calling them gives the model an error.
     """
     pool = pool or default_mcp_pool()
-    listing = await pool.list_tools(server, secrets=secrets, refresh=True)
-    return _register(
-        registry,
-        server,
-        listing,
-        call_pool=pool,
-        prefix=prefix,
-        include=include,
-        exclude=exclude,
-        per_tool=per_tool,
-        defaults=dict(defaults),
-        only_new=True,
+    attachment = _Attachment(
+        registry, server, pool, prefix, include, exclude, per_tool, dict(defaults), secrets
     )
+    return await attachment.refresh()
 
 
 def attach_mcp_sync(
@@ -288,12 +351,16 @@ def attach_mcp_sync(
     per_tool: Mapping[str, ToolOptions] | None = None,
     pool: McpPool | None = None,
     secrets: Mapping[str, str] | None = None,
+    follow_changes: bool = True,
+    resources: bool = False,
+    prompts: bool = False,
     **defaults: Unpack[ToolOptions],
 ) -> list[RegisteredTool]:
     """`attach_mcp` for synchronous start-up code (a tools module, before the worker runs).
 
     Discovery uses a session of its own, closed before returning; calls later open
-    their session lazily on the worker's event loop.
+    their session lazily on the worker's event loop (and, following changes, list the
+    tools again then).
 
     Raises:
         RuntimeError: called from a running event loop; `await attach_mcp(...)` there.
@@ -305,23 +372,21 @@ def attach_mcp_sync(
     else:
         raise RuntimeError("attach_mcp_sync cannot run inside an event loop: await attach_mcp")
 
+    call_pool = pool or default_mcp_pool()
+
     async def discover() -> list[dict[str, Any]]:
-        scratch = McpPool(connect_timeout=(pool or default_mcp_pool()).connect_timeout)
+        scratch = McpPool(connect_timeout=call_pool.connect_timeout)
         try:
             return await scratch.list_tools(server, secrets=secrets)
         finally:
             await scratch.aclose()
 
     listing = asyncio.run(discover())
-    return _register(
-        registry,
-        server,
-        listing,
-        call_pool=pool or default_mcp_pool(),
-        prefix=prefix,
-        include=include,
-        exclude=exclude,
-        per_tool=per_tool,
-        defaults=dict(defaults),
-        only_new=False,
+    attachment = _Attachment(
+        registry, server, call_pool, prefix, include, exclude, per_tool, dict(defaults), secrets
     )
+    registered = attachment.register(listing, only_new=False)
+    registered += _extras(attachment, resources=resources, prompts=prompts)
+    if follow_changes:
+        call_pool.watch_tools(server, attachment.follow)
+    return registered

@@ -1,12 +1,8 @@
 """Live MCP sessions kept by the worker process: one per server, shared by every call.
 
-The MCP SDK's transports and `ClientSession` are async context managers whose task
-groups must be entered and left by one task. So each session lives in a background
-task of its own (`_Connection._own`) that enters the transport and the session, and
-leaves them when asked to close or when the transport dies. Calls come from any task
-(each activity runs in its own): they send requests on the shared session and race
-the answer against the connection's end, so a dead server fails a call at once
-instead of leaving it waiting.
+Each session is a `_Connection` (see `_mcp_connection`), owned by a background task;
+calls come from any task and share it. A server reached with a user's OAuth token gets
+one session per token (a user's calls never travel on another user's session).
 
 A call whose connection turns out to be dead (server restarted, subprocess gone,
 HTTP session unknown to the server) reconnects and is sent once more; if that fails
@@ -17,10 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
-from collections import Counter
-from collections.abc import Mapping
-from contextlib import AsyncExitStack
+from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -32,211 +28,36 @@ from durable_tools.tools import (
     ToolTimeout,
 )
 
-from ._mcp_servers import McpServer, McpStdio, resolve_value, worker_secrets
+from ._mcp_connection import (
+    McpConnectionError,
+    _Connection,
+    _describe,
+    _is_connection_failure,
+    require_mcp_sdk,
+)
+from ._mcp_servers import McpServer, worker_secrets
 
 # The MCP SDK is the optional `mcp` extra: without it this package still imports (its
-# other sources work) and using an MCP server says what to install.
-try:
-    import anyio
-    import httpx2
+# other sources work) and using an MCP server says what to install (require_mcp_sdk).
+with contextlib.suppress(ImportError):
     import mcp_types
-    from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
-    from mcp.client.streamable_http import streamable_http_client
-except ImportError as _error:  # pragma: no cover - exercised only without the extra
-    _MISSING_SDK: ImportError | None = _error
-else:
-    _MISSING_SDK = None
+    from mcp import ClientSession, MCPError
 
-__all__ = ["McpConnectionError", "McpPool", "default_mcp_pool"]
+__all__ = ["McpConnectionError", "McpPool", "ProgressFn", "ToolsChanged", "default_mcp_pool"]
 
 logger = logging.getLogger("durable_tools.sources.mcp")
 
-_CLIENT_NAME = "durable-tools"
-_CLOSE_GRACE = 5.0
-"""Seconds a closing session gets to shut its transport down (stop the subprocess)."""
-_CANCEL_GRACE = 2.0
-"""Seconds an abandoned call gets to send MCP's `notifications/cancelled`."""
+_MAX_USER_SESSIONS = 32
+"""Sessions opened with users' tokens kept per pool; the least recently used closes first."""
+_SETTLE_TIMEOUT = 30.0
+"""Longest a call waits for the catalog refresh that the server's tool-list change started."""
 
-
-def require_mcp_sdk() -> None:
-    """Raise a helpful ImportError when the `mcp` extra is not installed."""
-    if _MISSING_SDK is not None:
-        raise ImportError(
-            f"MCP tool sources need the MCP SDK: pip install 'durable-tools[mcp]' ({_MISSING_SDK})"
-        ) from _MISSING_SDK
-
-
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    # Errors that say the connection (not the tool) failed: worth one reconnect.
-    return (
-        OSError,
-        EOFError,
-        httpx2.TransportError,
-        anyio.BrokenResourceError,
-        anyio.ClosedResourceError,
-        anyio.EndOfStream,
-    )
-
-
-class McpConnectionError(ToolExecutionError):
-    """The MCP server could not be reached or dropped the connection. Retryable."""
-
-    def __init__(self, message: str, *, server: str) -> None:
-        super().__init__(message, retryable=True, details={"mcp_server": server})
-
-
-class _ConnectionLost(Exception):
-    """The session ended while a call waited on it."""
-
-
-def _is_connection_failure(exc: BaseException) -> bool:
-    if isinstance(exc, _ConnectionLost | McpConnectionError):
-        return True
-    if isinstance(exc, MCPError):
-        if exc.code == mcp_types.CONNECTION_CLOSED:
-            return True
-        # Streamable HTTP: the server answered 404 to our session id, i.e. it restarted
-        # and forgot the session ("Session not found" from the server, or the client's own
-        # "Session terminated"). The request was never run.
-        return exc.code == mcp_types.INVALID_REQUEST and "session" in exc.message.lower()
-    if isinstance(exc, BaseExceptionGroup):
-        return all(_is_connection_failure(e) for e in exc.exceptions)
-    return isinstance(exc, _transport_errors())
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        return _describe(exc.exceptions[0])
-    text = str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}" if str(exc) else text
-
-
-class _Connection:
-    """One live session, owned by one background task."""
-
-    def __init__(self, server: McpServer, secrets: Mapping[str, str]) -> None:
-        self.server = server
-        self._secrets = dict(secrets)
-        self.session: ClientSession | None = None
-        self.closed = asyncio.Event()
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self.error: BaseException | None = None
-
-    @property
-    def alive(self) -> bool:
-        return self.session is not None and not self.closed.is_set()
-
-    async def open(self, timeout: float) -> None:
-        """Start the owner task and wait until the session is initialized.
-
-        Raises:
-            McpConnectionError: the server could not be started, reached or initialized.
-        """
-        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._task = asyncio.create_task(self._own(ready), name=f"mcp:{self.server.label}")
-        try:
-            await asyncio.wait_for(asyncio.shield(ready), timeout)
-        except TimeoutError:
-            ready.cancel()
-            await self.close()
-            raise McpConnectionError(
-                f"MCP server {self.server.label!r} did not finish connecting within {timeout:g}s",
-                server=self.server.label,
-            ) from None
-        except BaseException:
-            await self.close()
-            raise
-
-    async def _own(self, ready: asyncio.Future[None]) -> None:
-        try:
-            async with AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport(stack))
-                session = await stack.enter_async_context(
-                    ClientSession(
-                        read,
-                        write,
-                        client_info=mcp_types.Implementation(name=_CLIENT_NAME, version="0.1.0"),
-                    )
-                )
-                await session.initialize()
-                self.session = session
-                if not ready.done():
-                    ready.set_result(None)
-                await self._stop.wait()
-        except BaseException as exc:  # the owner ends quietly; callers see `closed`
-            self.error = exc
-            if not self._stop.is_set():
-                logger.info("MCP session to %s ended: %s", self.server.label, _describe(exc))
-            if not ready.done():
-                ready.set_exception(self._open_error(exc))
-        finally:
-            self.closed.set()
-
-    def _open_error(self, exc: BaseException) -> ToolExecutionError:
-        if isinstance(exc, LookupError):  # a missing secret: no retry can fix that
-            return ToolExecutionError(str(exc), retryable=False)
-        return McpConnectionError(
-            f"cannot connect to MCP server {self.server.label!r}: {_describe(exc)}",
-            server=self.server.label,
-        )
-
-    def _transport(self, stack: AsyncExitStack) -> contextlib.AbstractAsyncContextManager[Any]:
-        server = self.server
-        if isinstance(server, McpStdio):
-            env = {
-                key: resolve_value(value, self._secrets, what=f"env {key} of {server.label}")
-                for key, value in server.env.items()
-            }
-            params = StdioServerParameters(
-                command=server.command, args=list(server.args), env=env or None, cwd=server.cwd
-            )
-            return stdio_client(params)
-        headers = {
-            key: resolve_value(value, self._secrets, what=f"header {key} of {server.label}")
-            for key, value in server.headers.items()
-        }
-        client = httpx2.AsyncClient(
-            headers=headers, timeout=httpx2.Timeout(server.timeout, read=300.0)
-        )
-        stack.push_async_callback(client.aclose)
-        return streamable_http_client(server.url, http_client=client)
-
-    async def close(self) -> None:
-        """Leave the session and the transport (stops a stdio subprocess)."""
-        self._stop.set()
-        task = self._task
-        if task is None or task.done():
-            self.closed.set()
-            return
-        done, _ = await asyncio.wait({task}, timeout=_CLOSE_GRACE)
-        if not done:
-            task.cancel()
-            await asyncio.wait({task}, timeout=_CLOSE_GRACE)
-
-    async def request(self, call: Any) -> Any:
-        """Run `call(session)` on this session, failing fast if the session ends.
-
-        Raises:
-            _ConnectionLost: the session ended before the answer came.
-        """
-        session = self.session
-        if session is None or self.closed.is_set():
-            raise _ConnectionLost(f"the session to {self.server.label} is closed")
-        work = asyncio.ensure_future(call(session))
-        ended = asyncio.ensure_future(self.closed.wait())
-        try:
-            done, _ = await asyncio.wait({work, ended}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            ended.cancel()
-            if not work.done():
-                # Cancelled (the activity was) or the session died: cancelling the request
-                # makes the SDK send `notifications/cancelled`, so the server stops too.
-                work.cancel()
-                await asyncio.wait({work}, timeout=_CANCEL_GRACE)
-        if work in done:
-            return work.result()
-        raise _ConnectionLost(f"the session to {self.server.label} ended during the call")
+ProgressFn = Callable[[float, float | None, str | None], None]
+"""Receives an MCP progress notification: progress, total (if known), message."""
+ToolsChanged = Callable[[], Awaitable[None]]
+"""Called (in a task of its own) after the server said its tool list changed."""
+_Slot = tuple[asyncio.AbstractEventLoop, str, str]
+"""A session's place in the pool: its loop, the server's key, and a user token's digest."""
 
 
 class McpPool:
@@ -248,31 +69,106 @@ class McpPool:
 
     def __init__(self, *, connect_timeout: float = 30.0) -> None:
         self.connect_timeout = connect_timeout
-        self._connections: dict[tuple[asyncio.AbstractEventLoop, str], _Connection] = {}
-        self._locks: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Lock] = {}
+        self._connections: dict[_Slot, _Connection] = {}
+        self._locks: dict[_Slot, asyncio.Lock] = {}
         self._listings: dict[str, list[dict[str, Any]]] = {}
+        self._offered: dict[str, frozenset[str]] = {}
+        self._watchers: dict[str, list[ToolsChanged]] = {}
+        self._refreshing: dict[str, asyncio.Task[None]] = {}
+        self._again: set[str] = set()
+        self._user_slots: OrderedDict[_Slot, None] = OrderedDict()
         self.connects: Counter[str] = Counter()
         """Sessions opened so far, by server label (for tests and operators)."""
+        self.tool_list_changes: Counter[str] = Counter()
+        """Tool-list changes handled so far (notifications and reconnects), by server label."""
 
-    def _slot(self, server: McpServer) -> tuple[asyncio.AbstractEventLoop, str]:
+    def watch_tools(self, server: McpServer, callback: ToolsChanged) -> None:
+        """Call `callback` whenever `server` says its tool list changed, and after a reconnect.
+
+        A notification is handled while a session to the server is open (the first call
+        or discovery opens one); a new session may have missed changes, so it counts as
+        one too. Callbacks run one change at a time, in a task of their own.
+        """
+        self._watchers.setdefault(server.key(), []).append(callback)
+
+    def _tools_changed(self, server: McpServer) -> None:
+        key = server.key()
+        if not self._watchers.get(key):
+            return
+        running = self._refreshing.get(key)
+        if running is not None and not running.done():
+            self._again.add(key)  # changed again during a refresh: one more pass after it
+            return
+        self._refreshing[key] = asyncio.get_running_loop().create_task(
+            self._run_watchers(server), name=f"mcp-refresh:{server.label}"
+        )
+
+    async def _run_watchers(self, server: McpServer) -> None:
+        key = server.key()
+        while True:
+            self._again.discard(key)
+            self.tool_list_changes[server.label] += 1
+            for callback in list(self._watchers.get(key, ())):
+                try:
+                    await callback()
+                except Exception as exc:  # a refresh must never take the session down
+                    logger.warning(
+                        "refreshing the tools of MCP server %s failed: %s",
+                        server.label,
+                        _describe(exc),
+                    )
+            if key not in self._again:
+                return
+
+    def offers(self, server: McpServer, mcp_name: str) -> bool:
+        """Whether the server's latest listing has the tool (True before any listing)."""
+        names = self._offered.get(server.key())
+        return names is None or mcp_name in names
+
+    async def settled(self, server: McpServer) -> None:
+        """Wait for a tool-list refresh of `server` that is under way, if any (bounded)."""
+        running = self._refreshing.get(server.key())
+        if running is None or running.done() or running is asyncio.current_task():
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(running), _SETTLE_TIMEOUT)
+
+    def _slot(self, server: McpServer, bearer: str | None) -> _Slot:
         loop = asyncio.get_running_loop()
         # A session belongs to the loop that made it; forget those of finished loops
         # (e.g. discovery run by `attach_mcp_sync` before the worker's loop started).
         for stale in [k for k in self._connections if k[0].is_closed()]:
             del self._connections[stale]
             self._locks.pop(stale, None)
-        return loop, server.key()
+            self._user_slots.pop(stale, None)
+        # A digest, never the token: slots show up in debuggers and reprs.
+        user = hashlib.sha256(bearer.encode()).hexdigest() if bearer is not None else ""
+        return loop, server.key(), user
 
     async def connection(
-        self, server: McpServer, secrets: Mapping[str, str] | None = None
+        self,
+        server: McpServer,
+        secrets: Mapping[str, str] | None = None,
+        *,
+        bearer: str | None = None,
     ) -> _Connection:
         """The live session to `server`, opened now if there is none (or it died).
 
+        Args:
+            server: The server.
+            secrets: Worker secrets for `FromSecret` values.
+            bearer: A user's OAuth access token: the session is that token's own, and the
+                token is sent as `Authorization: Bearer ...` (HTTP servers only).
+
         Raises:
             McpConnectionError: the server cannot be reached.
+            NeedsAuthorization: the server rejected the user's token (HTTP 401).
         """
         require_mcp_sdk()
-        slot = self._slot(server)
+        slot = self._slot(server, bearer)
+        if bearer is not None:
+            self._user_slots[slot] = None
+            self._user_slots.move_to_end(slot)
         found = self._connections.get(slot)
         if found is not None and found.alive:
             return found
@@ -283,11 +179,30 @@ class McpPool:
                 return found
             if found is not None:
                 await found.close()
-            connection = _Connection(server, worker_secrets(secrets))
+            connection = _Connection(
+                server,
+                worker_secrets(secrets),
+                lambda: self._tools_changed(server),
+                bearer=bearer,
+            )
             self.connects[server.label] += 1
             await connection.open(self.connect_timeout)
             self._connections[slot] = connection
+            if bearer is None:
+                # A new session may have missed changes (a lost session, or discovery
+                # that ran on another loop): followers list again (if any follow).
+                self._tools_changed(server)
+            else:
+                await self._evict_users()
             return connection
+
+    async def _evict_users(self) -> None:
+        while len(self._user_slots) > _MAX_USER_SESSIONS:
+            oldest, _ = self._user_slots.popitem(last=False)
+            self._locks.pop(oldest, None)
+            stale = self._connections.pop(oldest, None)
+            if stale is not None:
+                await stale.close()
 
     async def _discard(self, connection: _Connection) -> None:
         for slot, found in list(self._connections.items()):
@@ -296,14 +211,21 @@ class McpPool:
         await connection.close()
 
     async def _request(
-        self, server: McpServer, call: Any, secrets: Mapping[str, str] | None
+        self,
+        server: McpServer,
+        call: Any,
+        secrets: Mapping[str, str] | None,
+        bearer: str | None = None,
     ) -> Any:
         """Run `call(session)`, reconnecting and retrying once if the connection was dead."""
         for attempt in (1, 2):
-            connection = await self.connection(server, secrets)
+            connection = await self.connection(server, secrets, bearer=bearer)
             try:
                 return await connection.request(call)
             except Exception as exc:
+                if connection.unauthorized:  # a token that expired or was revoked mid-session
+                    await self._discard(connection)
+                    raise connection.unauthorized_error() from exc
                 if not _is_connection_failure(exc):
                     raise
                 await self._discard(connection)
@@ -352,6 +274,7 @@ class McpPool:
                 server=server.label,
             ) from error
         self._listings[key] = listing
+        self._offered[key] = frozenset(str(tool.get("name")) for tool in listing)
         return listing
 
     async def call_tool(
@@ -363,12 +286,26 @@ class McpPool:
         secrets: Mapping[str, str] | None = None,
         timeout: float | None = None,
         retry_timeouts: bool = False,
+        progress: ProgressFn | None = None,
+        bearer: str | None = None,
     ) -> dict[str, Any]:
         """Call the MCP tool `name` and return the `CallToolResult` as a wire dict.
+
+        Args:
+            server: The server.
+            name: The MCP tool name (as the server spells it).
+            arguments: The call's arguments.
+            secrets: Worker secrets for the connection.
+            timeout: Seconds to wait for the answer; None for the session's default.
+            retry_timeouts: Whether a request timeout is worth another attempt.
+            progress: Receives the server's progress notifications for this call.
+            bearer: The user's OAuth access token (HTTP servers): the call goes on a
+                session of that token's own.
 
         Raises:
             McpConnectionError: retryable; the server is unreachable even after a reconnect.
             InvalidArguments: the server rejected the arguments (JSON-RPC invalid params).
+            NeedsAuthorization: the server rejected the user's token (HTTP 401).
             ToolNotFound: the server has no such tool (any more).
             ToolTimeout: no answer within `timeout`.
             ToolExecutionError: any other protocol error.
@@ -376,12 +313,23 @@ class McpPool:
 
         require_mcp_sdk()
 
+        report = progress
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if report is not None:
+                report(progress, total, message)
+
         async def call(session: ClientSession) -> dict[str, Any]:
-            result = await session.call_tool(name, dict(arguments), read_timeout_seconds=timeout)
+            result = await session.call_tool(
+                name,
+                dict(arguments),
+                read_timeout_seconds=timeout,
+                progress_callback=on_progress if progress is not None else None,
+            )
             return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
         try:
-            answer: dict[str, Any] = await self._request(server, call, secrets)
+            answer: dict[str, Any] = await self._request(server, call, secrets, bearer)
         except MCPError as error:
             raise _classify(
                 error, server=server.label, tool=name, retry_timeouts=retry_timeouts
@@ -395,16 +343,54 @@ class McpPool:
             ) from error
         return answer
 
+    async def request(
+        self,
+        server: McpServer,
+        call: Callable[[ClientSession], Awaitable[Any]],
+        *,
+        what: str,
+        secrets: Mapping[str, str] | None = None,
+        bearer: str | None = None,
+    ) -> Any:
+        """Run `call(session)` on the server's shared session (resources, prompts, ...).
+
+        Args:
+            server: The server.
+            call: What to send, given the live `ClientSession`.
+            what: How errors name the request (e.g. `resource file:///a`).
+            secrets: Worker secrets for the connection.
+            bearer: The user's OAuth access token, as for `call_tool`.
+
+        Raises:
+            McpConnectionError: retryable; the server is unreachable even after a reconnect.
+            InvalidArguments: the server rejected the parameters.
+            ToolExecutionError: any other protocol error.
+        """
+        require_mcp_sdk()
+        try:
+            return await self._request(server, call, secrets, bearer)
+        except MCPError as error:
+            raise _classify(
+                error,
+                server=server.label,
+                tool=what,
+                retry_timeouts=False,
+                where=f"{what} of MCP server {server.label!r}",
+            ) from error
+
     async def aclose(self) -> None:
         """Close every session of the running loop (stops stdio subprocesses)."""
         loop = asyncio.get_running_loop()
-        mine = [c for (owner, _), c in self._connections.items() if owner is loop]
+        mine = [c for (owner, *_), c in self._connections.items() if owner is loop]
+        self._user_slots = OrderedDict((k, None) for k in self._user_slots if k[0] is not loop)
         self._connections = {k: c for k, c in self._connections.items() if k[0] is not loop}
         await asyncio.gather(*(c.close() for c in mine))
 
 
-def _classify(error: MCPError, *, server: str, tool: str, retry_timeouts: bool) -> Exception:
-    where = f"MCP tool {tool!r} of {server!r}"
+def _classify(
+    error: MCPError, *, server: str, tool: str, retry_timeouts: bool, where: str | None = None
+) -> Exception:
+    where = where or f"MCP tool {tool!r} of {server!r}"
     if error.code == mcp_types.INVALID_PARAMS:
         return InvalidArguments(f"{where} rejected the arguments: {error.message}")
     if error.code == mcp_types.METHOD_NOT_FOUND:
