@@ -11,7 +11,7 @@ from durable_tools.streaming import STREAM_WORKFLOW, StreamBatch, StreamEvent, S
 from durable_tools.streaming._types import PUBLISH_SIGNAL, STREAM_TOPIC
 from durable_tools.streaming._watch import subscribe_stream
 from durable_tools.tools import ToolRegistry
-from support import assert_not_wedged, running_worker, workflow_task_failures
+from support import running_worker, workflow_task_failures
 
 
 def text(turn: int, piece: str) -> StreamEvent:
@@ -101,4 +101,6 @@ async def test_junk_sent_to_the_stream_never_fails_its_workflow_task(
         await handle.signal("close", {"any": "thing"})
         await publish(handle, 1, StreamEvent(kind="message_start", turn=1))
         await asyncio.wait_for(handle.result(), 30)
-        await assert_not_wedged(handle, allowed=0)
+        # The publish right after `close` can race the completion (`UnhandledCommand`,
+        # retried at once); junk itself must fail no task.
+        await assert_only_races(handle)
