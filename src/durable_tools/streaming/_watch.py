@@ -139,24 +139,30 @@ async def _tokens(
     """Subscribe to the run's stream; again when it restarts (after an idle end)."""
     handle = client.get_workflow_handle(stream_id(run_id))
     seen_first_run: str | None = None
+    # A watcher that was here before the stream started wants all of it; only one that
+    # finds a stream already running starts at the current message.
+    here_from_the_start = False
     while True:
         try:
             description = await handle.describe()
         except RPCError as error:
             if error.status != RPCStatusCode.NOT_FOUND:
                 raise
+            here_from_the_start = True
             await asyncio.sleep(interval)  # no model call has streamed yet
             continue
         first_run = description.raw_description.workflow_execution_info.first_run_id
         if first_run == seen_first_run or description.status != WorkflowExecutionStatus.RUNNING:
             await asyncio.sleep(interval)  # ended; a later model call may start it again
             continue
+        start = 0
+        if seen_first_run is None and not here_from_the_start:
+            try:  # start at the current message: what a watcher attaching now wants
+                start = await handle.query("message_offset", result_type=int)
+            except (RPCError, WorkflowQueryFailedError):
+                start = 0
         seen_first_run = first_run
         idle.clear()
-        try:  # start at the current message: what a watcher attaching now wants
-            start = await handle.query("message_offset", result_type=int)
-        except (RPCError, WorkflowQueryFailedError):
-            start = 0
         events = subscribe_stream(client, stream_id(run_id), from_offset=start, interval=interval)
         await _forward(events, queue, starts)
         idle.set()  # the stream ended (the run closed it, or it idled out)
