@@ -77,15 +77,17 @@ def _term(word: str) -> str:
     return _SYNONYMS.get(stem, stem)
 
 
-def spec_terms(spec: ToolSpec) -> tuple[list[str], list[str]]:
-    """The two fields one spec is indexed under: what it is (name, summary, tags) and the
-    rest (the description's body, its parameters' names and descriptions)."""
+def spec_terms(spec: ToolSpec) -> tuple[dict[str, int], dict[str, int]]:
+    """The two fields one spec is indexed under, as term counts: what it is (name, summary,
+    tags) and the rest (the description's body, its parameters' names and descriptions).
+
+    Term order within a field is the order of first appearance (deterministic JSON)."""
     summary, _, rest = spec.description.strip().partition("\n")
     head = terms(spec.name) + terms(summary)
     for tag in spec.tags:
         head += terms(tag)
     body = terms(rest) + terms(" ".join(_schema_text(spec.input_schema, _SCHEMA_DEPTH)))
-    return head, body
+    return dict(Counter(head)), dict(Counter(body))
 
 
 def _schema_text(schema: Mapping[str, Any], depth: int) -> Iterable[str]:
@@ -109,8 +111,8 @@ class BM25Index:
     documents holding it in any field.
 
     Args:
-        documents: (name, fields) pairs, every document with as many fields as `weights`;
-            names should be unique.
+        documents: (name, fields) pairs, each field a bag of terms with their counts, every
+            document with as many fields as `weights`; names should be unique.
         weights: How much each field's score counts.
         k1: Term-frequency saturation.
         b: Field-length normalisation.
@@ -118,7 +120,7 @@ class BM25Index:
 
     def __init__(
         self,
-        documents: Sequence[tuple[str, Sequence[list[str]]]],
+        documents: Sequence[tuple[str, Sequence[Mapping[str, int]]]],
         *,
         weights: Sequence[float] = (_HEAD_WEIGHT, 1.0),
         k1: float = 1.2,
@@ -127,18 +129,19 @@ class BM25Index:
         self._names = [name for name, _ in documents]
         self._weights = list(weights)
         self._k1 = k1
-        self._fields: list[list[Counter[str]]] = []
+        self._fields: list[list[Mapping[str, int]]] = []
         self._norms: list[list[float]] = []
         for f in range(len(weights)):
             bags = [fields[f] for _, fields in documents]
-            average = sum(len(bag) for bag in bags) / len(bags) if bags else 0.0
-            self._fields.append([Counter(bag) for bag in bags])
+            lengths = [sum(bag.values()) for bag in bags]
+            average = sum(lengths) / len(lengths) if lengths else 0.0
+            self._fields.append(bags)
             self._norms.append(
-                [k1 * (1 - b + b * (len(bag) / average if average else 0.0)) for bag in bags]
+                [k1 * (1 - b + b * (n / average if average else 0.0)) for n in lengths]
             )
         frequency: Counter[str] = Counter()
         for _, fields in documents:
-            frequency.update({term for bag in fields for term in bag})
+            frequency.update({term: 1 for bag in fields for term in bag})
         total = len(documents)
         # The "+1" keeps the IDF positive for a term in more than half the documents.
         self._idf = {

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 
 from ._bm25 import BM25Index, spec_terms, terms
+from ._catalog_pack import SpecTerms
 from ._context import Identity
 from ._spec import LoadingMode, ToolSpec
 
@@ -147,10 +148,22 @@ def keyword_search(specs: Iterable[ToolSpec], query: str, *, limit: int = 5) -> 
     return [spec for _, spec in ranked[:limit]]
 
 
-def search_index(specs: Iterable[ToolSpec]) -> tuple[BM25Index, dict[str, ToolSpec]]:
-    """A BM25 index over `specs` and the specs by name (build once, search many times)."""
+def search_index(
+    specs: Iterable[ToolSpec], known: Mapping[str, SpecTerms] | None = None
+) -> tuple[BM25Index, dict[str, ToolSpec]]:
+    """A BM25 index over `specs` and the specs by name (build once, search many times).
+
+    Args:
+        specs: What to index.
+        known: Terms already computed, by spec name (a packed catalog's); the others are
+            computed here.
+    """
     by_name = {spec.name: spec for spec in specs}
-    return BM25Index([(name, spec_terms(spec)) for name, spec in by_name.items()]), by_name
+    known = known or {}
+    documents = [
+        (name, known[name] if name in known else spec_terms(spec)) for name, spec in by_name.items()
+    ]
+    return BM25Index(documents), by_name
 
 
 def search_specs(specs: Iterable[ToolSpec], query: str, *, limit: int = 5) -> list[ToolSpec]:

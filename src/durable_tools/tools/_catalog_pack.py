@@ -10,18 +10,31 @@ memory (zlib and JSON are deterministic), so every stage keeps reading plain spe
 from __future__ import annotations
 
 import base64
+import json
 import zlib
 
 from pydantic import BaseModel, TypeAdapter
 
+from ._bm25 import spec_terms
 from ._spec import ToolSpec
 
-__all__ = ["CATALOG_PACKED_ACTIVITY", "CatalogTooLarge", "PackedCatalog", "pack", "unpack"]
+SpecTerms = tuple[dict[str, int], dict[str, int]]
+
+__all__ = [
+    "CATALOG_PACKED_ACTIVITY",
+    "CatalogTooLarge",
+    "PackedCatalog",
+    "SpecTerms",
+    "pack",
+    "unpack",
+    "unpack_terms",
+]
 
 CATALOG_PACKED_ACTIVITY = "durable_tools.catalog_packed"
 """The catalog activity that answers with a `PackedCatalog`."""
 
 _SPECS: TypeAdapter[list[ToolSpec]] = TypeAdapter(list[ToolSpec])
+_TERMS: TypeAdapter[dict[str, SpecTerms]] = TypeAdapter(dict[str, SpecTerms])
 
 
 class CatalogTooLarge(ValueError):
@@ -37,12 +50,16 @@ class PackedCatalog(BaseModel):
     """How many specs it holds."""
     json_bytes: int
     """Size of the specs as plain JSON."""
+    terms: str | None = None
+    """base64 of zlib-compressed JSON: each spec's search terms (`_bm25.spec_terms`) by
+    name. Stemming a thousand descriptions takes seconds, too long for a workflow task
+    (Temporal's deadlock detector allows two), so the worker does it here."""
 
     def describe(self) -> str:
         """The figures, for events and errors: `1,223 tools, 2,760,066 bytes as JSON ...`."""
         return (
             f"{self.tools:,} tools, {self.json_bytes:,} bytes as JSON, "
-            f"{len(self.data):,} bytes packed"
+            f"{len(self.data) + len(self.terms or ''):,} bytes packed"
         )
 
 
@@ -54,12 +71,11 @@ def pack(specs: list[ToolSpec], *, budget: int) -> PackedCatalog:
             the figures and what to do.
     """
     raw = _SPECS.dump_json(specs)
-    packed = PackedCatalog(
-        data=base64.b64encode(zlib.compress(raw, 9)).decode("ascii"),
-        tools=len(specs),
-        json_bytes=len(raw),
-    )
-    if len(packed.data) > budget:
+    packed = PackedCatalog(data=_squeeze(raw), tools=len(specs), json_bytes=len(raw))
+    if len(packed.data) <= budget:  # else refused before the work on the terms
+        index = {spec.name: spec_terms(spec) for spec in specs}
+        packed.terms = _squeeze(json.dumps(index, separators=(",", ":")).encode())
+    if len(packed.data) + len(packed.terms or "") > budget:
         raise CatalogTooLarge(
             f"the run's tool catalog is too large to start a run: {packed.describe()}, over "
             f"the {budget:,}-byte payload budget; give the agent fewer tools "
@@ -71,3 +87,14 @@ def pack(specs: list[ToolSpec], *, budget: int) -> PackedCatalog:
 def unpack(packed: PackedCatalog) -> list[ToolSpec]:
     """The specs `pack` packed."""
     return _SPECS.validate_json(zlib.decompress(base64.b64decode(packed.data)))
+
+
+def unpack_terms(packed: PackedCatalog) -> dict[str, SpecTerms]:
+    """Each spec's search terms, by name; empty when the worker sent none."""
+    if packed.terms is None:
+        return {}
+    return _TERMS.validate_json(zlib.decompress(base64.b64decode(packed.terms)))
+
+
+def _squeeze(raw: bytes) -> str:
+    return base64.b64encode(zlib.compress(raw, 9)).decode("ascii")

@@ -208,10 +208,17 @@ def _search_tools(state: RunState, call: ToolCall, record: ToolCallRecord) -> Me
         text = error_message_for_model(call.id, call.name, error)
         return Message.tool(call.id, call.name, text, is_error=True)
     found = find_tools(state, query, limit=5)
-    for spec in found:
-        if spec.name not in state.discovered:
-            state.discovered.append(spec.name)
-            state.tools_ref = None  # the next model call sends the new set
+    # Worst first: when only the latest finds stay advertised, the best one stays longest.
+    limit = state.max_advertised
+    for spec in reversed(found):
+        if spec.name in state.discovered:
+            if limit is None:
+                continue
+            state.discovered.remove(spec.name)  # found again: the latest find again
+        state.discovered.append(spec.name)
+        state.tools_ref = None  # the next model call sends the new set
+    if limit is not None:
+        del state.discovered[:-limit]  # older finds are no longer advertised
     record.status = "completed"
     record.result = ", ".join(s.name for s in found) or "no match"
     state.event("tool.search", call, detail=record.result)

@@ -16,7 +16,12 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from durable_tools.activities._types import CATALOG_ACTIVITY, CatalogRequest
 from durable_tools.tools._bm25 import terms
 from durable_tools.tools._catalog import keyword_search, search_index
-from durable_tools.tools._catalog_pack import CATALOG_PACKED_ACTIVITY, PackedCatalog, unpack
+from durable_tools.tools._catalog_pack import (
+    CATALOG_PACKED_ACTIVITY,
+    PackedCatalog,
+    unpack,
+    unpack_terms,
+)
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows._model_turn import advertised, deferred_tools
 from durable_tools.workflows._state import EndRun, RunState
@@ -79,7 +84,8 @@ def find_tools(state: RunState, query: str, *, limit: int = 5) -> list[ToolSpec]
     pool = deferred_tools(state)
     if state.max_advertised is None:
         return keyword_search(pool, query, limit=limit)
-    if state.search_index is None:
-        state.search_index = search_index(pool)  # the pool is fixed for the run
+    if state.search_index is None:  # the pool is fixed for the run
+        packed = state.packed_catalog
+        state.search_index = search_index(pool, unpack_terms(packed) if packed else None)
     index, by_name = state.search_index
     return [by_name[name] for name in index.rank(terms(query), limit=limit)]
