@@ -101,9 +101,9 @@ async def test_tools_beyond_the_limit_are_deferred_and_found_by_search(
     assert replies["s1"].splitlines()[1].startswith("- pick_huckleberry:")
     assert replies["late"] == "picked 2 huckleberry"
     assert replies["a1"] == "picked 3 apple"
-    loaded = [e.detail for e in events if e.event == "catalog.loaded"]
-    assert loaded and loaded[0] is not None
-    assert "8 tools" in loaded[0] and "3 advertised, 5 found through search_tools" in loaded[0]
+    started = [e.detail for e in events if e.event == "run.started"]
+    assert started and started[0] is not None
+    assert started[0].startswith("3 tools advertised, 5 found through search_tools (8 tools, ")
 
 
 async def test_a_catalog_too_large_even_packed_fails_the_run_at_once(

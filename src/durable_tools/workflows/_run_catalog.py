@@ -27,7 +27,7 @@ from durable_tools.workflows._model_turn import advertised, deferred_tools
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._types import RunStatus
 
-__all__ = ["CATALOG_PATCH", "find_tools", "load_catalog"]
+__all__ = ["CATALOG_PATCH", "catalog_summary", "find_tools", "load_catalog"]
 
 CATALOG_PATCH = "packed-catalog"
 """Runs with this patch load the packed catalog, defer tools beyond
@@ -71,11 +71,17 @@ async def load_catalog(state: RunState) -> None:
     state.catalog = unpack(packed)
     state.packed_catalog = packed
     state.max_advertised = state.config.max_advertised_tools
-    offered = len(advertised(state))
-    state.event(
-        "catalog.loaded",
-        detail=f"{packed.describe()}; {offered:,} advertised, "
-        f"{len(deferred_tools(state)):,} found through search_tools",
+
+
+def catalog_summary(state: RunState) -> str:
+    """How the catalog split, for the `run.started` event: advertised, deferred, sizes."""
+    offered = f"{len(advertised(state)):,} tools advertised"
+    packed = state.packed_catalog
+    if packed is None:
+        return offered
+    return (
+        f"{offered}, {len(deferred_tools(state)):,} found through search_tools "
+        f"({packed.describe()})"
     )
 
 

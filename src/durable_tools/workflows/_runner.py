@@ -25,7 +25,7 @@ from durable_tools.workflows._limits import (
 )
 from durable_tools.workflows._model_turn import call_model
 from durable_tools.workflows._pipeline import run_calls
-from durable_tools.workflows._run_catalog import load_catalog
+from durable_tools.workflows._run_catalog import catalog_summary, load_catalog
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._types import AgentResult, ApprovalDecision, RunSnapshot, RunStatus
 from durable_tools.workflows._usage import run_cost, spend_tokens
@@ -56,7 +56,7 @@ async def run_agent_loop(state: RunState, *, continue_as_new: bool = True) -> Ag
         if state.config.instructions:
             state.conversation.append(Message.system(state.config.instructions))
         state.conversation.append(Message.user(input.prompt))
-        state.event("run.started", detail=f"{len(state.catalog)} tools advertised")
+        state.event("run.started", detail=catalog_summary(state))
     else:
         state.event("run.continued", detail=f"continued-as-new #{state.continued}")
     try:
