@@ -1,4 +1,5 @@
-"""The framework's own activities: the catalog, the model call, and the preflight."""
+"""The framework's own activities: the catalog (plain and packed), the model call, and the
+preflight."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from pydantic import TypeAdapter
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -30,14 +32,22 @@ from durable_tools.messages import Message
 from durable_tools.models import resolve_model
 from durable_tools.streaming._model import complete_streaming
 from durable_tools.tools._catalog import IdentityIncomplete
+from durable_tools.tools._catalog_pack import (
+    CATALOG_PACKED_ACTIVITY,
+    CatalogTooLarge,
+    PackedCatalog,
+    pack,
+)
 from durable_tools.tools._errors import ToolNotFound
 from durable_tools.tools._formatting import valid_text
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES
 
 __all__ = ["core_activities"]
 
 _T = TypeVar("_T")
+_SPECS: TypeAdapter[list[ToolSpec]] = TypeAdapter(list[ToolSpec])
 
 
 async def _heartbeating(call: Awaitable[_T]) -> _T:
@@ -67,8 +77,7 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
     """The catalog, model and preflight activities bound to a worker's runtime."""
     registry = runtime.registry
 
-    @activity.defn(name=CATALOG_ACTIVITY)
-    async def catalog(request: CatalogRequest) -> list[ToolSpec]:
+    def visible(request: CatalogRequest) -> list[ToolSpec]:
         if request.tools is not None:
             known = {spec.name for spec in registry.specs()}
             unknown = sorted(set(request.tools) - known)
@@ -90,6 +99,30 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
             wanted = set(request.tools)
             specs = [spec for spec in specs if spec.name in wanted]
         return specs
+
+    @activity.defn(name=CATALOG_ACTIVITY)
+    async def catalog(request: CatalogRequest) -> list[ToolSpec]:
+        # Runs that started before the packed catalog still ask for this one.
+        specs = visible(request)
+        size = len(_SPECS.dump_json(specs))
+        if size > PAYLOAD_BUDGET_BYTES:
+            # Temporal would refuse the result and the activity would retry for ever.
+            raise ApplicationError(
+                f"the run's tool catalog is too large to start a run: {len(specs):,} tools, "
+                f"{size:,} bytes as JSON, over the {PAYLOAD_BUDGET_BYTES:,}-byte payload budget",
+                type="CatalogTooLarge",
+                non_retryable=True,
+            )
+        return specs
+
+    @activity.defn(name=CATALOG_PACKED_ACTIVITY)
+    async def catalog_packed(request: CatalogRequest) -> PackedCatalog:
+        specs = visible(request)
+        try:
+            # In a thread: compressing a large catalog takes a moment.
+            return await asyncio.to_thread(pack, specs, budget=PAYLOAD_BUDGET_BYTES)
+        except CatalogTooLarge as error:
+            raise ApplicationError(str(error), type="CatalogTooLarge", non_retryable=True) from None
 
     snapshots = ConversationSnapshots(runtime.artifact_store)
 
@@ -168,4 +201,4 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
                 result.authorization_url = await runtime.oauth.authorization_url(*args)
         return result
 
-    return [catalog, model, preflight]
+    return [catalog, catalog_packed, model, preflight]

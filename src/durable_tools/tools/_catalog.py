@@ -2,15 +2,18 @@
 
 Pure functions over specs: the worker uses them to build a run's catalog, and the
 agent workflow uses `search_specs` on the catalog already in its history, so a
-search costs no activity and replays deterministically.
+search costs no activity and replays deterministically. `search_specs` ranks with BM25
+(`_bm25`); `keyword_search` is the earlier scoring, kept for runs that started with it.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 
+from ._bm25 import BM25Index, spec_terms, terms
+from ._catalog_pack import SpecTerms
 from ._context import Identity
 from ._spec import LoadingMode, ToolSpec
 
@@ -28,7 +31,15 @@ def missing_identity(identity: Identity | None) -> list[str]:
     ]
 
 
-__all__ = ["IdentityIncomplete", "filter_specs", "missing_identity", "search_specs", "tokenize"]
+__all__ = [
+    "IdentityIncomplete",
+    "filter_specs",
+    "keyword_search",
+    "missing_identity",
+    "search_index",
+    "search_specs",
+    "tokenize",
+]
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -112,10 +123,11 @@ def _score(spec: ToolSpec, terms: list[str], phrase: str) -> float:
     return score
 
 
-def search_specs(specs: Iterable[ToolSpec], query: str, *, limit: int = 5) -> list[ToolSpec]:
-    """Rank specs by how well name, tags and description match `query`.
+def keyword_search(specs: Iterable[ToolSpec], query: str, *, limit: int = 5) -> list[ToolSpec]:
+    """Rank specs by how well name, tags and description match `query` (the first scoring).
 
-    Scoring is simple and explainable: whole-word matches weigh more than substring
+    Runs that started before BM25 keep it, so their replays find what they found. Scoring
+    is simple and explainable: whole-word matches weigh more than substring
     matches, and the name more than tags, tags more than the description. Ties are
     broken by name so the order is deterministic.
 
@@ -134,3 +146,40 @@ def search_specs(specs: Iterable[ToolSpec], query: str, *, limit: int = 5) -> li
     scored = [(_score(spec, terms, phrase), spec) for spec in specs]
     ranked = sorted((item for item in scored if item[0] > 0), key=lambda x: (-x[0], x[1].name))
     return [spec for _, spec in ranked[:limit]]
+
+
+def search_index(
+    specs: Iterable[ToolSpec], known: Mapping[str, SpecTerms] | None = None
+) -> tuple[BM25Index, dict[str, ToolSpec]]:
+    """A BM25 index over `specs` and the specs by name (build once, search many times).
+
+    Args:
+        specs: What to index.
+        known: Terms already computed, by spec name (a packed catalog's); the others are
+            computed here.
+    """
+    by_name = {spec.name: spec for spec in specs}
+    known = known or {}
+    documents = [
+        (name, known[name] if name in known else spec_terms(spec)) for name, spec in by_name.items()
+    ]
+    return BM25Index(documents), by_name
+
+
+def search_specs(specs: Iterable[ToolSpec], query: str, *, limit: int = 5) -> list[ToolSpec]:
+    """Rank specs by BM25 over their names, tags, descriptions and parameters.
+
+    Words are split at `_`, `-`, `/` and camelCase, stemmed (`pulls` finds `pull`), and a
+    tool's name and one-line summary weigh more than the rest. Ties are broken by name so
+    the order is deterministic.
+
+    Args:
+        specs: Specs to search (usually the run's deferred tools).
+        query: Free text, e.g. "create a github issue".
+        limit: Most results.
+
+    Returns:
+        Matching specs, best first; none when nothing matches.
+    """
+    index, by_name = search_index(specs)
+    return [by_name[name] for name in index.rank(terms(query), limit=limit)]

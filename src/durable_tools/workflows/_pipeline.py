@@ -17,7 +17,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, FailureError
 
 from durable_tools.messages import Message, ToolCall
-from durable_tools.tools import ErrorKind, InvalidArguments, LoadingMode, ToolExecutionError
+from durable_tools.tools import ErrorKind, InvalidArguments, ToolExecutionError
 from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import error_outcome
 from durable_tools.tools._spec import ToolSpec
@@ -26,11 +26,13 @@ from durable_tools.workflows._approval_gate import approve, preflight
 from durable_tools.workflows._authorization_gate import authorize
 from durable_tools.workflows._budget import spend_budget
 from durable_tools.workflows._execute import Executed, execute
+from durable_tools.workflows._limits import clip
 from durable_tools.workflows._model_turn import advertised, has_deferred
 from durable_tools.workflows._record import cancelled_result, record_outcome
+from durable_tools.workflows._run_catalog import find_tools
 from durable_tools.workflows._state import CallSkipped, RunState
 from durable_tools.workflows._steering import skipped_message
-from durable_tools.workflows._tool_search import SEARCH_TOOL, search_specs
+from durable_tools.workflows._tool_search import SEARCH_TOOL
 from durable_tools.workflows._types import ToolCallRecord
 from durable_tools.workflows._validate import ValidCall, open_record, validate_call
 
@@ -205,17 +207,23 @@ def _search_tools(state: RunState, call: ToolCall, record: ToolCallRecord) -> Me
         record.status = "invalid"
         text = error_message_for_model(call.id, call.name, error)
         return Message.tool(call.id, call.name, text, is_error=True)
-    found = search_specs(
-        [s for s in state.catalog if s.loading == LoadingMode.DEFERRED], query, limit=5
-    )
-    for spec in found:
-        if spec.name not in state.discovered:
-            state.discovered.append(spec.name)
-            state.tools_ref = None  # the next model call sends the new set
+    found = find_tools(state, query, limit=5)
+    # Worst first: when only the latest finds stay advertised, the best one stays longest.
+    limit = state.max_advertised
+    for spec in reversed(found):
+        if spec.name in state.discovered:
+            if limit is None:
+                continue
+            state.discovered.remove(spec.name)  # found again: the latest find again
+        state.discovered.append(spec.name)
+        state.tools_ref = None  # the next model call sends the new set
+    if limit is not None:
+        del state.discovered[:-limit]  # older finds are no longer advertised
     record.status = "completed"
     record.result = ", ".join(s.name for s in found) or "no match"
     state.event("tool.search", call, detail=record.result)
-    lines = [f"- {s.name}: {s.description}" for s in found]
+    # The summary line only: the full description comes with the definition next turn.
+    lines = [f"- {s.name}: {clip(s.description.strip().split(chr(10))[0], 300)}" for s in found]
     text = (
         "Tools found (callable from your next message):\n" + "\n".join(lines)
         if found

@@ -9,14 +9,10 @@ the two record the same commands in the same order.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 
-from temporalio import workflow
 from temporalio.exceptions import FailureError
 
-from durable_tools.activities._types import CATALOG_ACTIVITY, CatalogRequest
 from durable_tools.messages import Message, ToolCall
-from durable_tools.tools import ToolSpec
 from durable_tools.workflows._approvals import InvalidDecision
 from durable_tools.workflows._continue import maybe_continue_as_new
 from durable_tools.workflows._decisions import check_decision_of, record_decision
@@ -30,6 +26,7 @@ from durable_tools.workflows._limits import (
 )
 from durable_tools.workflows._model_turn import call_model
 from durable_tools.workflows._pipeline import run_calls
+from durable_tools.workflows._run_catalog import catalog_summary, load_catalog
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._types import AgentResult, ApprovalDecision, RunSnapshot, RunStatus
 from durable_tools.workflows._usage import run_cost, spend_tokens
@@ -53,21 +50,14 @@ async def run_agent_loop(state: RunState, *, continue_as_new: bool = True) -> Ag
     """
     input = state.input
     if input.carried is None:
-        state.catalog = await workflow.execute_activity(
-            CATALOG_ACTIVITY,
-            CatalogRequest(
-                identity=input.identity,
-                granted_scopes=input.granted_scopes,
-                tools=state.config.tools,
-            ),
-            result_type=list[ToolSpec],
-            start_to_close_timeout=timedelta(seconds=30),
-            summary="load the tool catalog",
-        )
+        try:
+            await load_catalog(state)
+        except EndRun as end:  # a catalog too large even packed: the reason has the figures
+            return _finish(state, end.status, reason=end.reason)
         if state.config.instructions:
             state.conversation.append(Message.system(state.config.instructions))
         state.conversation.append(Message.user(input.prompt))
-        state.event("run.started", detail=f"{len(state.catalog)} tools advertised")
+        state.event("run.started", detail=catalog_summary(state))
     else:
         state.event("run.continued", detail=f"continued-as-new #{state.continued}")
     try:

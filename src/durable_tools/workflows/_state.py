@@ -16,6 +16,7 @@ from typing import Any
 from temporalio import workflow
 
 from durable_tools.messages import Message, ToolCall, ToolDefinition, Usage
+from durable_tools.tools._catalog_pack import PackedCatalog, unpack
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
@@ -100,6 +101,8 @@ class RunState:
     """Tokens of every model call of the chain so far (see `_usage`)."""
     output_repairs: int = 0
     """Final answers that broke the output schema so far (see `_final_output`)."""
+    packed_catalog: PackedCatalog | None = None
+    """`catalog` as the packed catalog activity sent it; carried instead of the specs."""
 
     # Not carried: rebuilt, or empty between turns.
     depth: int = 0
@@ -140,6 +143,11 @@ class RunState:
     tools_ref: ArtifactRef | None = None
     """Where the model activity stored the current definitions; later calls send this."""
     options: dict[str, ToolActivityOptions] = field(default_factory=dict)
+    max_advertised: int | None = None
+    """Most tools advertised up front (the config's, for runs with a packed catalog); None
+    for runs that started before automatic deferral: all their tools are advertised."""
+    search_index: Any = None
+    """The BM25 index over the deferred tools, built at the first search."""
     published: tuple[str, int, str] | None = None
     """Search attribute values last upserted, so unchanged ones are not sent again."""
 
@@ -159,11 +167,14 @@ class RunState:
                 depth=input.depth,
                 max_depth=max_depth,
             )
+        packed = carried.catalog_packed
         return cls(
             input=input,
             config=config,
             conversation=list(carried.conversation),
-            catalog=list(carried.catalog),
+            catalog=unpack(packed) if packed is not None else list(carried.catalog),
+            packed_catalog=packed,
+            max_advertised=config.max_advertised_tools if packed is not None else None,
             turn=carried.turn,
             tool_calls=carried.tool_calls,
             timeline=list(carried.timeline),
@@ -198,7 +209,8 @@ class RunState:
             snapshot_length=self.snapshot_length,
             turn=self.turn,
             tool_calls=self.tool_calls,
-            catalog=self.catalog,
+            catalog=[] if self.packed_catalog is not None else self.catalog,
+            catalog_packed=self.packed_catalog,
             timeline=self.timeline[-keep:] if keep else [],
             events=self.events[-keep:] if keep else [],
             events_total=self.events_total,

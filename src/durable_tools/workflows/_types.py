@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from durable_tools.messages import Message, ModelSettings, OutputSchema, Usage
+from durable_tools.tools._catalog_pack import PackedCatalog
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec, Transport
@@ -180,6 +181,10 @@ class AgentConfig(BaseModel):
     """Webhooks and Slack messages about approvals and authorizations; None sends none."""
     output_limit_bytes: int = Field(default=16_000, ge=256)
     """Largest tool output kept in the conversation; larger ones go to the artifact store."""
+    max_advertised_tools: int = Field(default=64, ge=1, le=1_000)
+    """Most catalog tools offered to the model from the start (providers cap a request's
+    tools: OpenAI at 128). Beyond it, tools are deferred in catalog order and found through
+    `search_tools`; the latest this many tools found are offered too."""
     max_subagent_depth: int = Field(default=1, ge=0)
     """How deep sub-agents may nest: 1 lets this agent use sub-agents whose own sub-agent
     tools are hidden; 0 hides sub-agent tools altogether."""
@@ -421,6 +426,8 @@ class CarriedState(BaseModel):
     turn: int
     tool_calls: int
     catalog: list[ToolSpec]
+    catalog_packed: PackedCatalog | None = None
+    """The catalog in compact form, when the run loaded it so (then `catalog` is empty)."""
     timeline: list[ToolCallRecord] = Field(default_factory=list)
     events: list[RunEvent] = Field(default_factory=list)
     events_total: int | None = None

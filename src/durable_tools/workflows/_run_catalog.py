@@ -1,0 +1,97 @@
+"""How a run gets its catalog, and how `search_tools` searches the tools not advertised.
+
+A run loads its catalog once, packed (`tools._catalog_pack`): compressed JSON, so a
+registry of a thousand operations fits in history and in continue-as-new's input. Runs
+that started before the packed catalog keep loading the plain list (the `packed-catalog`
+patch), and keep their keyword search, so their replays schedule and find the same.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from durable_tools.activities._types import CATALOG_ACTIVITY, CatalogRequest
+from durable_tools.tools._bm25 import terms
+from durable_tools.tools._catalog import keyword_search, search_index
+from durable_tools.tools._catalog_pack import (
+    CATALOG_PACKED_ACTIVITY,
+    PackedCatalog,
+    unpack,
+    unpack_terms,
+)
+from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows._model_turn import advertised, deferred_tools
+from durable_tools.workflows._state import EndRun, RunState
+from durable_tools.workflows._types import RunStatus
+
+__all__ = ["CATALOG_PATCH", "catalog_summary", "find_tools", "load_catalog"]
+
+CATALOG_PATCH = "packed-catalog"
+"""Runs with this patch load the packed catalog, defer tools beyond
+`AgentConfig.max_advertised_tools` and rank searches with BM25."""
+
+_TIMEOUT = timedelta(seconds=60)
+
+
+async def load_catalog(state: RunState) -> None:
+    """Fill `state.catalog` from the worker's registry (one activity).
+
+    Raises:
+        EndRun: the catalog is too large even packed (the reason gives the figures).
+    """
+    input = state.input
+    request = CatalogRequest(
+        identity=input.identity, granted_scopes=input.granted_scopes, tools=state.config.tools
+    )
+    if not workflow.patched(CATALOG_PATCH):
+        state.catalog = await workflow.execute_activity(
+            CATALOG_ACTIVITY,
+            request,
+            result_type=list[ToolSpec],
+            start_to_close_timeout=timedelta(seconds=30),
+            summary="load the tool catalog",
+        )
+        return
+    try:
+        packed = await workflow.execute_activity(
+            CATALOG_PACKED_ACTIVITY,
+            request,
+            result_type=PackedCatalog,
+            start_to_close_timeout=_TIMEOUT,
+            summary="load the tool catalog",
+        )
+    except ActivityError as error:
+        cause = error.cause
+        if isinstance(cause, ApplicationError) and cause.type == "CatalogTooLarge":
+            raise EndRun(RunStatus.FAILED, cause.message) from None
+        raise
+    state.catalog = unpack(packed)
+    state.packed_catalog = packed
+    state.max_advertised = state.config.max_advertised_tools
+
+
+def catalog_summary(state: RunState) -> str:
+    """How the catalog split, for the `run.started` event: advertised, deferred, sizes."""
+    offered = f"{len(advertised(state)):,} tools advertised"
+    packed = state.packed_catalog
+    if packed is None:
+        return offered
+    return (
+        f"{offered}, {len(deferred_tools(state)):,} found through search_tools "
+        f"({packed.describe()})"
+    )
+
+
+def find_tools(state: RunState, query: str, *, limit: int = 5) -> list[ToolSpec]:
+    """The deferred tools best matching `query`, best first (deterministic)."""
+    pool = deferred_tools(state)
+    if state.max_advertised is None:
+        return keyword_search(pool, query, limit=limit)
+    if state.search_index is None:  # the pool is fixed for the run
+        packed = state.packed_catalog
+        state.search_index = search_index(pool, unpack_terms(packed) if packed else None)
+    index, by_name = state.search_index
+    return [by_name[name] for name in index.rank(terms(query), limit=limit)]
