@@ -48,7 +48,7 @@ QUICK = {
     "history": {"short": 2, "long": 6, "big": 1_000_000},
     "curves": {"levels": [1, 10], "calls": 3},
     "long_run": {"turns": 30, "after_events": 200},
-    "paused": {"runs": 100, "max_cached": 20},
+    "paused": {"runs": 50, "max_cached": 10},
     "recovery": {"runs": 10, "calls": 3},
 }
 SCALE = {
@@ -58,6 +58,13 @@ SCALE = {
     "paused": {"runs": 10_000, "max_cached": 100},
     "recovery": {"runs": 1000, "calls": 10},
 }
+SCALE_REDUCED = {
+    **SCALE,
+    "curves": {"levels": [1, 10, 50, 200, 500], "calls": 3},
+    "paused": {"runs": 2000, "max_cached": 100},
+    "recovery": {"runs": 200, "calls": 3},
+}
+"""`--scale --reduced`: the capacity suite at sizes a shared 2-core machine gets through."""
 DEFAULT_DATA_DIR = "/dev/shm" if Path("/dev/shm").is_dir() else None
 QUICK_SKIPS = ("recovery",)
 """Left out of `--quick` unless named with --only: a server restart does not fit a minute."""
@@ -252,8 +259,10 @@ def _steps(name: str, params: dict[str, Any]) -> int:
 
 
 async def main(args: argparse.Namespace) -> int:
-    params = SCALE if args.scale else QUICK if args.quick else FULL
-    mode = "scale" if args.scale else "quick" if args.quick else "full"
+    if args.scale:
+        params, mode = (SCALE_REDUCED, "scale-reduced") if args.reduced else (SCALE, "scale")
+    else:
+        params, mode = (QUICK, "quick") if args.quick else (FULL, "full")
     chosen = args.only or [b for b in BENCHMARKS if not (args.quick and b in QUICK_SKIPS)]
     results: dict[str, Any] = {}
     timings: dict[str, float] = {}
@@ -306,7 +315,8 @@ async def main(args: argparse.Namespace) -> int:
         await measure("recovery", lambda: measure_recovery(work, **params["recovery"]))
         progress.update(bar, description="bench: done")
     if "curves" in results and not args.no_plots:
-        plots = plot_curves(results["curves"], Path(args.plots))
+        where = args.plots or (RESULTS.parent if args.quick else DOCS)
+        plots = plot_curves(results["curves"], Path(where))
     rows = table(results)
     shown = Table(title=f"durable-tools vs a hand-written Temporal loop ({mode}, one run)")
     for column in ["benchmark", "durable-tools", "bare Temporal", "ratio", "target", ""]:
@@ -346,6 +356,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         help="the capacity suite: curves to 500 runs, 10,000 paused runs, a 1,000-turn run, "
         "recovery of 1,000 runs after a server restart (long)",
     )
+    parser.add_argument(
+        "--reduced", action="store_true", help="with --scale: smaller sizes (see SCALE_REDUCED)"
+    )
     parser.add_argument("--address", help="use this Temporal server instead of starting one")
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, help="run only these")
     parser.add_argument(
@@ -356,7 +369,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "the system temp dir for a server on disk)",
     )
     parser.add_argument("--output", default=str(RESULTS), help="where to write the JSON")
-    parser.add_argument("--plots", default=str(DOCS), help="where to write the PNG curves")
+    parser.add_argument(
+        "--plots",
+        help="where to write the PNG curves (default: docs/, or bench/results/ with --quick, "
+        "so a quick run does not replace the published curves)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="write no PNG")
     return parser.parse_args(argv)
 

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
+
 from bench._common import Bench, server_client, tool_steps
 
 __all__ = ["cpu_per_call", "summarize"]
@@ -28,7 +30,7 @@ VARIANTS = ("bare", "durable", "durable_local")
 
 async def cpu_per_call(
     bench: Bench, *, calls: int, runs: int, only: tuple[str, ...] = VARIANTS
-) -> dict[str, dict[str, float]]:
+) -> dict[str, dict[str, Any]]:
     """Median wall ms and process CPU ms per call, and history size, for each variant."""
     script = bench.script(tool_steps(calls))
     start = {
@@ -48,10 +50,14 @@ async def cpu_per_call(
             last[name] = await start[name]()
             wall[name].append((time.perf_counter() - w0) * 1000 / calls)
             cpu[name].append((time.process_time() - c0) * 1000 / calls)
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for name in only:
         history = await last[name].fetch_history()
+        kinds = collections.Counter(
+            EventType.Name(e.event_type).removeprefix("EVENT_TYPE_") for e in history.events
+        )
         out[name] = {
+            "events_by_type": dict(sorted(kinds.items())),
             "wall_ms_per_call": sorted(wall[name])[len(wall[name]) // 2],
             "cpu_ms_per_call": sorted(cpu[name])[len(cpu[name]) // 2],
             "history_events": len(history.events),
@@ -104,6 +110,11 @@ async def main(args: argparse.Namespace) -> int:
             f"{name:<15}{f['wall_ms_per_call']:>14.1f}{f['cpu_ms_per_call']:>13.2f}"
             f"{f['history_events']:>8.0f}{f['history_bytes']:>9,.0f}"
         )
+    kinds = sorted({k for f in figures.values() for k in f["events_by_type"]})
+    print(f"\n{'history events of one run':<45}" + "".join(f"{n:>15}" for n in figures))
+    for kind in kinds:
+        counts = "".join(f"{f['events_by_type'].get(kind, 0):>15}" for f in figures.values())
+        print(f"{kind:<45}{counts}")
     return 0
 
 

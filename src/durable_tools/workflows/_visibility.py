@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from temporalio import workflow
+from temporalio.common import SearchAttributeUpdate
 
 from durable_tools import search_attributes as sa
 from durable_tools.workflows._limits import MAX_REASON_CHARS, clip
@@ -45,7 +47,7 @@ def publish(state: RunState, doing: str | None = None) -> None:
     values = (state.status.value, len(state.pending), awaiting)
     if values != state.published:
         state.published = values
-        updates = [
+        updates: list[SearchAttributeUpdate[Any]] = [
             sa.AGENT_STATUS.value_set(state.status.value),
             sa.AGENT_NAME.value_set(state.config.name),
             sa.PENDING_APPROVALS.value_set(len(state.pending)),
