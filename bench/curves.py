@@ -9,6 +9,7 @@ time (start to result) divided by its calls, so the percentiles are over runs.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,7 @@ __all__ = ["measure_curves", "plot_curves"]
 
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
+    index = min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))  # nearest rank
     return ordered[index]
 
 
