@@ -60,9 +60,9 @@ SCALE = {
 }
 SCALE_REDUCED = {
     **SCALE,
-    "curves": {"levels": [1, 10, 50, 200, 500], "calls": 3},
-    "paused": {"runs": 2000, "max_cached": 100},
-    "recovery": {"runs": 200, "calls": 3},
+    "curves": {"levels": [1, 10, 50, 200], "calls": 3},
+    "paused": {"runs": 1000, "max_cached": 100},
+    "recovery": {"runs": 100, "calls": 3},
 }
 """`--scale --reduced`: the capacity suite at sizes a shared 2-core machine gets through."""
 DEFAULT_DATA_DIR = "/dev/shm" if Path("/dev/shm").is_dir() else None
