@@ -60,9 +60,9 @@ SCALE = {
 }
 SCALE_REDUCED = {
     **SCALE,
-    "curves": {"levels": [1, 10, 50, 200], "calls": 3},
-    "paused": {"runs": 1000, "max_cached": 100},
-    "recovery": {"runs": 100, "calls": 3},
+    "curves": {"levels": [1, 10, 50, 100], "calls": 3},
+    "paused": {"runs": 200, "max_cached": 100},
+    "recovery": {"runs": 30, "calls": 3},
 }
 """`--scale --reduced`: the capacity suite at sizes a shared 2-core machine gets through."""
 DEFAULT_DATA_DIR = "/dev/shm" if Path("/dev/shm").is_dir() else None
@@ -283,6 +283,18 @@ async def main(args: argparse.Namespace) -> int:
         total = sum(_steps(name, params) for name in chosen)
         bar = progress.add_task("bench", total=total)
 
+        def save() -> None:
+            report = {
+                "when": datetime.now(UTC).isoformat(timespec="seconds"),
+                "mode": mode,
+                "partial": True,
+                "parameters": {k: params[k] for k in chosen},
+                "seconds": {k: round(v, 1) for k, v in timings.items()},
+                "results": results,
+            }
+            Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.output).write_text(json.dumps(report, indent=2) + "\n")
+
         def tick() -> None:
             progress.advance(bar)
 
@@ -293,6 +305,7 @@ async def main(args: argparse.Namespace) -> int:
             started = time.perf_counter()
             results[name] = await run()
             timings[name] = time.perf_counter() - started
+            save()  # a long suite that fails later keeps what it measured
             if name != "curves":
                 tick()
 
