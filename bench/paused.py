@@ -111,6 +111,12 @@ async def measure_paused(
         seconds_to_pause = time.perf_counter() - started
         await asyncio.sleep(2)  # let the worker settle (pollers, evictions)
         loaded = min([await worker.rss_mb() for _ in range(3)])
+        # What an operator waits for: `durable-tools pending` lists every waiting run.
+        listed = time.perf_counter()
+        waiting = await dt.pending(limit=runs)
+        seconds_to_list = time.perf_counter() - listed
+        if len(waiting) != runs:
+            raise RuntimeError(f"pending listed {len(waiting)} of {runs} paused runs")
     finally:
         worker.stop()
         # Leave no run waiting on a shared server.
@@ -129,4 +135,5 @@ async def measure_paused(
         "paused_rss_mb": loaded,
         "mb_per_paused_run": (loaded - idle) / runs,
         "seconds_to_pause_all": seconds_to_pause,
+        "seconds_to_list_pending": seconds_to_list,
     }

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, TypeAdapter
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import (
     Client,
     WorkflowExecutionDescription,
@@ -17,6 +19,7 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.converter import PayloadCodec
+from temporalio.service import RPCError
 
 from durable_tools import search_attributes as sa
 from durable_tools._callbacks_client import serve_callbacks
@@ -570,6 +573,11 @@ class DurableTools:
                 [
                     SearchAttributePair(sa.AGENT_NAME, config.name),
                     SearchAttributePair(sa.AGENT_STATUS, RunStatus.RUNNING.value),
+                    *(
+                        [SearchAttributePair(sa.TOKENS, 0)]
+                        if await _has_tokens(self.client)
+                        else []
+                    ),
                 ]
             ),
         )
@@ -613,6 +621,27 @@ class DurableTools:
                 )
             )
         return summaries
+
+
+_TOKENS_REGISTERED: weakref.WeakKeyDictionary[Client, bool] = weakref.WeakKeyDictionary()
+
+
+async def _has_tokens(client: Client) -> bool:
+    """Whether the namespace registers `DurableToolsTokens` (asked once per client).
+
+    A run carries the attribute only then: namespaces set up before it existed keep working.
+    """
+    known = _TOKENS_REGISTERED.get(client)
+    if known is None:
+        try:
+            found = await client.operator_service.list_search_attributes(
+                ListSearchAttributesRequest(namespace=client.namespace)
+            )
+            known = sa.TOKENS.name in found.custom_attributes
+        except RPCError:  # no operator access (e.g. a cloud API key without it)
+            known = False
+        _TOKENS_REGISTERED[client] = known
+    return known
 
 
 def _quote(value: str) -> str:

@@ -15,6 +15,7 @@ __all__ = [
     "AWAITING_TOOL",
     "PENDING_APPROVALS",
     "SEARCH_ATTRIBUTES",
+    "TOKENS",
 ]
 
 AGENT_STATUS = SearchAttributeKey.for_keyword("AgentStatus")
@@ -26,10 +27,19 @@ PENDING_APPROVALS = SearchAttributeKey.for_int("PendingApprovals")
 AWAITING_TOOL = SearchAttributeKey.for_keyword("AwaitingTool")
 """The tool whose call the run waits on (approval or authorization), if any."""
 
+TOKENS = SearchAttributeKey.for_int("DurableToolsTokens")
+"""Tokens the run (its whole continue-as-new chain) has spent, input and output together.
+
+Upserted with the other attributes (when the status changes: a pause, a resume, the end),
+so never more than once a turn and no extra history event; a finished run holds its total.
+Only runs started while the namespace has it registered carry it (see `DurableTools.start`):
+an upsert of an unregistered attribute would fail every workflow task of the run."""
+
 SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[str] | SearchAttributeKey[int], ...] = (
     AGENT_STATUS,
     AGENT_NAME,
     PENDING_APPROVALS,
     AWAITING_TOOL,
+    TOKENS,
 )
 """Every custom search attribute the project uses; each namespace must register them."""

@@ -234,7 +234,10 @@ def make_tool_activity(
                 secrets=secrets,
             )
         outcome.attempt = attempt
-        outcome.elapsed_ms = result.elapsed_ms or (time.monotonic() - started) * 1000
+        elapsed = result.elapsed_ms or (time.monotonic() - started) * 1000
+        # Recorded in history with every call: a tenth of a millisecond is precision enough,
+        # and 17 significant digits of a float cost a dozen bytes a call for nothing.
+        outcome.elapsed_ms = round(elapsed, 1)
         return outcome
 
     return run_tool

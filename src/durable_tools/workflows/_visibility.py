@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from temporalio import workflow
+from temporalio.common import SearchAttributeUpdate
 
 from durable_tools import search_attributes as sa
 from durable_tools.workflows._limits import MAX_REASON_CHARS, clip
@@ -45,14 +47,18 @@ def publish(state: RunState, doing: str | None = None) -> None:
     values = (state.status.value, len(state.pending), awaiting)
     if values != state.published:
         state.published = values
-        workflow.upsert_search_attributes(
-            [
-                sa.AGENT_STATUS.value_set(state.status.value),
-                sa.AGENT_NAME.value_set(state.config.name),
-                sa.PENDING_APPROVALS.value_set(len(state.pending)),
-                sa.AWAITING_TOOL.value_set(awaiting),
-            ]
-        )
+        updates: list[SearchAttributeUpdate[Any]] = [
+            sa.AGENT_STATUS.value_set(state.status.value),
+            sa.AGENT_NAME.value_set(state.config.name),
+            sa.PENDING_APPROVALS.value_set(len(state.pending)),
+            sa.AWAITING_TOOL.value_set(awaiting),
+        ]
+        # Tokens ride along in the same command (no extra event), and only on runs that
+        # started with the attribute: the client sets it when the namespace registers it.
+        if workflow.info().typed_search_attributes.get(sa.TOKENS) is not None:
+            usage = state.usage
+            updates.append(sa.TOKENS.value_set(usage.input_tokens + usage.output_tokens))
+        workflow.upsert_search_attributes(updates)
     workflow.set_current_details(_details(state, doing))
 
 

@@ -1,0 +1,100 @@
+"""The bench's own logic: verdicts against the issue's targets, the curves, profile summaries.
+
+The measurements themselves need a quiet machine and minutes (`make bench`); what is
+tested here is what turns figures into the table and the pictures a team plans from.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repo's bench/
+
+from bench.__main__ import table
+from bench.curves import _percentile, plot_curves
+from bench.profile import summarize
+
+
+def _latency(durable: float, bare: float, cpu_durable: float, cpu_bare: float) -> dict[str, Any]:
+    return {
+        "calls_per_run": 10,
+        "ms_per_call": {"durable": durable, "bare": bare, "durable_local": bare * 0.7},
+        "cpu_ms_per_call": {"durable": cpu_durable, "bare": cpu_bare},
+        "ratio_durable_to_bare": durable / bare,
+        "ratio_local_to_bare": 0.7,
+        "ratio_local_to_durable": bare * 0.7 / durable,
+    }
+
+
+def _verdicts(results: dict[str, Any]) -> dict[str, str]:
+    return {row[0].strip(): row[-1] for row in table(results)}
+
+
+def test_the_table_holds_figures_to_the_issue_targets() -> None:
+    met = _verdicts({"latency": _latency(21.0, 20.5, 10.5, 10.0)})
+    assert met["overhead per tool call (10 sequential calls), ms"] == "ok"
+    assert met["Python CPU per call (client + workers), ms"] == "ok"
+    missed = _verdicts({"latency": _latency(26.0, 20.0, 14.0, 10.0)})
+    assert missed["overhead per tool call (10 sequential calls), ms"] == "MISSED"
+    assert missed["Python CPU per call (client + workers), ms"] == "MISSED"
+
+
+def test_throughput_below_095_of_the_bare_loop_is_missed() -> None:
+    def verdict(durable: float) -> str:
+        results = {
+            "throughput": {
+                "runs": 50,
+                "calls_per_run": 5,
+                "tool_calls_per_second": {"durable": durable, "bare": 100.0},
+                "ratio_durable_to_bare": durable / 100.0,
+            }
+        }
+        return table(results)[0][-1]
+
+    assert verdict(96.0) == "ok"
+    assert verdict(90.0) == "MISSED"
+
+
+def test_percentiles_are_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert _percentile(values, 50) == 50.0
+    assert _percentile(values, 95) == 95.0
+    assert _percentile(values, 99) == 99.0
+    assert _percentile([7.0], 99) == 7.0
+
+
+def test_the_curves_are_written_as_png(tmp_path: Path) -> None:
+    def point(runs: int, rate: float) -> dict[str, float]:
+        return {
+            "runs": runs,
+            "tool_calls_per_second": rate,
+            "p50_ms": 10.0 * runs,
+            "p95_ms": 12.0 * runs,
+            "p99_ms": 15.0 * runs,
+        }
+
+    curves = {
+        "levels": [1, 10],
+        "calls_per_run": 5,
+        "points": {
+            "bare": [point(1, 40), point(10, 90)],
+            "durable": [point(1, 35), point(10, 80)],
+        },
+    }
+    written = plot_curves(curves, tmp_path)
+    assert {p.name for p in written} == {"bench-throughput.png", "bench-latency.png"}
+    for path in written:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_profile_summary_counts_inclusive_and_self_shares(tmp_path: Path) -> None:
+    raw = tmp_path / "raw.txt"
+    raw.write_text("main (a.py:1);work (b.py:2);encode (c.py:3) 3\nmain (a.py:1);work (b.py:2) 1\n")
+    text = summarize(raw)
+    assert "4 samples" in text
+    inclusive, own = text.split("self:")
+    assert "100.0%  work (b.py)" in inclusive
+    assert " 75.0%  encode (c.py)" in own
+    assert " 25.0%  work (b.py)" in own
