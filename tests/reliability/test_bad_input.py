@@ -129,6 +129,8 @@ CORPUS: list[tuple[str, str, str, bool]] = [
     ("unknown_space", "echo ", '{"text": "a"}', False),
     ("unknown_core_activity", "durable_tools.model", "{}", False),
     ("unknown_catalog", "durable_tools.catalog", "{}", False),
+    ("unknown_packed_catalog", "durable_tools.catalog_packed", "{}", False),
+    ("unknown_callback_result", "durable_tools.callback_result", "{}", False),
     ("unknown_search", "search_tools", '{"query": "echo"}', False),
 ]
 

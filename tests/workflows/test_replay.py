@@ -26,6 +26,8 @@ def test_histories_are_checked_in() -> None:
         "approvals",
         "continued",
         "subagent",
+        "callbacks",
+        "packed_catalog",
     }
 
 
