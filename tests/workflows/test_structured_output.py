@@ -22,7 +22,7 @@ from durable_tools.messages import OutputSchema
 from durable_tools.models import aclose_shared_clients
 from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
 from durable_tools.worker import workflow_runner
-from durable_tools.workflows import AgentConfig, AgentWorkflow, RunStatus
+from durable_tools.workflows import AgentConfig, AgentWorkflow, Limits, RunStatus
 from fake_anthropic import FakeAnthropicServer, message, text, tool_use
 from fake_openai import (
     FakeOpenAIServer,
@@ -195,6 +195,30 @@ async def test_anthropic_final_answer_tool_repaired_then_accepted(
         ("final_answer", "invalid"),
         ("final_answer", "completed"),
     ]
+
+
+async def test_a_final_answer_is_taken_on_the_turn_that_reaches_the_token_budget(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    provider_keys: None,
+) -> None:
+    """A text answer ends a run even when its turn reached `max_tokens`; so does the
+    `final_answer` call of tool mode, which is the same answer in another form."""
+
+    def answer_at_once(request: RecordedRequest) -> dict[str, Any]:
+        return message(tool_use("toolu_f", "final_answer", {"city": "Paris", "celsius": 18}))
+
+    config = AgentConfig(
+        model="anthropic:claude-test", output_type=Forecast, limits=Limits(max_tokens=5)
+    )
+    with FakeAnthropicServer(answer_at_once) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        _, result, _, status, _ = await run_agent(client, task_queue, tmp_path, config)
+    assert result.status == RunStatus.COMPLETED, result
+    assert result.output == Forecast(city="Paris", celsius=18)
+    assert status.usage is not None and status.usage.total_tokens > 5
 
 
 # ------------------------------------------------------------------------- scripted

@@ -10,6 +10,7 @@ would follow. A turn that answers ends the run with its answer, budget or not.
 from __future__ import annotations
 
 from durable_tools.messages import ModelResponse, Usage
+from durable_tools.workflows._final_output import FINAL_ANSWER_TOOL
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._types import RunStatus
 
@@ -47,7 +48,9 @@ def spend_tokens(state: RunState, response: ModelResponse) -> None:
             detail=f"turn {state.turn}: {describe_usage(usage)}",
             details=usage.model_dump(),
         )
-    if not response.message.tool_calls:
+    if all(call.name == FINAL_ANSWER_TOOL for call in response.message.tool_calls):
+        # No calls, or only the final answer (structured output in tool mode): the run
+        # ends with this answer, as with a text answer; a budget stops further turns only.
         return
     limits = state.config.limits
     used = state.usage.total_tokens
