@@ -7,7 +7,6 @@ test session's server registers only the four older attributes) keeps running ru
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from durable_tools.search_attributes import AGENT_STATUS, TOKENS
 from durable_tools.server import DevServer
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import AgentConfig, RunStatus
-from support import answer, assert_not_wedged, calls, running_worker, write_script
+from support import answer, assert_not_wedged, calls, free_port, running_worker, write_script
 
 
 def _tools() -> ToolRegistry:
@@ -49,22 +48,21 @@ def _script(tmp_path: Path) -> str:
 
 
 def _upserts(history: Any) -> int:
+    """The run's own search-attribute upserts (not the SDK's `TemporalChangeVersion` one,
+    which records a `workflow.patched` marker)."""
     return sum(
         1
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
+        and set(
+            e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+        )
+        != {"TemporalChangeVersion"}
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 async def test_a_finished_run_holds_its_token_total(tmp_path: Path) -> None:
-    server = DevServer(tmp_path / "server", port=_free_port(), headless=True)
+    server = DevServer(tmp_path / "server", port=free_port(), headless=True)
     client = await server.start()  # registers every attribute of SEARCH_ATTRIBUTES
     try:
         async with running_worker(client, _tools(), "tokens"):
