@@ -9,40 +9,26 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel
 from typing_extensions import Unpack
 
-from ._catalog import IdentityIncomplete, filter_specs, missing_identity, search_specs
-from ._classify import classify_exception
-from ._context import Identity, ToolContext
-from ._errors import InvalidArguments, ToolExecutionError, ToolNotFound
-from ._events import (
-    TOOL_COMPLETED,
-    TOOL_FAILED,
-    TOOL_INVALID_ARGS,
-    TOOL_SKIPPED,
-    TOOL_STARTED,
-    EventBus,
-    EventListener,
-    ToolEvent,
-    deliver,
-    scrub_event,
-)
-from ._formatting import to_tool_result
-from ._middleware import Skip, ToolCallInfo, run_after, run_before
+from ._context import ToolContext
+from ._events import EventBus, EventListener, ToolEvent, deliver
 from ._names import NameStyle, ToolRegistrationError
 from ._options import ToolOptions, build_tool
 from ._registered import ApprovalPredicate, RegisteredTool
-from ._results import ContentBlock, ToolResult
-from ._schema import schema_for_model
+from ._registry_callbacks import callback_stub
+from ._registry_catalog import RegistryCatalog
+from ._registry_flow import flow_stub
+from ._registry_invoke import invoke_tool
+from ._registry_stub import StubTool
+from ._registry_subagent import subagent_stub
+from ._results import ToolResult
 from ._schema_tools import SchemaHandler
-from ._spec import LoadingMode, ToolSpec
-from ._validation import parse_arguments, validate_arguments, validate_output
 
 # RegisteredTool, ToolOptions and ApprovalPredicate are re-exported: callers think of
 # them as parts of the registry.
@@ -50,23 +36,8 @@ __all__ = ["ApprovalPredicate", "RegisteredTool", "ToolOptions", "ToolRegistry"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_WORKER_ONLY = frozenset(
-    {
-        "policy",
-        "start_to_close_timeout",
-        "schedule_to_close_timeout",
-        "heartbeat_timeout",
-        "retry",
-        "task_queue",
-        "local",
-        "max_concurrent",
-        "rate_limit",
-    }
-)
-"""Options of a tool's activity, meaningless for a callback tool (a client runs it)."""
 
-
-class ToolRegistry:
+class ToolRegistry(RegistryCatalog):
     """The tools a worker offers.
 
     Args:
@@ -183,37 +154,70 @@ class ToolRegistry:
             **options: As for `register`; `name=` is required and `description=` should
                 say what the sub-agent is good for (the model reads it).
         """
-        name = options.get("name")
-        if not name:
-            raise ToolRegistrationError("a sub-agent needs name=", rule="empty", tool_name=None)
-        dumped = config.model_dump(mode="json") if hasattr(config, "model_dump") else dict(config)
-        if "model" not in dumped:
-            raise ToolRegistrationError(
-                f"sub-agent {name!r}: config needs a model", rule="options", tool_name=name
-            )
+        return self._register_stub(subagent_stub(config, options))
 
-        def not_an_activity(arguments: dict[str, Any], ctx: ToolContext) -> None:
-            raise ToolExecutionError(
-                f"sub-agent {name!r} runs as a child workflow, not as an activity"
-            )
+    def flow(
+        self,
+        name: str,
+        description: str,
+        /,
+        *,
+        nodes: Mapping[str, Any],
+        edges: Iterable[tuple[str, str]] = (),
+        output: str | Mapping[str, str] | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        timeout: float | timedelta = 300.0,
+        node_output_limit_bytes: int = 64_000,
+        **options: Unpack[ToolOptions],
+    ) -> RegisteredTool:
+        """Register a flow: a graph of calls of registered tools, offered as one tool.
 
-        tool = self.register_schema(
-            not_an_activity,
-            input_schema={
-                "type": "object",
-                "properties": {
-                    "task": {"type": "string", "description": "What the sub-agent should do."}
-                },
-                "required": ["task"],
-                "additionalProperties": False,
-            },
-            **options,
+        The flow runs as a child workflow; each node is its tool's own activity with its
+        own policy; independent nodes run concurrently; the model sees one result. It is
+        validated here: unknown tools, parameters and references, cycles and types that
+        cannot line up raise, naming the node (see `durable_tools.flows`).
+
+        Args:
+            name: The flow tool's name.
+            description: What the model reads.
+            nodes: Node id -> `FlowNode(tool=..., arguments={param: literal, "$args.x" or
+                "$nodes.<id>.output[.field]"}, policy=...)` or its dict form.
+            edges: Extra `(before, after)` orderings between nodes that pass no data.
+            output: What the model sees: a node id, a `$nodes.<id>.output.field`
+                reference, or names -> either (a JSON object). Default: the one node no
+                other reads, else an object of all such nodes' outputs.
+            input_schema: The flow's arguments; default: derived from the `$args.x`
+                references (each takes the schema of the parameter it feeds).
+            timeout: The whole flow's bound, in seconds.
+            node_output_limit_bytes: Largest output a node may pass to another node.
+            **options: As for `register` (tags, loading, approval, ...). The safety flags
+                and auth scopes are the nodes' combined; a node needing approval makes
+                the flow need it.
+
+        Raises:
+            ToolRegistrationError: `rule="flow"` for a flow that does not validate.
+        """
+        stub = flow_stub(
+            name,
+            description,
+            tools=self._tools,
+            nodes=nodes,
+            edges=edges,
+            output=output,
+            input_schema=input_schema,
+            timeout=timeout,
+            node_output_limit_bytes=node_output_limit_bytes,
+            options=options,
         )
+        return self._register_stub(stub)
+
+    def _register_stub(self, stub: StubTool) -> RegisteredTool:
+        """Register a tool the run carries out itself, then stamp its spec."""
+        tool = self.register_schema(stub.handler, input_schema=stub.input_schema, **stub.options)
         with self._lock:
-            source = f"agent:{dumped.get('name', 'agent')}"
-            update = {"subagent": dumped, "transport": "sub-agent", "source": source}
+            update = stub.spec_update
             tool = dataclasses.replace(tool, spec=tool.spec.model_copy(update=update))
-            self._tools = {**self._tools, name: tool}
+            self._tools = {**self._tools, stub.name: tool}
         return tool
 
     def _add(self, tool: RegisteredTool) -> None:
@@ -258,202 +262,7 @@ class ToolRegistry:
             if hook is not None:
                 await deliver(hook, event)
 
-    # ------------------------------------------------------------------ reading
-
-    def get(self, name: str, *, provider: str | None = None) -> RegisteredTool:
-        """A registered tool by name (or by its alias for `provider`).
-
-        Raises:
-            ToolNotFound: no such tool.
-        """
-        tools = self._tools
-        found = tools.get(name)
-        if found is None and provider is not None:
-            canonical = self._aliases.get((provider, name))
-            found = tools.get(canonical) if canonical else None
-        if found is None:
-            raise ToolNotFound(f"no tool named {name!r} is registered", details={"tool": name})
-        return found
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._tools
-
-    def __len__(self) -> int:
-        return len(self._tools)
-
-    def __iter__(self) -> Iterator[RegisteredTool]:
-        return iter(list(self._tools.values()))
-
-    def names(self) -> list[str]:
-        """Registered tool names, in registration order."""
-        return list(self._tools)
-
-    def tools(self) -> list[RegisteredTool]:
-        """Registered tools, in registration order."""
-        return list(self._tools.values())
-
-    def specs(self) -> list[ToolSpec]:
-        """Every spec, unfiltered, in registration order."""
-        return [tool.spec for tool in self._tools.values()]
-
-    def catalog(
-        self,
-        *,
-        identity: Identity | None = None,
-        granted_scopes: Collection[str] | None = None,
-        loading: LoadingMode | str | None = None,
-        pattern: str | None = None,
-        transport: str | None = None,
-        source: str | None = None,
-        mime_type: str | None = None,
-        tag: str | None = None,
-    ) -> list[ToolSpec]:
-        """The specs a run may see.
-
-        Args:
-            identity: Who the run acts for; tools whose `visible_to` rule rejects it are hidden.
-            granted_scopes: The run's scopes; a tool needing any other scope is hidden.
-                None grants none (fail closed).
-            loading: Only tools of this loading mode.
-            pattern: A glob over names.
-            transport: Only tools reached this way (`function`, `mcp`, `http`, `sub-agent`).
-            source: A glob over the tools' `source`.
-            mime_type: Only tools handling this MIME type.
-            tag: Only tools with this tag.
-
-        Raises:
-            IdentityIncomplete: the registry has `require_full_identity` and `identity`
-                lacks a user, a tenant or a session.
-        """
-        if self.require_full_identity:
-            missing = missing_identity(identity)
-            if missing:
-                raise IdentityIncomplete(
-                    "this worker serves tools only to a full identity (user, tenant and "
-                    f"session); missing: {', '.join(missing)}"
-                )
-        visible = [t.spec for t in self._tools.values() if t.is_visible_to(identity)]
-        return filter_specs(
-            visible,
-            granted_scopes=granted_scopes,
-            loading=loading,
-            pattern=pattern,
-            transport=transport,
-            source=source,
-            mime_type=mime_type,
-            tag=tag,
-        )
-
-    def flow(
-        self,
-        name: str,
-        description: str,
-        /,
-        *,
-        nodes: Mapping[str, Any],
-        edges: Iterable[tuple[str, str]] = (),
-        output: str | Mapping[str, str] | None = None,
-        input_schema: Mapping[str, Any] | None = None,
-        timeout: float | timedelta = 300.0,
-        node_output_limit_bytes: int = 64_000,
-        **options: Unpack[ToolOptions],
-    ) -> RegisteredTool:
-        """Register a flow: a graph of calls of registered tools, offered as one tool.
-
-        The flow runs as a child workflow; each node is its tool's own activity with its
-        own policy; independent nodes run concurrently; the model sees one result. It is
-        validated here: unknown tools, parameters and references, cycles and types that
-        cannot line up raise, naming the node (see `durable_tools.flows`).
-
-        Args:
-            name: The flow tool's name.
-            description: What the model reads.
-            nodes: Node id -> `FlowNode(tool=..., arguments={param: literal, "$args.x" or
-                "$nodes.<id>.output[.field]"}, policy=...)` or its dict form.
-            edges: Extra `(before, after)` orderings between nodes that pass no data.
-            output: What the model sees: a node id, a `$nodes.<id>.output.field`
-                reference, or names -> either (a JSON object). Default: the one node no
-                other reads, else an object of all such nodes' outputs.
-            input_schema: The flow's arguments; default: derived from the `$args.x`
-                references (each takes the schema of the parameter it feeds).
-            timeout: The whole flow's bound, in seconds.
-            node_output_limit_bytes: Largest output a node may pass to another node.
-            **options: As for `register` (tags, loading, approval, ...). The safety flags
-                and auth scopes are the nodes' combined; a node needing approval makes
-                the flow need it.
-
-        Raises:
-            ToolRegistrationError: `rule="flow"` for a flow that does not validate.
-        """
-        from durable_tools.flows._validate import plan_flow
-
-        seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
-        if not seconds > 0 or node_output_limit_bytes < 256:
-            raise ToolRegistrationError(
-                f"flow {name!r}: timeout must be > 0 and node_output_limit_bytes >= 256",
-                rule="flow",
-                tool_name=name,
-            )
-        blueprint = plan_flow(
-            name,
-            nodes=nodes,
-            edges=edges,
-            tools=self._tools,
-            input_schema=input_schema,
-            output=output,
-            timeout_seconds=seconds,
-            node_output_limit_bytes=node_output_limit_bytes,
-        )
-        node_tools = blueprint.node_tools
-
-        def not_an_activity(arguments: dict[str, Any], ctx: ToolContext) -> None:
-            raise ToolExecutionError(f"flow {name!r} runs as a child workflow, not as an activity")
-
-        def visible(identity: Identity) -> bool:  # fail closed: every node must be visible
-            return all(tool.is_visible_to(identity) for tool in node_tools)
-
-        settings: dict[str, Any] = {"safety": blueprint.safety, **options}
-        if blueprint.needs_approval:
-            settings["approval"] = True
-        settings["auth_scopes"] = sorted({*blueprint.auth_scopes, *options.get("auth_scopes", ())})
-        settings.setdefault("visible_to", visible)
-        tool = self.register_schema(
-            not_an_activity,
-            input_schema=blueprint.input_schema,
-            name=name,
-            description=description,
-            **settings,
-        )
-        with self._lock:
-            plan = blueprint.plan.model_dump(mode="json")
-            update = {"flow": plan, "transport": "flow", "source": f"flow:{name}"}
-            tool = dataclasses.replace(tool, spec=tool.spec.model_copy(update=update))
-            self._tools = {**self._tools, name: tool}
-        return tool
-
-    def search(
-        self,
-        query: str,
-        *,
-        limit: int = 5,
-        identity: Identity | None = None,
-        granted_scopes: Collection[str] | None = None,
-    ) -> list[ToolSpec]:
-        """Deferred tools matching `query`, best first, among those the run may see."""
-        candidates = self.catalog(
-            identity=identity, granted_scopes=granted_scopes, loading=LoadingMode.DEFERRED
-        )
-        return search_specs(candidates, query, limit=limit)
-
-    def requires_approval(self, name: str, args: Mapping[str, Any] | str) -> bool:
-        """Whether a call of `name` with `args` needs a person's approval.
-
-        Raises:
-            ToolNotFound: no such tool.
-            InvalidArguments: `args` is text that is not a JSON object.
-        """
-        tool = self.get(name)
-        return tool.requires_approval(parse_arguments(args))
+    # Reading (get, names, specs, catalog, search, ...) is `RegistryCatalog`'s.
 
     # ---------------------------------------------------------------- executing
 
@@ -490,86 +299,15 @@ class ToolRegistry:
             InvalidArguments: malformed or invalid arguments; the tool did not run.
             ToolError: the tool (or a hook) failed, classified by `classify_exception`.
         """
-        tool = self.get(name)
-        spec = tool.spec
-
-        secrets = [*context.secrets.values(), *filter(None, [context.access_token])]
-
-        def event(kind: str, **extra: Any) -> ToolEvent:
-            return scrub_event(
-                ToolEvent(
-                    name=kind,
-                    tool_name=spec.name,
-                    call_id=context.tool_call_id,
-                    run_id=context.run_id,
-                    attempt=context.attempt,
-                    **extra,
-                ),
-                secrets,
-            )
-
-        try:
-            parsed = parse_arguments(arguments)
-            args = validate_arguments(spec, parsed) if spec.validates_input else parsed
-            values = tool.to_python(args)
-        except InvalidArguments as error:
-            await self.emit(
-                event(TOOL_INVALID_ARGS, message=error.message, details={"errors": error.errors})
-            )
-            raise
-        call = ToolCallInfo(tool=tool, arguments=args, context=context)
-        started = time.monotonic()
-        body_started = False
-        try:
-            skip = await run_before(self._middleware, call) if run_before_hooks else None
-            if isinstance(skip, Skip):
-                elapsed = (time.monotonic() - started) * 1000
-                await self.emit(event(TOOL_SKIPPED, elapsed_ms=elapsed, message=skip.reason))
-                text = (
-                    f"Tool call {context.tool_call_id} to {spec.name!r} was not run: {skip.reason}"
-                )
-                return ToolResult(
-                    content=[ContentBlock(type="text", text=text)],
-                    is_error=True,
-                    skipped=skip.reason,
-                    elapsed_ms=elapsed,
-                )
-            await self.emit(event(TOOL_STARTED))
-            body_started = True
-            raw = await tool.call(tool.inject(values, context))
-            result = to_tool_result(raw)
-            if (
-                self.validate_outputs
-                and spec.validates_output
-                and result.structured is not None
-                and not result.is_error
-            ):
-                validate_output(spec, result.structured)  # never retryable: the body ran
-            result = await run_after(self._middleware, call, result)
-            if not isinstance(result, ToolResult):
-                raise TypeError(f"an after-hook returned {type(result).__name__}, not a ToolResult")
-        except Exception as exc:
-            failure = classify_exception(exc)
-            if not body_started and run_before_hooks and failure.retryable:
-                failure.retryable = False  # a retry would not run the hooks again
-            elapsed = (time.monotonic() - started) * 1000
-            await self.emit(
-                event(
-                    TOOL_FAILED,
-                    elapsed_ms=elapsed,
-                    error_kind=failure.kind.value,
-                    message=failure.message,
-                    details={"retryable": failure.retryable, **failure.details},
-                )
-            )
-            if failure is exc:
-                raise
-            raise failure from exc
-        elapsed = (time.monotonic() - started) * 1000
-        if result.elapsed_ms is None:
-            result = result.model_copy(update={"elapsed_ms": elapsed})
-        await self.emit(event(TOOL_COMPLETED, elapsed_ms=result.elapsed_ms))
-        return result
+        return await invoke_tool(
+            self.get(name),
+            arguments,
+            context,
+            middleware=self._middleware,
+            emit=self.emit,
+            validate_outputs=self.validate_outputs,
+            run_before_hooks=run_before_hooks,
+        )
 
     # ------------------------------------------------------------ callback tools
 
@@ -601,29 +339,7 @@ class ToolRegistry:
             **options: As for `register`: `description=` (what the model reads to decide
                 when to call it), safety, approval, tags, loading, ...
         """
-        worker_only = sorted(set(options) & _WORKER_ONLY)
-        if worker_only:
-            raise ToolRegistrationError(
-                f"callback tool {name!r}: option(s) {', '.join(worker_only)} shape a worker "
-                "activity, but a client runs this tool; drop them (timeout= bounds the wait)",
-                rule="options",
-                tool_name=name,
-            )
-        if isinstance(parameters, type) and issubclass(parameters, BaseModel):
-            schema = schema_for_model(parameters, tool_name=name, mode="validation")
-        else:
-            schema = dict(parameters or {"type": "object", "properties": {}})
-
-        def not_an_activity(arguments: dict[str, Any], ctx: ToolContext) -> None:
-            raise ToolExecutionError(f"callback tool {name!r} is run by a client, not a worker")
-
-        given: ToolOptions = {"source": f"callback:{name}", **options}
-        given["name"] = name
-        given["output_schema"] = output
-        given["start_to_close_timeout"] = timeout
-        tool = self.register_schema(not_an_activity, input_schema=schema, **given)
-        with self._lock:
-            update = {"callback": True, "transport": "callback"}
-            tool = dataclasses.replace(tool, spec=tool.spec.model_copy(update=update))
-            self._tools = {**self._tools, name: tool}
-        return tool
+        stub = callback_stub(
+            name, parameters=parameters, output=output, timeout=timeout, options=options
+        )
+        return self._register_stub(stub)

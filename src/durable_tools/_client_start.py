@@ -1,0 +1,76 @@
+"""What `DurableTools.start` sends: the run's resolved config and its search attributes at start."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.client import Client
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.service import RPCError
+
+from durable_tools import search_attributes as sa
+from durable_tools.messages import ModelSettings, OutputSchema
+from durable_tools.workflows import AgentConfig, RunStatus
+
+__all__ = ["start_attributes", "start_config"]
+
+
+def start_config(
+    client: Client,
+    *,
+    model: str | None,
+    config: AgentConfig | None,
+    model_settings: ModelSettings | None,
+    output_type: Any,
+) -> AgentConfig:
+    """The config a run starts with: `config` (or one for `model`) with the overrides applied.
+
+    Raises:
+        ValueError: neither `model` nor `config` is given.
+    """
+    if config is None:
+        if model is None:
+            raise ValueError("give either model= or config=")
+        config = AgentConfig(model=model)
+    if model_settings is not None:
+        base = config.model_settings or ModelSettings()
+        config = config.model_copy(update={"model_settings": base.merged(model_settings)})
+    if client.data_converter.payload_codec and "summary_arguments" not in config.model_fields_set:
+        config = config.model_copy(update={"summary_arguments": False})  # docs/encryption.md
+    if output_type is not None:
+        config = config.model_copy(update={"output_type": OutputSchema.coerce(output_type)})
+    return config
+
+
+async def start_attributes(client: Client, config: AgentConfig) -> TypedSearchAttributes:
+    """The search attributes a run starts with (`DurableToolsTokens` only where registered)."""
+    return TypedSearchAttributes(
+        [
+            SearchAttributePair(sa.AGENT_NAME, config.name),
+            SearchAttributePair(sa.AGENT_STATUS, RunStatus.RUNNING.value),
+            *([SearchAttributePair(sa.TOKENS, 0)] if await _has_tokens(client) else []),
+        ]
+    )
+
+
+_TOKENS_REGISTERED: weakref.WeakKeyDictionary[Client, bool] = weakref.WeakKeyDictionary()
+
+
+async def _has_tokens(client: Client) -> bool:
+    """Whether the namespace registers `DurableToolsTokens` (asked once per client).
+
+    A run carries the attribute only then: namespaces set up before it existed keep working.
+    """
+    known = _TOKENS_REGISTERED.get(client)
+    if known is None:
+        try:
+            found = await client.operator_service.list_search_attributes(
+                ListSearchAttributesRequest(namespace=client.namespace)
+            )
+            known = sa.TOKENS.name in found.custom_attributes
+        except RPCError:  # no operator access (e.g. a cloud API key without it)
+            known = False
+        _TOKENS_REGISTERED[client] = known
+    return known

@@ -1,0 +1,356 @@
+"""`AgentRun`: a handle on one agent run (read it, decide its approvals, steer, cancel)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import TypeAdapter
+from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHandle
+
+from durable_tools._callbacks_client import serve_callbacks
+from durable_tools._run_decisions import with_decisions
+from durable_tools._run_progress import ToolProgress, progress_in
+from durable_tools.events import EventSink, FollowResult, follow_events
+from durable_tools.messages import Message
+from durable_tools.server import ui_url
+from durable_tools.streaming import StreamEvent
+from durable_tools.streaming._watch import follow_stream
+from durable_tools.tools._artifacts import ArtifactStore, fetch_artifact, ref_from_uri
+from durable_tools.tools._results import ArtifactRef
+from durable_tools.workflows import (
+    AgentResult,
+    AgentWorkflow,
+    ApprovalDecision,
+    ApprovalPolicy,
+    BatchDecision,
+    BatchItem,
+    EventsPage,
+    GrantRequest,
+    GrantRevocation,
+    PendingApproval,
+    PolicyChange,
+    RunEvent,
+    RunSnapshot,
+    StandingGrant,
+    Steer,
+    ToolCallRecord,
+)
+
+__all__ = ["AgentRun"]
+
+# Statuses a call reaches without ever being put to a person.
+_NEVER_DECIDED = ("invalid", "awaiting_approval")
+
+
+class AgentRun:
+    """A handle on one agent run (a workflow id).
+
+    Args:
+        client: The client the run is reached through.
+        run_id: The run's workflow id.
+        output_type: The Python type of the run's structured final answer, for
+            `result()` to turn `AgentResult.output` into.
+    """
+
+    def __init__(self, client: Client, run_id: str, output_type: Any = None) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.output_type = output_type
+        self.handle: WorkflowHandle[AgentWorkflow, AgentResult] = client.get_workflow_handle_for(
+            AgentWorkflow.run, run_id
+        )
+
+    @property
+    def ui_url(self) -> str:
+        """The run's page in the Temporal UI."""
+        return ui_url(self.client.namespace, self.run_id)
+
+    async def result(self, output_type: Any = None) -> AgentResult:
+        """Wait for the run to end and return how it ended (follows continue-as-new).
+
+        Args:
+            output_type: The type to validate `AgentResult.output` into; default the
+                handle's (the `output_type` the run was started with from this process).
+                Without one, `output` stays the JSON object the workflow validated.
+
+        Raises:
+            pydantic.ValidationError: The answer matched the run's JSON schema but not
+                the type (a validator of the type that the schema cannot express).
+        """
+        result = await self.handle.result()
+        wanted = output_type if output_type is not None else self.output_type
+        if wanted is not None and result.output is not None:
+            result.output = TypeAdapter(wanted).validate_python(result.output)
+        return result
+
+    async def status(self) -> RunSnapshot:
+        """What the run is doing now (a query; needs a worker, also for ended runs)."""
+        return await self.handle.query(AgentWorkflow.status)
+
+    async def serve_callbacks(
+        self, handlers: Mapping[str, Callable[..., Any]], *, poll_interval: float = 0.5
+    ) -> int:
+        """Run this run's callback tools here until it ends (see `_callbacks_client`):
+        `handlers` maps tool names to callables taking the arguments as keywords."""
+        return await serve_callbacks(self.handle, handlers, poll_interval=poll_interval)
+
+    async def timeline(self) -> list[ToolCallRecord]:
+        """Every tool call of the run so far."""
+        return await self.handle.query(AgentWorkflow.timeline)
+
+    async def decided_timeline(
+        self, timeline: list[ToolCallRecord] | None = None
+    ) -> list[ToolCallRecord]:
+        """The timeline with who decided each approval, when and why.
+
+        Records from a workflow that fills `decided_by` are returned as they are; for
+        older runs the decisions are read from the run's `approval.*` events.
+
+        Args:
+            timeline: The run's timeline when the caller already has it (saves a query).
+        """
+        records = timeline if timeline is not None else await self.timeline()
+        if all(r.decided_by is not None or r.status in _NEVER_DECIDED for r in records):
+            return records
+        return with_decisions(records, await self.events())
+
+    async def conversation(self) -> list[Message]:
+        """The conversation so far."""
+        return await self.handle.query(AgentWorkflow.conversation)
+
+    async def artifact(self, ref: ArtifactRef | str, store: ArtifactStore | None = None) -> bytes:
+        """The full bytes of an artifact (a large tool output kept out of the history).
+
+        Args:
+            ref: A reference from the run's timeline (`ToolCallRecord.outcome.artifacts`)
+                or the URI a truncated output names.
+            store: Where to read; default the store the reference points into
+                (`s3://` with `DURABLE_TOOLS_S3_ENDPOINT` and the AWS credentials of this
+                process, or the `file://` directory).
+
+        Raises:
+            KeyError: the store does not hold it, or it does not match its sha256.
+            ValueError: `ref` is a string that names no artifact.
+        """
+        if isinstance(ref, str):
+            ref = ref_from_uri(ref)
+        return await fetch_artifact(ref, store)
+
+    async def events(self) -> list[RunEvent]:
+        """The run's kept events (the last `AgentConfig.events_kept`)."""
+        return await self.handle.query(AgentWorkflow.events)
+
+    async def events_since(self, cursor: int) -> EventsPage:
+        """The kept events from event index `cursor` on, and the cursor to ask from next."""
+        return await self.handle.query(AgentWorkflow.events_since, cursor)
+
+    async def follow_events(
+        self, sink: EventSink, *, cursor: int = 0, interval: float = 0.5
+    ) -> FollowResult:
+        """Deliver every event of the run to `sink`, in order, until the run ends.
+
+        See `durable_tools.events.follow_events`.
+        """
+        return await follow_events(self, sink, cursor=cursor, interval=interval)
+
+    async def progress(
+        self, description: WorkflowExecutionDescription | None = None
+    ) -> list[ToolProgress]:
+        """The latest typed progress of each running tool call that reports some.
+
+        Read from the run's pending activities (`describe()`): heartbeats are not history
+        events, so progress costs the history nothing, and it is never in the conversation.
+
+        Args:
+            description: The run's `describe()` answer when the caller already has it.
+        """
+        described = description if description is not None else await self.handle.describe()
+        return await progress_in(self.client, described)
+
+    def stream(self) -> AsyncIterator[StreamEvent]:
+        """The run live: the model's text as it is generated, tool progress, its end.
+
+        Needs `AgentConfig(stream_tokens=True)` for the text; tool progress comes either
+        way. The iterator ends after a `run_ended` event. See docs/streaming.md.
+        """
+        return follow_stream(self.client, self.run_id, progress=self.progress)
+
+    async def child_runs(self) -> list[AgentRun]:
+        """Sub-agent runs this run started, in the order it started them."""
+        return [
+            AgentRun(self.client, record.child_run_id)
+            for record in await self.timeline()
+            if record.child_run_id
+        ]
+
+    async def pending_approvals(self) -> list[tuple[str, PendingApproval]]:
+        """Approvals this run and its running sub-agents wait for, as (run id, approval)."""
+        snapshot = await self.status()
+        mine = [(self.run_id, approval) for approval in snapshot.pending_approvals]
+        return mine + await self.subagent_approvals()
+
+    async def subagent_approvals(
+        self, timeline: list[ToolCallRecord] | None = None
+    ) -> list[tuple[str, PendingApproval]]:
+        """Approvals that this run's running sub-agents (and theirs) wait for.
+
+        Args:
+            timeline: The run's timeline when the caller already has it (saves a query).
+        """
+        found: list[tuple[str, PendingApproval]] = []
+        for record in timeline if timeline is not None else await self.timeline():
+            if record.child_run_id and record.status == "running":
+                found += await AgentRun(self.client, record.child_run_id).pending_approvals()
+        return found
+
+    async def find_approval(self, call_id: str) -> tuple[AgentRun, PendingApproval] | None:
+        """The approval pending for `call_id` in this run or one of its running sub-agents,
+        with the run that waits for it; None when no such approval is pending."""
+        for approval in (await self.status()).pending_approvals:
+            if approval.call_id == call_id:
+                return self, approval
+        for run_id, approval in await self.subagent_approvals():
+            if approval.call_id == call_id:
+                return AgentRun(self.client, run_id), approval
+        return None
+
+    async def decide(
+        self,
+        call_id: str,
+        *,
+        approve: bool,
+        decider: str = "anonymous",
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+        grant: GrantRequest | None = None,
+    ) -> str:
+        """Approve or deny a pending call. Raises if the run's validator rejects the decision.
+
+        Pass the `arguments_hash` of the `PendingApproval` you showed the decider: the run
+        then accepts the decision only for exactly those arguments, and rejects it if the
+        call pending under that id has changed since (a model may reuse a call id in a
+        later turn with other arguments). Without a hash the decision applies to whatever
+        is pending under `call_id` when it arrives.
+
+        A call pending in a sub-agent of this run may be decided through this run: the
+        decision goes to the sub-agent run that waits for it.
+
+        With `grant`, an approval also stops asking: a standing grant for the tool, for the
+        run or the run's identity, optionally bounded by argument constraints.
+        """
+        found = await self.find_approval(call_id)
+        target = found[0] if found is not None else self
+        return await target.send_decision(
+            ApprovalDecision(
+                call_id=call_id,
+                approve=approve,
+                decider=decider,
+                reason=reason,
+                arguments_hash=arguments_hash,
+                grant=grant,
+            )
+        )
+
+    async def send_decision(self, decision: ApprovalDecision) -> str:
+        """Send a decision to this very run (no sub-agent lookup); returns the verdict."""
+        return await self.handle.execute_update(AgentWorkflow.decide, decision)
+
+    async def approve(
+        self,
+        call_id: str,
+        *,
+        decider: str = "anonymous",
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+        grant: GrantRequest | None = None,
+    ) -> str:
+        """Approve a pending call; pass the hash you showed (see `decide`)."""
+        return await self.decide(
+            call_id,
+            approve=True,
+            decider=decider,
+            reason=reason,
+            arguments_hash=arguments_hash,
+            grant=grant,
+        )
+
+    async def deny(
+        self,
+        call_id: str,
+        *,
+        decider: str = "anonymous",
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+    ) -> str:
+        """Deny a pending call; pass the hash you showed (see `decide`)."""
+        return await self.decide(
+            call_id, approve=False, decider=decider, reason=reason, arguments_hash=arguments_hash
+        )
+
+    async def decide_batch(
+        self,
+        decisions: Sequence[tuple[str, bool, str]],
+        *,
+        decider: str = "anonymous",
+        reason: str | None = None,
+    ) -> list[str]:
+        """Decide several pending calls of this run at once: `(call_id, approve, hash)` each.
+
+        Every item must carry the arguments hash of the call it decides; the run checks all
+        of them before applying any, so one stale or unknown item rejects the whole batch.
+        """
+        batch = BatchDecision(
+            items=tuple(
+                BatchItem(call_id=call_id, approve=approve, arguments_hash=arguments_hash)
+                for call_id, approve, arguments_hash in decisions
+            ),
+            decider=decider,
+            reason=reason,
+        )
+        return await self.handle.execute_update(AgentWorkflow.decide_batch, batch)
+
+    async def policy(self) -> ApprovalPolicy | None:
+        """The run's live approval policy."""
+        return (await self.status()).policy
+
+    async def set_policy(
+        self, policy: ApprovalPolicy, *, changed_by: str = "anonymous", reason: str | None = None
+    ) -> str:
+        """Replace the run's live approval policy (recorded in its events with who and why)."""
+        change = PolicyChange(policy=policy, changed_by=changed_by, reason=reason)
+        return await self.handle.execute_update(AgentWorkflow.set_policy, change)
+
+    async def grants(self) -> list[StandingGrant]:
+        """The run's run-scoped standing grants (revoked ones included)."""
+        return (await self.status()).standing_grants
+
+    async def revoke_grant(self, grant_id: str, *, revoked_by: str = "anonymous") -> str:
+        """Revoke a run-scoped standing grant; the tool's next calls are asked again."""
+        revocation = GrantRevocation(grant_id=grant_id, revoked_by=revoked_by)
+        return await self.handle.execute_update(AgentWorkflow.revoke_grant, revocation)
+
+    async def steer(self, instruction: str, *, skip_remaining: bool = False) -> None:
+        """Give the model a new instruction before its next turn.
+
+        Args:
+            instruction: What the model should do now; it reads it as a user message.
+            skip_remaining: Also skip the current turn's calls that have not started:
+                each gets the result `skipped: the user steered: <instruction>`, and calls
+                waiting for approval stop waiting (a later decision is rejected). Calls
+                already running finish.
+
+        Raises:
+            pydantic.ValidationError: The instruction is empty or too long (checked here,
+                before anything is sent).
+        """
+        steer = Steer(instruction=instruction, skip_remaining=skip_remaining)
+        if skip_remaining:
+            await self.handle.signal(AgentWorkflow.steer_turn, steer)
+        else:
+            # The plain signal: workers deployed before `steer_turn` existed understand it.
+            await self.handle.signal(AgentWorkflow.steer, steer.instruction)
+
+    async def cancel(self, reason: str | None = None) -> None:
+        """End the run cleanly, cancelling running tools."""
+        await self.handle.signal(AgentWorkflow.cancel, reason)

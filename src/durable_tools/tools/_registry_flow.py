@@ -1,0 +1,74 @@
+"""`ToolRegistry.flow`: a graph of calls of registered tools, offered as one tool."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import Any
+
+from ._context import Identity
+from ._names import ToolRegistrationError
+from ._registered import RegisteredTool
+from ._registry_stub import StubTool, refusing_handler
+
+__all__ = ["flow_stub"]
+
+
+def flow_stub(
+    name: str,
+    description: str,
+    *,
+    tools: Mapping[str, RegisteredTool],
+    nodes: Mapping[str, Any],
+    edges: Iterable[tuple[str, str]],
+    output: str | Mapping[str, str] | None,
+    input_schema: Mapping[str, Any] | None,
+    timeout: float | timedelta,
+    node_output_limit_bytes: int,
+    options: Mapping[str, Any],
+) -> StubTool:
+    """The registration of a flow over `tools` (see `ToolRegistry.flow`).
+
+    Raises:
+        ToolRegistrationError: `rule="flow"` for a flow that does not validate.
+    """
+    from durable_tools.flows._validate import plan_flow
+
+    given = sorted({"name", "description"} & options.keys())
+    if given:  # as when they were passed on to `register_schema` beside the positional ones
+        raise TypeError(f"flow() got multiple values for keyword argument {given[0]!r}")
+    seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
+    if not seconds > 0 or node_output_limit_bytes < 256:
+        raise ToolRegistrationError(
+            f"flow {name!r}: timeout must be > 0 and node_output_limit_bytes >= 256",
+            rule="flow",
+            tool_name=name,
+        )
+    blueprint = plan_flow(
+        name,
+        nodes=nodes,
+        edges=edges,
+        tools=tools,
+        input_schema=input_schema,
+        output=output,
+        timeout_seconds=seconds,
+        node_output_limit_bytes=node_output_limit_bytes,
+    )
+    node_tools = blueprint.node_tools
+
+    def visible(identity: Identity) -> bool:  # fail closed: every node must be visible
+        return all(tool.is_visible_to(identity) for tool in node_tools)
+
+    settings: dict[str, Any] = {"safety": blueprint.safety, **options}
+    if blueprint.needs_approval:
+        settings["approval"] = True
+    settings["auth_scopes"] = sorted({*blueprint.auth_scopes, *options.get("auth_scopes", ())})
+    settings.setdefault("visible_to", visible)
+    plan = blueprint.plan.model_dump(mode="json")
+    return StubTool(
+        name=name,
+        handler=refusing_handler(f"flow {name!r} runs as a child workflow, not as an activity"),
+        input_schema=blueprint.input_schema,
+        options={**settings, "name": name, "description": description},
+        spec_update={"flow": plan, "transport": "flow", "source": f"flow:{name}"},
+    )

@@ -1,0 +1,127 @@
+"""`ToolRegistry.invoke`: one call of a tool, with its hooks, its events and its checks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from ._classify import classify_exception
+from ._context import ToolContext
+from ._errors import InvalidArguments
+from ._events import (
+    TOOL_COMPLETED,
+    TOOL_FAILED,
+    TOOL_INVALID_ARGS,
+    TOOL_SKIPPED,
+    TOOL_STARTED,
+    ToolEvent,
+    scrub_event,
+)
+from ._formatting import to_tool_result
+from ._middleware import Skip, ToolCallInfo, run_after, run_before
+from ._registered import RegisteredTool
+from ._results import ContentBlock, ToolResult
+from ._validation import parse_arguments, validate_arguments, validate_output
+
+__all__ = ["invoke_tool"]
+
+
+async def invoke_tool(
+    tool: RegisteredTool,
+    arguments: Mapping[str, Any] | str,
+    context: ToolContext,
+    *,
+    middleware: tuple[object, ...],
+    emit: Callable[[ToolEvent], Awaitable[None]],
+    validate_outputs: bool,
+    run_before_hooks: bool,
+) -> ToolResult:
+    """Run one call of `tool` (see `ToolRegistry.invoke`, which documents the rules).
+
+    Args:
+        tool: The tool.
+        arguments: JSON text or a mapping.
+        context: The call's context.
+        middleware: The registry's middlewares, in order.
+        emit: Delivers a `tool.*` event (the registry's `emit`).
+        validate_outputs: Whether the registry checks structured results.
+        run_before_hooks: False on a retry attempt of a call whose hooks already passed.
+    """
+    spec = tool.spec
+
+    secrets = [*context.secrets.values(), *filter(None, [context.access_token])]
+
+    def event(kind: str, **extra: Any) -> ToolEvent:
+        return scrub_event(
+            ToolEvent(
+                name=kind,
+                tool_name=spec.name,
+                call_id=context.tool_call_id,
+                run_id=context.run_id,
+                attempt=context.attempt,
+                **extra,
+            ),
+            secrets,
+        )
+
+    try:
+        parsed = parse_arguments(arguments)
+        args = validate_arguments(spec, parsed) if spec.validates_input else parsed
+        values = tool.to_python(args)
+    except InvalidArguments as error:
+        await emit(
+            event(TOOL_INVALID_ARGS, message=error.message, details={"errors": error.errors})
+        )
+        raise
+    call = ToolCallInfo(tool=tool, arguments=args, context=context)
+    started = time.monotonic()
+    body_started = False
+    try:
+        skip = await run_before(middleware, call) if run_before_hooks else None
+        if isinstance(skip, Skip):
+            elapsed = (time.monotonic() - started) * 1000
+            await emit(event(TOOL_SKIPPED, elapsed_ms=elapsed, message=skip.reason))
+            text = f"Tool call {context.tool_call_id} to {spec.name!r} was not run: {skip.reason}"
+            return ToolResult(
+                content=[ContentBlock(type="text", text=text)],
+                is_error=True,
+                skipped=skip.reason,
+                elapsed_ms=elapsed,
+            )
+        await emit(event(TOOL_STARTED))
+        body_started = True
+        raw = await tool.call(tool.inject(values, context))
+        result = to_tool_result(raw)
+        if (
+            validate_outputs
+            and spec.validates_output
+            and result.structured is not None
+            and not result.is_error
+        ):
+            validate_output(spec, result.structured)  # never retryable: the body ran
+        result = await run_after(middleware, call, result)
+        if not isinstance(result, ToolResult):
+            raise TypeError(f"an after-hook returned {type(result).__name__}, not a ToolResult")
+    except Exception as exc:
+        failure = classify_exception(exc)
+        if not body_started and run_before_hooks and failure.retryable:
+            failure.retryable = False  # a retry would not run the hooks again
+        elapsed = (time.monotonic() - started) * 1000
+        await emit(
+            event(
+                TOOL_FAILED,
+                elapsed_ms=elapsed,
+                error_kind=failure.kind.value,
+                message=failure.message,
+                details={"retryable": failure.retryable, **failure.details},
+            )
+        )
+        if failure is exc:
+            raise
+        raise failure from exc
+    elapsed = (time.monotonic() - started) * 1000
+    if result.elapsed_ms is None:
+        result = result.model_copy(update={"elapsed_ms": elapsed})
+    await emit(event(TOOL_COMPLETED, elapsed_ms=result.elapsed_ms))
+    return result
