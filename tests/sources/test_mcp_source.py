@@ -321,3 +321,17 @@ async def test_agent_run_calls_an_mcp_tool(
     history = await run.handle.fetch_history()
     tool_activities = [n for n in scheduled_activities(history) if not n.startswith("durable_")]
     assert tool_activities == ["calc__add"]  # the invalid call never became an activity
+
+
+def test_a_stdio_server_gets_a_real_stderr_when_sys_stderr_has_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under Jupyter, an IDE or a test's capture `sys.stderr` has no file descriptor; the
+    server process needs one (it failed to start with `UnsupportedOperation: fileno`)."""
+    import io
+
+    from durable_tools.sources._mcp_connection import _server_errlog
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    errlog = _server_errlog()
+    assert errlog.fileno() >= 0

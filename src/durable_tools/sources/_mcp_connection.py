@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import sys
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import Any, TextIO
 
 from durable_tools.tools import NeedsAuthorization, ToolError, ToolExecutionError
 
@@ -218,7 +220,7 @@ class _Connection:
             params = StdioServerParameters(
                 command=server.command, args=list(server.args), env=env or None, cwd=server.cwd
             )
-            return stdio_client(params)
+            return stdio_client(params, errlog=_server_errlog())
         headers = {
             key: resolve_value(value, self._secrets, what=f"header {key} of {server.label}")
             for key, value in server.headers.items()
@@ -270,3 +272,21 @@ class _Connection:
         if work in done:
             return work.result()
         raise _ConnectionLost(f"the session to {self.server.label} ended during the call")
+
+
+def _server_errlog() -> TextIO:
+    """Where a stdio server's stderr goes: this process's stderr, as a real file.
+
+    The SDK's default is `sys.stderr` as it was when `mcp` was first imported, and a
+    child process needs a file descriptor: under Jupyter, an IDE or a test's capture,
+    `sys.stderr` may have none, and the server would fail to start. Then the
+    interpreter's original stderr is used, or the server's stderr is discarded.
+    """
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (OSError, ValueError, AttributeError):
+            continue
+    return open(os.devnull, "w")  # rare (no stderr at all); lives as long as the server
