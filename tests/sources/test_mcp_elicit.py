@@ -36,11 +36,11 @@ async def pool() -> AsyncIterator[McpPool]:
     await pool.aclose()
 
 
-async def registry_for(pool: McpPool, key: str | None = None) -> ToolRegistry:
+async def registry_for(pool: McpPool, key: str | None = None, **options: Any) -> ToolRegistry:
     registry = ToolRegistry()
     env = {"ELICIT_STATE_KEY": key} if key else {}
     server = McpStdio(sys.executable, (SERVER,), env=env, name="ask", elicitation=True)
-    await attach_mcp(registry, server, pool=pool)
+    await attach_mcp(registry, server, pool=pool, **options)
     return registry
 
 
@@ -95,6 +95,35 @@ async def test_a_declined_question_is_passed_to_the_server(
         await answer_input(run.handle, "g1", "decline")
         assert (await run.result()).status == RunStatus.COMPLETED
         assert await tool_reply(run) == "nobody to greet (the user chose decline)"
+        await assert_not_wedged(run.handle)
+
+
+async def test_an_unanswered_question_ends_at_the_tools_deadline(
+    client: Client, task_queue: str, tmp_path: Path, pool: McpPool
+) -> None:
+    registry = await registry_for(pool, schedule_to_close_timeout=3)
+    async with running_worker(client, registry, task_queue):
+        run = await start(client, task_queue, tmp_path)
+        paused = await wait_for(run, waiting, timeout=30)
+        assert paused.pending_inputs[0].deadline is not None
+        assert (await run.result()).status == RunStatus.COMPLETED
+        reply = await tool_reply(run)
+        assert "the user did not answer the MCP server's question within 3s" in reply
+        assert not (await run.status()).pending_inputs
+        events = [e.event for e in await run.events() if e.event.startswith("input.")]
+        assert events == ["input.requested", "input.expired"]
+        await assert_not_wedged(run.handle)
+
+
+async def test_cancelling_the_run_ends_the_wait(
+    client: Client, task_queue: str, tmp_path: Path, pool: McpPool
+) -> None:
+    registry = await registry_for(pool)
+    async with running_worker(client, registry, task_queue):
+        run = await start(client, task_queue, tmp_path)
+        await wait_for(run, waiting, timeout=30)
+        await run.handle.signal("cancel", "not needed")
+        assert (await run.result()).status == RunStatus.CANCELLED
         await assert_not_wedged(run.handle)
 
 
@@ -156,6 +185,7 @@ async def test_a_bad_answer_is_refused_and_the_question_keeps_waiting(
         (None, "could not take the user's answer: Invalid or expired requestState"),
     ],
 )
+@pytest.mark.slow
 async def test_an_answer_after_a_worker_restart(
     client: Client, task_queue: str, tmp_path: Path, pool: McpPool, key: str | None, expected: str
 ) -> None:
