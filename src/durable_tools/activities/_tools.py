@@ -181,6 +181,8 @@ def make_tool_activity(
                 secrets=runtime.secrets,
                 access_token=access_token,
                 artifact_store=runtime.artifact_store,
+                input_responses=invocation.input_responses,
+                request_state=invocation.request_state,
                 _progress=progress,
             )
             started = time.monotonic()

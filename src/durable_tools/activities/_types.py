@@ -83,6 +83,10 @@ class ToolInvocation(BaseModel):
     output_limit_bytes: int = 16_000
     grant_ref: str | None = None
     """Opaque reference to the OAuth grant the call runs with, never the token."""
+    input_responses: dict[str, Any] | None = None
+    """The user's answers to an MCP server's questions (elicitation), by question key."""
+    request_state: str | None = None
+    """The MCP server's opaque state from the call's previous round, echoed back."""
 
 
 class PreflightRequest(BaseModel):

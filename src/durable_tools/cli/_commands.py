@@ -17,6 +17,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from durable_tools import search_attributes as sa
+from durable_tools._input_client import render_pending_input
 from durable_tools._render import (
     render_approval,
     render_authorization,
@@ -216,6 +217,8 @@ async def cmd_show(args: argparse.Namespace) -> int:
             )
         else:
             echo(render_snapshot(run.run_id, snapshot, timeline, run_link(run)))
+            for waiting in snapshot.pending_inputs:  # MCP servers' questions for the user
+                echo("\n" + render_pending_input(run.run_id, waiting))
             for item in progress:
                 echo(f"  progress {item.call_id} {item.tool}: {render_progress(item.progress)}")
             for run_id, approval in in_children:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ._answer import add_answer_command
 from ._artifact import cmd_artifact_get
 from ._callbacks import add_callbacks_command
 from ._codec import add_codec_server_command
@@ -192,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_policy_commands(sub)
     add_callbacks_command(sub)
+    add_answer_command(sub)
     auth = sub.add_parser("auth", help="OAuth waits: re-issue an expired link")
     p = auth.add_subparsers(title="auth commands", metavar="ACTION", required=True).add_parser(
         "reissue", help="a fresh authorization link for a waiting call"

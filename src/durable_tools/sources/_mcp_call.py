@@ -23,6 +23,7 @@ from durable_tools.tools import (
     ToolResult,
 )
 
+from ._mcp_input import is_input_required, needs_input_result
 from ._mcp_pool import McpPool, ProgressFn
 from ._mcp_results import mcp_result_to_tool_result
 from ._mcp_servers import McpServer
@@ -97,7 +98,11 @@ def make_handler(
             retry_timeouts=bool(policy.retry.retry_timeouts),
             progress=progress_reporter(ctx),
             bearer=bearer_for(registry, name, ctx),
+            input_responses=ctx.input_responses,
+            request_state=ctx.request_state,
         )
+        if is_input_required(raw):  # the user must answer first: the run pauses for it
+            return needs_input_result(raw, server=server.label, tool=name)
         # The server announces a tool-list change before it answers the call that made it.
         await pool.settled(server)
         return mcp_result_to_tool_result(raw, ctx.artifact_store)

@@ -31,6 +31,8 @@ try:
     import httpx2
     import mcp_types
     from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+    from mcp.client._probe import negotiate_auto
+    from mcp.client.session import ClientRequestContext
     from mcp.client.streamable_http import streamable_http_client
 except ImportError as _error:  # pragma: no cover - exercised only without the extra
     _MISSING_SDK: ImportError | None = _error
@@ -158,9 +160,19 @@ class _Connection:
                         write,
                         client_info=mcp_types.Implementation(name=_CLIENT_NAME, version="0.1.0"),
                         message_handler=self._notified,
+                        # Announces the capability; see `_refuse_open_elicitation`.
+                        elicitation_callback=(
+                            _refuse_open_elicitation if self.server.elicitation else None
+                        ),
                     )
                 )
-                await session.initialize()
+                if self.server.elicitation:
+                    # The SDK's own `mode="auto"` policy: the 2026-07-28 protocol when the
+                    # server speaks it (questions come back as input-required results),
+                    # else the initialize handshake.
+                    await negotiate_auto(session)
+                else:
+                    await session.initialize()
                 self.session = session
                 if not ready.done():
                     ready.set_result(None)
@@ -290,3 +302,22 @@ def _server_errlog() -> TextIO:
         except (OSError, ValueError, AttributeError):
             continue
     return open(os.devnull, "w")  # rare (no stderr at all); lives as long as the server
+
+
+async def _refuse_open_elicitation(
+    context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+) -> mcp_types.ElicitResult | mcp_types.ErrorData:
+    """Refuse a question asked while a call is held open (protocol 2025-11-25 and older).
+
+    Passing a callback announces the elicitation capability, so a 2026-07-28 server asks
+    through an input-required result instead, which the run turns into a durable pause
+    (see `_mcp_input`). A question asked mid-call could only be answered by holding an
+    activity open for a person, which a worker restart would lose: it is refused.
+    """
+    return mcp_types.ErrorData(
+        code=mcp_types.INVALID_REQUEST,
+        message=(
+            "Elicitation is supported only as an input-required result (MCP 2026-07-28); "
+            "this client does not hold a call open for a person's answer"
+        ),
+    )

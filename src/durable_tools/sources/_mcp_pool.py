@@ -288,8 +288,14 @@ class McpPool:
         retry_timeouts: bool = False,
         progress: ProgressFn | None = None,
         bearer: str | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
     ) -> dict[str, Any]:
         """Call the MCP tool `name` and return the `CallToolResult` as a wire dict.
+
+        A server that needs the user's input answers with an `InputRequiredResult`
+        instead (its wire dict has `resultType: "input_required"`); the next round sends
+        the user's answers as `input_responses` with the echoed `request_state`.
 
         Args:
             server: The server.
@@ -301,6 +307,9 @@ class McpPool:
             progress: Receives the server's progress notifications for this call.
             bearer: The user's OAuth access token (HTTP servers): the call goes on a
                 session of that token's own.
+            input_responses: The user's answers (MCP `ElicitResult` wire dicts) to the
+                previous round's questions, by question key.
+            request_state: The server's opaque state from the previous round.
 
         Raises:
             McpConnectionError: retryable; the server is unreachable even after a reconnect.
@@ -319,18 +328,37 @@ class McpPool:
             if report is not None:
                 report(progress, total, message)
 
+        responses: mcp_types.InputResponses | None = None
+        if input_responses:
+            responses = {
+                key: mcp_types.ElicitResult.model_validate(value)
+                for key, value in input_responses.items()
+            }
+
         async def call(session: ClientSession) -> dict[str, Any]:
             result = await session.call_tool(
                 name,
                 dict(arguments),
                 read_timeout_seconds=timeout,
                 progress_callback=on_progress if progress is not None else None,
+                input_responses=responses,
+                request_state=request_state,
+                allow_input_required=True,
             )
             return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
         try:
             answer: dict[str, Any] = await self._request(server, call, secrets, bearer)
         except MCPError as error:
+            if request_state is not None and error.code == mcp_types.INVALID_PARAMS:
+                # The server no longer accepts the state of its own question (the SDK
+                # seals it with a per-process key and a TTL, 10 minutes by default).
+                raise ToolExecutionError(
+                    f"MCP tool {name!r} of {server.label!r} could not take the user's answer: "
+                    f"{error.message} (the question's state expired or the server restarted "
+                    "since it asked); call the tool again to be asked anew",
+                    retryable=False,
+                ) from error
             raise _classify(
                 error, server=server.label, tool=name, retry_timeouts=retry_timeouts
             ) from error

@@ -49,6 +49,11 @@ class McpStdio:
     """Working directory of the subprocess."""
     name: str | None = None
     """A short label: the default tool-name prefix, and how logs and errors name the server."""
+    elicitation: bool = False
+    """Let the server's tools ask the user questions (MCP elicitation) as durable pauses:
+    connect with the 2026-07-28 protocol when the server speaks it (questions come back as
+    input-required results) and announce the capability. Such a connection does not
+    follow `tools/list_changed` (the 2026 protocol needs subscriptions for it)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "args", tuple(self.args))
@@ -67,6 +72,7 @@ class McpStdio:
                 "args": list(self.args),
                 "env": {k: _describe(v) for k, v in sorted(self.env.items())},
                 "cwd": self.cwd,
+                **({"elicitation": True} if self.elicitation else {}),
             },
             sort_keys=True,
         )
@@ -84,6 +90,11 @@ class McpHttp:
     """A short label: the default tool-name prefix, and how logs and errors name the server."""
     timeout: float = 30.0
     """Seconds to connect and to send; responses may take as long as the tool's own timeout."""
+    elicitation: bool = False
+    """Let the server's tools ask the user questions (MCP elicitation) as durable pauses:
+    connect with the 2026-07-28 protocol when the server speaks it (questions come back as
+    input-required results) and announce the capability. Such a connection does not
+    follow `tools/list_changed` (the 2026 protocol needs subscriptions for it)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headers", dict(self.headers))
@@ -99,6 +110,7 @@ class McpHttp:
             {
                 "http": self.url,
                 "headers": {k: _describe(v) for k, v in sorted(self.headers.items())},
+                **({"elicitation": True} if self.elicitation else {}),
             },
             sort_keys=True,
         )

@@ -103,6 +103,11 @@ class ToolContext:
     """The worker's artifact store, for outputs (images, binary bodies) kept out of band."""
     previous_progress: Progress | None = None
     """The last progress the previous attempt reported, when it reported any."""
+    input_responses: Mapping[str, Any] | None = field(default=None, repr=False)
+    """The user's answers to the questions the tool's MCP server asked in the call's
+    previous round (elicitation), by question key; None on a first round."""
+    request_state: str | None = field(default=None, repr=False)
+    """The MCP server's opaque state from the call's previous round, to echo back."""
     _progress: Callable[[Any], None] = field(default=_no_progress, repr=False)
     _recent: list[Progress] = field(default_factory=list, repr=False)
     _progress_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)

@@ -24,6 +24,7 @@ PASSTHROUGH_MODULES = (
     "durable_tools.workflows._types",
     "durable_tools.workflows._limits",
     "durable_tools.workflows._callback_types",
+    "durable_tools.workflows._input_types",
     "durable_tools.workflows._notification_types",
     "durable_tools.workflows._policy_types",
     "durable_tools.workflows._approvals",

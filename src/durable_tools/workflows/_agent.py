@@ -50,6 +50,7 @@ from durable_tools.workflows._decisions import (
     check_revocation,
     record_decision,
 )
+from durable_tools.workflows._input_gate import accept_answer, check_answer
 from durable_tools.workflows._runner import (
     request_cancel,
     run_agent_loop,
@@ -204,6 +205,16 @@ class AgentWorkflow:
     @callback_result.validator
     def _validate_callback_result(self, result: Any) -> None:
         check_callback_result(self._state, result)
+
+    # Typed `Any` so that whatever a client sends reaches the validator's checks.
+    @workflow.update
+    async def answer_input(self, call_id: Any, action: Any, content: Any = None) -> str:
+        """The user's answer to an MCP server's question: accept (content), decline, cancel."""
+        return accept_answer(self._state, call_id, action, content)
+
+    @answer_input.validator
+    def _validate_answer_input(self, call_id: Any, action: Any, content: Any = None) -> None:
+        check_answer(self._state, call_id, action, content)
 
     # ------------------------------------------------------------------ queries
 

@@ -30,6 +30,8 @@ from durable_tools.tools import (
 from durable_tools.tools._formatting import error_outcome
 from durable_tools.workflows._audit import transport_of
 from durable_tools.workflows._callback_gate import await_client
+from durable_tools.workflows._input_gate import ask_user, needs_input
+from durable_tools.workflows._input_types import InputResume
 from durable_tools.workflows._options import ToolActivityOptions, activity_options_for, retry_delay
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._types import (
@@ -92,6 +94,8 @@ async def _run_activity(
     summary = f"{spec.name} {call.id}{shown}"[:200] if state.config.activity_summaries else None
     state.event("tool.started", call, transport=transport_of(spec.name, (spec,)), attempt=1)
     attempts = 0
+    resume: InputResume | None = None  # the user's answers to the server's last questions
+    rounds = 0
     while True:
         invocation = ToolInvocation(
             call_id=call.id,
@@ -103,6 +107,8 @@ async def _run_activity(
             attempt_offset=attempts,
             output_limit_bytes=state.config.output_limit_bytes,
             grant_ref=grant_ref,
+            input_responses=resume.responses if resume else None,
+            request_state=resume.request_state if resume else None,
         )
         try:
             outcome = await _schedule(spec.name, invocation, options, summary)
@@ -135,6 +141,14 @@ async def _run_activity(
             if retryable or isinstance(cause, TimeoutError):
                 state.event("tool.policy_exhausted", call, detail=failure.content[:300])
             return Executed(failure, attempts)
+        needed = needs_input(outcome)  # the MCP server asks the user first (elicitation)
+        if needed is not None:
+            rounds += 1
+            asked = await ask_user(state, valid, record, needed, rounds)
+            if isinstance(asked, ToolOutcome):
+                return Executed(asked, outcome.attempt)
+            resume, attempts = asked, outcome.attempt
+            continue
         return Executed(outcome, outcome.attempt)
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "MAX_CANCEL_REASON_CHARS",
     "MAX_DECIDER_CHARS",
     "MAX_GRANT_REF_CHARS",
+    "MAX_INPUT_ANSWER_BYTES",
     "MAX_PENDING_STEERS",
     "MAX_REASON_CHARS",
     "MAX_STEER_CHARS",
@@ -34,6 +35,10 @@ __all__ = [
 MAX_CALL_ID_CHARS = 256
 """Longest tool call id kept as the model sent it; a longer one is shortened (see
 `short_call_id`). Providers' ids are about 30 characters."""
+
+MAX_INPUT_ANSWER_BYTES = 64_000
+"""Largest answer content to an MCP server's question (`answer_input`), encoded: a form
+of a few fields, sent to the server and kept in history with the call's next activity."""
 
 MAX_DECIDER_CHARS = 200
 """Longest decider name an approval decision may carry."""

@@ -189,4 +189,5 @@ def snapshot(state: RunState) -> RunSnapshot:
         usage=state.usage,
         cost=run_cost(state),
         pending_callbacks=list(state.callbacks.values()),
+        pending_inputs=list(state.inputs.values()),
     )

@@ -21,6 +21,7 @@ from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows._callback_types import CallbackResult, PendingCallback
+from durable_tools.workflows._input_types import InputAnswer, PendingInput
 from durable_tools.workflows._options import ToolActivityOptions
 from durable_tools.workflows._policy_types import StandingGrant
 from durable_tools.workflows._types import (
@@ -130,6 +131,10 @@ class RunState:
     """Callback calls published and waiting for a client (see `_callback_gate`)."""
     callback_results: dict[str, CallbackResult] = field(default_factory=dict)
     """Accepted client answers, until the waiting call takes its own."""
+    inputs: dict[str, PendingInput] = field(default_factory=dict)
+    """Calls waiting for the user to answer their MCP server's questions (`_input_gate`)."""
+    input_answers: dict[str, InputAnswer] = field(default_factory=dict)
+    """Accepted answers, until the waiting call takes its own."""
     """Call ids whose authorization link a person asked to re-issue."""
     notifications: int = 0
     """Notifications started in this history (numbers their delivery ids)."""

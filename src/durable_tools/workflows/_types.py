@@ -14,6 +14,7 @@ from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec, Transport
 from durable_tools.workflows._callback_types import PendingCallback
+from durable_tools.workflows._input_types import PendingInput
 from durable_tools.workflows._limits import (
     MAX_CALL_ID_CHARS,
     MAX_DECIDER_CHARS,
@@ -251,6 +252,7 @@ class ToolCallRecord(BaseModel):
         "invalid",
         "awaiting_approval",
         "awaiting_authorization",
+        "awaiting_input",
         "running",
         "completed",
         "failed",
@@ -506,3 +508,5 @@ class RunSnapshot(BaseModel):
     """What those tokens cost, when `AgentConfig.prices` prices the run's model."""
     pending_callbacks: list[PendingCallback] = Field(default_factory=list)
     """Callback calls waiting for a client to run them."""
+    pending_inputs: list[PendingInput] = Field(default_factory=list)
+    """Tool calls waiting for the user to answer their MCP server's questions."""
