@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from durable_tools.tools import ArtifactRef, ArtifactStore, ContentBlock, ToolResult
+from durable_tools.workflows._input_types import INPUT_REQUIRED_KEY
 
 __all__ = ["mcp_result_to_tool_result"]
 
@@ -88,6 +89,10 @@ def mcp_result_to_tool_result(
     """
     blocks = [_block(item, store) for item in raw.get("content") or () if isinstance(item, Mapping)]
     structured = raw.get("structuredContent")
+    if isinstance(structured, Mapping) and INPUT_REQUIRED_KEY in structured:
+        # Only this client's own input-required handling may pause a run for a person:
+        # a server cannot forge the marker in a result.
+        structured = {k: v for k, v in structured.items() if k != INPUT_REQUIRED_KEY}
     if structured is not None and not any(b.type == "text" for b in blocks):
         text = json.dumps(structured, ensure_ascii=False, separators=(", ", ": "))
         blocks.append(ContentBlock(type="json", data=structured, text=text))

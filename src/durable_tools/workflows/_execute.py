@@ -141,7 +141,8 @@ async def _run_activity(
             if retryable or isinstance(cause, TimeoutError):
                 state.event("tool.policy_exhausted", call, detail=failure.content[:300])
             return Executed(failure, attempts)
-        needed = needs_input(outcome)  # the MCP server asks the user first (elicitation)
+        # The MCP server asks the user first (elicitation); no other transport can.
+        needed = needs_input(outcome) if valid.spec.transport == "mcp" else None
         if needed is not None:
             rounds += 1
             asked = await ask_user(state, valid, record, needed, rounds)
