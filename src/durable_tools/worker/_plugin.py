@@ -51,9 +51,19 @@ from durable_tools.worker._sandbox import PASSTHROUGH_MODULES, workflow_runner
 from durable_tools.workflows import AgentWorkflow
 from durable_tools.workflows._token_stream import TokenStreamWorkflow
 
-__all__ = ["PLUGIN_NAME", "DurableToolsPlugin"]
+__all__ = ["PLUGIN_NAME", "WORKFLOW_TASK_SLOTS", "DurableToolsPlugin"]
 
 PLUGIN_NAME = "durable_tools.DurableToolsPlugin"
+
+WORKFLOW_TASK_SLOTS = 10
+"""Default `max_concurrent_workflow_tasks` (the SDK's is 100).
+
+A Python worker runs workflow tasks one at a time under the GIL, and a run's first task (or
+one after eviction) re-imports the workflow modules in the sandbox, ~0.1-0.3 s of CPU on a
+loaded machine. Each task the worker holds counts down its 10 s timeout: with 100 held, the
+last ones timed out, their completions were rejected, the runs were evicted and replayed,
+and 200 runs starting at once never got past their first turn (issue #15). Tasks beyond
+the slots wait on the server, where no timeout runs."""
 
 # Set while the limited tools' workers are built: they serve one tool each, so the
 # plugin (which their client may carry) must not add the workflow and every activity.
@@ -148,10 +158,12 @@ class DurableToolsPlugin(SimplePlugin):
         return with_durable_conversion(existing, self.payload_codec)
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
-        """Add the workflow, activities and pass-through (not to a limited tool's worker)."""
+        """Add the workflow, activities, pass-through and defaults (not to a limited tool's)."""
         if _BUILDING_LIMITED.get():
             return config
         config = super().configure_worker(config)
+        if config.get("max_concurrent_workflow_tasks") is None and config.get("tuner") is None:
+            config["max_concurrent_workflow_tasks"] = WORKFLOW_TASK_SLOTS
         current = config.get("default_heartbeat_throttle_interval")
         if self.heartbeat_throttle is not None and (
             current is None or current > self.heartbeat_throttle
