@@ -70,6 +70,10 @@ async def main(address: str, task_queue: str, max_cached: int, artifacts: str) -
         task_queue=task_queue,
         artifact_store=FileSystemArtifactStore(artifacts),
         max_cached_workflows=max_cached,
+        # The SDK's 100 would start up to 100 model calls at once on this one event loop:
+        # on a loaded 2-core machine some then went 10 s without a heartbeat
+        # (`model_heartbeat_seconds`) five times over and their runs failed.
+        max_concurrent_activities=20,
     )
     loop = asyncio.get_running_loop()
     async with worker:

@@ -8,6 +8,7 @@ import asyncio
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import FixedSizeSlotSupplier, WorkerTuner
 
@@ -80,6 +81,7 @@ async def test_the_worker_holds_a_bounded_number_of_workflow_tasks(
     )  # the tuner decides
 
 
+@pytest.mark.slow
 async def test_many_runs_started_at_once_all_pause(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
