@@ -104,7 +104,10 @@ async def measure_paused(
         await asyncio.gather(*(start(i) for i in range(runs)))
         query = f"TaskQueue = '{queue}' AND AgentStatus = 'awaiting_approval'"
         deadline = time.monotonic() + 600
+        closed = f"TaskQueue = '{queue}' AND ExecutionStatus != 'Running'"
         while (paused := await _count(client, query)) < runs:
+            if ended := await _count(client, closed):
+                raise RuntimeError(f"{ended} of {runs} runs ended before pausing ({closed!r})")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"only {paused} of {runs} runs paused in time")
             await asyncio.sleep(1)

@@ -4,14 +4,29 @@
 
 Prints `ready` once polling. Each line read on stdin makes it collect garbage and print
 its resident set size in kB (VmRSS of /proc/self/status); end of input stops it.
+
+Stdout carries only that protocol. The SDK core writes its own log lines to stdout by
+default, and the bench reads this pipe only when it asks for a figure: under load the core's
+warnings (slow workflow tasks, completions of timed-out tasks) filled the 64 KiB pipe, the
+core thread that logs blocked in write(2), and the worker stopped polling for good. Core
+logs are forwarded to Python logging on stderr instead.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import sys
 from pathlib import Path
+
+from temporalio.runtime import (
+    LogForwardingConfig,
+    LoggingConfig,
+    Runtime,
+    TelemetryConfig,
+    TelemetryFilter,
+)
 
 from durable_tools.connection import connect
 from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
@@ -36,7 +51,18 @@ def registry() -> ToolRegistry:
     return tools
 
 
+def core_logs_to_stderr() -> None:
+    """Send the SDK core's log lines (WARN and up) to stderr, never to the protocol pipe."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    forwarding = LogForwardingConfig(logger=logging.getLogger("temporalio.core"))
+    logs = LoggingConfig(
+        filter=TelemetryFilter(core_level="WARN", other_level="ERROR"), forwarding=forwarding
+    )
+    Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=logs)))
+
+
 async def main(address: str, task_queue: str, max_cached: int, artifacts: str) -> None:
+    core_logs_to_stderr()
     client = await connect(address)
     worker = build_worker(
         client,
@@ -44,6 +70,10 @@ async def main(address: str, task_queue: str, max_cached: int, artifacts: str) -
         task_queue=task_queue,
         artifact_store=FileSystemArtifactStore(artifacts),
         max_cached_workflows=max_cached,
+        # The SDK's 100 would start up to 100 model calls at once on this one event loop:
+        # on a loaded 2-core machine some then went 10 s without a heartbeat
+        # (`model_heartbeat_seconds`) five times over and their runs failed.
+        max_concurrent_activities=20,
     )
     loop = asyncio.get_running_loop()
     async with worker:

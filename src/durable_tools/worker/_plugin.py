@@ -6,7 +6,8 @@ worker built from that client (and each replayer) it adds the agent workflow; th
 catalog, model, preflight, evaluator, grant and notification activities; one activity per
 tool; the sandbox pass-through of the project's data modules (added to whatever sandboxed
 runner the worker has, so another plugin's pass-through, e.g. OpenTelemetry's, stays);
-and lowers the heartbeat throttle so cancelling a tool reaches it within ~2 s.
+lowers the heartbeat throttle so cancelling a tool reaches it within ~2 s; and, unless
+given slots or a tuner, takes at most `WORKFLOW_TASK_SLOTS` workflow tasks at once.
 
 Tools with `max_concurrent` or `rate_limit` run on task queues of their own, served by
 extra workers that a plugin cannot add: `build_worker` runs them beside the main worker
@@ -51,9 +52,19 @@ from durable_tools.worker._sandbox import PASSTHROUGH_MODULES, workflow_runner
 from durable_tools.workflows import AgentWorkflow
 from durable_tools.workflows._token_stream import TokenStreamWorkflow
 
-__all__ = ["PLUGIN_NAME", "DurableToolsPlugin"]
+__all__ = ["PLUGIN_NAME", "WORKFLOW_TASK_SLOTS", "DurableToolsPlugin"]
 
 PLUGIN_NAME = "durable_tools.DurableToolsPlugin"
+
+WORKFLOW_TASK_SLOTS = 10
+"""Default `max_concurrent_workflow_tasks` (the SDK's is 100).
+
+A Python worker runs its workflow tasks under one GIL, and a run's first task (or its first
+after an eviction) re-imports the workflow modules in the sandbox on the event loop: 0.1-0.3
+s each on a loaded 2-core machine. Each task the worker holds runs down its 10 s timeout:
+holding 100, the last ones timed out, their completions were rejected, the runs were evicted
+and replayed, and 200 runs started at once never got past their first turn (issue #15).
+Tasks beyond the slots wait on the server, where no start-to-close clock runs."""
 
 # Set while the limited tools' workers are built: they serve one tool each, so the
 # plugin (which their client may carry) must not add the workflow and every activity.
@@ -148,10 +159,12 @@ class DurableToolsPlugin(SimplePlugin):
         return with_durable_conversion(existing, self.payload_codec)
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
-        """Add the workflow, activities and pass-through (not to a limited tool's worker)."""
+        """Add the workflow, activities, pass-through and defaults (not to a limited tool's)."""
         if _BUILDING_LIMITED.get():
             return config
         config = super().configure_worker(config)
+        if config.get("max_concurrent_workflow_tasks") is None and config.get("tuner") is None:
+            config["max_concurrent_workflow_tasks"] = WORKFLOW_TASK_SLOTS
         current = config.get("default_heartbeat_throttle_interval")
         if self.heartbeat_throttle is not None and (
             current is None or current > self.heartbeat_throttle
