@@ -23,6 +23,7 @@ from temporalio.service import RPCError
 
 from durable_tools import search_attributes as sa
 from durable_tools._callbacks_client import serve_callbacks
+from durable_tools.activities._conversation import whole_conversation
 from durable_tools.connection import ConnectionOptions, connect
 from durable_tools.events import EventSink, FollowResult, follow_events
 from durable_tools.messages import Message, ModelSettings, OutputSchema
@@ -242,9 +243,20 @@ class AgentRun:
             return records
         return with_decisions(records, await self.events())
 
-    async def conversation(self) -> list[Message]:
-        """The conversation so far."""
-        return await self.handle.query(AgentWorkflow.conversation)
+    async def conversation(self, store: ArtifactStore | None = None) -> list[Message]:
+        """The whole conversation so far.
+
+        A continued run holds only the messages after its conversation snapshot: the
+        earlier ones are read from the artifact store (`store`, default the one the
+        snapshot points into), which this process must reach.
+
+        Raises:
+            SnapshotMissing: the store does not hold the snapshot.
+        """
+        view = await self.handle.query(AgentWorkflow.conversation_view)
+        return await whole_conversation(
+            view.snapshot, view.snapshot_length, view.offset, view.messages, store
+        )
 
     async def artifact(self, ref: ArtifactRef | str, store: ArtifactStore | None = None) -> bytes:
         """The full bytes of an artifact (a large tool output kept out of the history).

@@ -43,6 +43,7 @@ __all__ = [
     "AuthorizationCompleted",
     "AuthorizationPolicy",
     "CarriedState",
+    "ConversationView",
     "EventsPage",
     "ExecutionStrategy",
     "Limits",
@@ -506,3 +507,17 @@ class RunSnapshot(BaseModel):
     """What those tokens cost, when `AgentConfig.prices` prices the run's model."""
     pending_callbacks: list[PendingCallback] = Field(default_factory=list)
     """Callback calls waiting for a client to run them."""
+
+
+class ConversationView(BaseModel):
+    """The `conversation_view` query: the messages a run holds, and where the rest is.
+
+    A continued run carries the conversation its snapshot holds by reference only:
+    `messages` start at index `offset`, and the snapshot (`snapshot_length` messages)
+    holds the earlier ones.
+    """
+
+    offset: int = 0
+    snapshot: ArtifactRef | None = None
+    snapshot_length: int = 0
+    messages: list[Message] = Field(default_factory=list)
