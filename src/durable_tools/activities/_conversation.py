@@ -7,9 +7,14 @@ chain of deltas (each node: the previous node's reference plus the messages adde
 since), and the workflow sends only the reference and the new messages. History then
 grows with what is new each turn, not with everything said so far.
 
+Continue-as-new carries the conversation the snapshot holds by reference only, so a
+continued run holds just the messages after it; `whole_conversation` joins the two for a
+client (`AgentRun.conversation()`), which must reach the store too.
+
 Workers on several machines must share the artifact store (DURABLE_TOOLS_ARTIFACTS on
 shared storage, or another store); when a snapshot is missing anyway, the model activity
-says so and the workflow resends the conversation in full. When a snapshot cannot be
+says so and the workflow of a first run resends the conversation in full (a continued run
+no longer holds it all, and fails with that reason). When a snapshot cannot be
 written (a full or read-only store), the model activity fails for good with a message
 that says so: retrying would call the model again and again for an answer that cannot
 be kept, so the run ends with that reason instead.
