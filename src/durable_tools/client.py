@@ -16,6 +16,7 @@ from temporalio.client import (
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowHandle,
+    WorkflowQueryFailedError,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.converter import PayloadCodec
@@ -253,7 +254,11 @@ class AgentRun:
         Raises:
             SnapshotMissing: the store does not hold the snapshot.
         """
-        view = await self.handle.query(AgentWorkflow.conversation_view)
+        try:
+            view = await self.handle.query(AgentWorkflow.conversation_view)
+        except WorkflowQueryFailedError:
+            # A worker from before the query: it answers what its run holds.
+            return await self.handle.query(AgentWorkflow.conversation)
         return await whole_conversation(
             view.snapshot, view.snapshot_length, view.offset, view.messages, store
         )
