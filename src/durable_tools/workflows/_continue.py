@@ -37,7 +37,7 @@ async def maybe_continue_as_new(state: RunState) -> None:
     conversation, offset = state.conversation, state.offset
     if state.snapshot is not None:
         # What the snapshot holds is carried by reference only: the model activity reads
-        # it from the store, and `DurableTools`' `conversation()` joins it to the rest.
+        # it from the store, and `AgentRun.conversation()` joins it to the rest.
         conversation = conversation[state.snapshot_length - offset :]
         offset = state.snapshot_length
     workflow.continue_as_new(_fitting_input(state, conversation, offset))
