@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from durable_tools.activities._conversation import SnapshotMissing, whole_conversation
 from durable_tools.client import DurableTools
+from durable_tools.messages import Message
 from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
 from durable_tools.workflows import AgentConfig, Limits, RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script
@@ -81,3 +83,16 @@ async def test_each_continued_run_keeps_the_same_history_size(
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
     assert page.total == seqs[-1] + 1 and page.missed == seqs[0]
     assert page.events[-1].event == "run.completed"
+
+
+async def test_a_conversation_whose_snapshot_is_gone_says_so(tmp_path: Path) -> None:
+    """A client that cannot reach the run's store is told, not given half a conversation."""
+    written = FileSystemArtifactStore(tmp_path / "worker")
+    ref = written.put(b'{"prev":null,"length":2,"messages":[]}', "application/json")
+    elsewhere = FileSystemArtifactStore(tmp_path / "client")
+    tail = [Message.user("next")]
+    with pytest.raises(SnapshotMissing):
+        await whole_conversation(ref, 2, 2, tail, elsewhere)
+    with pytest.raises(SnapshotMissing, match="no snapshot holds the earlier ones"):
+        await whole_conversation(None, 0, 2, tail, elsewhere)
+    assert await whole_conversation(None, 0, 0, tail) == tail
