@@ -6,11 +6,17 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import TypeAdapter
-from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+)
 
 from durable_tools._callbacks_client import serve_callbacks
 from durable_tools._run_decisions import with_decisions
 from durable_tools._run_progress import ToolProgress, progress_in
+from durable_tools.activities._conversation import whole_conversation
 from durable_tools.events import EventSink, FollowResult, follow_events
 from durable_tools.messages import Message
 from durable_tools.server import ui_url
@@ -115,9 +121,24 @@ class AgentRun:
             return records
         return with_decisions(records, await self.events())
 
-    async def conversation(self) -> list[Message]:
-        """The conversation so far."""
-        return await self.handle.query(AgentWorkflow.conversation)
+    async def conversation(self, store: ArtifactStore | None = None) -> list[Message]:
+        """The whole conversation so far.
+
+        A continued run holds only the messages after its conversation snapshot: the
+        earlier ones are read from the artifact store (`store`, default the one the
+        snapshot points into), which this process must reach.
+
+        Raises:
+            SnapshotMissing: the store does not hold the snapshot.
+        """
+        try:
+            view = await self.handle.query(AgentWorkflow.conversation_view)
+        except WorkflowQueryFailedError:
+            # A worker from before the query: it answers what its run holds.
+            return await self.handle.query(AgentWorkflow.conversation)
+        return await whole_conversation(
+            view.snapshot, view.snapshot_length, view.offset, view.messages, store
+        )
 
     async def artifact(self, ref: ArtifactRef | str, store: ArtifactStore | None = None) -> bytes:
         """The full bytes of an artifact (a large tool output kept out of the history).

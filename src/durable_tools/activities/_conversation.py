@@ -7,9 +7,14 @@ chain of deltas (each node: the previous node's reference plus the messages adde
 since), and the workflow sends only the reference and the new messages. History then
 grows with what is new each turn, not with everything said so far.
 
+Continue-as-new carries the conversation the snapshot holds by reference only, so a
+continued run holds just the messages after it; `whole_conversation` joins the two for a
+client (`AgentRun.conversation()`), which must reach the store too.
+
 Workers on several machines must share the artifact store (DURABLE_TOOLS_ARTIFACTS on
 shared storage, or another store); when a snapshot is missing anyway, the model activity
-says so and the workflow resends the conversation in full. When a snapshot cannot be
+says so and the workflow of a first run resends the conversation in full (a continued run
+no longer holds it all, and fails with that reason). When a snapshot cannot be
 written (a full or read-only store), the model activity fails for good with a message
 that says so: retrying would call the model again and again for an answer that cannot
 be kept, so the run ends with that reason instead.
@@ -17,6 +22,7 @@ be kept, so the run ends with that reason instead.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections import OrderedDict
@@ -24,7 +30,7 @@ from collections import OrderedDict
 from temporalio.exceptions import ApplicationError
 
 from durable_tools.messages import Message, ToolDefinition
-from durable_tools.tools._artifacts import ArtifactStore
+from durable_tools.tools._artifacts import ArtifactStore, store_for_ref
 from durable_tools.tools._results import ArtifactRef
 
 __all__ = [
@@ -33,6 +39,7 @@ __all__ = [
     "ConversationSnapshots",
     "SnapshotMissing",
     "snapshot_unavailable",
+    "whole_conversation",
 ]
 
 CONVERSATION_MEDIA_TYPE = "application/vnd.durable-tools.conversation-delta+json"
@@ -174,3 +181,44 @@ class ConversationSnapshots:
             self._cache.move_to_end(ref.sha256)
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
+
+
+async def whole_conversation(
+    snapshot: ArtifactRef | None,
+    snapshot_length: int,
+    offset: int,
+    messages: list[Message],
+    store: ArtifactStore | None = None,
+) -> list[Message]:
+    """A continued run's whole conversation: the snapshot's first `offset` messages, then
+    the `messages` the run holds (see the `conversation_view` query).
+
+    Args:
+        snapshot: The run's latest snapshot, which holds the messages before `offset`.
+        snapshot_length: How many messages it holds.
+        offset: The index of `messages[0]` in the whole conversation.
+        messages: What the run holds.
+        store: Where to read; default the store the snapshot points into.
+
+    Raises:
+        SnapshotMissing: the store does not hold the snapshot (a store this process cannot
+            reach, or one that was emptied); the message names it.
+    """
+    if offset <= 0:
+        return list(messages)
+    if snapshot is None or snapshot_length < offset:
+        raise SnapshotMissing(
+            f"the run holds its conversation from message {offset} on, and no snapshot "
+            "holds the earlier ones"
+        )
+    own = store is None
+    source = store_for_ref(snapshot) if store is None else store
+    try:
+        earlier = await asyncio.to_thread(
+            ConversationSnapshots(source, cache_size=1).load, snapshot, snapshot_length
+        )
+    finally:
+        close = getattr(source, "close", None)
+        if own and close is not None:  # a client made for this read
+            await asyncio.to_thread(close)
+    return [*earlier[:offset], *messages]

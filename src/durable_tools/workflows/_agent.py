@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         AgentResult,
         ApprovalDecision,
         AuthorizationCompleted,
+        ConversationView,
         EventsPage,
         PendingAuthorization,
         PolicyChange,
@@ -230,8 +231,19 @@ class AgentWorkflow:
 
     @workflow.query
     def conversation(self) -> list[Message]:
-        """The whole conversation so far."""
+        """The conversation this run holds: from `status().conversation_offset` on."""
         return self._state.conversation
+
+    @workflow.query
+    def conversation_view(self) -> ConversationView:
+        """The conversation this run holds, and the snapshot holding the earlier messages."""
+        state = self._state
+        return ConversationView(
+            offset=state.offset,
+            snapshot=state.snapshot,
+            snapshot_length=state.snapshot_length,
+            messages=state.conversation,
+        )
 
     @workflow.query
     def timeline(self) -> list[ToolCallRecord]:

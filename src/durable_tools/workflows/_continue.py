@@ -1,8 +1,12 @@
 """Continue-as-new: when a run's history grows long, carry its state into a fresh one.
 
-The carried input is measured before it leaves: a conversation already held by the
-snapshot is carried by reference only, then the kept timeline and events shrink, and an
-input that still would not fit ends the run with a reason instead of wedging it.
+What is carried does not grow with the chain's age, so neither does each run's history
+(the carried input is recorded twice: in this run's continued-as-new event and in the
+next run's started event): the conversation the snapshot holds is carried by reference
+only (the new run carries just the messages after it), and of the timeline and events
+only what this run added. The carried input is measured before it leaves: if it still
+would not fit, the kept timeline and events shrink, and an input that still would not
+fit ends the run with a reason instead of wedging it.
 """
 
 from __future__ import annotations
@@ -15,9 +19,6 @@ from durable_tools.workflows._state import CARRY_LIMIT, EndRun, RunState
 from durable_tools.workflows._types import AgentInput, RunStatus
 
 __all__ = ["maybe_continue_as_new"]
-
-# Above this, continue-as-new carries the conversation by snapshot reference only.
-_CARRY_CONVERSATION_BYTES = 256_000
 
 
 async def maybe_continue_as_new(state: RunState) -> None:
@@ -34,9 +35,9 @@ async def maybe_continue_as_new(state: RunState) -> None:
     await workflow.wait_condition(workflow.all_handlers_finished)
     state.event("run.continuing_as_new", detail=f"{info.get_current_history_length()} events")
     conversation, offset = state.conversation, state.offset
-    if state.snapshot is not None and _json_size(conversation) > _CARRY_CONVERSATION_BYTES:
-        # The new run's input must stay under the payload limit: what the snapshot
-        # already holds is carried by reference only.
+    if state.snapshot is not None:
+        # What the snapshot holds is carried by reference only: the model activity reads
+        # it from the store, and `AgentRun.conversation()` joins it to the rest.
         conversation = conversation[state.snapshot_length - offset :]
         offset = state.snapshot_length
     workflow.continue_as_new(_fitting_input(state, conversation, offset))
@@ -63,7 +64,3 @@ def _fitting_input(state: RunState, conversation: list[Message], offset: int) ->
         f"cannot continue-as-new: the carried state is {size:,} bytes, over the "
         f"{PAYLOAD_BUDGET_BYTES:,}-byte payload budget",
     )
-
-
-def _json_size(messages: list[Message]) -> int:
-    return sum(len(m.model_dump_json(exclude_defaults=True)) for m in messages)

@@ -39,11 +39,14 @@ from durable_tools.workflows._types import (
     Transport,
 )
 
-__all__ = ["CARRY_LIMIT", "CallSkipped", "EndRun", "RunState"]
+__all__ = ["CARRY_FLOOR", "CARRY_LIMIT", "CallSkipped", "EndRun", "RunState"]
 
 CARRY_LIMIT = 500
-"""Timeline entries and events kept across continue-as-new; older ones stay readable in
-the earlier runs' histories."""
+"""Most timeline entries and events kept across continue-as-new; older ones stay readable
+in the earlier runs' histories."""
+
+CARRY_FLOOR = 50
+"""Timeline entries and events a continued run carries even when it added fewer itself."""
 
 
 _NOBODY = Identity()
@@ -106,6 +109,10 @@ class RunState:
     """`catalog` as the packed catalog activity sent it; carried instead of the specs."""
 
     # Not carried: rebuilt, or empty between turns.
+    timeline_carried_in: int = 0
+    """Timeline entries this run started with (carried from the run before it)."""
+    events_carried_in: int = 0
+    """`events_total` when this run started: events after it are this run's own."""
     depth: int = 0
     max_depth: int = 1
     status: RunStatus = RunStatus.RUNNING
@@ -199,6 +206,10 @@ class RunState:
             budget_used=dict(carried.budget_used),
             usage=carried.usage or Usage(),
             output_repairs=carried.output_repairs,
+            timeline_carried_in=len(carried.timeline),
+            events_carried_in=(
+                carried.events_total if carried.events_total is not None else len(carried.events)
+            ),
             depth=input.depth,
             max_depth=max_depth,
         )
@@ -206,7 +217,17 @@ class RunState:
     def carried(
         self, conversation: list[Message], offset: int, *, keep: int = CARRY_LIMIT
     ) -> CarriedState:
-        """What the next run of this chain starts from."""
+        """What the next run of this chain starts from.
+
+        Of the timeline and events, the entries this run added are carried, or the last
+        `CARRY_FLOOR` when it added fewer, and at most `keep`: carrying all that is kept
+        would make each run's input, and so its history, grow with the chain's age until
+        `keep` is reached. Older ones stay readable in the earlier runs' histories.
+        """
+        own_timeline = len(self.timeline) - self.timeline_carried_in
+        own_events = self.events_total - self.events_carried_in
+        keep_timeline = min(keep, max(own_timeline, CARRY_FLOOR))
+        keep_events = min(keep, max(own_events, CARRY_FLOOR))
         return CarriedState(
             conversation=conversation,
             conversation_offset=offset,
@@ -216,8 +237,8 @@ class RunState:
             tool_calls=self.tool_calls,
             catalog=[] if self.packed_catalog is not None else self.catalog,
             catalog_packed=self.packed_catalog,
-            timeline=self.timeline[-keep:] if keep else [],
-            events=self.events[-keep:] if keep else [],
+            timeline=self.timeline[-keep_timeline:] if keep_timeline else [],
+            events=self.events[-keep_events:] if keep_events else [],
             events_total=self.events_total,
             pending_steer=self.steer,
             discovered=self.discovered,

@@ -44,6 +44,7 @@ __all__ = [
     "AuthorizationCompleted",
     "AuthorizationPolicy",
     "CarriedState",
+    "ConversationView",
     "EventsPage",
     "ExecutionStrategy",
     "Limits",
@@ -510,3 +511,17 @@ class RunSnapshot(BaseModel):
     """Callback calls waiting for a client to run them."""
     pending_inputs: list[PendingInput] = Field(default_factory=list)
     """Tool calls waiting for the user to answer their MCP server's questions."""
+
+
+class ConversationView(BaseModel):
+    """The `conversation_view` query: the messages a run holds, and where the rest is.
+
+    A continued run carries the conversation its snapshot holds by reference only:
+    `messages` start at index `offset`, and the snapshot (`snapshot_length` messages)
+    holds the earlier ones.
+    """
+
+    offset: int = 0
+    snapshot: ArtifactRef | None = None
+    snapshot_length: int = 0
+    messages: list[Message] = Field(default_factory=list)
