@@ -8,7 +8,9 @@ Run it with `python examples/custom_model_adapter.py`.
 
 import asyncio
 import json
+import os
 import re
+import sys
 
 from durable_tools import ToolRegistry
 from durable_tools.client import DurableTools
@@ -73,3 +75,7 @@ async def main() -> None:
 
 if __name__ == "__main__":
     asyncio.run(main())
+    # Leave without interpreter teardown: the Temporal SDK's Rust threads outlive the
+    # event loop and can crash a finalizing interpreter (temporalio/sdk-python#300).
+    sys.stdout.flush()
+    os._exit(0)

@@ -6,6 +6,8 @@ Run it with `python examples/durable_run.py`.
 
 import asyncio
 import json
+import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -73,3 +75,7 @@ async def main() -> None:
 
 if __name__ == "__main__":
     asyncio.run(main())
+    # Leave without interpreter teardown: the Temporal SDK's Rust threads outlive the
+    # event loop and can crash a finalizing interpreter (temporalio/sdk-python#300).
+    sys.stdout.flush()
+    os._exit(0)
