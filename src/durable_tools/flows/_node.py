@@ -25,7 +25,12 @@ from durable_tools.tools._formatting import abridge_arguments, redact_arguments
 from durable_tools.tools._results import ToolOutcome
 from durable_tools.tools._validation import validate_arguments
 from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES, payload_bytes
-from durable_tools.workflows._options import ToolActivityOptions, activity_options_for, retry_delay
+from durable_tools.workflows._options import ToolActivityOptions, activity_options_for
+from durable_tools.workflows._tool_activity import (
+    attempts_after,
+    schedule_tool_activity,
+    workflow_retry_delay,
+)
 
 __all__ = ["NodeDone", "NodeFailed", "run_node"]
 
@@ -132,64 +137,15 @@ async def _attempts(
             output_limit_bytes=limit,
         )
         try:
-            return await _schedule(spec.name, invocation, options, summary)
+            return await schedule_tool_activity(spec.name, invocation, options, summary)
         except ActivityError as err:
             cause = err.cause
-            attempts = _attempts_after(cause, attempts)
-            retry = spec.policy.retry
-            retryable = isinstance(cause, ApplicationError) and not cause.non_retryable
-            if (
-                options.workflow_retries
-                and retryable
-                and (retry.maximum_attempts == 0 or attempts < retry.maximum_attempts)
-            ):
-                requested = cause.next_retry_delay if isinstance(cause, ApplicationError) else None
-                delay = retry_delay(
-                    retry, attempts, None if requested is None else requested.total_seconds()
-                )
+            attempts = attempts_after(cause, attempts)
+            delay = workflow_retry_delay(spec, options, cause, attempts)
+            if delay is not None:
                 await workflow.sleep(timedelta(seconds=delay))
                 continue
             raise _failure(cause, attempts, spec.safety.safe_to_repeat) from None
-
-
-async def _schedule(
-    name: str, invocation: ToolInvocation, options: ToolActivityOptions, summary: str | None
-) -> ToolOutcome:
-    if options.local:
-        local: ToolOutcome = await workflow.execute_local_activity(
-            name,
-            invocation,
-            result_type=ToolOutcome,
-            start_to_close_timeout=options.start_to_close_timeout,
-            schedule_to_close_timeout=options.schedule_to_close_timeout,
-            retry_policy=options.retry_policy,
-            cancellation_type=options.cancellation_type,
-            summary=summary,
-        )
-        return local
-    remote: ToolOutcome = await workflow.execute_activity(
-        name,
-        invocation,
-        result_type=ToolOutcome,
-        task_queue=options.task_queue,
-        start_to_close_timeout=options.start_to_close_timeout,
-        schedule_to_close_timeout=options.schedule_to_close_timeout,
-        heartbeat_timeout=options.heartbeat_timeout,
-        retry_policy=options.retry_policy,
-        cancellation_type=options.cancellation_type,
-        summary=summary,
-    )
-    return remote
-
-
-def _attempts_after(cause: BaseException | None, so_far: int) -> int:
-    # The tool activity reports its attempt number (the workflow's own retries counted)
-    # as the failure's second detail; a failure without it counts as one attempt.
-    if isinstance(cause, ApplicationError) and len(cause.details) > 1:
-        reported = cause.details[1]
-        if isinstance(reported, int) and not isinstance(reported, bool):
-            return max(so_far + 1, reported)
-    return so_far + 1
 
 
 def _failure(cause: BaseException | None, attempts: int, safe_to_repeat: bool) -> NodeFailed:

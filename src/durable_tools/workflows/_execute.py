@@ -32,8 +32,13 @@ from durable_tools.workflows._audit import transport_of
 from durable_tools.workflows._callback_gate import await_client
 from durable_tools.workflows._input_gate import ask_user, needs_input
 from durable_tools.workflows._input_types import InputResume
-from durable_tools.workflows._options import ToolActivityOptions, activity_options_for, retry_delay
+from durable_tools.workflows._options import ToolActivityOptions, activity_options_for
 from durable_tools.workflows._state import RunState
+from durable_tools.workflows._tool_activity import (
+    attempts_after,
+    schedule_tool_activity,
+    workflow_retry_delay,
+)
 from durable_tools.workflows._types import (
     AgentConfig,
     AgentInput,
@@ -111,24 +116,15 @@ async def _run_activity(
             request_state=resume.request_state if resume else None,
         )
         try:
-            outcome = await _schedule(spec.name, invocation, options, summary)
+            outcome = await schedule_tool_activity(spec.name, invocation, options, summary)
         except ActivityError as err:
             if isinstance(err.cause, CancelledError) and state.cancel_reason is not None:
                 return _cancelled(state, valid)
-            attempts = _attempts_after(err, attempts)
+            attempts = attempts_after(err.cause, attempts)
             failure = _failure_outcome(valid, err)
-            retry = spec.policy.retry
             cause = err.cause
-            retryable = isinstance(cause, ApplicationError) and not cause.non_retryable
-            if (
-                options.workflow_retries
-                and retryable
-                and (retry.maximum_attempts == 0 or attempts < retry.maximum_attempts)
-            ):
-                requested = cause.next_retry_delay if isinstance(cause, ApplicationError) else None
-                delay = retry_delay(
-                    retry, attempts, None if requested is None else requested.total_seconds()
-                )
+            delay = workflow_retry_delay(spec, options, cause, attempts)
+            if delay is not None:
                 state.event(
                     "tool.retrying",
                     call,
@@ -138,6 +134,7 @@ async def _run_activity(
                 )
                 await workflow.sleep(timedelta(seconds=delay))
                 continue
+            retryable = isinstance(cause, ApplicationError) and not cause.non_retryable
             if retryable or isinstance(cause, TimeoutError):
                 state.event("tool.policy_exhausted", call, detail=failure.content[:300])
             return Executed(failure, attempts)
@@ -151,51 +148,6 @@ async def _run_activity(
             resume, attempts = asked, outcome.attempt
             continue
         return Executed(outcome, outcome.attempt)
-
-
-async def _schedule(
-    name: str, invocation: ToolInvocation, options: ToolActivityOptions, summary: str | None
-) -> ToolOutcome:
-    if options.local:
-        local: ToolOutcome = await workflow.execute_local_activity(
-            name,
-            invocation,
-            result_type=ToolOutcome,
-            start_to_close_timeout=options.start_to_close_timeout,
-            schedule_to_close_timeout=options.schedule_to_close_timeout,
-            retry_policy=options.retry_policy,
-            cancellation_type=options.cancellation_type,
-            summary=summary,
-        )
-        return local
-    remote: ToolOutcome = await workflow.execute_activity(
-        name,
-        invocation,
-        result_type=ToolOutcome,
-        task_queue=options.task_queue,
-        start_to_close_timeout=options.start_to_close_timeout,
-        schedule_to_close_timeout=options.schedule_to_close_timeout,
-        heartbeat_timeout=options.heartbeat_timeout,
-        retry_policy=options.retry_policy,
-        cancellation_type=options.cancellation_type,
-        summary=summary,
-    )
-    return remote
-
-
-def _attempts_after(err: ActivityError, so_far: int) -> int:
-    """Attempts made in all once this failure is counted.
-
-    The tool activity reports its attempt number (counting the workflow's own earlier
-    retries) as the failure's second detail, so retries made by Temporal itself are
-    counted too; a failure without it (a timeout, an older worker) counts as one attempt.
-    """
-    cause = err.cause
-    if isinstance(cause, ApplicationError) and len(cause.details) > 1:
-        reported = cause.details[1]
-        if isinstance(reported, int) and not isinstance(reported, bool):
-            return max(so_far + 1, reported)
-    return so_far + 1
 
 
 async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecord) -> Executed:
