@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 # pyproject.toml keeps the ranges users get; `make lock` refreshes this file from them.
 CONSTRAINTS := constraints.txt
 
-.PHONY: install lock test lint typecheck unit test-slow demo bench server clean bytecode
+.PHONY: install lock test lint typecheck unit test-slow test-sandbox demo bench server clean bytecode
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	python3 -m venv $(VENV)
@@ -51,6 +51,11 @@ test: lint typecheck unit
 ## make test-slow: the reliability tests behind the `slow` marker (over ~20 s each).
 test-slow: bytecode
 	$(VENV)/bin/pytest -q -m slow
+
+## make test-sandbox: the workflow tests again with durable-tools' own workflow code inside
+## the sandbox (re-imported and checked in every run), where a non-deterministic call fails.
+test-sandbox: bytecode
+	DURABLE_TOOLS_STRICT_SANDBOX=1 $(VENV)/bin/pytest -q tests/workflows tests/flows tests/streaming
 
 ## make demo: the main job on the embedded Temporal dev server.
 demo: bytecode

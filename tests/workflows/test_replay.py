@@ -31,13 +31,16 @@ def test_histories_are_checked_in() -> None:
     }
 
 
+@pytest.mark.parametrize("strict", [False, True], ids=["worker-sandbox", "strict-sandbox"])
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
-async def test_recorded_history_replays(path: Path) -> None:
+async def test_recorded_history_replays(path: Path, strict: bool) -> None:
+    # Strict: the workflow code re-imported under the sandbox's restrictions, as
+    # `make test-sandbox` runs it; the worker's default passes it through.
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     replayer = Replayer(
         workflows=[AgentWorkflow],
         data_converter=pydantic_data_converter,
-        workflow_runner=workflow_runner(),
+        workflow_runner=workflow_runner(strict=strict),
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"

@@ -14,16 +14,18 @@ from ._build import (
 )
 from ._limited import ToolWorker
 from ._plugin import DurableToolsPlugin
-from ._sandbox import PASSTHROUGH_MODULES, workflow_runner
+from ._sandbox import PASSTHROUGH_MODULES, STRICT_SANDBOX_ENV, passthrough_modules, workflow_runner
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
     "PASSTHROUGH_MODULES",
     "SECRET_ENV_PREFIX",
+    "STRICT_SANDBOX_ENV",
     "DurableToolsPlugin",
     "ToolWorker",
     "build_worker",
     "load_registry",
+    "passthrough_modules",
     "secrets_from_env",
     "task_queue_from_env",
     "workflow_runner",

@@ -4,7 +4,7 @@ On the client it sets the data converter: pydantic payload conversion, composed 
 `payload_codec` if one is given (the client's other converter choices are kept). On each
 worker built from that client (and each replayer) it adds the agent workflow; the
 catalog, model, preflight, evaluator, grant and notification activities; one activity per
-tool; the sandbox pass-through of the project's data modules (added to whatever sandboxed
+tool; the sandbox pass-through of the project's modules (`_sandbox.py`; added to whatever sandboxed
 runner the worker has, so another plugin's pass-through, e.g. OpenTelemetry's, stays);
 lowers the heartbeat throttle so cancelling a tool reaches it within ~2 s; and, unless
 given slots or a tuner, takes at most `WORKFLOW_TASK_SLOTS` workflow tasks at once.
@@ -48,7 +48,7 @@ from durable_tools.flows import FlowWorkflow
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._limited import limited_workers
-from durable_tools.worker._sandbox import PASSTHROUGH_MODULES, workflow_runner
+from durable_tools.worker._sandbox import passthrough_modules, workflow_runner
 from durable_tools.workflows import AgentWorkflow
 from durable_tools.workflows._token_stream import TokenStreamWorkflow
 
@@ -81,11 +81,11 @@ def _building_limited() -> Iterator[None]:
 
 
 def _with_passthrough(existing: WorkflowRunner | None) -> WorkflowRunner:
-    """The worker's runner, passing the project's data modules through its sandbox."""
+    """The worker's runner, passing the project's modules through its sandbox (`_sandbox.py`)."""
     if existing is None:
         return workflow_runner()
     if isinstance(existing, SandboxedWorkflowRunner):
-        restrictions = existing.restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
+        restrictions = existing.restrictions.with_passthrough_modules(*passthrough_modules())
         return dataclasses.replace(existing, restrictions=restrictions)
     return existing  # unsandboxed: nothing is re-imported, nothing to pass through
 

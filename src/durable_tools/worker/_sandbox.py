@@ -1,18 +1,42 @@
 """The workflow sandbox, configured for durable-tools.
 
 The sandbox re-imports a workflow's modules for every run so that workflow code stays
-deterministic. Our data modules (messages, tool specs, activity and run types) must not
-be re-imported: a model class imported twice is two classes, and pydantic then refuses
-an instance of one where the other is expected. They are plain, side-effect-free code,
-so they pass through; the workflow module itself (`durable_tools.workflows._agent`)
-stays sandboxed, which keeps the checks on time, randomness and I/O in workflow code.
+deterministic: inside it, `datetime.now`, `random`, file and network I/O are restricted,
+and each run gets fresh module globals. That re-import is not free: for the
+`durable_tools.workflows` package (about 40 modules) it costs a worker about 100 ms of CPU
+per run (measured with `Replayer`, docs/benchmarks.md), which on a 5-call run is more CPU
+than the run's tool calls and model turns together.
+
+So a worker runs the project's own workflow code passed through the sandbox (imported
+once, shared by every run), as Temporal's docs advise for deterministic modules that keep
+no mutable global state: durable-tools' workflow modules hold none (only constants). The
+sandbox stays on for everything else in the worker, users' own workflows included.
+
+The checks are not dropped, they move to where the code changes: with
+`DURABLE_TOOLS_STRICT_SANDBOX=1` (or `workflow_runner(strict=True)`), only the data
+modules pass through and the workflow code is re-imported and checked in every run, as
+before. The project's CI runs its workflow tests that way (`make test-sandbox`), so a
+non-deterministic call in durable-tools' workflow code fails there, not in production.
+
+Data modules (messages, tool specs, activity and run types) always pass through: a model
+class imported twice is two classes, and pydantic then refuses an instance of one where
+the other is expected.
 """
 
 from __future__ import annotations
 
+import os
+
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-__all__ = ["PASSTHROUGH_MODULES", "workflow_runner"]
+__all__ = [
+    "PASSTHROUGH_MODULES",
+    "STRICT_SANDBOX_ENV",
+    "WORKFLOW_CODE_MODULES",
+    "passthrough_modules",
+    "strict_sandbox",
+    "workflow_runner",
+]
 
 PASSTHROUGH_MODULES = (
     "durable_tools.messages",
@@ -34,11 +58,40 @@ PASSTHROUGH_MODULES = (
     "jsonschema",
     "httpx",
 )
-"""Modules imported once, outside the sandbox, and shared by every workflow run."""
+"""Modules imported once, outside the sandbox, and shared by every workflow run, always."""
+
+WORKFLOW_CODE_MODULES = ("durable_tools",)
+"""The project's workflow code, passed through too unless the sandbox is strict."""
+
+STRICT_SANDBOX_ENV = "DURABLE_TOOLS_STRICT_SANDBOX"
+"""Set to 1 to re-import and check durable-tools' workflow code in every run."""
 
 
-def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandboxed runner every worker (and replayer) of the agent workflow should use."""
+def strict_sandbox() -> bool:
+    """Whether `DURABLE_TOOLS_STRICT_SANDBOX` asks for the strict sandbox."""
+    return os.environ.get(STRICT_SANDBOX_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def passthrough_modules(*, strict: bool | None = None) -> tuple[str, ...]:
+    """The modules a worker's sandbox passes through.
+
+    Args:
+        strict: Keep durable-tools' workflow code inside the sandbox (checked and
+            re-imported in every run). None reads `DURABLE_TOOLS_STRICT_SANDBOX`.
+    """
+    if strict is None:
+        strict = strict_sandbox()
+    return PASSTHROUGH_MODULES if strict else PASSTHROUGH_MODULES + WORKFLOW_CODE_MODULES
+
+
+def workflow_runner(*, strict: bool | None = None) -> SandboxedWorkflowRunner:
+    """The sandboxed runner every worker (and replayer) of the agent workflow should use.
+
+    Args:
+        strict: See `passthrough_modules`.
+    """
     return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(
+            *passthrough_modules(strict=strict)
+        )
     )
