@@ -72,8 +72,9 @@ def check_decision(
         decision: The decision received.
         pending: The run's pending approvals, by call id.
         decided: Call ids already decided (and not asked again).
-        hash_required: The call id was used by more than one call in the run, so a
-            decision without the arguments hash could be meant for another of them.
+        hash_required: The call id was used by more than one call in the run (or the
+            run no longer knows: `CALL_IDS_CARRIED`), so a decision without the
+            arguments hash could be meant for another of them.
         identity_grants: The run's policy lets decisions create identity-scoped grants.
 
     Returns:
@@ -97,7 +98,8 @@ def check_decision(
         )
     if decision.arguments_hash is None and hash_required:
         raise InvalidDecision(
-            f"tool call id {decision.call_id!r} was used by more than one call in this run: "
+            f"tool call id {decision.call_id!r} was (or, in a long run, may have been) used "
+            "by more than one call in this run: "
             "the decision must carry the arguments hash of the request it answers "
             "(`durable-tools pending` and `show` print it)"
         )

@@ -44,7 +44,7 @@ def check_decision_of(state: RunState, decision: object) -> None:
         decision,
         state.pending,
         set(state.decisions),
-        hash_required=state.call_uses.get(decision.call_id, 0) > 1,
+        hash_required=state.call_ids_dropped or state.call_uses.get(decision.call_id, 0) > 1,
         identity_grants=state.policy.identity_grants,
     )
 

@@ -144,9 +144,14 @@ def _assign_keys(state: RunState, calls: list[ToolCall]) -> set[int]:
     """Give each call its idempotency key; return the indexes of in-turn duplicates.
 
     The key is `<workflow id>/<call id>`; a call id the model already used in an
-    earlier turn gets `#<n>` appended, so two different calls never share a key.
+    earlier turn gets `#<n>` appended, so two different calls never share a key. Once a
+    long chain stopped carrying the ids it used (`CALL_IDS_CARRIED`), the key names the
+    run of the chain instead, `<workflow id>@<run>/<call id>`, and `#<n>` counts the
+    uses in this run: no key of an earlier run has that form.
     """
     workflow_id = workflow.info().workflow_id
+    if state.call_ids_dropped:
+        workflow_id = f"{workflow_id}@{state.continued}"
     seen: set[str] = set()
     duplicates: set[int] = set()
     for index, call in enumerate(calls):

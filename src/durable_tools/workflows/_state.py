@@ -39,7 +39,7 @@ from durable_tools.workflows._types import (
     Transport,
 )
 
-__all__ = ["CARRY_FLOOR", "CARRY_LIMIT", "CallSkipped", "EndRun", "RunState"]
+__all__ = ["CALL_IDS_CARRIED", "CARRY_FLOOR", "CARRY_LIMIT", "CallSkipped", "EndRun", "RunState"]
 
 CARRY_LIMIT = 500
 """Most timeline entries and events kept across continue-as-new; older ones stay readable
@@ -47,6 +47,13 @@ in the earlier runs' histories."""
 
 CARRY_FLOOR = 50
 """Timeline entries and events a continued run carries even when it added fewer itself."""
+
+CALL_IDS_CARRIED = 2_000
+"""Most call ids a continued run carries (about 12 B each). A chain that used more stops
+carrying them: from its next run on, idempotency keys name the run of the chain (so they
+stay distinct without the list) and every approval decision must carry its arguments hash.
+Without the bound, a chain of some 150,000 calls would carry more than Temporal accepts as
+one payload (2 MB) and could not continue."""
 
 
 _NOBODY = Identity()
@@ -95,6 +102,8 @@ class RunState:
     call_uses: dict[str, int] = field(default_factory=dict)
     """How often each call id was used: a model that reuses ids across turns must not give
     two different calls one idempotency key (or one approval)."""
+    call_ids_dropped: bool = False
+    """An earlier run of the chain stopped carrying `call_uses` (`CALL_IDS_CARRIED`)."""
     policy: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     """The live approval policy: the config's, until a `set_policy` update changes it."""
     standing_grants: list[StandingGrant] = field(default_factory=list)
@@ -201,6 +210,7 @@ class RunState:
             snapshot=carried.snapshot,
             snapshot_length=carried.snapshot_length,
             call_uses=dict(carried.call_uses),
+            call_ids_dropped=carried.call_ids_dropped,
             policy=carried.policy or config.approval,
             standing_grants=list(carried.standing_grants),
             budget_used=dict(carried.budget_used),
@@ -224,6 +234,7 @@ class RunState:
         would make each run's input, and so its history, grow with the chain's age until
         `keep` is reached. Older ones stay readable in the earlier runs' histories.
         """
+        drop_ids = self.call_ids_dropped or len(self.call_uses) > CALL_IDS_CARRIED
         own_timeline = len(self.timeline) - self.timeline_carried_in
         own_events = self.events_total - self.events_carried_in
         keep_timeline = min(keep, max(own_timeline, CARRY_FLOOR))
@@ -242,7 +253,8 @@ class RunState:
             events_total=self.events_total,
             pending_steer=self.steer,
             discovered=self.discovered,
-            call_uses=self.call_uses,
+            call_uses={} if drop_ids else self.call_uses,
+            call_ids_dropped=drop_ids,
             budget_used=self.budget_used,
             usage=self.usage,
             output_repairs=self.output_repairs,

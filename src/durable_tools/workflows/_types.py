@@ -440,6 +440,8 @@ class CarriedState(BaseModel):
     """Deferred tools found through tool search, advertised from then on."""
     call_uses: dict[str, int] = Field(default_factory=dict)
     """How often each call id was used, so reused ids keep getting distinct keys."""
+    call_ids_dropped: bool = False
+    """The chain used too many call ids to carry them: keys name the run of the chain."""
     budget_used: dict[str, int] = Field(default_factory=dict)
     """Calls made so far of each tool that has a `max_calls_per_run` budget."""
     continued: int = 0
