@@ -48,9 +48,7 @@ async def load_catalog(state: RunState) -> None:
     request = CatalogRequest(
         identity=input.identity, granted_scopes=input.granted_scopes, tools=state.config.tools
     )
-    # Runs whose starter knows only the packed catalog (the input's revision, recorded in
-    # the start event) ask no patch: no marker, no TemporalChangeVersion upsert.
-    if input.revision < INPUT_REVISION and not workflow.patched(CATALOG_PATCH):
+    if not _packed(state):
         state.catalog = await workflow.execute_activity(
             CATALOG_ACTIVITY,
             request,
@@ -75,6 +73,23 @@ async def load_catalog(state: RunState) -> None:
     state.catalog = unpack(packed)
     state.packed_catalog = packed
     state.max_advertised = state.config.max_advertised_tools
+
+
+def _packed(state: RunState) -> bool:
+    """Whether the run loads the packed catalog.
+
+    Runs whose starter knows only the packed catalog (the input's revision, recorded in
+    the start event) ask no patch: no marker, no TemporalChangeVersion upsert. Unless an
+    older worker, which ignores the revision, ran the run's first task: it asked the patch,
+    and core fails a replay that meets its marker without the call. So a replay asks it
+    (a replay records nothing new; without the marker the answer is False and ignored),
+    and a marker found means the run keeps the older worker's ways.
+    """
+    if state.input.revision < INPUT_REVISION:
+        return workflow.patched(CATALOG_PATCH)
+    if workflow.unsafe.is_replaying() and workflow.patched(CATALOG_PATCH):
+        state.started_by_older_worker = True
+    return True
 
 
 def catalog_summary(state: RunState) -> str:

@@ -45,7 +45,11 @@ def publish(state: RunState, doing: str | None = None) -> None:
         next((a.tool for a in state.authorizations.values()), ""),
     )
     values = (state.status.value, len(state.pending), awaiting)
-    if state.published is None and state.input.revision >= INPUT_REVISION:
+    if (
+        state.published is None
+        and state.input.revision >= INPUT_REVISION
+        and not state.started_by_older_worker
+    ):
         state.published = _started_with(state)
     if values != state.published:
         state.published = values
