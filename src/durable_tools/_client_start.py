@@ -50,6 +50,9 @@ async def start_attributes(client: Client, config: AgentConfig) -> TypedSearchAt
         [
             SearchAttributePair(sa.AGENT_NAME, config.name),
             SearchAttributePair(sa.AGENT_STATUS, RunStatus.RUNNING.value),
+            # What the run's first status upsert would write: with them, it writes none.
+            SearchAttributePair(sa.PENDING_APPROVALS, 0),
+            SearchAttributePair(sa.AWAITING_TOOL, ""),
             *([SearchAttributePair(sa.TOKENS, 0)] if await _has_tokens(client) else []),
         ]
     )

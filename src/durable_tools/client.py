@@ -24,6 +24,7 @@ from durable_tools.messages import ModelSettings
 from durable_tools.tools._context import Identity
 from durable_tools.worker import task_queue_from_env
 from durable_tools.workflows import AgentConfig, AgentInput, AgentWorkflow, RunStatus
+from durable_tools.workflows._types import INPUT_REVISION
 
 __all__ = [
     "AgentRun",
@@ -126,6 +127,7 @@ class DurableTools:
                 config=config,
                 identity=identity or Identity(),
                 granted_scopes=list(granted_scopes),
+                revision=INPUT_REVISION,
             ),
             id=run_id,
             task_queue=self.task_queue,

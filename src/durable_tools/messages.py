@@ -16,6 +16,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, field_validator
 
+from durable_tools._wire import WireModel
+
 __all__ = [
     "Message",
     "ModelRequest",
@@ -29,7 +31,7 @@ __all__ = [
 ]
 
 
-class ToolCall(BaseModel):
+class ToolCall(WireModel):
     """One call the model asked for."""
 
     model_config = ConfigDict(extra="forbid")
@@ -45,7 +47,7 @@ class ToolCall(BaseModel):
 Role = Literal["system", "user", "assistant", "tool"]
 
 
-class Message(BaseModel):
+class Message(WireModel):
     """One entry of the conversation, in the shape of OpenAI's Chat Completions API."""
 
     model_config = ConfigDict(extra="forbid")
@@ -282,7 +284,7 @@ class OutputSchema(BaseModel):
         return value
 
 
-class ModelRequest(BaseModel):
+class ModelRequest(WireModel):
     """Input of one model call."""
 
     model: str
@@ -327,7 +329,7 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
 
-class ModelResponse(BaseModel):
+class ModelResponse(WireModel):
     """Output of one model call: an assistant message, with or without tool calls."""
 
     message: Message

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from durable_tools._wire import WireModel
 from durable_tools.messages import ModelRequest, ModelResponse
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
@@ -31,7 +32,7 @@ SNAPSHOT_MISSING = "ConversationSnapshotMissing"
 """Error type of the model activity when a conversation snapshot is not in the store."""
 
 
-class CatalogRequest(BaseModel):
+class CatalogRequest(WireModel):
     """Which tools a run may see."""
 
     identity: Identity = Identity()
@@ -40,7 +41,7 @@ class CatalogRequest(BaseModel):
     """Names the agent asks for; None for every visible tool."""
 
 
-class ModelCall(BaseModel):
+class ModelCall(WireModel):
     """Input of the model activity: the new messages, after a stored conversation snapshot."""
 
     request: ModelRequest
@@ -55,7 +56,7 @@ class ModelCall(BaseModel):
     """Publish the answer's text live to the run's token stream (`AgentConfig.stream_tokens`)."""
 
 
-class ModelTurn(BaseModel):
+class ModelTurn(WireModel):
     """Output of the model activity."""
 
     response: ModelResponse
@@ -66,7 +67,7 @@ class ModelTurn(BaseModel):
     """Set when the call stored the definitions it was sent, for the next calls to refer to."""
 
 
-class ToolInvocation(BaseModel):
+class ToolInvocation(WireModel):
     """Input of a tool activity: validated arguments and who the call is for.
 
     Holds identifiers only. Secrets, tokens and clients are resolved on the worker.
@@ -89,7 +90,7 @@ class ToolInvocation(BaseModel):
     """The MCP server's opaque state from the call's previous round, echoed back."""
 
 
-class PreflightRequest(BaseModel):
+class PreflightRequest(WireModel):
     """Worker-side checks before a call is scheduled: approval predicate, OAuth grant."""
 
     call_id: str
@@ -101,7 +102,7 @@ class PreflightRequest(BaseModel):
     """The tool reported its token revoked: start a new authorization even if a grant exists."""
 
 
-class PreflightResult(BaseModel):
+class PreflightResult(WireModel):
     """What the preflight found."""
 
     approval_required: bool = False

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from durable_tools._wire import WireModel
+
 __all__ = ["ArtifactRef", "ContentBlock", "ToolOutcome", "ToolResult"]
 
 
@@ -49,7 +51,7 @@ class ToolResult(BaseModel):
     """Set when a before-hook skipped the call: the reason, which is also the content."""
 
 
-class ToolOutcome(BaseModel):
+class ToolOutcome(WireModel):
     """What a tool call leaves in the run: bounded, redacted, ready for the model.
 
     This is the activity's result, so it is recorded in history: its size is bounded

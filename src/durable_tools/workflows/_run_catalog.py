@@ -4,6 +4,8 @@ A run loads its catalog once, packed (`tools._catalog_pack`): compressed JSON, s
 registry of a thousand operations fits in history and in continue-as-new's input. Runs
 that started before the packed catalog keep loading the plain list (the `packed-catalog`
 patch), and keep their keyword search, so their replays schedule and find the same.
+Runs started by `DurableTools.start` (`AgentInput.revision` 1) skip the patch call, and the
+marker and search-attribute upsert it records.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from durable_tools.tools._catalog_pack import (
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows._model_turn import advertised, deferred_tools
 from durable_tools.workflows._state import EndRun, RunState
-from durable_tools.workflows._types import RunStatus
+from durable_tools.workflows._types import INPUT_REVISION, RunStatus
 
 __all__ = ["CATALOG_PATCH", "catalog_summary", "find_tools", "load_catalog"]
 
@@ -46,7 +48,7 @@ async def load_catalog(state: RunState) -> None:
     request = CatalogRequest(
         identity=input.identity, granted_scopes=input.granted_scopes, tools=state.config.tools
     )
-    if not workflow.patched(CATALOG_PATCH):
+    if not _packed(state):
         state.catalog = await workflow.execute_activity(
             CATALOG_ACTIVITY,
             request,
@@ -71,6 +73,23 @@ async def load_catalog(state: RunState) -> None:
     state.catalog = unpack(packed)
     state.packed_catalog = packed
     state.max_advertised = state.config.max_advertised_tools
+
+
+def _packed(state: RunState) -> bool:
+    """Whether the run loads the packed catalog.
+
+    Runs whose starter knows only the packed catalog (the input's revision, recorded in
+    the start event) ask no patch: no marker, no TemporalChangeVersion upsert. Unless an
+    older worker, which ignores the revision, ran the run's first task: it asked the patch,
+    and core fails a replay that meets its marker without the call. So a replay asks it
+    (a replay records nothing new; without the marker the answer is False and ignored),
+    and a marker found means the run keeps the older worker's ways.
+    """
+    if state.input.revision < INPUT_REVISION:
+        return workflow.patched(CATALOG_PATCH)
+    if workflow.unsafe.is_replaying() and workflow.patched(CATALOG_PATCH):
+        state.started_by_older_worker = True
+    return True
 
 
 def catalog_summary(state: RunState) -> str:

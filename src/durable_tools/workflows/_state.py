@@ -171,6 +171,9 @@ class RunState:
     """The BM25 index over the deferred tools, built at the first search."""
     published: tuple[str, int, str] | None = None
     """Search attribute values last upserted, so unchanged ones are not sent again."""
+    started_by_older_worker: bool = False
+    """A run whose input has `revision` 1 had its first task run by a worker that ignores
+    the revision (see `_run_catalog.load_catalog`): it records what runs before it did."""
 
     @classmethod
     def start(cls, input: AgentInput) -> RunState:

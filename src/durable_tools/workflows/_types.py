@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from durable_tools._wire import WireModel
 from durable_tools.messages import Message, ModelSettings, OutputSchema, Usage
 from durable_tools.tools._catalog_pack import PackedCatalog
 from durable_tools.tools._context import Identity
@@ -36,6 +37,7 @@ from durable_tools.workflows._policy_types import (
 )
 
 __all__ = [
+    "INPUT_REVISION",
     "AgentConfig",
     "AgentInput",
     "AgentResult",
@@ -64,6 +66,9 @@ __all__ = [
     "Transport",
     "WebhookTarget",
 ]
+
+INPUT_REVISION = 1
+"""The `AgentInput.revision` runs started by `DurableTools.start` carry."""
 
 """How a tool call reached its tool: a Python function, an MCP server, an HTTP API, or a
 sub-agent run."""
@@ -159,7 +164,7 @@ class AuthorizationPolicy(BaseModel):
         return self
 
 
-class AgentConfig(BaseModel):
+class AgentConfig(WireModel):
     """What an agent is: instructions, model, tools, strategy and limits."""
 
     model_config = ConfigDict(extra="forbid")
@@ -416,7 +421,7 @@ class AuthorizationCompleted(BaseModel):
     """Set when the person refused or the exchange failed."""
 
 
-class CarriedState(BaseModel):
+class CarriedState(WireModel):
     """What a run carries over continue-as-new."""
 
     conversation: list[Message]
@@ -456,7 +461,7 @@ class CarriedState(BaseModel):
     """Final answers that broke `output_type` so far (bounded by `output_retries`)."""
 
 
-class AgentInput(BaseModel):
+class AgentInput(WireModel):
     """Input of an agent run."""
 
     prompt: str
@@ -469,6 +474,13 @@ class AgentInput(BaseModel):
     """0 for a top-level run; a sub-agent's run is one deeper than its parent's."""
     max_depth: int | None = None
     """The root run's sub-agent depth limit, handed down to sub-agents."""
+    revision: int = Field(default=0, ge=0)
+    """What the starter knows of the workflow; recorded in the start event, so every replay
+    of the run decides the same. From 1 (`INPUT_REVISION`, set by `DurableTools.start`) the
+    run loads the packed catalog without asking the `packed-catalog` patch (no marker, no
+    `TemporalChangeVersion` upsert), and skips its first status upsert when its start
+    attributes already hold those values. 0 (older clients, `temporal workflow start`,
+    sub-agents, continued runs): as every run did before."""
 
 
 class AgentResult(BaseModel):

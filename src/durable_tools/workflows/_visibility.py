@@ -14,7 +14,7 @@ from durable_tools.workflows._limits import MAX_REASON_CHARS, clip
 from durable_tools.workflows._policy import describe_policy
 from durable_tools.workflows._policy_types import ApprovalPolicy
 from durable_tools.workflows._state import RunState
-from durable_tools.workflows._types import RunStatus
+from durable_tools.workflows._types import INPUT_REVISION, RunStatus
 
 __all__ = ["FINAL", "publish", "unless_evicted"]
 
@@ -45,6 +45,12 @@ def publish(state: RunState, doing: str | None = None) -> None:
         next((a.tool for a in state.authorizations.values()), ""),
     )
     values = (state.status.value, len(state.pending), awaiting)
+    if (
+        state.published is None
+        and state.input.revision >= INPUT_REVISION
+        and not state.started_by_older_worker
+    ):
+        state.published = _started_with(state)
     if values != state.published:
         state.published = values
         updates: list[SearchAttributeUpdate[Any]] = [
@@ -60,6 +66,27 @@ def publish(state: RunState, doing: str | None = None) -> None:
             updates.append(sa.TOKENS.value_set(usage.input_tokens + usage.output_tokens))
         workflow.upsert_search_attributes(updates)
     workflow.set_current_details(_details(state, doing))
+
+
+def _started_with(state: RunState) -> tuple[str, int, str] | None:
+    """The values the run's start event already holds, if it holds all of them.
+
+    `DurableTools.start` sets every attribute `publish` writes, so a run it started need
+    not upsert until something changes. Called before the run's first upsert, while
+    `workflow.info()` still shows the start event's attributes, and only for runs whose
+    input says a current client started them (`AgentInput.revision`): runs started
+    otherwise (older clients, `temporal workflow start`, sub-agents, continued runs, whose
+    start attributes are their predecessor's) upsert as before, on replay too.
+    """
+    started = workflow.info().typed_search_attributes
+    status = started.get(sa.AGENT_STATUS)
+    pending = started.get(sa.PENDING_APPROVALS)
+    awaiting = started.get(sa.AWAITING_TOOL)
+    if status is None or pending is None or awaiting is None:
+        return None
+    if started.get(sa.AGENT_NAME) != state.config.name:
+        return None
+    return (status, pending, awaiting)
 
 
 _DEFAULT_POLICY = ApprovalPolicy()
