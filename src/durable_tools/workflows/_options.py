@@ -8,24 +8,9 @@ from datetime import timedelta
 from temporalio.common import RetryPolicy
 from temporalio.workflow import ActivityCancellationType
 
-from durable_tools.tools._errors import ErrorKind
 from durable_tools.tools._spec import RetrySpec, ToolSpec
 
 __all__ = ["ToolActivityOptions", "activity_options_for", "limited_task_queue", "retry_delay"]
-
-# Kinds that trying again cannot fix; the activity raises them as non-retryable, and
-# listing them here keeps the engine honest even if a tool raises them by hand.
-_NEVER_RETRY = tuple(
-    kind.value
-    for kind in (
-        ErrorKind.NOT_FOUND,
-        ErrorKind.INVALID_ARGUMENTS,
-        ErrorKind.UNAUTHORIZED,
-        ErrorKind.DENIED,
-        ErrorKind.CANCELLED,
-    )
-)
-
 
 @dataclass(frozen=True)
 class ToolActivityOptions:
@@ -88,7 +73,11 @@ def activity_options_for(spec: ToolSpec, run_task_queue: str | None = None) -> T
             backoff_coefficient=retry.backoff_coefficient,
             maximum_interval=_seconds(retry.maximum_interval),
             maximum_attempts=1 if workflow_retries else retry.maximum_attempts,
-            non_retryable_error_types=[*_NEVER_RETRY, *retry.non_retryable_errors],
+            # Kinds that trying again cannot fix are raised non-retryable by the tool
+            # activity, which classifies every exception a tool raises (activities/_tools.py);
+            # listing them here too cost ~95 B of history per call. The tool's own list
+            # stays: it names exception classes the activity also checks.
+            non_retryable_error_types=list(retry.non_retryable_errors) or None,
         ),
         task_queue=_task_queue(spec, run_task_queue),
         local=policy.local,
