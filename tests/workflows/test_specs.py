@@ -13,7 +13,15 @@ from temporalio.client import Client, WorkflowFailureError
 
 from durable_tools.client import DurableTools
 from durable_tools.models import aclose_shared_clients
-from durable_tools.tools import Identity, RetrySpec, Skip, ToolCallInfo, ToolRegistry
+from durable_tools.tools import (
+    Denied,
+    Identity,
+    InvalidArguments,
+    RetrySpec,
+    Skip,
+    ToolCallInfo,
+    ToolRegistry,
+)
 from durable_tools.workflows import AgentConfig, RunStatus
 from fake_openai import FakeOpenAIServer, chat_completion, tool_call
 from support import answer, assert_not_wedged, calls, running_worker, write_script
@@ -243,3 +251,28 @@ async def test_a_catalog_that_requires_a_full_identity_refuses_a_partial_one(
         chain.append(str(error))
         error = error.__cause__
     assert any("missing: tenant, session" in text for text in chain)
+
+
+@pytest.mark.parametrize("error", [InvalidArguments("no such account"), Denied("not allowed")])
+async def test_a_tool_raising_a_final_kind_is_not_retried(
+    client: Client, task_queue: str, tmp_path: Path, error: Exception
+) -> None:
+    # The retry policy no longer lists the final kinds: the tool activity raises them
+    # non-retryable itself, even when a tool raises them by hand.
+    tries: list[int] = []
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True, retry=RetrySpec(initial_interval=0.05, maximum_attempts=5))
+    def lookup(n: int) -> str:
+        """Fails with a kind that trying again cannot fix."""
+        tries.append(n)
+        raise error
+
+    model = write_script(tmp_path, [calls(("l1", "lookup", {"n": 1})), answer("done")])
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("go", model=model)
+        result = await run.result()
+        [record] = await run.timeline()
+        await assert_not_wedged(run.handle)
+    assert result.status == RunStatus.COMPLETED
+    assert tries == [1] and record.status == "failed" and record.attempts == 1
