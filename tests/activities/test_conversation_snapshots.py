@@ -57,3 +57,18 @@ def test_tool_definitions_are_stored_once_and_loaded_by_reference(tmp_path: Path
     assert ConversationSnapshots(FileSystemArtifactStore(tmp_path)).load_tools(ref) == tools
     with pytest.raises(SnapshotMissing):
         ConversationSnapshots(FileSystemArtifactStore(tmp_path / "elsewhere")).load_tools(ref)
+
+
+def test_cached_answers_only_from_this_process_and_at_the_right_length(tmp_path: Path) -> None:
+    store = FileSystemArtifactStore(tmp_path)
+    writer = ConversationSnapshots(store)
+    messages = [Message.user("hi")]
+    ref = writer.save(None, [], messages)
+    assert writer.cached(ref, 1) == messages
+    assert writer.cached(ref, 2) is None  # the run expects another length: load() reports it
+    # Another process holds nothing yet: the caller falls back to load() (in a thread).
+    reader = ConversationSnapshots(FileSystemArtifactStore(tmp_path))
+    assert reader.cached(ref, 1) is None
+    assert reader.load(ref, 1) == messages and reader.cached(ref, 1) == messages
+    tools_ref = writer.save_tools([])
+    assert writer.cached_tools(tools_ref) == [] and reader.cached_tools(tools_ref) is None

@@ -94,6 +94,24 @@ class ConversationSnapshots:
         self._remember_tools(ref, tools)
         return ref
 
+    def cached(self, ref: ArtifactRef, expected_length: int) -> list[Message] | None:
+        """The whole conversation up to `ref` if this process holds it, else None (no I/O).
+
+        A worker usually serves the next turn of a run it just served: then the model
+        activity needs no thread hop to the store.
+        """
+        with self._lock:
+            messages = self._cache.get(ref.sha256)
+            if messages is None or len(messages) != expected_length:
+                return None
+            self._cache.move_to_end(ref.sha256)
+        return list(messages)
+
+    def cached_tools(self, ref: ArtifactRef) -> list[ToolDefinition] | None:
+        """The tool definitions behind `ref` if this process holds them, else None (no I/O)."""
+        with self._lock:
+            return self._tools.get(ref.sha256)
+
     def load_tools(self, ref: ArtifactRef) -> list[ToolDefinition]:
         """The tool definitions behind a reference.
 

@@ -136,10 +136,21 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
         tools = list(call.request.tools)
         try:
             # In a thread: a load the in-process cache misses reads the store (S3: network).
+            # A hit (the usual case: this worker served the run's previous turn) needs none.
             if call.base is not None:
-                earlier = await asyncio.to_thread(snapshots.load, call.base, call.base_length)
+                hit = snapshots.cached(call.base, call.base_length)
+                earlier = (
+                    hit
+                    if hit is not None
+                    else await asyncio.to_thread(snapshots.load, call.base, call.base_length)
+                )
             if call.tools_ref is not None:
-                tools = await asyncio.to_thread(snapshots.load_tools, call.tools_ref)
+                known = snapshots.cached_tools(call.tools_ref)
+                tools = (
+                    known
+                    if known is not None
+                    else await asyncio.to_thread(snapshots.load_tools, call.tools_ref)
+                )
         except SnapshotMissing as error:
             raise ApplicationError(str(error), type=SNAPSHOT_MISSING, non_retryable=True) from None
         added = list(call.request.messages)
