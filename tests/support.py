@@ -104,6 +104,19 @@ def local_activity_markers(history: WorkflowHistory) -> int:
     return sum(1 for e in history.events if e.HasField("marker_recorded_event_attributes"))
 
 
+def local_activity_types(history: WorkflowHistory) -> list[str]:
+    """The activity type of each local activity the run recorded, in order."""
+    found = []
+    for e in history.events:
+        marker = e.marker_recorded_event_attributes
+        if e.HasField("marker_recorded_event_attributes") and (
+            marker.marker_name == "core_local_activity"
+        ):
+            data = json.loads(marker.details["data"].payloads[0].data)
+            found.append(str(data["activity_type"]))
+    return found
+
+
 async def wait_for(
     run: AgentRun, check: Callable[[RunSnapshot], bool], timeout: float = 15
 ) -> RunSnapshot:

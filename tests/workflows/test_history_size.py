@@ -1,8 +1,8 @@
 """Issue #15's history target on its 10-turn workload, and the status upserts it saved.
 
 A run started by `DurableTools.start` records the bare hand-written loop's events plus the
-catalog activity (6 events) and one status upsert (completed), in fewer bytes than the bare
-loop recorded before wire types were trimmed. Runs started any other way still get every
+catalog (one local-activity marker) and one status upsert (completed), in fewer bytes than
+the bare loop measured in the same test. Runs started any other way still get every
 status attribute written.
 """
 
@@ -64,27 +64,22 @@ async def test_ten_turns_record_the_bare_loop_plus_the_catalog_and_one_upsert(
             handle = await bench.run_durable(script, CALLS)
             durable = await handle.fetch_history()
             await assert_not_wedged(handle)
-    catalog = {
-        kind: 1
-        for kind in (
-            "ACTIVITY_TASK_SCHEDULED",
-            "ACTIVITY_TASK_STARTED",
-            "ACTIVITY_TASK_COMPLETED",
-            "WORKFLOW_TASK_SCHEDULED",
-            "WORKFLOW_TASK_STARTED",
-            "WORKFLOW_TASK_COMPLETED",
-        )
-    }
-    # Exactly: no patch marker, no TemporalChangeVersion upsert, no "running" upsert.
+    # Exactly: the catalog as one local-activity marker, the final status upsert; no patch
+    # marker, no TemporalChangeVersion upsert, no "running" upsert, no catalog round trip.
     assert _kinds(durable) - _kinds(bare) == collections.Counter(
-        {**catalog, "UPSERT_WORKFLOW_SEARCH_ATTRIBUTES": 1}
+        {"MARKER_RECORDED": 1, "UPSERT_WORKFLOW_SEARCH_ATTRIBUTES": 1}
     )
     assert _kinds(bare) - _kinds(durable) == collections.Counter()
-    assert len(durable.events) == len(bare.events) + 6 + 1
+    assert len(durable.events) == len(bare.events) + 2
     [final] = _status_upserts(durable)
     assert final[sa.AGENT_STATUS.name] == b'"completed"'
     size = sum(e.ByteSize() for e in durable.events)
+    print(f"history bytes: durable-tools {size:,}, bare loop {bare_size(bare):,}")
     assert size <= BYTES_BOUND, f"{size:,} bytes (bare loop: {bare_size(bare):,})"
+    # Issue #15's target: no more bytes than the hand-written loop on the same work (here
+    # about 33.4 against 33.7 KB; the lengths that vary between runs, elapsed times and
+    # timestamps, move either figure by tens of bytes, not hundreds).
+    assert size <= bare_size(bare), f"{size:,} bytes, bare loop {bare_size(bare):,}"
 
 
 def bare_size(history: WorkflowHistory) -> int:
@@ -171,4 +166,9 @@ async def test_a_run_started_by_the_client_holds_its_status_from_the_start(
     assert described.get(sa.PENDING_APPROVALS) == 0
     history = await run.handle.fetch_history()
     assert [u[sa.AGENT_STATUS.name] for u in _status_upserts(history)] == [b'"completed"']
-    assert not any(e.HasField("marker_recorded_event_attributes") for e in history.events)
+    markers = [
+        e.marker_recorded_event_attributes.marker_name
+        for e in history.events
+        if e.HasField("marker_recorded_event_attributes")
+    ]
+    assert markers == ["core_local_activity"]  # the catalog; no patch marker

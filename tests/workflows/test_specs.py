@@ -253,16 +253,19 @@ async def test_a_catalog_that_requires_a_full_identity_refuses_a_partial_one(
     assert any("missing: tenant, session" in text for text in chain)
 
 
+@pytest.mark.parametrize("local", [False, True], ids=["activity", "local-activity"])
 @pytest.mark.parametrize("error", [InvalidArguments("no such account"), Denied("not allowed")])
 async def test_a_tool_raising_a_final_kind_is_not_retried(
-    client: Client, task_queue: str, tmp_path: Path, error: Exception
+    client: Client, task_queue: str, tmp_path: Path, error: Exception, local: bool
 ) -> None:
     # The retry policy no longer lists the final kinds: the tool activity raises them
     # non-retryable itself, even when a tool raises them by hand.
     tries: list[int] = []
     registry = ToolRegistry()
 
-    @registry.tool(read_only=True, retry=RetrySpec(initial_interval=0.05, maximum_attempts=5))
+    @registry.tool(
+        read_only=True, local=local, retry=RetrySpec(initial_interval=0.05, maximum_attempts=5)
+    )
     def lookup(n: int) -> str:
         """Fails with a kind that trying again cannot fix."""
         tries.append(n)

@@ -12,6 +12,7 @@ from durable_tools.tools._spec import RetrySpec, ToolSpec
 
 __all__ = ["ToolActivityOptions", "activity_options_for", "limited_task_queue", "retry_delay"]
 
+
 @dataclass(frozen=True)
 class ToolActivityOptions:
     """Options for scheduling one attempt series of a tool call."""

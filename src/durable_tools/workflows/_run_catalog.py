@@ -5,7 +5,9 @@ registry of a thousand operations fits in history and in continue-as-new's input
 that started before the packed catalog keep loading the plain list (the `packed-catalog`
 patch), and keep their keyword search, so their replays schedule and find the same.
 Runs started by `DurableTools.start` (`AgentInput.revision` 1) skip the patch call, and the
-marker and search-attribute upsert it records.
+marker and search-attribute upsert it records; from revision 2 the catalog activity runs as
+a local activity on the worker running the run (every durable-tools worker registers it):
+its result is one marker in history, with no server round trip and no extra workflow task.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from durable_tools.tools._catalog_pack import (
     unpack_terms,
 )
 from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows._local_activity import execute_local
 from durable_tools.workflows._model_turn import advertised, deferred_tools
 from durable_tools.workflows._state import EndRun, RunState
-from durable_tools.workflows._types import INPUT_REVISION, RunStatus
+from durable_tools.workflows._types import REVISION_LOCAL_CATALOG, REVISION_SHORT_START, RunStatus
 
 __all__ = ["CATALOG_PATCH", "catalog_summary", "find_tools", "load_catalog"]
 
@@ -58,13 +61,22 @@ async def load_catalog(state: RunState) -> None:
         )
         return
     try:
-        packed = await workflow.execute_activity(
-            CATALOG_PACKED_ACTIVITY,
-            request,
-            result_type=PackedCatalog,
-            start_to_close_timeout=_TIMEOUT,
-            summary="load the tool catalog",
-        )
+        if state.input.revision >= REVISION_LOCAL_CATALOG and not state.started_by_older_worker:
+            packed = await execute_local(
+                CATALOG_PACKED_ACTIVITY,
+                request,
+                result_type=PackedCatalog,
+                start_to_close_timeout=_TIMEOUT,
+                summary="load the tool catalog",
+            )
+        else:
+            packed = await workflow.execute_activity(
+                CATALOG_PACKED_ACTIVITY,
+                request,
+                result_type=PackedCatalog,
+                start_to_close_timeout=_TIMEOUT,
+                summary="load the tool catalog",
+            )
     except ActivityError as error:
         cause = error.cause
         if isinstance(cause, ApplicationError) and cause.type == "CatalogTooLarge":
@@ -85,7 +97,7 @@ def _packed(state: RunState) -> bool:
     (a replay records nothing new; without the marker the answer is False and ignored),
     and a marker found means the run keeps the older worker's ways.
     """
-    if state.input.revision < INPUT_REVISION:
+    if state.input.revision < REVISION_SHORT_START:
         return workflow.patched(CATALOG_PATCH)
     if workflow.unsafe.is_replaying() and workflow.patched(CATALOG_PATCH):
         state.started_by_older_worker = True

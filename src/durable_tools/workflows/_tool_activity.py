@@ -13,6 +13,7 @@ from temporalio.exceptions import ApplicationError
 from durable_tools.activities._types import ToolInvocation
 from durable_tools.tools._results import ToolOutcome
 from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows._local_activity import execute_local
 from durable_tools.workflows._options import ToolActivityOptions, retry_delay
 
 __all__ = ["attempts_after", "schedule_tool_activity", "workflow_retry_delay"]
@@ -27,7 +28,7 @@ async def schedule_tool_activity(
         temporalio.exceptions.ActivityError: the activity failed, timed out or was cancelled.
     """
     if options.local:
-        local: ToolOutcome = await workflow.execute_local_activity(
+        local: ToolOutcome = await execute_local(
             name,
             invocation,
             result_type=ToolOutcome,

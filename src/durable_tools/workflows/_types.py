@@ -38,6 +38,8 @@ from durable_tools.workflows._policy_types import (
 
 __all__ = [
     "INPUT_REVISION",
+    "REVISION_LOCAL_CATALOG",
+    "REVISION_SHORT_START",
     "AgentConfig",
     "AgentInput",
     "AgentResult",
@@ -67,7 +69,13 @@ __all__ = [
     "WebhookTarget",
 ]
 
-INPUT_REVISION = 1
+REVISION_SHORT_START = 1
+"""From this `AgentInput.revision`: no `packed-catalog` patch call, no first status upsert."""
+
+REVISION_LOCAL_CATALOG = 2
+"""From this `AgentInput.revision`: the catalog loads as a local activity (no round trip)."""
+
+INPUT_REVISION = REVISION_LOCAL_CATALOG
 """The `AgentInput.revision` runs started by `DurableTools.start` carry."""
 
 """How a tool call reached its tool: a Python function, an MCP server, an HTTP API, or a
@@ -479,8 +487,10 @@ class AgentInput(WireModel):
     of the run decides the same. From 1 (`INPUT_REVISION`, set by `DurableTools.start`) the
     run loads the packed catalog without asking the `packed-catalog` patch (no marker, no
     `TemporalChangeVersion` upsert), and skips its first status upsert when its start
-    attributes already hold those values. 0 (older clients, `temporal workflow start`,
-    sub-agents, continued runs): as every run did before."""
+    attributes already hold those values. From 2 the catalog activity runs as a local
+    activity: one marker instead of an activity's round trip and six events. 0 (older
+    clients, `temporal workflow start`, sub-agents, continued runs): as every run did
+    before."""
 
 
 class AgentResult(BaseModel):

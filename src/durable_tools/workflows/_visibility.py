@@ -14,7 +14,7 @@ from durable_tools.workflows._limits import MAX_REASON_CHARS, clip
 from durable_tools.workflows._policy import describe_policy
 from durable_tools.workflows._policy_types import ApprovalPolicy
 from durable_tools.workflows._state import RunState
-from durable_tools.workflows._types import INPUT_REVISION, RunStatus
+from durable_tools.workflows._types import REVISION_SHORT_START, RunStatus
 
 __all__ = ["FINAL", "publish", "unless_evicted"]
 
@@ -47,7 +47,7 @@ def publish(state: RunState, doing: str | None = None) -> None:
     values = (state.status.value, len(state.pending), awaiting)
     if (
         state.published is None
-        and state.input.revision >= INPUT_REVISION
+        and state.input.revision >= REVISION_SHORT_START
         and not state.started_by_older_worker
     ):
         state.published = _started_with(state)
