@@ -20,6 +20,7 @@ import pytest
 from temporalio.client import Client, WorkflowHistory
 
 from durable_tools.client import DurableTools
+from durable_tools.flows import FlowNode
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import AgentConfig, ExecutionStrategy, RunStatus
 from support import (
@@ -87,6 +88,45 @@ async def test_only_a_read_only_short_plain_tool_runs_locally_by_default(
     assert "quick_read" not in regular
     assert {"writer", "limited_read", "long_read", "forced_regular"} <= set(regular)
     assert timeline["c0"].status == "completed" and timeline["c0"].result == "quick_read 0"
+
+
+async def test_a_flow_node_of_a_chosen_tool_runs_locally_in_the_flow(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True, start_to_close_timeout=5)
+    def quick_read(key: str) -> str:
+        """Read a value."""
+        return f"value of {key}"
+
+    @registry.tool(read_only=True)  # the default timeout: regular
+    def shout(text: str) -> str:
+        """Upper-case a text."""
+        return text.upper()
+
+    registry.flow(
+        "read_and_shout",
+        "Read a value and shout it.",
+        nodes={
+            "get": FlowNode(tool="quick_read", arguments={"key": "$args.key"}),
+            "up": FlowNode(tool="shout", arguments={"text": "$nodes.get.output"}),
+        },
+    )
+    model = write_script(tmp_path, [calls(("c1", "read_and_shout", {"key": "k"})), answer("done")])
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("go", model=model)
+        result = await asyncio.wait_for(run.result(), 60)
+        child = client.get_workflow_handle(f"{run.run_id}.c1")
+        history = await child.fetch_history()
+        timeline = {record.call_id: record for record in await run.timeline()}  # a query
+        for handle in (run.handle, child):
+            await assert_not_wedged(handle)
+
+    assert result.status == RunStatus.COMPLETED
+    assert timeline["c1"].status == "completed" and "VALUE OF K" in (timeline["c1"].result or "")
+    assert local_activities(history) == ["quick_read"]
+    assert scheduled_activities(history) == ["shout"]
 
 
 class Worker:
