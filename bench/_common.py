@@ -50,9 +50,11 @@ def blob(size: int) -> str:
 
 
 def make_registry(*, local: bool = False) -> ToolRegistry:
+    # `local` is always explicit: the main variant measures regular activities, whatever
+    # the registry would choose by itself for a read-only tool (see tools/_auto_local.py).
     registry = ToolRegistry()
     registry.register(lookup, read_only=True, local=local, description="Look a key up.")
-    registry.register(blob, read_only=True, description="Return size bytes of text.")
+    registry.register(blob, read_only=True, local=False, description="Return size bytes of text.")
     return registry
 
 

@@ -299,6 +299,8 @@ def safety_summary(spec: ToolSpec) -> str:
 def catalog_line(spec: ToolSpec) -> str:
     """Catalog metadata in one line: transport, source, cost, latency, MIME types."""
     parts = [f"transport: {spec.transport}"]
+    if spec.policy.local:
+        parts.append("activity: local")  # chosen at registration (tools/_auto_local.py)
     for label, value in (
         ("source", spec.source),
         ("cost", spec.cost_hint),
@@ -320,6 +322,7 @@ def catalog_json(spec: ToolSpec) -> dict[str, Any]:
         "safety_notes": spec.safety_notes,
         "mime_types": list(spec.mime_types),
         "validate": spec.validation,
+        "local_activity": spec.policy.local is True,
         "examples": list(spec.examples),
     }
 

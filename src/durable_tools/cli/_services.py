@@ -81,7 +81,8 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         client, registry, task_queue=task_queue, secrets=secrets, oauth=broker, **options
     )
     stop = stop_on_signals()
-    names = ", ".join(spec.name for spec in registry.specs()) or "none"
+    specs = registry.specs()
+    names = ", ".join(s.name + (" (local)" if s.policy.local else "") for s in specs) or "none"
     echo(
         f"worker on {client.service_client.config.target_host} namespace {client.namespace} "
         f"task queue {task_queue}\n"

@@ -16,6 +16,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+from ._auto_local import resolve_local
 from ._context import Identity
 from ._docstrings import parse_docstring
 from ._names import NameStyle, ToolRegistrationError, check_alias, check_tool_name
@@ -79,7 +80,9 @@ class ToolOptions(TypedDict, total=False):
     heartbeat_timeout: float | timedelta | None
     retry: RetrySpec
     task_queue: str | None
-    local: bool
+    local: bool | None
+    """True: a local activity; False: a regular one; None (default): chosen at registration
+    (local only for read-only, short, plain Python tools; see `tools/_auto_local.py`)."""
     max_concurrent: int | None
     """Most calls running at once per worker process, over all runs (own task queue)."""
     rate_limit: float | None
@@ -230,6 +233,7 @@ def build_tool(
             f"tool {name!r}: invalid options: {exc}", rule="options", tool_name=name
         ) from None
     _check_examples(spec)
+    spec = resolve_local(spec, plan)
     tool_class = RegisteredTool if given_schema is None else SchemaTool
     tool = tool_class(
         spec=spec,

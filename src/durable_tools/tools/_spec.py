@@ -133,8 +133,11 @@ class ExecutionPolicy(_Frozen):
     """Retry policy for retryable errors."""
     task_queue: str | None = None
     """Run the tool on workers of this task queue instead of the run's own."""
-    local: bool = False
-    """Run as a local activity: cheaper and faster, for short tools on the same worker."""
+    local: bool | None = None
+    """Run as a local activity: cheaper and faster, for short tools on the same worker.
+    None (the default) lets the registry choose: local only for a read-only, short, plain
+    Python tool (see `tools/_auto_local.py`); registration makes it True or False, so a
+    run's recorded catalog says how each tool runs. A spec still None runs regular."""
     max_concurrent: int | None = Field(default=None, ge=1)
     """Most calls of the tool running at once on one worker process (all runs together).
     The tool gets its own task queue and worker slots; with several worker processes the

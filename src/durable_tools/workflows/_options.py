@@ -81,7 +81,7 @@ def activity_options_for(spec: ToolSpec, run_task_queue: str | None = None) -> T
             non_retryable_error_types=list(retry.non_retryable_errors) or None,
         ),
         task_queue=_task_queue(spec, run_task_queue),
-        local=policy.local,
+        local=policy.local is True,  # None: a spec the registry did not resolve runs regular
         cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         workflow_retries=workflow_retries,
     )
