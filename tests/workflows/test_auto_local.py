@@ -22,11 +22,13 @@ from temporalio.client import Client, WorkflowHistory
 from durable_tools.client import DurableTools
 from durable_tools.flows import FlowNode
 from durable_tools.tools import ToolRegistry
+from durable_tools.tools._catalog_pack import CATALOG_PACKED_ACTIVITY
 from durable_tools.workflows import AgentConfig, ExecutionStrategy, RunStatus
 from support import (
     answer,
     assert_not_wedged,
     calls,
+    local_activity_types,
     running_worker,
     scheduled_activities,
     write_script,
@@ -36,17 +38,8 @@ WORKER = Path(__file__).with_name("auto_local_worker.py")
 
 
 def local_activities(history: WorkflowHistory) -> list[str]:
-    """Activity types of the local activities a history recorded, in order."""
-    found: list[str] = []
-    for event in history.events:
-        marker = event.marker_recorded_event_attributes
-        if not event.HasField("marker_recorded_event_attributes") or marker.marker_name != (
-            "core_local_activity"  # not a patch marker
-        ):
-            continue
-        data = marker.details["data"].payloads[0].data
-        found.append(json.loads(data)["activity_type"])
-    return found
+    """The tools a history ran as local activities (the run's catalog is one too)."""
+    return [t for t in local_activity_types(history) if t != CATALOG_PACKED_ACTIVITY]
 
 
 async def test_only_a_read_only_short_plain_tool_runs_locally_by_default(
