@@ -19,13 +19,19 @@ class WorkerProcess:
     """One worker process; its stderr goes to a file the test can scan."""
 
     def __init__(
-        self, address: str, task_queue: str, work: Path, *, env: dict[str, str] | None = None
+        self,
+        address: str,
+        task_queue: str,
+        work: Path,
+        *,
+        env: dict[str, str] | None = None,
+        script: Path = WORKER,
     ) -> None:
         work.mkdir(parents=True, exist_ok=True)
         self.stderr_path = work / f"worker-{time.monotonic_ns()}.stderr"
         self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, str(WORKER), address, task_queue, str(work)],
+            [sys.executable, str(script), address, task_queue, str(work)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

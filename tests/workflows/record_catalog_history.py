@@ -11,49 +11,33 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import tempfile
 import uuid
 from pathlib import Path
-
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from record_histories import HISTORIES, registry
+from record_histories import recording_env, registry, save
 
 from durable_tools.client import DurableTools
-from durable_tools.search_attributes import SEARCH_ATTRIBUTES
-from durable_tools.server import find_temporal_cli
 from durable_tools.workflows import AgentConfig
 from support import answer, calls, running_worker, write_script
 
 
 async def main() -> None:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=find_temporal_cli(),
-        data_converter=pydantic_data_converter,
-        search_attributes=list(SEARCH_ATTRIBUTES),
-    )
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            script = [
-                calls(("s1", "search_tools", {"query": "search the archive"})),
-                calls(("a1", "archive_search", {"query": "q"}), ("l1", "lookup", {"key": "k"})),
-                answer("done"),
-            ]
-            config = AgentConfig(model=write_script(Path(tmp), script), max_advertised_tools=1)
-            task_queue = f"record-{uuid.uuid4()}"
-            async with running_worker(env.client, registry(), task_queue):
-                dt = DurableTools(env.client, task_queue)
-                run = await dt.start("archive", config=config, run_id="packed_catalog")
-                await run.result()
-                history = await run.handle.fetch_history()
-        (HISTORIES / "packed_catalog.json").write_text(history.to_json())
-        print(f"recorded packed_catalog: {len(history.events)} events")
-    finally:
-        await env.shutdown()
+    async with recording_env() as (client, directory):
+        script = [
+            calls(("s1", "search_tools", {"query": "search the archive"})),
+            calls(("a1", "archive_search", {"query": "q"}), ("l1", "lookup", {"key": "k"})),
+            answer("done"),
+        ]
+        config = AgentConfig(model=write_script(directory, script), max_advertised_tools=1)
+        task_queue = f"record-{uuid.uuid4()}"
+        async with running_worker(client, registry(), task_queue):
+            dt = DurableTools(client, task_queue)
+            run = await dt.start("archive", config=config, run_id="packed_catalog")
+            await run.result()
+            save("packed_catalog", await run.handle.fetch_history())
 
 
 if __name__ == "__main__":

@@ -17,11 +17,11 @@ import contextlib
 import sys
 import tempfile
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -40,6 +40,30 @@ from durable_tools.workflows import (
 from support import answer, calls, running_worker, wait_for, write_script
 
 HISTORIES = Path(__file__).parent / "histories"
+
+
+@contextlib.asynccontextmanager
+async def recording_env() -> AsyncIterator[tuple[Client, Path]]:
+    """A dev server with the search attributes, its client, and a scratch directory."""
+    HISTORIES.mkdir(exist_ok=True)
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=find_temporal_cli(),
+        data_converter=pydantic_data_converter,
+        search_attributes=list(SEARCH_ATTRIBUTES),
+    )
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            yield env.client, Path(tmp)
+    finally:
+        await env.shutdown()
+
+
+def save(name: str, history: WorkflowHistory) -> None:
+    """Write `history` as histories/<name>.json."""
+    (HISTORIES / f"{name}.json").write_text(history.to_json())
+    print(f"recorded {name}: {len(history.events)} events")
+
+
 # Each run's workflow id is its scenario's name, which is also the file's name: replay
 # needs the same id (sub-agent ids derive from it).
 
@@ -153,22 +177,12 @@ async def record(client: Client, directory: Path) -> None:
             run = await scenario(dt, write_script(directory, scripts[name]))
             await run.result()
             history = await run.handle.fetch_history()
-            (HISTORIES / f"{name}.json").write_text(history.to_json())
-            print(f"recorded {name}: {len(history.events)} events")
+            save(name, history)
 
 
 async def main() -> None:
-    HISTORIES.mkdir(exist_ok=True)
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=find_temporal_cli(),
-        data_converter=pydantic_data_converter,
-        search_attributes=list(SEARCH_ATTRIBUTES),
-    )
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            await record(env.client, Path(tmp))
-    finally:
-        await env.shutdown()
+    async with recording_env() as (client, directory):
+        await record(client, directory)
 
 
 if __name__ == "__main__":

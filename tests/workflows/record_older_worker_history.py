@@ -14,57 +14,43 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import tempfile
 import uuid
 from pathlib import Path
 
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from record_histories import HISTORIES, registry
+from record_histories import recording_env, registry, save
 
 from durable_tools import search_attributes as sa
-from durable_tools.server import find_temporal_cli
 from support import answer, calls, running_worker, write_script
 
 
 async def main() -> None:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=find_temporal_cli(),
-        data_converter=pydantic_data_converter,
-        search_attributes=list(sa.SEARCH_ATTRIBUTES),
-    )
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            script = [calls(("l1", "lookup", {"key": "k"})), answer("done")]
-            model = write_script(Path(tmp), script)
-            task_queue = f"record-{uuid.uuid4()}"
-            async with running_worker(env.client, registry(), task_queue):
-                handle = await env.client.start_workflow(
-                    "AgentWorkflow",
-                    {"prompt": "look", "config": {"model": model}, "revision": 1},
-                    id="older_worker",
-                    task_queue=task_queue,
-                    search_attributes=TypedSearchAttributes(
-                        [
-                            SearchAttributePair(sa.AGENT_NAME, "agent"),
-                            SearchAttributePair(sa.AGENT_STATUS, "running"),
-                            SearchAttributePair(sa.PENDING_APPROVALS, 0),
-                            SearchAttributePair(sa.AWAITING_TOOL, ""),
-                            SearchAttributePair(sa.TOKENS, 0),
-                        ]
-                    ),
-                )
-                await handle.result()
-                history = await handle.fetch_history()
-        (HISTORIES / "older_worker.json").write_text(history.to_json())
-        print(f"recorded older_worker: {len(history.events)} events")
-    finally:
-        await env.shutdown()
+    async with recording_env() as (client, directory):
+        script = [calls(("l1", "lookup", {"key": "k"})), answer("done")]
+        model = write_script(directory, script)
+        task_queue = f"record-{uuid.uuid4()}"
+        async with running_worker(client, registry(), task_queue):
+            handle = await client.start_workflow(
+                "AgentWorkflow",
+                {"prompt": "look", "config": {"model": model}, "revision": 1},
+                id="older_worker",
+                task_queue=task_queue,
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(sa.AGENT_NAME, "agent"),
+                        SearchAttributePair(sa.AGENT_STATUS, "running"),
+                        SearchAttributePair(sa.PENDING_APPROVALS, 0),
+                        SearchAttributePair(sa.AWAITING_TOOL, ""),
+                        SearchAttributePair(sa.TOKENS, 0),
+                    ]
+                ),
+            )
+            await handle.result()
+            save("older_worker", await handle.fetch_history())
 
 
 if __name__ == "__main__":

@@ -8,9 +8,6 @@ tools ran which way from there.
 from __future__ import annotations
 
 import asyncio
-import json
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,6 +30,9 @@ from support import (
     scheduled_activities,
     write_script,
 )
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "reliability"))
+from subprocess_workers import WorkerProcess, read_jsonl
 
 WORKER = Path(__file__).with_name("auto_local_worker.py")
 
@@ -122,41 +122,8 @@ async def test_a_flow_node_of_a_chosen_tool_runs_locally_in_the_flow(
     assert scheduled_activities(history) == ["shout"]
 
 
-class Worker:
-    """A worker process (auto_local_worker.py) that the test can SIGKILL."""
-
-    def __init__(self, address: str, task_queue: str, work: Path) -> None:
-        self.stderr_path = work / f"worker-{time.monotonic_ns()}.stderr"
-        self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(
-            [sys.executable, str(WORKER), address, task_queue, str(work)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-        )
-
-    async def ready(self) -> None:
-        assert self.process.stdout is not None
-        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 30)
-        if line.strip() != b"ready":
-            raise AssertionError(f"worker did not start: {self.stderr_path.read_text()[-2000:]}")
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-        self._stderr.close()
-
-
 def attempts(work: Path) -> list[dict[str, Any]]:
-    path = work / "attempts.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_jsonl(work / "attempts.jsonl")
 
 
 @pytest.mark.slow  # ~16 s idle, more under load: the dead worker's workflow task times out first
@@ -167,8 +134,8 @@ async def test_a_worker_killed_mid_local_tool_the_run_completes_after_restart(
     work = tmp_path / "work"
     work.mkdir()
     model = write_script(tmp_path, [calls(("r1", "slow_read", {"key": "k"})), answer("done")])
-    first = Worker(address, task_queue, work)
-    second: Worker | None = None
+    first = WorkerProcess(address, task_queue, work, script=WORKER)
+    second: WorkerProcess | None = None
     try:
         await first.ready()
         run = await DurableTools(client, task_queue).start("read", model=model)
@@ -176,8 +143,8 @@ async def test_a_worker_killed_mid_local_tool_the_run_completes_after_restart(
         while not attempts(work):  # the tool body is running on the first worker
             assert time.monotonic() < deadline, "the tool never started"
             await asyncio.sleep(0.05)
-        first.stop(signal.SIGKILL)
-        second = Worker(address, task_queue, work)
+        first.kill()
+        second = WorkerProcess(address, task_queue, work, script=WORKER)
         await second.ready()
         result = await asyncio.wait_for(run.result(), 90)
         history = await run.handle.fetch_history()

@@ -28,6 +28,9 @@ def test_histories_are_checked_in() -> None:
         "subagent",
         "callbacks",
         "packed_catalog",
+        "short_wire",
+        "older_worker",
+        "local_catalog",
     }
 
 
