@@ -16,8 +16,8 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from durable_tools.client import DurableTools
 from durable_tools.tools import ToolContext, ToolRegistry
 from durable_tools.workflows import AgentConfig, AgentInput, AgentWorkflow, RunStatus
+from durable_tools.workflows._run_io import CarriedState
 from durable_tools.workflows._state import CALL_IDS_CARRIED, RunState
-from durable_tools.workflows._types import CarriedState
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 

@@ -46,6 +46,7 @@ PASSTHROUGH_MODULES = (
     "durable_tools.search_attributes",
     "durable_tools.streaming",
     "durable_tools.workflows._types",
+    "durable_tools.workflows._run_io",
     "durable_tools.workflows._limits",
     "durable_tools.workflows._callback_types",
     "durable_tools.workflows._input_types",

@@ -14,15 +14,13 @@ from ._policy_types import (
     GrantRevocation,
     StandingGrant,
 )
+from ._run_io import AgentInput, AgentResult, CarriedState, RunSnapshot
 from ._types import (
     AgentConfig,
-    AgentInput,
-    AgentResult,
     ApprovalDecision,
     ApprovalPolicy,
     AuthorizationCompleted,
     AuthorizationPolicy,
-    CarriedState,
     EventsPage,
     ExecutionStrategy,
     Limits,
@@ -33,7 +31,6 @@ from ._types import (
     PolicyChange,
     Price,
     RunEvent,
-    RunSnapshot,
     RunStatus,
     SlackTarget,
     Steer,

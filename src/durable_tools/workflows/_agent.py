@@ -26,19 +26,14 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.workflows._callback_types import PendingCallback
     from durable_tools.workflows._policy_types import BatchDecision, GrantRevocation
     from durable_tools.workflows._types import (
-        AgentInput,
-        AgentResult,
         ApprovalDecision,
         AuthorizationCompleted,
-        ConversationView,
         EventsPage,
         PendingAuthorization,
         PolicyChange,
         RunEvent,
-        RunSnapshot,
         ToolCallRecord,
     )
-
 from durable_tools.workflows._authorization_gate import check_reissue, reissue
 from durable_tools.workflows._callback_gate import accept_callback_result, check_callback_result
 from durable_tools.workflows._decisions import (
@@ -52,6 +47,7 @@ from durable_tools.workflows._decisions import (
     record_decision,
 )
 from durable_tools.workflows._input_gate import accept_answer, check_answer
+from durable_tools.workflows._run_io import AgentInput, AgentResult, ConversationView, RunSnapshot
 from durable_tools.workflows._runner import (
     request_cancel,
     run_agent_loop,

@@ -15,8 +15,9 @@ from temporalio import workflow
 
 from durable_tools.messages import Message
 from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES, payload_bytes
+from durable_tools.workflows._run_io import AgentInput
 from durable_tools.workflows._state import CARRY_LIMIT, EndRun, RunState
-from durable_tools.workflows._types import AgentInput, RunStatus
+from durable_tools.workflows._types import RunStatus
 
 __all__ = ["maybe_continue_as_new"]
 

@@ -20,6 +20,7 @@ from temporalio import workflow
 from durable_tools.messages import Message
 from durable_tools.tools._context import Identity
 from durable_tools.workflows._decisions import check_decision_of, record_decision
+from durable_tools.workflows._run_io import AgentInput, AgentResult, RunSnapshot
 from durable_tools.workflows._runner import (
     request_cancel,
     run_agent_loop,
@@ -28,14 +29,7 @@ from durable_tools.workflows._runner import (
 )
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._steering import accept_steer
-from durable_tools.workflows._types import (
-    AgentConfig,
-    AgentInput,
-    AgentResult,
-    ApprovalDecision,
-    RunEvent,
-    RunSnapshot,
-)
+from durable_tools.workflows._types import AgentConfig, ApprovalDecision, RunEvent
 
 __all__ = ["AgentLoop", "run_agent", "start_agent"]
 

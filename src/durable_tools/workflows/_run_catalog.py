@@ -29,8 +29,9 @@ from durable_tools.tools._catalog_pack import (
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows._local_activity import execute_local
 from durable_tools.workflows._model_turn import advertised, deferred_tools
+from durable_tools.workflows._run_io import REVISION_LOCAL_CATALOG, REVISION_SHORT_START
 from durable_tools.workflows._state import EndRun, RunState
-from durable_tools.workflows._types import REVISION_LOCAL_CATALOG, REVISION_SHORT_START, RunStatus
+from durable_tools.workflows._types import RunStatus
 
 __all__ = ["CATALOG_PATCH", "catalog_summary", "find_tools", "load_catalog"]
 

@@ -27,8 +27,9 @@ from durable_tools.workflows._limits import (
 from durable_tools.workflows._model_turn import call_model
 from durable_tools.workflows._pipeline import run_calls
 from durable_tools.workflows._run_catalog import catalog_summary, load_catalog
+from durable_tools.workflows._run_io import AgentResult, RunSnapshot
 from durable_tools.workflows._state import EndRun, RunState
-from durable_tools.workflows._types import AgentResult, ApprovalDecision, RunSnapshot, RunStatus
+from durable_tools.workflows._types import ApprovalDecision, RunStatus
 from durable_tools.workflows._usage import run_cost, spend_tokens
 from durable_tools.workflows._visibility import publish
 

@@ -24,13 +24,12 @@ from durable_tools.workflows._callback_types import CallbackResult, PendingCallb
 from durable_tools.workflows._input_types import InputAnswer, PendingInput
 from durable_tools.workflows._options import ToolActivityOptions
 from durable_tools.workflows._policy_types import StandingGrant
+from durable_tools.workflows._run_io import AgentInput, CarriedState
 from durable_tools.workflows._types import (
     AgentConfig,
-    AgentInput,
     ApprovalDecision,
     ApprovalPolicy,
     AuthorizationCompleted,
-    CarriedState,
     PendingApproval,
     PendingAuthorization,
     RunEvent,

@@ -13,8 +13,9 @@ from durable_tools import search_attributes as sa
 from durable_tools.workflows._limits import MAX_REASON_CHARS, clip
 from durable_tools.workflows._policy import describe_policy
 from durable_tools.workflows._policy_types import ApprovalPolicy
+from durable_tools.workflows._run_io import REVISION_SHORT_START
 from durable_tools.workflows._state import RunState
-from durable_tools.workflows._types import REVISION_SHORT_START, RunStatus
+from durable_tools.workflows._types import RunStatus
 
 __all__ = ["FINAL", "publish", "unless_evicted"]
 
