@@ -8,10 +8,19 @@ from typing import Any
 
 from temporalio.client import Client
 
+from durable_tools import search_attributes as sa
 from durable_tools.client import AgentRun, DurableTools
 from durable_tools.tools import ToolRegistry
+from durable_tools.tools._catalog_pack import CATALOG_PACKED_ACTIVITY
 from durable_tools.workflows import AgentConfig, RunStatus
-from support import answer, calls, running_worker, write_script
+from support import (
+    answer,
+    calls,
+    local_activity_types,
+    running_worker,
+    scheduled_activities,
+    write_script,
+)
 
 
 def registry_with_researcher(tmp_path: Path, executed: list[Any]) -> ToolRegistry:
@@ -85,6 +94,18 @@ async def test_subagent_with_an_approval_inside_the_child(
     assert "the child published its findings" in parent_replies[0]
     assert child_id in parent_replies[0]
     assert timeline[0].child_run_id == child_id and timeline[0].status == "completed"
+    # The child starts at the parent's input revision: its catalog is a local activity, no
+    # patch marker, and (no start attributes of its own) it upserts its status itself.
+    child_history = await child.handle.fetch_history()
+    assert local_activity_types(child_history) == [CATALOG_PACKED_ACTIVITY]
+    assert CATALOG_PACKED_ACTIVITY not in scheduled_activities(child_history)
+    upserts = [
+        e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+        for e in child_history.events
+        if e.HasField("upsert_workflow_search_attributes_event_attributes")
+    ]
+    assert "TemporalChangeVersion" not in {k for fields in upserts for k in fields}
+    assert upserts and upserts[0][sa.AGENT_STATUS.name].data == b'"running"'
 
 
 async def test_cancelling_the_parent_cancels_the_child(

@@ -161,6 +161,9 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
         granted_scopes=state.input.granted_scopes,
         depth=state.depth + 1,
         max_depth=state.max_depth,
+        # What the root run's client knew: clients move to a revision only once every
+        # worker knows it (README), so the child's first task is run by one that does.
+        revision=state.input.revision,
     )
     try:
         result: AgentResult = await workflow.execute_child_workflow(
