@@ -107,9 +107,9 @@ class AgentInput(WireModel):
     run loads the packed catalog without asking the `packed-catalog` patch (no marker, no
     `TemporalChangeVersion` upsert), and skips its first status upsert when its start
     attributes already hold those values. From 2 the catalog activity runs as a local
-    activity: one marker instead of an activity's round trip and six events. 0 (older
-    clients, `temporal workflow start`, sub-agents, continued runs): as every run did
-    before."""
+    activity: one marker instead of an activity's round trip and six events. Sub-agents
+    get their root run's revision. 0 (older clients, `temporal workflow start`, continued
+    runs, whose catalog is carried): as every run did before."""
 
 
 class AgentResult(BaseModel):
