@@ -11,7 +11,7 @@ from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 
 from durable_tools._input_client import InputAnswerRejected, answer_input
 from durable_tools._render import terminal_safe
-from durable_tools.cli._commands import describe_run, no_worker, status_name, tools_for
+from durable_tools.cli._commands import describe_open_run, no_worker, tools_for
 from durable_tools.cli._errors import CliError, translate_rpc_errors
 from durable_tools.cli._flags import add_connection_flags
 from durable_tools.cli._output import echo
@@ -52,9 +52,7 @@ async def cmd_answer(args: argparse.Namespace) -> int:
     )
     tools = await tools_for(args)
     run = tools.run(args.run_id)
-    description = await describe_run(run)
-    if description.close_time is not None:
-        raise CliError(f"run {run.run_id} has ended ({status_name(description)}): nothing waits")
+    description = await describe_open_run(run)
     try:
         async with translate_rpc_errors(run.run_id):
             result = await asyncio.wait_for(

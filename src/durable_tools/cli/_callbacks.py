@@ -13,7 +13,7 @@ from typing import Any
 
 from durable_tools._callbacks_client import handlers_from_module, serve_callbacks
 from durable_tools._render import terminal_safe
-from durable_tools.cli._commands import describe_run, status_name, tools_for
+from durable_tools.cli._commands import describe_open_run, describe_run, status_name, tools_for
 from durable_tools.cli._errors import CliError
 from durable_tools.cli._flags import add_connection_flags
 from durable_tools.cli._output import echo
@@ -61,9 +61,7 @@ async def cmd_callbacks_serve(args: argparse.Namespace) -> int:
         raise CliError(str(error)) from None
     tools = await tools_for(args)
     run = tools.run(args.run_id)
-    description = await describe_run(run)
-    if description.close_time is not None:
-        raise CliError(f"run {run.run_id} has ended ({status_name(description)}): nothing waits")
+    await describe_open_run(run)
     echo(f"serving callback tools {', '.join(sorted(handlers))} for run {run.run_id}")
     answered = await serve_callbacks(
         run.handle, handlers, poll_interval=args.poll_interval, on_answer=_said

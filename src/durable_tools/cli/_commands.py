@@ -53,6 +53,7 @@ __all__ = [
     "cmd_runs",
     "cmd_show",
     "cmd_tools",
+    "describe_open_run",
     "describe_run",
     "load_tools",
     "no_worker",
@@ -180,6 +181,20 @@ def _attributes(description: WorkflowExecutionDescription) -> dict[str, Any]:
 async def describe_run(run: AgentRun) -> WorkflowExecutionDescription:
     async with translate_rpc_errors(run.run_id):
         return await run.handle.describe()
+
+
+async def describe_open_run(
+    run: AgentRun, nothing: str = "nothing waits"
+) -> WorkflowExecutionDescription:
+    """`describe_run`, for a command that needs the run still open.
+
+    Raises:
+        CliError: the run has ended (`nothing` says what that leaves to do).
+    """
+    description = await describe_run(run)
+    if description.close_time is not None:
+        raise CliError(f"run {run.run_id} has ended ({status_name(description)}): {nothing}")
+    return description
 
 
 async def cmd_show(args: argparse.Namespace) -> int:

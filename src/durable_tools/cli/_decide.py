@@ -16,7 +16,7 @@ from temporalio.client import (
 from durable_tools._render import render_approval, terminal_safe
 from durable_tools.workflows import ApprovalDecision
 
-from ._commands import describe_run, no_worker, status_name, tools_for
+from ._commands import describe_open_run, no_worker, tools_for
 from ._errors import CliError, translate_rpc_errors
 from ._inbox_client import decide_via_inbox
 from ._output import echo
@@ -47,9 +47,7 @@ async def cmd_decide(args: argparse.Namespace) -> int:
         return await decide_via_inbox(args)
     tools = await tools_for(args)
     run = tools.run(args.run_id)
-    description = await describe_run(run)
-    if description.close_time is not None:
-        raise CliError(f"run {run.run_id} has ended ({status_name(description)}): no decision")
+    description = await describe_open_run(run, "no decision")
     if not await has_workers(tools.client, description.task_queue):
         raise CliError(no_worker(description.task_queue, "to take the decision"))
     verb = "approve" if args.approve else "deny"

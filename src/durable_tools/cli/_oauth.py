@@ -10,7 +10,7 @@ from pathlib import Path
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 
 from durable_tools._render import render_authorization, terminal_safe
-from durable_tools.cli._commands import describe_run, no_worker, status_name, tools_for
+from durable_tools.cli._commands import describe_open_run, no_worker, tools_for
 from durable_tools.cli._errors import CliError, translate_rpc_errors
 from durable_tools.cli._output import echo
 from durable_tools.oauth import (
@@ -54,9 +54,7 @@ async def cmd_auth_reissue(args: argparse.Namespace) -> int:
     """
     tools = await tools_for(args)
     run = tools.run(args.run_id)
-    description = await describe_run(run)
-    if description.close_time is not None:
-        raise CliError(f"run {run.run_id} has ended ({status_name(description)}): nothing waits")
+    description = await describe_open_run(run)
     try:
         async with translate_rpc_errors(run.run_id):
             pending = await asyncio.wait_for(
