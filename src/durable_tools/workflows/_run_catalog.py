@@ -62,22 +62,14 @@ async def load_catalog(state: RunState) -> None:
         )
         return
     try:
-        if state.input.revision >= REVISION_LOCAL_CATALOG and not state.started_by_older_worker:
-            packed = await execute_local(
-                CATALOG_PACKED_ACTIVITY,
-                request,
-                result_type=PackedCatalog,
-                start_to_close_timeout=_TIMEOUT,
-                summary="load the tool catalog",
-            )
-        else:
-            packed = await workflow.execute_activity(
-                CATALOG_PACKED_ACTIVITY,
-                request,
-                result_type=PackedCatalog,
-                start_to_close_timeout=_TIMEOUT,
-                summary="load the tool catalog",
-            )
+        local = state.input.revision >= REVISION_LOCAL_CATALOG and not state.started_by_older_worker
+        packed = await (execute_local if local else workflow.execute_activity)(
+            CATALOG_PACKED_ACTIVITY,
+            request,
+            result_type=PackedCatalog,
+            start_to_close_timeout=_TIMEOUT,
+            summary="load the tool catalog",
+        )
     except ActivityError as error:
         cause = error.cause
         if isinstance(cause, ApplicationError) and cause.type == "CatalogTooLarge":

@@ -7,6 +7,8 @@ reports them, and retry from the workflow on clean, retryable errors.
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
@@ -27,31 +29,24 @@ async def schedule_tool_activity(
     Raises:
         temporalio.exceptions.ActivityError: the activity failed, timed out or was cancelled.
     """
-    if options.local:
-        local: ToolOutcome = await execute_local(
-            name,
-            invocation,
-            result_type=ToolOutcome,
-            start_to_close_timeout=options.start_to_close_timeout,
-            schedule_to_close_timeout=options.schedule_to_close_timeout,
-            retry_policy=options.retry_policy,
-            cancellation_type=options.cancellation_type,
-            summary=summary,
-        )
-        return local
-    remote: ToolOutcome = await workflow.execute_activity(
+    shared: dict[str, Any] = {
+        "start_to_close_timeout": options.start_to_close_timeout,
+        "schedule_to_close_timeout": options.schedule_to_close_timeout,
+        "retry_policy": options.retry_policy,
+        "cancellation_type": options.cancellation_type,
+        "summary": summary,
+    }
+    if options.local:  # no task queue or heartbeats: it runs in the workflow's worker
+        return await execute_local(name, invocation, result_type=ToolOutcome, **shared)
+    outcome: ToolOutcome = await workflow.execute_activity(
         name,
         invocation,
         result_type=ToolOutcome,
         task_queue=options.task_queue,
-        start_to_close_timeout=options.start_to_close_timeout,
-        schedule_to_close_timeout=options.schedule_to_close_timeout,
         heartbeat_timeout=options.heartbeat_timeout,
-        retry_policy=options.retry_policy,
-        cancellation_type=options.cancellation_type,
-        summary=summary,
+        **shared,
     )
-    return remote
+    return outcome
 
 
 def attempts_after(cause: BaseException | None, so_far: int) -> int:
