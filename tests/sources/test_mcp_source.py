@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_support import SERVER, HttpServer
 from temporalio.client import Client
 
 from durable_tools.client import DurableTools
@@ -36,8 +36,6 @@ from durable_tools.tools import (
 from durable_tools.workflows import RunStatus
 from support import answer, calls, running_worker, scheduled_activities, write_script
 
-SERVER = str(Path(__file__).with_name("mcp_test_server.py"))
-
 
 def stdio_server(name: str = "calc") -> McpStdio:
     return McpStdio(sys.executable, (SERVER, "stdio"), name=name)
@@ -45,43 +43,6 @@ def stdio_server(name: str = "calc") -> McpStdio:
 
 def ctx(name: str, call_id: str = "c1") -> ToolContext:
     return ToolContext(tool_call_id=call_id, tool_name=name)
-
-
-class HttpServer:
-    """The test server as a subprocess on a fixed 127.0.0.1 port, restartable."""
-
-    def __init__(self) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
-
-    async def start(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, SERVER, "http", str(self.port)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
-            except OSError:
-                await asyncio.sleep(0.05)
-                continue
-            writer.close()
-            return
-        raise RuntimeError("the MCP test server did not start")
-
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-            self.process = None
 
 
 @pytest.fixture
