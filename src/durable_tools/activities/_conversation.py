@@ -118,8 +118,7 @@ class ConversationSnapshots:
         Raises:
             SnapshotMissing: the store does not hold them.
         """
-        with self._lock:
-            cached = self._tools.get(ref.sha256)
+        cached = self.cached_tools(ref)
         if cached is not None:
             return cached
         try:
