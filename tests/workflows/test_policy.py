@@ -226,7 +226,7 @@ async def test_identity_grants_outlive_the_run_expire_and_revoke(
         )
         await first.result()
         [grant] = await store.all()
-        assert grant.identity == "acme/alice" and grant.granted_by == "boss"
+        assert grant.identity == "agent=agent;tenant=acme;user=alice" and grant.granted_by == "boss"
 
         # Another run of the same identity: allowed by the grant, within its bound.
         second = await dt.start("two", config=config(refund("r2", 200)), identity=alice)
@@ -252,7 +252,7 @@ async def test_identity_grants_outlive_the_run_expire_and_revoke(
         short = next(g for g in await store.all() if g.revoked_at is None)
         # Expired: asked again (wait until the grant's own end has passed).
         assert short.expires_at is not None
-        while await store.find("acme/alice", "refund", {"order_id": "x", "amount_cents": 1}):
+        while await store.find(grant.identity, "refund", {"order_id": "x", "amount_cents": 1}):
             await asyncio.sleep(0.1)
         fifth = await dt.start("five", config=config(refund("r5", 1)), identity=alice)
         await wait_for(fifth, lambda s: "r5" in pending(s))

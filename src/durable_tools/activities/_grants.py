@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -53,13 +53,21 @@ class GrantStore:
         return await self._locked(lambda grants: list(grants))
 
     async def find(
-        self, identity: str, tool: str, arguments: dict[str, Any], now: datetime | None = None
+        self,
+        identity: str,
+        tool: str,
+        arguments: dict[str, Any],
+        now: datetime | None = None,
+        makers: Sequence[str] = (),
     ) -> StandingGrant | None:
-        """The first live grant of `identity` covering this call, or None."""
+        """The first live grant of `identity` covering this call, made by one of `makers`
+        (empty: anyone), or None. An empty `identity` has no grants."""
+        if not identity:
+            return None
         when = now or datetime.now(UTC)
         grants = await self.all()
         mine = [g for g in grants if g.identity == identity]
-        return find_grant(mine, tool, arguments, when)
+        return find_grant(mine, tool, arguments, when, makers)
 
     async def save(self, grant: StandingGrant) -> None:
         """Add `grant`, or replace the one with its id (saving twice is harmless)."""
@@ -117,7 +125,9 @@ def grant_activities(store: GrantStore) -> list[Callable[..., Any]]:
 
     @activity.defn(name=GRANT_FIND_ACTIVITY)
     async def find(lookup: GrantLookup) -> StandingGrant | None:
-        return await store.find(lookup.identity, lookup.tool, lookup.arguments)
+        return await store.find(
+            lookup.identity, lookup.tool, lookup.arguments, makers=lookup.makers
+        )
 
     @activity.defn(name=GRANT_SAVE_ACTIVITY)
     async def save(grant: StandingGrant) -> None:

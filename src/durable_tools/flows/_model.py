@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from durable_tools._durations import Seconds
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ToolOutcome
 from durable_tools.tools._spec import ExecutionPolicy, ToolSpec
@@ -132,7 +133,7 @@ class FlowPlan(_Frozen):
     nodes: tuple[PlannedNode, ...]
     output: str | dict[str, str]
     """A reference (`$nodes.<id>.output[...]`), or names -> references (a JSON object)."""
-    timeout_seconds: float = Field(gt=0)
+    timeout_seconds: Seconds
     """The flow's overall bound: nodes still running then are cancelled, and it fails."""
     node_output_limit_bytes: int = Field(ge=256)
     """Largest node output passed on to other nodes; a larger one fails its node."""

@@ -21,10 +21,10 @@ from durable_tools.tools import Denied
 from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import redact_arguments
 from durable_tools.workflows._approvals import arguments_hash, static_approval
-from durable_tools.workflows._grants import grant_from_decision, standing_verdict
+from durable_tools.workflows._grants import grant_from_decision, policy_verdict
 from durable_tools.workflows._metrics import approval_decided, approval_requested
 from durable_tools.workflows._notify import notify_approval
-from durable_tools.workflows._policy import criteria_for, quorum_for, screen
+from durable_tools.workflows._policy import Verdict, criteria_for, screen
 from durable_tools.workflows._policy_auto import evaluate_call
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._types import (
@@ -76,30 +76,26 @@ async def approve(state: RunState, valid: ValidCall, record: ToolCallRecord) -> 
     mode, then a person. The layer that decided is kept on the call's record.
     """
     spec = valid.spec
-    policy = state.policy
-    screened = screen(spec, policy)
-    if screened is not None:
+    screened = screen(spec, state.policy)
+    if screened is not None and screened.action == "deny":
         record.policy_layer = screened.layer
-        state.event(f"policy.{screened.action}ed", valid.call, detail=screened.detail)
-        if screened.action == "deny":
-            return _refuse(state, valid, record, f"denied by policy ({screened.layer})")
-        needs_approval: bool | None = False
-    else:
-        needs_approval = static_approval(spec, policy)
+        state.event("policy.denied", valid.call, detail=screened.detail)
+        return _refuse(state, valid, record, f"denied by policy ({screened.layer})")
+    rules_ask = False if screened is not None else static_approval(spec, state.policy)
     checked: PreflightResult | None = None
-    if needs_approval is None or spec.oauth is not None:
+    if rules_ask is None or spec.oauth is not None:
         checked = await preflight(state, valid, force=False)
-        if needs_approval is None:
-            needs_approval = checked.approval_required
-    if not needs_approval:
-        return Gate(preflight=checked)
-    verdict = await standing_verdict(state, valid)
-    if verdict is not None:
-        record.policy_layer = verdict.layer
-        state.event("policy.allowed", valid.call, detail=f"{verdict.layer}: {verdict.detail}")
+        if rules_ask is None:
+            rules_ask = checked.approval_required
+    verdict = screened or await policy_verdict(state, valid, rules_ask=rules_ask)
+    if verdict.action == "allow":
+        if verdict.layer != "rules":
+            record.policy_layer = verdict.layer
+            detail = verdict.detail if screened else f"{verdict.layer}: {verdict.detail}"
+            state.event("policy.allowed", valid.call, detail=detail)
         return Gate(preflight=checked)
     record.status = "awaiting_approval"
-    decision = await _await_decision(state, valid)
+    decision = await _await_decision(state, valid, verdict)
     record.policy_layer = "auto" if decision.decider.startswith("auto:") else "person"
     record.decided_by = decision.decider
     record.decided_at = workflow.now()
@@ -121,7 +117,7 @@ def _refuse(state: RunState, valid: ValidCall, record: ToolCallRecord, text: str
     return Gate(refusal=Message.tool(call.id, spec.name, refusal))
 
 
-async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision:
+async def _await_decision(state: RunState, valid: ValidCall, verdict: Verdict) -> ApprovalDecision:
     call, spec = valid.call, valid.spec
     policy = state.policy
     now = workflow.now()
@@ -131,10 +127,10 @@ async def _await_decision(state: RunState, valid: ValidCall) -> ApprovalDecision
         tool=spec.name,
         arguments=redact_arguments(valid.arguments, spec.safety.redact),
         arguments_hash=arguments_hash(valid.arguments),
-        deciders=list(policy.deciders),
+        deciders=list(verdict.deciders),
         requested_at=now,
         deadline=now + timedelta(seconds=timeout) if timeout else None,
-        approvals_required=quorum_for(spec, policy),
+        approvals_required=verdict.approvals_required,
     )
     state.decisions.pop(call.id, None)  # a reused call id starts undecided
     state.pending[call.id] = pending

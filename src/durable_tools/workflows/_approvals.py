@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows._deciders import distinct_people, may_decide, person_of
 from durable_tools.workflows._types import ApprovalDecision, ApprovalPolicy, PendingApproval
 
 __all__ = [
@@ -51,13 +52,6 @@ def static_approval(spec: ToolSpec, policy: ApprovalPolicy) -> bool | None:
     return False
 
 
-def _may_decide(decider: str, deciders: list[str]) -> bool:
-    # Deciders name people or groups ("group:ops"). A member of a group decides as
-    # "alice via group:ops": the inbox checked the membership; the history names both.
-    _person, via, group = decider.partition(" via ")
-    return decider in deciders or (bool(via) and group.startswith("group:") and group in deciders)
-
-
 def check_decision(
     decision: ApprovalDecision,
     pending: dict[str, PendingApproval],
@@ -65,6 +59,7 @@ def check_decision(
     *,
     hash_required: bool = False,
     identity_grants: bool = False,
+    has_identity: bool = True,
 ) -> PendingApproval:
     """Validate a decision against the run's pending approvals.
 
@@ -76,6 +71,8 @@ def check_decision(
             run no longer knows: `CALL_IDS_CARRIED`), so a decision without the
             arguments hash could be meant for another of them.
         identity_grants: The run's policy lets decisions create identity-scoped grants.
+        has_identity: The run acts for an identity (a tenant or a user), which an
+            identity-scoped grant is kept under.
 
     Returns:
         The pending approval the decision answers.
@@ -91,7 +88,7 @@ def check_decision(
         raise InvalidDecision(
             f"no approval is pending for tool call {decision.call_id!r} (pending: {waiting})"
         )
-    if approval.deciders and not _may_decide(decision.decider, approval.deciders):
+    if not may_decide(decision.decider, approval.deciders):
         raise InvalidDecision(
             f"{decision.decider!r} may not decide tool call {decision.call_id!r}; "
             f"allowed: {', '.join(approval.deciders)}"
@@ -108,10 +105,11 @@ def check_decision(
             f"arguments hash does not match tool call {decision.call_id!r}: the decision was "
             "made on different arguments than the ones pending"
         )
-    if decision.approve and decision.decider in approval.approved_by:
+    if decision.approve and person_of(decision.decider) in distinct_people(approval.approved_by):
         raise InvalidDecision(
-            f"{decision.decider!r} already approved tool call {decision.call_id!r}: it needs "
-            f"{approval.approvals_required} approvals from distinct deciders"
+            f"{decision.decider!r} already approved tool call {decision.call_id!r} (however "
+            "the name is written, or whichever group it acts through): it needs "
+            f"{approval.approvals_required} approvals from distinct people"
         )
     if decision.grant is not None:
         if not decision.approve:
@@ -120,6 +118,11 @@ def check_decision(
             raise InvalidDecision(
                 "this run's approval policy does not keep identity-scoped grants "
                 "(identity_grants is off); grant for the run instead"
+            )
+        if decision.grant.scope == "identity" and not has_identity:
+            raise InvalidDecision(
+                "this run acts for no identity (no tenant or user), so an identity-scoped "
+                "grant would have nobody to belong to; grant for the run instead"
             )
         if approval.approvals_required > 1:
             raise InvalidDecision(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 from durable_tools.workflows._approvals import InvalidDecision, check_decision
+from durable_tools.workflows._grants import scope_key
 from durable_tools.workflows._limits import (
     MAX_REASON_CHARS,
     PAYLOAD_BUDGET_BYTES,
@@ -46,6 +47,7 @@ def check_decision_of(state: RunState, decision: object) -> None:
         set(state.decisions),
         hash_required=state.call_ids_dropped or state.call_uses.get(decision.call_id, 0) > 1,
         identity_grants=state.policy.identity_grants,
+        has_identity=scope_key(state) is not None,
     )
 
 

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from durable_tools._durations import Seconds
+
 __all__ = ["NotificationConfig", "NotificationEvent", "SlackTarget", "WebhookTarget"]
 
 
@@ -87,7 +89,7 @@ class NotificationConfig(BaseModel):
     """Base URL of the approvals inbox; notifications link to `<inbox_url>/runs/<run id>`."""
     max_attempts: int = Field(default=5, ge=1, le=100)
     """Deliveries tried per notification and target."""
-    timeout_seconds: float = Field(default=600.0, gt=0)
+    timeout_seconds: Seconds = 600.0
     """How long one notification may keep retrying before it counts as failed."""
-    retry_interval_seconds: float = Field(default=2.0, gt=0)
+    retry_interval_seconds: Seconds = 2.0
     """First pause between two attempts; doubled after each one, up to a minute."""

@@ -1,17 +1,20 @@
-"""The layered approval policy as pure functions: which layer decides a call, and how.
+"""The layered approval policy as one pure function: which layer decides a call, and how.
 
-For each validated call the gate asks, in order:
+`decide` asks, in order:
 
 1. `skip_all_approvals_unsafe`: allow everything (tests, sandboxes);
 2. `deny_tools`: deny;
-3. the tool's and the run's own rules (`static_approval`, or a worker-side predicate):
-   a call they do not send to a person is allowed;
+3. the tool's and the run's own rules (`static_approval`, or a worker-side predicate whose
+   answer the caller passes in): a call they do not send to a person is allowed;
 4. `allow_safe_tools`: allow tools safe under any input;
 5. `allow_tools`: allow by name;
-6. standing grants (run-scoped here, identity-scoped from the worker's store), each
-   within its argument constraints and before its expiry;
-7. auto mode (an evaluator activity, raced against a person; it never fails open);
-8. a person (`quorum` distinct approvals for money-spending or chosen tools).
+6. standing grants (run-scoped, and identity-scoped ones the caller fetched from the
+   worker's store), each within its argument constraints and before its expiry, and only
+   where its maker could have given the approval under the policy in force for this call
+   (`grant_stands`): one of the policy's deciders, and never for a call that needs more
+   than one approval;
+7. a person: `quorum` distinct approvals for money-spending or chosen tools, from the
+   policy's deciders (auto mode, when on, races that person; see `_policy_auto`).
 
 Nothing here does I/O, reads a clock or draws randomness: the workflow passes `now`.
 """
@@ -23,9 +26,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
+from urllib.parse import quote
 
 from durable_tools.tools._context import Identity
 from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows._deciders import may_decide
 from durable_tools.workflows._policy_types import (
     Constraint,
     CriteriaSet,
@@ -39,16 +44,18 @@ __all__ = [
     "Verdict",
     "constraints_hold",
     "criteria_for",
+    "decide",
     "describe_constraints",
     "describe_policy",
     "find_grant",
     "grant_covers",
+    "grant_makers",
+    "grant_stands",
     "identity_key",
     "is_safe_tool",
     "make_grant",
     "quorum_for",
     "screen",
-    "standing_layers",
 ]
 
 SAFE_TAG = "approval_safe"
@@ -57,12 +64,76 @@ SAFE_TAG = "approval_safe"
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a policy layer decided."""
+    """What the policy decided for one call, and which layer decided it."""
 
-    action: Literal["allow", "deny"]
+    action: Literal["allow", "deny", "ask"]
     layer: str
-    """`skip_all`, `deny_list`, `safe_tool`, `allow_list` or `grant:<id>`."""
+    """`skip_all`, `deny_list`, `rules`, `safe_tool`, `allow_list`, `grant:<id>` or `person`."""
     detail: str = ""
+    approvals_required: int = 1
+    """For `ask`: distinct people who must approve (the two-person rule)."""
+    deciders: tuple[str, ...] = ()
+    """For `ask`: who may approve; empty means anyone who can reach the run."""
+    set_aside: tuple[str, ...] = ()
+    """Grants that covered the call but may not stand in for its approval, each with why."""
+
+
+def decide(
+    spec: ToolSpec,
+    policy: ApprovalPolicy,
+    arguments: dict[str, Any],
+    *,
+    rules_ask: bool,
+    grants: Iterable[StandingGrant],
+    now: datetime,
+    legacy_grants: bool = False,
+) -> Verdict:
+    """Decide one validated call under the run's live policy.
+
+    Args:
+        spec: The tool called.
+        policy: The run's live approval policy.
+        arguments: The call's validated arguments.
+        rules_ask: Whether the tool's and the run's own rules send the call to a person
+            (`static_approval`, or the worker-side predicate's answer).
+        grants: Standing grants that may cover the call: the run's own, and the one the
+            identity store returned (if it was asked).
+        now: The workflow's clock.
+        legacy_grants: Replay only: a history recorded before grants were checked against
+            the policy in force, where any covering grant allowed the call.
+
+    Returns:
+        The verdict and the layer that decided it.
+    """
+    screened = screen(spec, policy)
+    if screened is not None:
+        return screened
+    if not rules_ask:
+        return Verdict("allow", "rules", f"{spec.name} needs no approval under its rules")
+    if policy.allow_safe_tools and is_safe_tool(spec):
+        return Verdict("allow", "safe_tool", f"{spec.name} is safe under any input")
+    if spec.name in policy.allow_tools:
+        return Verdict("allow", "allow_list", f"{spec.name} is in the policy's allow_tools")
+    set_aside: list[str] = []
+    for grant in grants:
+        if not grant_covers(grant, spec.name, arguments, now):
+            continue
+        why_not = None if legacy_grants else grant_stands(grant, spec, policy)
+        if why_not is None:
+            return Verdict(
+                "allow", f"grant:{grant.grant_id}", f"standing grant by {grant.granted_by}"
+            )
+        set_aside.append(f"{grant.grant_id}: {why_not}")
+    needed = quorum_for(spec, policy)
+    return Verdict(
+        "ask",
+        "person",
+        f"{needed} approval{'s' if needed > 1 else ''} from "
+        + (", ".join(policy.deciders) or "anyone"),
+        approvals_required=needed,
+        deciders=tuple(policy.deciders),
+        set_aside=tuple(set_aside),
+    )
 
 
 def screen(spec: ToolSpec, policy: ApprovalPolicy) -> Verdict | None:
@@ -74,21 +145,31 @@ def screen(spec: ToolSpec, policy: ApprovalPolicy) -> Verdict | None:
     return None
 
 
-def standing_layers(
-    spec: ToolSpec,
-    policy: ApprovalPolicy,
-    arguments: dict[str, Any],
-    grants: Iterable[StandingGrant],
-    now: datetime,
-) -> Verdict | None:
-    """The allowing layers for a call the rules send to a person; None: keep asking."""
-    if policy.allow_safe_tools and is_safe_tool(spec):
-        return Verdict("allow", "safe_tool", f"{spec.name} is safe under any input")
-    if spec.name in policy.allow_tools:
-        return Verdict("allow", "allow_list", f"{spec.name} is in the policy's allow_tools")
-    grant = find_grant(grants, spec.name, arguments, now)
-    if grant is not None:
-        return Verdict("allow", f"grant:{grant.grant_id}", f"standing grant by {grant.granted_by}")
+def grant_makers(policy: ApprovalPolicy) -> tuple[str, ...]:
+    """Who could have given an approval under `policy`: its deciders, and the people it
+    escalates to (empty: anyone)."""
+    if not policy.deciders:
+        return ()
+    escalated = policy.escalate_to if policy.on_timeout == "escalate" else ()
+    return (*policy.deciders, *escalated)
+
+
+def grant_stands(grant: StandingGrant, spec: ToolSpec, policy: ApprovalPolicy) -> str | None:
+    """Why a grant covering a call may not stand in for its approval, or None if it may.
+
+    A grant is one person's approval given in advance, so it stands only where that person
+    could have approved the call under the policy in force now (which may be stricter than
+    the one the grant was made under): never for a call that needs several approvals, and
+    only from one of the policy's deciders.
+    """
+    needed = quorum_for(spec, policy)
+    if needed > 1:
+        return f"{spec.name} needs {needed} approvals; a grant is one person's"
+    makers = grant_makers(policy)
+    if makers and not may_decide(grant.granted_by, makers):
+        return f"{grant.granted_by} is not among the policy's deciders"
+    if grant.scope == "identity" and not policy.identity_grants:
+        return "the policy does not use identity-scoped grants"
     return None
 
 
@@ -111,9 +192,17 @@ def criteria_for(policy: ApprovalPolicy, tool: str) -> CriteriaSet | None:
     return policy.auto.criteria.get(tool) or policy.auto.criteria.get("*")
 
 
-def identity_key(identity: Identity) -> str:
-    """The key identity grants are stored under: `tenant/user` (empty parts kept empty)."""
-    return f"{identity.tenant or ''}/{identity.user or ''}"
+def identity_key(agent: str, identity: Identity) -> str | None:
+    """The scope identity-scoped grants are kept under: the agent and who its run acts for.
+
+    None when the run acts for nobody in particular (no tenant and no user): such runs
+    share nothing that could scope a grant, so they get none. Each part is
+    percent-encoded, so no name can imitate another scope (`a/b` is not `a` + `b`).
+    """
+    if not identity.tenant and not identity.user:
+        return None
+    parts = {"agent": agent, "tenant": identity.tenant or "", "user": identity.user or ""}
+    return ";".join(f"{name}={quote(value, safe='')}" for name, value in parts.items())
 
 
 _MISSING = object()
@@ -183,10 +272,21 @@ def grant_covers(grant: StandingGrant, tool: str, arguments: dict[str, Any], now
 
 
 def find_grant(
-    grants: Iterable[StandingGrant], tool: str, arguments: dict[str, Any], now: datetime
+    grants: Iterable[StandingGrant],
+    tool: str,
+    arguments: dict[str, Any],
+    now: datetime,
+    makers: Sequence[str] = (),
 ) -> StandingGrant | None:
-    """The first grant covering the call, or None."""
-    return next((g for g in grants if grant_covers(g, tool, arguments, now)), None)
+    """The first grant covering the call whose maker is among `makers` (empty: anyone)."""
+    return next(
+        (
+            g
+            for g in grants
+            if grant_covers(g, tool, arguments, now) and may_decide(g.granted_by, makers)
+        ),
+        None,
+    )
 
 
 def make_grant(
@@ -196,7 +296,7 @@ def make_grant(
     tool: str,
     granted_by: str,
     now: datetime,
-    identity: Identity,
+    scope_key: str,
     run_id: str,
     reason: str | None = None,
 ) -> StandingGrant:
@@ -207,7 +307,7 @@ def make_grant(
         grant_id=grant_id,
         tool=tool,
         scope=request.scope,
-        identity=identity_key(identity) if request.scope == "identity" else "",
+        identity=scope_key if request.scope == "identity" else "",
         constraints=request.constraints,
         granted_by=granted_by,
         granted_at=now,

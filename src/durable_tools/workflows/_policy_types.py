@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from durable_tools._durations import Seconds
+from durable_tools.workflows._deciders import name_key
 from durable_tools.workflows._limits import (
     MAX_CALL_ID_CHARS,
     MAX_DECIDER_CHARS,
@@ -71,7 +73,7 @@ class GrantRequest(_Frozen):
     scope: Literal["run", "identity"] = "run"
     """run: the rest of this run; identity: every run of the same identity (needs
     `ApprovalPolicy.identity_grants`), until `duration_seconds` pass."""
-    duration_seconds: float | None = Field(default=None, gt=0)
+    duration_seconds: Seconds | None = None
     """How long the grant holds; None: as long as its scope (required for `identity`)."""
     constraints: tuple[Constraint, ...] = Field(default=(), max_length=MAX_CONSTRAINTS)
     """The grant covers only calls whose arguments satisfy every constraint."""
@@ -107,8 +109,11 @@ class GrantLookup(BaseModel):
     """Input of the grant-store `find` activity."""
 
     identity: str
+    """The run's grant scope (`identity_key`)."""
     tool: str
     arguments: dict[str, Any]
+    makers: tuple[str, ...] = ()
+    """Only grants made by one of these may stand (the policy's deciders); empty: anyone."""
 
 
 class GrantRevocation(_Frozen):
@@ -136,7 +141,7 @@ class AutoApproval(_Frozen):
     or `model:<spec>` (e.g. `model:openai:gpt-4o-mini`) through the model adapters."""
     criteria: dict[str, CriteriaSet] = Field(default_factory=dict)
     """Criteria by tool name; `*` for every tool. A tool with none goes to a person."""
-    timeout_seconds: float = Field(default=60.0, gt=0)
+    timeout_seconds: Seconds = 60.0
     """An evaluation slower than this goes to a person."""
 
 
@@ -187,13 +192,13 @@ class ApprovalPolicy(BaseModel):
     tool that is not read-only; all: every call; none: never ask (tools' own rules ignored)."""
     deciders: tuple[str, ...] = ()
     """Who may decide; empty means anyone who can reach the run."""
-    timeout_seconds: float | None = Field(default=None, gt=0)
+    timeout_seconds: Seconds | None = None
     """How long an approval may wait; None waits for ever (durably)."""
     on_timeout: Literal["deny", "escalate", "fail"] = "deny"
     """What the deadline passing does."""
     escalate_to: tuple[str, ...] = ()
     """Deciders after an escalation."""
-    escalation_timeout_seconds: float | None = Field(default=None, gt=0)
+    escalation_timeout_seconds: Seconds | None = None
     """Second deadline, after which the call is denied. None: same as `timeout_seconds`."""
     on_deny: Literal["tell_model", "end_run"] = "tell_model"
     """A denial goes back to the model as an error message, or ends the run."""
@@ -233,11 +238,15 @@ class ApprovalPolicy(BaseModel):
             )
         if self.on_timeout == "escalate" and self.timeout_seconds is None:
             raise ValueError("on_timeout='escalate' needs timeout_seconds: when to escalate")
-        if self.quorum > 1 and self.deciders and len(self.deciders) < self.quorum:
-            raise ValueError(
-                f"quorum {self.quorum} needs at least {self.quorum} deciders "
-                f"({len(self.deciders)} named)"
-            )
+        for field, names in (("deciders", self.deciders), ("escalate_to", self.escalate_to)):
+            # One person counts once however the name is written (`alice`, `ALICE`): a
+            # quorum the named deciders cannot reach would deny every such call.
+            distinct = len({name_key(name) for name in names})
+            if self.quorum > 1 and names and distinct < self.quorum:
+                raise ValueError(
+                    f"quorum {self.quorum} needs at least {self.quorum} distinct {field} "
+                    f"({distinct} named: {', '.join(names)})"
+                )
         both = sorted(set(self.allow_tools) & set(self.deny_tools))
         if both:
             raise ValueError(f"tools both allowed and denied: {', '.join(both)}")

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from durable_tools._durations import Seconds
 from durable_tools._wire import WireModel
 from durable_tools.messages import ModelSettings, OutputSchema, Usage
 from durable_tools.tools._context import Identity
@@ -136,7 +137,7 @@ class AuthorizationPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    timeout_seconds: float | None = Field(default=None, gt=0)
+    timeout_seconds: Seconds | None = None
     """How long an authorization may wait; None waits for ever (durably)."""
     on_timeout: Literal["deny", "fail", "reissue"] = "deny"
     """deny: the model is told the authorization did not happen; fail: the run ends;
@@ -192,9 +193,9 @@ class AgentConfig(WireModel):
     """Put a tool call's abridged arguments in its activity summary. Summaries are not
     encrypted (the server and UI read them as they are): a client with a payload codec
     starts runs with this off unless it was set explicitly."""
-    model_timeout_seconds: float = Field(default=300.0, gt=0)
+    model_timeout_seconds: Seconds = 300.0
     model_max_attempts: int = Field(default=5, ge=0)
-    model_heartbeat_seconds: float = Field(default=10.0, gt=0)
+    model_heartbeat_seconds: Seconds = 10.0
     """The model activity heartbeats while its call is in flight; one silent this long (its
     worker or the server died) is retried instead of waiting out `model_timeout_seconds`."""
     stream_tokens: bool = False
