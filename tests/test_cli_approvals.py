@@ -13,6 +13,8 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 import cli_support
 from cli_support import cli, cli_json
 from durable_tools._render import terminal_safe
+from durable_tools.cli import CliError
+from durable_tools.cli._confirm import hash_given
 from durable_tools.client import DurableTools
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import RunStatus
@@ -236,3 +238,29 @@ def test_terminal_safe_escapes_what_a_terminal_acts_on() -> None:
     assert terminal_safe("line 1\nline 2\tcol", multiline=True) == "line 1\nline 2\tcol"
     assert terminal_safe("one\nfield") == "one\\x0afield"
     assert terminal_safe("ünïcödé, 漢字, emoji 🙂") == "ünïcödé, 漢字, emoji 🙂"
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "",  # empty is not "absent": it names nothing, so it decides nothing
+        "a" * 12,  # a prefix is refused: arguments can be ground to share one
+        "a" * 63,
+        "a" * 65,
+        "g" * 64,
+        "\uff41" * 64,  # fullwidth "a"
+        "\u0661" * 64,  # Arabic-Indic digit one
+        "a" * 32 + "\x1b[2K" + "a" * 28,
+        "a" * 10_000_000,
+    ],
+)
+def test_hash_given_accepts_only_a_full_hex_hash(given: str) -> None:
+    with pytest.raises(CliError, match="64 hexadecimal characters") as refused:
+        hash_given(given)
+    assert "\x1b" not in str(refused.value) and len(str(refused.value)) < 300
+
+
+def test_hash_given_takes_a_pasted_hash_as_it_is_meant() -> None:
+    digest = "0123456789abcdef" * 4
+    assert hash_given(None) is None
+    assert hash_given(f"  {digest.upper()}\n") == digest

@@ -45,10 +45,11 @@ def _request_listed(listing: Any, run_id: str, call_id: str, digest: str | None)
         CliError: none listed, a `digest` that names another request (stale), or an entry
             that is not a pending approval.
     """
+    items = listing.get("pending")
     found = next(
         (
             item
-            for item in listing.get("pending", [])
+            for item in (items if isinstance(items, list) else [])
             if isinstance(item, dict)
             and item.get("run_id") == run_id
             and item.get("call_id") == call_id
