@@ -29,8 +29,8 @@ from durable_tools.inbox import (
     add_token,
     create_app,
 )
-from durable_tools.workflows import PendingApproval, RunStatus
-from support import decisions_sent, running_worker, wait_for
+from durable_tools.workflows import AgentConfig, ExecutionStrategy, PendingApproval, RunStatus
+from support import answer, calls, decisions_sent, running_worker, wait_for, write_script
 from test_cli_approvals import pay_registry, reused_call_id_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
@@ -49,7 +49,7 @@ class Terminal:
             stdin=subprocess.PIPE if piped_input is not None else slave,
             stdout=slave,
             stderr=slave,
-            start_new_session=True,  # the pty becomes its controlling terminal
+            start_new_session=True,  # its own session: nothing from the test's terminal
         )
         os.close(slave)
         if piped_input is not None:
@@ -220,6 +220,52 @@ async def test_the_inbox_path_names_the_request_too(
         assert [(d["decider"], d["arguments_hash"]) for d in sent][1:] == [
             ("bob", second.arguments_hash)
         ]
+
+
+async def test_a_hash_picks_the_request_among_a_run_and_its_sub_agents(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    # The parent and its sub-agent both wait on a call c1 with the same arguments.
+    registry = pay_registry()
+    child = write_script(tmp_path, [calls(("c1", "pay", {"amount_cents": 5})), answer("ok")])
+    registry.subagent(AgentConfig(model=child), name="writer", description="Writes.")
+    parent = write_script(
+        tmp_path,
+        [
+            calls(("c1", "pay", {"amount_cents": 5}), ("w1", "writer", {"task": "go"})),
+            answer("done"),
+        ],
+    )
+    config = AgentConfig(model=parent, strategy=ExecutionStrategy(mode="parallel"))
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("go", config=config)
+        for _ in range(150):
+            both = await run.pending_approvals()
+            if len(both) == 2:
+                break
+            await asyncio.sleep(0.1)
+        [(_, mine), (child_id, theirs)] = both
+        assert mine.arguments_hash == theirs.arguments_hash
+        digest = mine.arguments_hash
+
+        # One hash, two requests: it does not say which, so nothing is decided.
+        code, _, err = await cli(capsys, "approve", run.run_id, "c1", "--hash", digest)
+        assert code == 2 and "several requests are pending for call c1" in err
+        assert child_id in err
+        assert await decisions_sent(run) == []
+        assert await decisions_sent(AgentRun(client, child_id)) == []
+
+        # Named in the run that waits for it, each is decided on its own.
+        code, out, err = await cli(capsys, "approve", child_id, "c1", "--hash", digest)
+        assert code == 0, err
+        assert [d["arguments_hash"] for d in await decisions_sent(AgentRun(client, child_id))] == [
+            digest
+        ]
+        code, out, err = await cli(capsys, "deny", run.run_id, "c1", "--hash", digest)
+        assert code == 0, err
+        assert "sub-agent" not in out and f"denied: call c1 of run {run.run_id}" in out
+        assert (await run.result()).status == RunStatus.COMPLETED
+        assert [d["approve"] for d in await decisions_sent(run)] == [False]
 
 
 def test_the_request_shown_says_how_many_approvals_it_has() -> None:
