@@ -129,10 +129,13 @@ async def test_pending_approve_and_deny(
 
         code, out, err = await cli(capsys, "deny", run_id, "r2", "--hash", "0" * 64)
         assert code == 2
-        assert "rejected" in err and "hash" in err
+        assert "not the request you saw" in err and "hash" in err
         assert "Traceback" not in err
 
-        code, out, err = await cli(capsys, "deny", run_id, "r2", "--as", "bob", "--reason", "no")
+        r2_hash = approvals["r2"]["arguments_hash"]
+        code, out, err = await cli(
+            capsys, "deny", run_id, "r2", "--as", "bob", "--reason", "no", "--hash", r2_hash
+        )
         assert code == 0, err
         assert "denied" in out
 
@@ -157,7 +160,7 @@ async def test_show_without_worker_steer_and_cancel(
         assert code == 0 and "sent" in out
         code, out, _ = await cli(capsys, "cancel", run.run_id, "--reason", "test over")
         assert code == 0 and "cancellation requested" in out
-        code, _, err = await cli(capsys, "approve", run.run_id, "c1")
+        code, _, err = await cli(capsys, "approve", run.run_id, "c1", "--hash", "0" * 64)
         assert code == 2 and "no worker" in err
     finally:
         await run.handle.terminate("test cleanup")
@@ -244,7 +247,9 @@ async def test_show_lists_approvals_inside_subagents(
         assert waiting["run_id"] == f"{run.run_id}.w1" and waiting["call_id"] == "pub"
         code, out, _ = await cli(capsys, "show", run.run_id)
         assert code == 0 and f"in sub-agent run {run.run_id}.w1" in out
-        code, _, err = await cli(capsys, "approve", run.run_id, "pub", "--as", "ops")
+        code, _, err = await cli(
+            capsys, "approve", run.run_id, "pub", "--as", "ops", "--hash", waiting["arguments_hash"]
+        )
         assert code == 0, err
         assert (await run.result()).status == RunStatus.COMPLETED
 

@@ -13,6 +13,8 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 import cli_support
 from cli_support import cli, cli_json
 from durable_tools._render import terminal_safe
+from durable_tools.cli import CliError
+from durable_tools.cli._confirm import hash_given
 from durable_tools.client import DurableTools
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import RunStatus
@@ -32,28 +34,49 @@ def pay_registry() -> ToolRegistry:
     return registry
 
 
-async def test_approve_without_hash_sends_the_hash_of_the_request_shown(
-    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
-) -> None:
-    # The model reuses call id c1: 5 cents in turn 1, 5,000,000 in turn 2.
-    model = write_script(
-        tmp_path,
+def reused_call_id_script(directory: Path) -> str:
+    """The model reuses call id c1: 5 cents in turn 1, 5,000,000 in turn 2."""
+    return write_script(
+        directory,
         [
             calls(("c1", "pay", {"amount_cents": 5})),
             calls(("c1", "pay", {"amount_cents": 5_000_000})),
             answer("done"),
         ],
     )
+
+
+async def test_a_decision_on_a_reused_call_id_names_the_request_seen(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    # Bob runs `pending` and sees c1 pay 5 cents; Alice approves it; the model reuses c1
+    # for 5,000,000. Bob's `approve RUN c1` must not approve the request he never saw.
     async with running_worker(client, pay_registry(), task_queue):
-        run = await DurableTools(client, task_queue).start("pay", model=model)
+        run = await DurableTools(client, task_queue).start(
+            "pay", model=reused_call_id_script(tmp_path)
+        )
         first = (await wait_for(run, lambda s: bool(s.pending_approvals))).pending_approvals[0]
+        code, listed, _ = await cli(capsys, "pending")
+        assert code == 0
+        # `pending` prints the full hash, and the exact command that decides with it.
+        assert f"arguments hash: {first.arguments_hash}" in listed
+        assert f"approve {run.run_id} c1 --hash {first.arguments_hash}" in listed
+
         code, out, err = await cli(
-            capsys, "approve", run.run_id, "c1", "--as", "alice", "--reason", "small"
+            capsys,
+            "approve",
+            run.run_id,
+            "c1",
+            "--as",
+            "alice",
+            "--reason",
+            "small",
+            "--hash",
+            first.arguments_hash,
         )
         assert code == 0, err
         # The decider sees what they approve: tool, arguments and hash.
-        assert 'pay {"amount_cents": 5} (call c1)' in out
-        assert first.arguments_hash in out
+        assert 'pay {"amount_cents": 5} (call c1)' in out and first.arguments_hash in out
 
         second = (
             await wait_for(
@@ -63,12 +86,54 @@ async def test_approve_without_hash_sends_the_hash_of_the_request_shown(
                 ),
             )
         ).pending_approvals[0]
-        # A decision made on what was shown for turn 1 does not approve turn 2's payment.
+        assert second.arguments["amount_cents"] == 5_000_000
+
+        # Without --hash and without a terminal to ask on: refused, nothing sent.
+        code, out, err = await cli(capsys, "approve", run.run_id, "c1", "--as", "bob")
+        assert code == 2
+        assert "--hash" in err and "terminal" in err
+        assert "5000000" not in out + err  # nothing shown as if it were about to be decided
+        code, _, err = await cli(capsys, "deny", run.run_id, "c1", "--as", "bob")
+        assert code == 2 and "--hash" in err
+
+        # The hash Bob saw names the old request: refused as stale, nothing sent.
+        code, out, err = await cli(
+            capsys, "approve", run.run_id, "c1", "--as", "bob", "--hash", first.arguments_hash
+        )
+        assert code == 2
+        assert "not the request you saw" in err and "durable-tools pending" in err
+        # A short prefix of the new hash names nothing: arguments can be chosen to match one.
+        code, _, err = await cli(
+            capsys, "approve", run.run_id, "c1", "--hash", second.arguments_hash[:12]
+        )
+        assert code == 2 and "64" in err
+
+        # Library callers pass what they mean: the run itself refuses a decision on the
+        # reused id that names no request, or names the old one.
+        with pytest.raises(WorkflowUpdateFailedError) as unnamed:
+            await run.approve("c1", decider="carol")
+        assert "must carry the arguments hash" in str(unnamed.value.cause)
         with pytest.raises(WorkflowUpdateFailedError) as stale:
-            await run.approve("c1", decider="alice", arguments_hash=first.arguments_hash)
+            await run.approve("c1", decider="carol", arguments_hash=first.arguments_hash)
         assert "hash does not match" in str(stale.value.cause)
 
-        code, out, err = await cli(capsys, "deny", run.run_id, "c1", "--as", "bob")
+        assert [d["decider"] for d in await decisions_sent(run)] == ["alice"]
+        status = await run.status()
+        assert status.status == RunStatus.AWAITING_APPROVAL
+        assert [a.arguments_hash for a in status.pending_approvals] == [second.arguments_hash]
+        assert [r.status for r in await run.timeline()] == ["completed", "awaiting_approval"]
+
+        # The new request's hash (as copied, in capitals too) decides the new request.
+        code, out, err = await cli(
+            capsys,
+            "approve",
+            run.run_id,
+            "c1",
+            "--as",
+            "bob",
+            "--hash",
+            f" {second.arguments_hash.upper()} ",
+        )
         assert code == 0, err
         assert '"amount_cents": 5000000' in out and second.arguments_hash in out
         assert (await run.result()).status == RunStatus.COMPLETED
@@ -82,11 +147,11 @@ async def test_approve_without_hash_sends_the_hash_of_the_request_shown(
         # `show` says who decided each approval, when and why.
         shown = await cli_json(capsys, "show", run.run_id)
         decided = [(r["decided_by"], r["decision_reason"], r["status"]) for r in shown["timeline"]]
-        assert decided == [("alice", "small", "completed"), ("bob", None, "denied")]
+        assert decided == [("alice", "small", "completed"), ("bob", None, "completed")]
         assert all(r["decided_at"] for r in shown["timeline"])
         code, text, _ = await cli(capsys, "show", run.run_id)
         assert "call c1 (pay, turn 1): approved by alice at " in text and ": small" in text
-        assert "call c1 (pay, turn 2): denied by bob at " in text
+        assert "call c1 (pay, turn 2): approved by bob at " in text
 
 
 async def test_approve_an_unknown_call_says_what_is_pending(
@@ -95,8 +160,12 @@ async def test_approve_an_unknown_call_says_what_is_pending(
     model = write_script(tmp_path, [calls(("c1", "pay", {"amount_cents": 5})), answer("ok")])
     async with running_worker(client, pay_registry(), task_queue):
         run = await DurableTools(client, task_queue).start("pay", model=model)
-        await wait_for(run, lambda s: bool(s.pending_approvals))
-        code, _, err = await cli(capsys, "approve", run.run_id, "c2")
+        [pending] = (await wait_for(run, lambda s: bool(s.pending_approvals))).pending_approvals
+        code, _, err = await cli(capsys, "approve", run.run_id, "c2", "--hash", "0" * 64)
+        assert code == 2 and "no approval is pending for call c2" in err
+        code, _, err = await cli(
+            capsys, "approve", run.run_id, "c2", "--hash", pending.arguments_hash
+        )
         assert code == 2 and "no approval is pending for call c2" in err
         await run.cancel("test over")
         await run.result()
@@ -123,7 +192,7 @@ async def test_hostile_call_ids_and_arguments_cannot_steer_the_terminal(
 
     async with running_worker(client, pay_registry(), task_queue):
         run = await DurableTools(client, task_queue).start("pay", model=model)
-        await wait_for(run, lambda s: bool(s.pending_approvals))
+        [waiting] = (await wait_for(run, lambda s: bool(s.pending_approvals))).pending_approvals
 
         code, out, _ = await cli(capsys, "pending")
         assert code == 0
@@ -142,7 +211,16 @@ async def test_hostile_call_ids_and_arguments_cannot_steer_the_terminal(
         assert pending["call_id"] == HOSTILE_ID
         assert pending["arguments"]["memo"] == HOSTILE_MEMO
 
-        code, out, err = await cli(capsys, "approve", run.run_id, HOSTILE_ID, "--as", "ops")
+        code, out, err = await cli(
+            capsys,
+            "approve",
+            run.run_id,
+            HOSTILE_ID,
+            "--as",
+            "ops",
+            "--hash",
+            waiting.arguments_hash,
+        )
         assert code == 0, err
         assert_inert(out + err)
         assert (await run.result()).status == RunStatus.COMPLETED
@@ -160,3 +238,29 @@ def test_terminal_safe_escapes_what_a_terminal_acts_on() -> None:
     assert terminal_safe("line 1\nline 2\tcol", multiline=True) == "line 1\nline 2\tcol"
     assert terminal_safe("one\nfield") == "one\\x0afield"
     assert terminal_safe("ünïcödé, 漢字, emoji 🙂") == "ünïcödé, 漢字, emoji 🙂"
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "",  # empty is not "absent": it names nothing, so it decides nothing
+        "a" * 12,  # a prefix is refused: arguments can be ground to share one
+        "a" * 63,
+        "a" * 65,
+        "g" * 64,
+        "\uff41" * 64,  # fullwidth "a"
+        "\u0661" * 64,  # Arabic-Indic digit one
+        "a" * 32 + "\x1b[2K" + "a" * 28,
+        "a" * 10_000_000,
+    ],
+)
+def test_hash_given_accepts_only_a_full_hex_hash(given: str) -> None:
+    with pytest.raises(CliError, match="64 hexadecimal characters") as refused:
+        hash_given(given)
+    assert "\x1b" not in str(refused.value) and len(str(refused.value)) < 300
+
+
+def test_hash_given_takes_a_pasted_hash_as_it_is_meant() -> None:
+    digest = "0123456789abcdef" * 4
+    assert hash_given(None) is None
+    assert hash_given(f"  {digest.upper()}\n") == digest

@@ -252,7 +252,10 @@ class AgentRun:
         then accepts the decision only for exactly those arguments, and rejects it if the
         call pending under that id has changed since (a model may reuse a call id in a
         later turn with other arguments). Without a hash the decision applies to whatever
-        is pending under `call_id` when it arrives.
+        is pending under `call_id` when it arrives, and the run accepts that only while
+        the id has been used by a single call: once it is reused, the hash is required.
+        Code that shows requests to people should always pass it (the command line and
+        the inbox do).
 
         A call pending in a sub-agent of this run may be decided through this run: the
         decision goes to the sub-agent run that waits for it.

@@ -138,6 +138,7 @@ async def test_cli_decides_through_the_inbox_with_its_token(
         await server.start()
         try:
             args = ["approve", run.run_id, "c1", "--inbox", server.url, "--reason", "fine"]
+            args += ["--hash", approval.arguments_hash]
             monkeypatch.setenv("DURABLE_TOOLS_INBOX_TOKEN", "not-a-token")
             code, _, err = await cli(capsys, *args)
             assert code == 2 and "HTTP 401" in err

@@ -4,8 +4,9 @@ Environment: `TEMPORAL_ADDRESS` (default 127.0.0.1:7233), `TEMPORAL_NAMESPACE`,
 `DURABLE_TOOLS_TASK_QUEUE`, `DURABLE_TOOLS_SECRET_<NAME>` (worker secrets),
 `DURABLE_TOOLS_ARTIFACTS` (artifact store), `DURABLE_TOOLS_HOME` (embedded server data).
 
-Exit codes: 0 success; 1 a run that did not complete; 2 a usage or user error (no server,
-unknown run, a rejected decision); 130 interrupted.
+Exit codes: 0 success; 1 a run that did not complete, or a decision not confirmed at the
+prompt; 2 a usage or user error (no server, unknown run, a rejected or refused decision);
+130 interrupted.
 """
 
 from __future__ import annotations

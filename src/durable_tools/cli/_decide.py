@@ -13,10 +13,19 @@ from temporalio.client import (
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 
-from durable_tools._render import render_approval, terminal_safe
-from durable_tools.workflows import ApprovalDecision
+from durable_tools._render import terminal_safe
+from durable_tools.client import AgentRun
+from durable_tools.workflows import ApprovalDecision, PendingApproval
 
 from ._commands import describe_open_run, no_worker, tools_for
+from ._confirm import (
+    DECLINED_EXIT_CODE,
+    confirm,
+    describe_request,
+    hash_given,
+    require_hash_or_terminal,
+    stale_request,
+)
 from ._errors import CliError, translate_rpc_errors
 from ._inbox_client import decide_via_inbox
 from ._output import echo
@@ -35,33 +44,68 @@ def _who() -> str:
         return "anonymous"
 
 
-async def cmd_decide(args: argparse.Namespace) -> int:
-    """Approve or deny a pending call, bound to the request shown; a rejection exits with 2.
+async def _request_named(
+    run: AgentRun, call_id: str, digest: str | None
+) -> tuple[AgentRun, PendingApproval]:
+    """The one request pending for `call_id` in `run` or its running sub-agents that the
+    decision names (by `digest` when given), with the run that waits for it.
 
-    The pending approval is fetched and printed (tool, redacted arguments, hash) and the
-    decision carries that hash (or the one given with `--hash`): if the call pending under
-    this id changes before the decision lands, the run rejects it instead of approving
-    something nobody saw.
+    Raises:
+        CliError: nothing pending under `call_id`, a `digest` that names none of it (a
+            stale request), or several requests that `digest` does not tell apart.
     """
+    waiting = [(run_id, a) for run_id, a in await run.pending_approvals() if a.call_id == call_id]
+    if not waiting:
+        raise CliError(
+            f"no approval is pending for call {terminal_safe(call_id)} "
+            f"in run {run.run_id} (see `durable-tools pending`)"
+        )
+    if digest is not None:
+        waiting = [(run_id, a) for run_id, a in waiting if a.arguments_hash == digest]
+        if not waiting:
+            raise stale_request(run.run_id, call_id)
+    if len(waiting) > 1:
+        runs = ", ".join(run_id for run_id, _ in waiting)
+        raise CliError(
+            f"several requests are pending for call {terminal_safe(call_id)} (in runs "
+            f"{terminal_safe(runs)}): decide it in the run that waits for it, with --hash"
+        )
+    run_id, approval = waiting[0]
+    return (run if run_id == run.run_id else AgentRun(run.client, run_id)), approval
+
+
+async def cmd_decide(args: argparse.Namespace) -> int:
+    """Approve or deny the pending request the person saw; a refusal exits with 2.
+
+    The decision names a request, not just a call id (a model may reuse an id with other
+    arguments): by `--hash`, or, without it, by showing the request at a terminal and
+    asking for a yes. Without `--hash` and without a terminal nothing is decided. Either
+    way the decision carries the hash of the request named, so the run refuses it if the
+    call pending under that id changes before it lands.
+    """
+    verb = "approve" if args.approve else "deny"
+    digest = hash_given(args.arguments_hash)
+    require_hash_or_terminal(verb, digest)
     if getattr(args, "inbox", None):
-        return await decide_via_inbox(args)
+        return await decide_via_inbox(args, digest)
     tools = await tools_for(args)
     run = tools.run(args.run_id)
     description = await describe_open_run(run, "no decision")
     if not await has_workers(tools.client, description.task_queue):
         raise CliError(no_worker(description.task_queue, "to take the decision"))
-    verb = "approve" if args.approve else "deny"
     try:
         async with translate_rpc_errors(run.run_id):
-            found = await asyncio.wait_for(run.find_approval(args.call_id), DECIDE_TIMEOUT)
-            if found is None:
-                raise CliError(
-                    f"no approval is pending for call {terminal_safe(args.call_id)} "
-                    f"in run {run.run_id} (see `durable-tools pending`)"
-                )
-            target, approval = found
+            target, approval = await asyncio.wait_for(
+                _request_named(run, args.call_id, digest), DECIDE_TIMEOUT
+            )
             where = "" if target is run else f" (in sub-agent run {target.run_id})"
-            echo(f"to {verb}{where}:\n{render_approval(target.run_id, approval, commands=False)}")
+            echo(f"to {verb}{where}:\n{describe_request(target.run_id, approval)}", flush=True)
+            if digest is None and not confirm(verb):
+                raise CliError(
+                    f"nothing decided: call {terminal_safe(args.call_id)} of run "
+                    f"{target.run_id} still waits",
+                    exit_code=DECLINED_EXIT_CODE,
+                )
             verdict = await asyncio.wait_for(
                 target.send_decision(
                     ApprovalDecision(
@@ -69,7 +113,7 @@ async def cmd_decide(args: argparse.Namespace) -> int:
                         approve=args.approve,
                         decider=args.decider or _who(),
                         reason=args.reason,
-                        arguments_hash=args.arguments_hash or approval.arguments_hash,
+                        arguments_hash=approval.arguments_hash,
                     )
                 ),
                 DECIDE_TIMEOUT,

@@ -1,5 +1,8 @@
 """`approve`/`deny --inbox URL`: decide through the web inbox's API with a token.
 
+As without `--inbox`, the decision names the request the person saw: by `--hash`, or by
+a yes at the terminal to the request shown (`_confirm`).
+
 The inbox authenticates the token and records its user as the decider (no `--as`); the
 direct path (no `--inbox`) sends the update to Temporal itself and needs namespace rights.
 """
@@ -11,9 +14,12 @@ import os
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 
 from durable_tools._render import terminal_safe
+from durable_tools.workflows import PendingApproval
 
+from ._confirm import DECLINED_EXIT_CODE, confirm, describe_request, stale_request
 from ._errors import CliError
 from ._output import echo
 
@@ -32,8 +38,46 @@ def _error(answer: httpx.Response) -> str:
     return f"HTTP {answer.status_code}: {message or 'no reason given'}"
 
 
-async def decide_via_inbox(args: argparse.Namespace) -> int:
-    """Look the call up in the inbox's pending list, then decide it with that hash."""
+def _request_listed(listing: Any, run_id: str, call_id: str, digest: str | None) -> PendingApproval:
+    """The request the inbox lists for `call_id` in run `run_id`, checked against `digest`.
+
+    Raises:
+        CliError: none listed, a `digest` that names another request (stale), or an entry
+            that is not a pending approval.
+    """
+    items = listing.get("pending")
+    found = next(
+        (
+            item
+            for item in (items if isinstance(items, list) else [])
+            if isinstance(item, dict)
+            and item.get("run_id") == run_id
+            and item.get("call_id") == call_id
+        ),
+        None,
+    )
+    if found is None:
+        raise CliError(
+            f"the inbox lists no approval pending for call "
+            f"{terminal_safe(call_id)} in run {terminal_safe(run_id)}"
+        )
+    try:
+        approval = PendingApproval.model_validate(found)
+    except ValidationError:
+        raise CliError("the inbox listed a request that is not a pending approval") from None
+    if digest is not None and approval.arguments_hash != digest:
+        raise stale_request(run_id, call_id)
+    return approval
+
+
+async def decide_via_inbox(args: argparse.Namespace, digest: str | None) -> int:
+    """Look the request up in the inbox's pending list, show it, then decide it with its hash.
+
+    Args:
+        args: The `approve`/`deny` arguments.
+        digest: The `--hash` given (checked), or None: then the person confirms the request
+            shown at the terminal (the caller made sure there is one).
+    """
     token = os.environ.get(INBOX_TOKEN_ENV, "")
     if not token:
         raise CliError(
@@ -49,24 +93,25 @@ async def decide_via_inbox(args: argparse.Namespace) -> int:
             listed = await http.get("/api/pending")
             if listed.status_code != 200:
                 raise CliError(f"the inbox at {base} refused the listing: {_error(listed)}")
-            found = next(
-                (
-                    item
-                    for item in listed.json().get("pending", [])
-                    if item.get("run_id") == args.run_id and item.get("call_id") == args.call_id
-                ),
-                None,
-            )
-            if found is None:
+            listing = listed.json()
+            if not isinstance(listing, dict):
+                raise CliError(f"the inbox at {base} answered the listing with no object")
+            approval = _request_listed(listing, args.run_id, args.call_id, digest)
+            user = terminal_safe(str(listing.get("user")))
+            echo(f"to {verb} as {user}:\n{describe_request(args.run_id, approval)}", flush=True)
+            if digest is None and not confirm(verb):
                 raise CliError(
-                    f"the inbox lists no approval pending for call "
-                    f"{terminal_safe(args.call_id)} in run {terminal_safe(args.run_id)}"
+                    f"nothing decided: call {terminal_safe(args.call_id)} of run "
+                    f"{terminal_safe(args.run_id)} still waits",
+                    exit_code=DECLINED_EXIT_CODE,
                 )
-            shown = args.arguments_hash or found["arguments_hash"]
-            echo(f"to {verb} as {listed.json().get('user')}: {found['tool']} (hash {shown})")
             answer = await http.post(
                 f"/api/runs/{args.run_id}/calls/{args.call_id}/decide",
-                json={"approve": args.approve, "reason": args.reason, "arguments_hash": shown},
+                json={
+                    "approve": args.approve,
+                    "reason": args.reason,
+                    "arguments_hash": approval.arguments_hash,
+                },
             )
     except httpx.HTTPError as error:
         raise CliError(f"cannot reach the inbox at {base}: {type(error).__name__}") from None

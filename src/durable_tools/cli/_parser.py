@@ -176,12 +176,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_pending)
 
     for verb in ("approve", "deny"):
-        p = sub.add_parser(verb, help=f"{verb} a pending tool call")
+        p = sub.add_parser(
+            verb,
+            help=f"{verb} a pending tool call",
+            description=f"{verb.capitalize()} the request pending for CALL_ID in RUN_ID, named "
+            "by --hash (what `pending` and `show` print); without --hash the request is shown "
+            "at the terminal and decided only if you answer y, and without a terminal "
+            "nothing is decided.",
+        )
         p.add_argument("run_id", metavar="RUN_ID")
         p.add_argument("call_id", metavar="CALL_ID")
         p.add_argument("--as", dest="decider", metavar="WHO", help="who decides (default $USER)")
         p.add_argument("--reason", help="why")
-        p.add_argument("--hash", dest="arguments_hash", metavar="H", help="arguments hash shown")
+        p.add_argument(
+            "--hash",
+            dest="arguments_hash",
+            metavar="H",
+            help="the full arguments hash of the request you reviewed (64 hex characters); "
+            "a request with other arguments is refused",
+        )
         p.add_argument(
             "--inbox",
             metavar="URL",
