@@ -101,7 +101,8 @@ def _details(state: RunState, doing: str | None) -> str:
     for p in state.pending.values():
         lines.append(
             f"- waiting for approval of `{p.tool}` (call `{p.call_id}`): "
-            f"`durable-tools approve {run_id} {p.call_id}` or `durable-tools deny ...`"
+            f"`durable-tools approve {run_id} {p.call_id} --hash {p.arguments_hash}` "
+            "or `durable-tools deny ...`"
         )
     for a in state.authorizations.values():
         lines.append(
