@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 # pyproject.toml keeps the ranges users get; `make lock` refreshes this file from them.
 CONSTRAINTS := constraints.txt
 
-.PHONY: install lock test lint typecheck unit test-slow test-sandbox demo bench server clean bytecode
+.PHONY: install lock test lint typecheck unit test-slow test-sandbox demo bench server clean bytecode browser
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	python3 -m venv $(VENV)
@@ -42,7 +42,23 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-unit: bytecode
+# The browser tests drive Debian's chromium through Playwright (no browser download works
+# on these machines). Installed here when missing and we may (root, or passwordless sudo,
+# with apt-get); otherwise the one command to run is printed and those tests are skipped
+# (under CI they fail instead).
+CHROMIUM ?= $(or $(DURABLE_TOOLS_CHROMIUM),/usr/bin/chromium)
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null; then \
+	  echo "make: no $(CHROMIUM) and no apt-get: install chromium and set DURABLE_TOOLS_CHROMIUM=/path/to/it"; exit 0; fi; \
+	if [ "$$(id -u)" -eq 0 ]; then sudo=""; \
+	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo="sudo -n"; \
+	else echo "make: the browser tests need Debian's chromium: run 'sudo apt-get install chromium'"; exit 0; fi; \
+	echo "make: installing Debian's chromium for the browser tests"; \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
+
+unit: bytecode browser
 	$(VENV)/bin/pytest -q
 
 ## make test: lint, type check and the whole test suite (the README's test command).

@@ -31,7 +31,7 @@ def require_browser() -> Any:
     if shutil.which(CHROMIUM) is None:
         # A developer without it gets a clear reason.
         if os.environ.get("CI", "").lower() not in ("", "0", "false"):
-            raise RuntimeError(f"no chromium at {CHROMIUM}: .ci/run installs it")
+            raise RuntimeError(f"no chromium at {CHROMIUM}: `make test` installs it (make browser)")
         pytest.skip(
             f"no chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True
         )
