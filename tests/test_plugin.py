@@ -195,3 +195,27 @@ async def test_build_worker_refuses_a_client_that_carries_the_plugin(
     client = await plugin_client(env, [DurableToolsPlugin(registry)])
     with pytest.raises(ValueError, match="already carries a DurableToolsPlugin"):
         build_worker(client, registry)
+
+
+def _worker_parts(worker: Worker) -> tuple[list[str], list[str]]:
+    config = worker.config(active_config=True)
+    workflows = sorted(w.__name__ for w in config.get("workflows", ()))
+    activities = sorted(
+        getattr(a, "__temporal_activity_definition").name or "<dynamic>"
+        for a in config.get("activities", ())
+    )
+    return workflows, activities
+
+
+async def test_build_worker_and_the_plugin_build_the_same_worker(
+    env: WorkflowEnvironment, task_queue: str
+) -> None:
+    """One worker entry: a plugin-built worker has every workflow and activity
+    `build_worker` gives (MCP `list_changed` needs the late tools' dynamic activity)."""
+    built = build_worker(env.client, make_registry([]), task_queue=task_queue)
+    client = await plugin_client(env, [DurableToolsPlugin(make_registry([]))])
+    plain = Worker(client, task_queue=task_queue)
+    assert _worker_parts(plain) == _worker_parts(built)
+    workflows, activities = _worker_parts(plain)
+    assert "<dynamic>" in activities and "lookup" in activities
+    assert "AgentWorkflow" in workflows

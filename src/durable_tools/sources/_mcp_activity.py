@@ -33,8 +33,8 @@ __all__ = ["late_tools_activity"]
 def late_tools_activity(runtime: ToolRuntime) -> Callable[..., Awaitable[Any]]:
     """The dynamic activity that serves tools registered after the worker was built.
 
-    `build_worker` adds it; a worker built from `DurableToolsPlugin` directly can add it
-    with `activities=[late_tools_activity(plugin.runtime)]`.
+    `DurableToolsPlugin` adds it to every worker it configures (so `build_worker` has it
+    too). It is a dynamic activity: a worker of the plugin's takes no other.
     """
     built: dict[str, tuple[RegisteredTool, Callable[[ToolInvocation], Awaitable[Any]]]] = {}
 

@@ -130,14 +130,5 @@ def build_worker(
     worker_options.setdefault("default_heartbeat_throttle_interval", HEARTBEAT_THROTTLE)
     queue = task_queue or task_queue_from_env()
     limited = plugin.limited_workers(client, queue, **worker_options)
-    # Serves tools registered while the worker runs (an MCP server's new tools). Imported
-    # here: the sources package pulls in HTTP libraries that a workflow sandbox importing
-    # this module (through durable_tools.worker) must not see.
-    from durable_tools.sources._mcp_activity import late_tools_activity
-
-    worker_options["activities"] = [
-        *worker_options.get("activities", ()),
-        late_tools_activity(plugin.runtime),
-    ]
     plugins = [plugin, *worker_options.pop("plugins", ())]
     return ToolWorker(client, limited=limited, task_queue=queue, plugins=plugins, **worker_options)

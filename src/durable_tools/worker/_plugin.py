@@ -4,7 +4,7 @@ On the client it sets the data converter: pydantic payload conversion, composed 
 `payload_codec` if one is given (the client's other converter choices are kept). On each
 worker built from that client (and each replayer) it adds the agent workflow; the
 catalog, model, preflight, evaluator, grant and notification activities; one activity per
-tool; the sandbox pass-through of the project's modules (`_sandbox.py`; added to whatever sandboxed
+tool, and the dynamic activity serving tools registered while the worker runs; the sandbox pass-through of the project's modules (`_sandbox.py`; added to whatever sandboxed
 runner the worker has, so another plugin's pass-through, e.g. OpenTelemetry's, stays);
 lowers the heartbeat throttle so cancelling a tool reaches it within ~2 s; and, unless
 given slots or a tuner, takes at most `WORKFLOW_TASK_SLOTS` workflow tasks at once.
@@ -139,8 +139,14 @@ class DurableToolsPlugin(SimplePlugin):
             for tool in registry.tools()
             if tool.spec.subagent is None and not tool.spec.callback  # a client runs these
         ]
+        # Serves tools registered while the worker runs (an MCP server's new tools, after
+        # `list_changed`). Imported here, on the worker: the sources package pulls in HTTP
+        # libraries that a workflow sandbox importing this module must not see.
+        from durable_tools.sources._mcp_activity import late_tools_activity
+
         activities = [
             *core_activities(self.runtime),
+            late_tools_activity(self.runtime),
             evaluate_activity(evaluators or {}),
             *grant_activities(grant_store or GrantStore()),
             notify_activity(self.runtime),
