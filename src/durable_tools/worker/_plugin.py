@@ -4,7 +4,8 @@ On the client it sets the data converter: pydantic payload conversion, composed 
 `payload_codec` if one is given (the client's other converter choices are kept). On each
 worker built from that client (and each replayer) it adds the agent workflow; the
 catalog, model, preflight, evaluator, grant and notification activities; one activity per
-tool, and the dynamic activity serving tools registered while the worker runs; the sandbox pass-through of the project's modules (`_sandbox.py`; added to whatever sandboxed
+tool, and the dynamic activity serving tools registered while the worker runs; the
+sandbox pass-through of the project's modules (`_sandbox.py`; added to whatever sandboxed
 runner the worker has, so another plugin's pass-through, e.g. OpenTelemetry's, stays);
 lowers the heartbeat throttle so cancelling a tool reaches it within ~2 s; and, unless
 given slots or a tuner, takes at most `WORKFLOW_TASK_SLOTS` workflow tasks at once.
