@@ -67,6 +67,9 @@ async def test_a_body_over_the_limit_is_refused_before_it_is_read(
             # The login form is bounded too.
             login = await script.post("/login", content=b"token=" + b"x" * (2 * CHUNK))
             assert login.status_code == 413
+            # Nested deeper than the JSON parser goes: a 400, not a server error.
+            nested = await script.post(decide, content=b"[" * 50_000, headers=alice)
+            assert nested.status_code == 400 and "JSON object" in nested.json()["error"]
             # And a body within the limit is read as usual.
             fine = await script.post(decide, json={"approve": True}, headers=alice)
             assert fine.status_code == 400 and "arguments_hash" in fine.json()["error"]

@@ -41,12 +41,16 @@ __all__ = [
     "INBOX_SESSION_COOKIE",
     "MAX_BODY_BYTES",
     "MAX_DECODED_BYTES",
+    "MAX_JSON_ITEMS",
     "CodecServerConfig",
     "create_codec_app",
 ]
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 """Largest request body: a batch of payloads (each at most 2 MB on the server)."""
+MAX_JSON_ITEMS = 65_536
+"""Most JSON structure one request may hold (objects, arrays, members, elements): a 16 MB
+body of empty payloads would otherwise parse into millions of objects (about 1 GB)."""
 MAX_DECODED_BYTES = 64 * 1024 * 1024
 """Largest total size of the payloads one `/decode` answers with (compressed payloads
 inflate: without a bound, a 600 KB request can ask for gigabytes)."""
@@ -70,6 +74,8 @@ class CodecServerConfig:
         max_body_bytes: Larger request bodies are refused (413) before they are read.
         max_decoded_bytes: A `/decode` whose payloads inflate to more in all is refused
             (422).
+        max_json_items: A body with more JSON structure (objects, arrays, members,
+            elements) is refused (413) before it is parsed.
     """
 
     auth: AuthConfig
@@ -79,6 +85,7 @@ class CodecServerConfig:
     namespaces: Sequence[str] = field(default=())
     max_body_bytes: int = MAX_BODY_BYTES
     max_decoded_bytes: int = MAX_DECODED_BYTES
+    max_json_items: int = MAX_JSON_ITEMS
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -137,9 +144,13 @@ def create_codec_app(codec: PayloadCodec, config: CodecServerConfig) -> Starlett
                 return _error(415, f"request bodies are not decompressed ({encoding!r} sent)")
             # Read under the body limit: past it, a 413 and the rest is not read.
             body = await request.body()
+            # Counted before parsing: base64 strings hold none of these characters, so
+            # this counts the JSON's structure, which is what parsing turns into objects.
+            if sum(body.count(c) for c in (b"{", b"[", b":", b",")) > config.max_json_items:
+                return _error(413, f"request holds more than {config.max_json_items} JSON items")
             try:
                 payloads = json_format.Parse(body, Payloads())
-            except (json_format.ParseError, UnicodeDecodeError) as error:
+            except (json_format.ParseError, UnicodeDecodeError, RecursionError) as error:
                 return _error(400, f"expected proto3 JSON of Payloads: {error}")
             try:
                 converted = await convert(list(payloads.payloads))

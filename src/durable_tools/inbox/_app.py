@@ -276,7 +276,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         user = user_of(request)
         try:
             body = await request.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep
             return JSONResponse({"error": "the body must be a JSON object"}, 400)
         if not isinstance(body, dict):
             return JSONResponse({"error": "the body must be a JSON object"}, 400)
