@@ -13,7 +13,7 @@ from temporalio.client import Client
 
 from durable_tools.codec import EncryptionCodec, KeyRing
 from durable_tools.codec.server import CodecServerConfig, create_codec_app
-from durable_tools.inbox import AuthConfig
+from durable_tools.inbox import AuthConfig, EndedSessions
 
 NOBODY = f"?agent=no-such-agent-{uuid.uuid4().hex[:8]}"
 """A filter that lists nothing: the tests here are about who asks, not what is listed."""
@@ -59,6 +59,9 @@ async def test_a_trusted_proxy_is_its_socket_peer_and_sends_one_clean_user(
         # Header names are case-insensitive: the same header, the same user.
         listed = await proxy.get(url, headers={"x-FORWARDED-user": "carol"})
         assert listed.status_code == 200 and listed.json()["user"] == "carol"
+        # Underscores are not dashes: a look-alike header is no user header at all.
+        look_alike = await proxy.get(url, headers={"X_Forwarded_User": "mallory"})
+        assert look_alike.status_code == 401
         # Two user headers (a client's passed through, then the proxy's): refused.
         twice = [("X-Forwarded-User", "mallory"), ("X-Forwarded-User", "carol")]
         assert (await proxy.get(url, headers=twice)).status_code == 401
@@ -117,3 +120,28 @@ async def test_a_session_cookie_is_refused_everywhere_after_logout(
         # Signing in again works: only the ended session is refused.
         await login(thief, users.alice)
         assert (await thief.get(f"/api/pending{NOBODY}")).status_code == 200
+
+
+def test_the_ended_sessions_stay_bounded_and_fail_closed(tmp_path: Path) -> None:
+    path = tmp_path / "logouts.json"
+    ended = EndedSessions(path, capacity=3)
+    sessions = [ended.begin() for _ in range(5)]
+    for session in sessions[:3]:
+        ended.end(*session)
+    # Another process reading the same file sees the same.
+    other = EndedSessions(path, capacity=3)
+    assert [other.is_live(*s) for s in sessions] == [False, False, False, True, True]
+    # Full: rather than forget an ended session, every session issued so far ends.
+    ended.end(*sessions[3])
+    assert not any(other.is_live(*s) for s in sessions)
+    assert len(path.read_text()) < 200  # the list was emptied, the watermark kept
+    later = ended.begin()
+    assert other.is_live(*later)
+    assert len(other) == 0  # a reader drops what the watermark covers, too
+    # A cookie from before sessions had ids, or an expired one: not live.
+    assert not other.is_live(None, None)
+    assert not other.is_live(later[0], later[1] - 13 * 3600)
+    assert not other.is_live(later[0], float("nan"))
+    # An unreadable file ends every session issued until then (fail closed).
+    path.write_text("{not json")
+    assert not EndedSessions(path).is_live(*later)

@@ -57,6 +57,10 @@ class EndedSessions:
         self._not_before = 0.0  # sessions issued before this are all ended
         self._mtime: float | None = None
 
+    def __len__(self) -> int:
+        """Ended sessions remembered one by one (the watermark covers the others)."""
+        return len(self._ended)
+
     def begin(self) -> tuple[str, float]:
         """A new session's id and issue time (to keep in the signed cookie)."""
         return secrets.token_urlsafe(16), time.time()
@@ -87,7 +91,13 @@ class EndedSessions:
 
     def _prune(self) -> None:
         now = time.time()
-        self._ended = {sid: until for sid, until in self._ended.items() if until > now}
+        # Kept only while they matter: not yet expired, and issued after the watermark
+        # (the watermark already ends those issued before).
+        self._ended = {
+            sid: until
+            for sid, until in self._ended.items()
+            if until > now and until - self.max_age >= self._not_before
+        }
         if len(self._ended) > self.capacity:
             # Full: end every session issued so far rather than forget an ended one.
             self._not_before = now
