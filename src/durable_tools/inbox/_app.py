@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,8 +18,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
-from temporalio.client import WorkflowQueryFailedError
-from temporalio.service import RPCError
 
 from durable_tools.client import DurableTools
 from durable_tools.oauth import CallbackApp
@@ -37,10 +35,10 @@ from ._body import body_limit
 from ._csrf import CSRF_FIELD, CSRF_HEADER, csrf_token, valid_csrf
 from ._data import find_call, load_run
 from ._decide import DecisionRefused, decide, reissue
+from ._errors import NotAuthenticated, error_handlers
 from ._pending import (
     DEFAULT_PAGE_SIZE,
     DEFAULT_QUERY_CONCURRENCY,
-    PageRequestError,
     PendingList,
     RunQueries,
     list_pending,
@@ -86,10 +84,6 @@ class InboxConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
 
-class _NotAuthenticated(Exception):
-    pass
-
-
 def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
     """The inbox app: serve it with uvicorn (`durable-tools serve` does).
 
@@ -106,7 +100,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
     def user_of(request: Request) -> User:
         user = authenticate(request, auth)
         if user is None:
-            raise _NotAuthenticated
+            raise NotAuthenticated
         return user
 
     def render(request: Request, name: str, status: int = 200, **context: Any) -> Response:
@@ -304,41 +298,6 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
     async def healthz(request: Request) -> Response:
         return Response("ok\n", media_type="text/plain")
 
-    async def not_authenticated(request: Request, exc: Exception) -> Response:
-        if request.url.path.startswith("/api/"):
-            return JSONResponse(
-                {"error": "authentication required"},
-                401,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-        if request.method == "GET":
-            back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-            return RedirectResponse(f"/login?next={quote(back, safe='')}", 303)
-        return Response("authentication required\n", 401, media_type="text/plain")
-
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        detail = exc.detail
-        if exc.status_code == 413:  # Starlette's body limit
-            detail = f"request body over {config.max_body_bytes} bytes"
-        if request.url.path.startswith("/api/"):
-            return JSONResponse({"error": detail}, exc.status_code)
-        return Response(f"{detail}\n", exc.status_code, media_type="text/plain")
-
-    async def bad_page_request(request: Request, exc: Exception) -> Response:
-        if request.url.path.startswith("/api/"):
-            return JSONResponse({"error": str(exc)}, 400)
-        return Response(f"{exc}\n", 400, media_type="text/plain")
-
-    async def run_unreadable(request: Request, exc: Exception) -> Response:
-        # A run that does not exist (404), or whose worker does not answer in time (503).
-        status, message = 503, "the run did not answer in time (is a worker running?)"
-        if isinstance(exc, RPCError | WorkflowQueryFailedError):
-            status, message = 404, f"the run could not be read: {exc}"
-        if request.url.path.startswith("/api/"):
-            return JSONResponse({"error": message}, status)
-        return Response(f"{message}\n", status, media_type="text/plain")
-
     async def reissue_form(request: Request) -> Response:
         # A fresh authorization link for a call whose link expired (any signed-in user may
         # ask: the link grants nothing by itself, the person who opens it must authorize).
@@ -381,14 +340,6 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
             if config.oauth is not None:
                 await config.oauth.aclose()
 
-    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
-        _NotAuthenticated: not_authenticated,
-        HTTPException: http_error,
-        PageRequestError: bad_page_request,
-        RPCError: run_unreadable,
-        WorkflowQueryFailedError: run_unreadable,
-        TimeoutError: run_unreadable,
-    }
     app = Starlette(
         routes=routes,
         middleware=[
@@ -405,7 +356,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
                 https_only=config.secure_cookies,
             ),
         ],
-        exception_handlers=handlers,  # type: ignore[arg-type]
+        exception_handlers=error_handlers(config.max_body_bytes),  # type: ignore[arg-type]
         lifespan=lifespan,
     )
     app.state.run_queries = queries  # how many queries the pending list sent, for operators
