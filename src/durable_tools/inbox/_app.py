@@ -67,7 +67,7 @@ class InboxConfig:
         refresh_seconds: How often the pending page refreshes itself.
         secure_cookies: Send the session cookie over HTTPS only (set behind TLS).
         oauth: The OAuth callback endpoint to host at its path, if any.
-        page_size: Runs per page of the pending list.
+        page_size: Runs per page of the pending list (1 to 1000).
         query_concurrency: Run queries in flight at once, across all requests.
         max_body_bytes: Larger request bodies are refused (413) before they are read.
     """
@@ -85,11 +85,15 @@ class InboxConfig:
 
 
 def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
-    """The inbox app: serve it with uvicorn (`durable-tools serve` does).
+    """The inbox app: serve it with uvicorn (`durable-tools serve` does), with forwarding
+    headers off (`InboxServer` does; `uvicorn --no-proxy-headers` otherwise).
 
     Args:
         tools: The client that reads runs and sends decisions.
         config: Authentication, sessions and what else to show or host.
+
+    Raises:
+        ValueError: a page size outside 1..1000, or a query concurrency below 1.
     """
     templates = make_templates()
     auth = config.auth
