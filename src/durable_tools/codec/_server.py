@@ -120,7 +120,11 @@ async def _decode_within(
 
 
 def create_codec_app(codec: PayloadCodec, config: CodecServerConfig) -> Starlette:
-    """The codec server app: `/encode`, `/decode` (and `/{namespace}/...`), `/health`."""
+    """The codec server app: `/encode`, `/decode` (and `/{namespace}/...`), `/health`.
+
+    Serve it with forwarding headers off (`InboxServer` does; `uvicorn --no-proxy-headers`
+    otherwise): a trusted proxy is recognised by its socket address only.
+    """
 
     async def decode(payloads: Sequence[Payload]) -> list[Payload]:
         return await _decode_within(codec, payloads, config.max_decoded_bytes)
