@@ -63,7 +63,8 @@ async def test_a_body_over_the_limit_is_refused_before_it_is_read(
                 assert answer.status_code == 413
             except httpx.TransportError:
                 pass  # the server closed while the client was still sending: also refused
-            assert sent < 16 * 1024 * 1024, f"the server read {sent} bytes"
+            # What the socket buffers took (tcp_rmem may reach 32 MiB) at most, not 400 MiB.
+            assert sent < 64 * 1024 * 1024, f"the client got {sent} bytes out"
             # The login form is bounded too.
             login = await script.post("/login", content=b"token=" + b"x" * (2 * CHUNK))
             assert login.status_code == 413
