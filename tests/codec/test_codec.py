@@ -14,6 +14,8 @@ from durable_tools.codec import (
     CodecKeyError,
     EncryptionCodec,
     KeyRing,
+    MalformedPayloadError,
+    PayloadTooLargeError,
     data_converter,
     data_converter_from_env,
     key_provider_from_env,
@@ -105,6 +107,28 @@ async def test_compression_shrinks_repetitive_payloads_and_roundtrips() -> None:
     # Either codec reads both: the flag travels with the payload.
     assert await plain_codec.decode([compressed]) == [big]
     assert await zip_codec.decode([uncompressed]) == [big]
+
+
+async def test_a_compressed_payload_cannot_inflate_past_the_bound() -> None:
+    bomb = Payload(metadata={"encoding": b"binary/plain"}, data=bytes(4 * 1024 * 1024))
+    writer = EncryptionCodec(KeyRing({"k1": OLD}), compress=True)
+    [sealed] = await writer.encode([bomb])
+    assert len(sealed.data) < 8 * 1024
+    reader = EncryptionCodec(KeyRing({"k1": OLD}), max_decompressed_bytes=1024 * 1024)
+    with pytest.raises(PayloadTooLargeError, match="inflates to more than 1048576 bytes"):
+        await reader.decode([sealed])
+    with pytest.raises(PayloadTooLargeError, match="more than 1000 bytes"):
+        writer.decrypt(sealed, max_bytes=1000)
+    assert await writer.decode([sealed]) == [bomb]  # within the default bound
+
+
+@pytest.mark.parametrize("size", [0, 5, 11, 12, 27])
+async def test_a_truncated_payload_is_malformed_not_a_crash(size: int) -> None:
+    codec = EncryptionCodec(KeyRing({"k1": OLD}))
+    [sealed] = await codec.encode([PLAIN])
+    cut = Payload(metadata=dict(sealed.metadata), data=sealed.data[:size])
+    with pytest.raises(MalformedPayloadError, match=f"truncated: {size} bytes"):
+        await codec.decode([cut])
 
 
 async def test_data_converter_roundtrips_pydantic_values_encrypted() -> None:

@@ -16,7 +16,14 @@ import httpx
 from temporalio.client import Client
 
 from durable_tools.client import AgentRun, DurableTools
-from durable_tools.inbox import AuthConfig, InboxConfig, TokenStore, add_token, create_app
+from durable_tools.inbox import (
+    AuthConfig,
+    InboxConfig,
+    InboxServer,
+    TokenStore,
+    add_token,
+    create_app,
+)
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import AgentConfig, ApprovalPolicy, PendingApproval, RunStatus
 from support import (
@@ -62,14 +69,46 @@ def make_users(directory: Path) -> Users:
     return Users(path, alice, bob)
 
 
-def make_app(client: Client, task_queue: str, users: Users, *, trusted: Sequence[str] = ()) -> Any:
+def make_app(
+    client: Client,
+    task_queue: str,
+    users: Users,
+    *,
+    trusted: Sequence[str] = (),
+    session_secret: str | None = None,
+    **options: Any,
+) -> Any:
+    """The inbox app for `users`; `options` are further `InboxConfig` fields."""
     config = InboxConfig(
         auth=AuthConfig(users.store(), trusted_proxies=tuple(trusted)),
-        session_secret="test-secret-" + uuid.uuid4().hex,
+        session_secret=session_secret or "test-secret-" + uuid.uuid4().hex,
         registry=pay_registry(),
         refresh_seconds=1,
+        **options,
     )
     return create_app(DurableTools(client, task_queue), config)
+
+
+@asynccontextmanager
+async def served(app: Any) -> AsyncIterator[InboxServer]:
+    """`app` served by uvicorn on a free port of 127.0.0.1 for the block."""
+    server = InboxServer(app, port=0)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+async def raw_exchange(port: int, request: bytes, timeout: float = 30) -> bytes:
+    """Send `request` bytes to 127.0.0.1:`port` and read until the server closes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(request)
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(), timeout)
+    finally:
+        writer.close()
 
 
 async def start_pending(

@@ -20,8 +20,9 @@ def add_codec_server_command(sub: Any) -> None:
         help="serve the Temporal codec-server protocol (decrypt payloads for the UI) until Ctrl-C",
         description="Keys come from DURABLE_TOOLS_CODEC_KEYS, DURABLE_TOOLS_CODEC_KEY_FILE "
         "or DURABLE_TOOLS_CODEC_KEY_PROVIDER. Callers authenticate with a Bearer token of "
-        "the inbox's tokens file, the inbox's login cookie (same session secret), or a "
-        "trusted proxy's user header.",
+        "the inbox's tokens file, the inbox's login cookie (same session secret and tokens "
+        "file, so that logouts count here too), or the user header of a trusted proxy "
+        "(recognised by its socket address, never by forwarding headers).",
     )
     p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8888, help="listen port (default 8888)")

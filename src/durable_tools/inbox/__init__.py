@@ -6,16 +6,20 @@ protection, and optionally the OAuth callback. `durable-tools serve` runs it wit
 Needs the `inbox` extra (`pip install 'durable-tools[inbox]'`).
 """
 
-from ._app import InboxConfig, create_app
+from ._app import DEFAULT_MAX_BODY_BYTES, InboxConfig, create_app
 from ._auth import AuthConfig, authenticate, decider_for
+from ._body import body_limit
 from ._decide import DecisionRefused, decide
 from ._serve import SECRET_ENV, InboxServer, default_tokens_file, session_secret
+from ._sessions import EndedSessions, ended_sessions_file
 from ._tokens import TokenFileError, TokenStore, User, add_token, hash_token
 
 __all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
     "SECRET_ENV",
     "AuthConfig",
     "DecisionRefused",
+    "EndedSessions",
     "InboxConfig",
     "InboxServer",
     "TokenFileError",
@@ -23,10 +27,12 @@ __all__ = [
     "User",
     "add_token",
     "authenticate",
+    "body_limit",
     "create_app",
     "decide",
     "decider_for",
     "default_tokens_file",
+    "ended_sessions_file",
     "hash_token",
     "session_secret",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,24 +18,40 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
-from temporalio.client import WorkflowQueryFailedError
-from temporalio.service import RPCError
 
 from durable_tools.client import DurableTools
 from durable_tools.oauth import CallbackApp
 from durable_tools.tools import ToolRegistry
 
-from ._auth import SESSION_TOKEN, AuthConfig, authenticate, decider_for
+from ._auth import (
+    SESSION_ID,
+    SESSION_ISSUED,
+    SESSION_TOKEN,
+    AuthConfig,
+    authenticate,
+    decider_for,
+)
+from ._body import body_limit
 from ._csrf import CSRF_FIELD, CSRF_HEADER, csrf_token, valid_csrf
-from ._data import find_call, list_pending, load_run
+from ._data import find_call, load_run
 from ._decide import DecisionRefused, decide, reissue
+from ._errors import NotAuthenticated, error_handlers
+from ._pending import (
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_QUERY_CONCURRENCY,
+    PendingList,
+    RunQueries,
+    list_pending,
+)
+from ._sessions import SESSION_AGE
 from ._tokens import User, hash_token
 from ._web import HERE, SecurityHeaders, callback_route, make_templates, safe_next
 
-__all__ = ["InboxConfig", "create_app"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "InboxConfig", "create_app"]
 
 _SESSION_COOKIE = "durable_tools_inbox"
-_SESSION_AGE = 12 * 3600
+DEFAULT_MAX_BODY_BYTES = 64 * 1024
+"""Largest request body the inbox reads (its forms and decisions are a few hundred bytes)."""
 
 
 @dataclass
@@ -51,6 +67,9 @@ class InboxConfig:
         refresh_seconds: How often the pending page refreshes itself.
         secure_cookies: Send the session cookie over HTTPS only (set behind TLS).
         oauth: The OAuth callback endpoint to host at its path, if any.
+        page_size: Runs per page of the pending list (1 to 1000).
+        query_concurrency: Run queries in flight at once, across all requests.
+        max_body_bytes: Larger request bodies are refused (413) before they are read.
     """
 
     auth: AuthConfig
@@ -60,26 +79,32 @@ class InboxConfig:
     refresh_seconds: float = 5.0
     secure_cookies: bool = False
     oauth: CallbackApp | None = field(default=None)
-
-
-class _NotAuthenticated(Exception):
-    pass
+    page_size: int = DEFAULT_PAGE_SIZE
+    query_concurrency: int = DEFAULT_QUERY_CONCURRENCY
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
 
 def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
-    """The inbox app: serve it with uvicorn (`durable-tools serve` does).
+    """The inbox app: serve it with uvicorn (`durable-tools serve` does), with forwarding
+    headers off (`InboxServer` does; `uvicorn --no-proxy-headers` otherwise).
 
     Args:
         tools: The client that reads runs and sends decisions.
         config: Authentication, sessions and what else to show or host.
+
+    Raises:
+        ValueError: a page size outside 1..1000, or a query concurrency below 1.
     """
     templates = make_templates()
     auth = config.auth
+    if not 1 <= config.page_size <= 1000:
+        raise ValueError("page_size must be between 1 and 1000")
+    queries = RunQueries(tools, config.query_concurrency)
 
     def user_of(request: Request) -> User:
         user = authenticate(request, auth)
         if user is None:
-            raise _NotAuthenticated
+            raise NotAuthenticated
         return user
 
     def render(request: Request, name: str, status: int = 200, **context: Any) -> Response:
@@ -127,7 +152,10 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         if found is None or not isinstance(token, str):
             return render(request, "login.html", 401, error="unknown token", next="/")
         request.session.clear()
-        request.session[SESSION_TOKEN] = hash_token(token)
+        session_id, issued_at = auth.ended_sessions.begin()
+        request.session.update(
+            {SESSION_TOKEN: hash_token(token), SESSION_ID: session_id, SESSION_ISSUED: issued_at}
+        )
         target = form.get("next")
         return RedirectResponse(safe_next(target if isinstance(target, str) else None), 303)
 
@@ -135,19 +163,39 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         form = await request.form()
         if not valid_csrf(request, form.get(CSRF_FIELD)):
             raise HTTPException(403, "missing or invalid CSRF token: reload the page")
+        # Ended on the server too: a copy of the cookie is refused from now on.
+        auth.ended_sessions.end(
+            request.session.get(SESSION_ID), request.session.get(SESSION_ISSUED)
+        )
         request.session.clear()
         return RedirectResponse("/login", 303)
 
     # ------------------------------------------------------------------ pages
 
     def filters(request: Request) -> dict[str, str]:
+        # Every filter the pending list takes, as given (clipped); empty when not given.
         params = request.query_params
-        return {k: params.get(k, "")[:200] for k in ("agent", "tool", "decider")}
+        return {k: params.get(k, "")[:200] for k in ("agent", "tool", "decider", "run", "all")}
+
+    async def pending_of(request: Request, user: User, chosen: dict[str, str]) -> PendingList:
+        cursor = request.query_params.get("cursor") or None
+        return await list_pending(
+            tools,
+            queries,
+            user,
+            agent=chosen["agent"] or None,
+            tool=chosen["tool"] or None,
+            decider=chosen["decider"] or None,
+            run_id=chosen["run"] or None,
+            everything=chosen["all"] in ("1", "true", "yes", "on"),
+            page_size=config.page_size,
+            cursor=cursor,
+        )
 
     async def pending_page(request: Request) -> Response:
         user = user_of(request)
         chosen = filters(request)
-        found = await list_pending(tools, **{k: v or None for k, v in chosen.items()})
+        found = await pending_of(request, user, chosen)
         name = "pending_rows.html" if request.url.path == "/pending/rows" else "pending.html"
         return render(
             request,
@@ -155,6 +203,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
             user=user,
             pending=found,
             filters=chosen,
+            cursor=request.query_params.get("cursor", ""),
             refresh=config.refresh_seconds,
         )
 
@@ -202,8 +251,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
 
     async def api_pending(request: Request) -> Response:
         user = user_of(request)
-        chosen = {k: v or None for k, v in filters(request).items()}
-        found = await list_pending(tools, **chosen)
+        found = await pending_of(request, user, filters(request))
         return JSONResponse(
             {
                 "user": user.name,
@@ -212,11 +260,13 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
                         "run_id": item.run_id,
                         "agent": item.agent,
                         **item.approval.model_dump(mode="json"),
-                        "may_decide": decider_for(user, item.approval.deciders) is not None,
+                        "may_decide": item.may_decide,
                     }
                     for item in found.items
                 ],
                 "unreachable_runs": found.unreachable,
+                "hidden": found.hidden,
+                "next_cursor": found.next_cursor,
             }
         )
 
@@ -224,7 +274,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         user = user_of(request)
         try:
             body = await request.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep
             return JSONResponse({"error": "the body must be a JSON object"}, 400)
         if not isinstance(body, dict):
             return JSONResponse({"error": "the body must be a JSON object"}, 400)
@@ -251,33 +301,6 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
 
     async def healthz(request: Request) -> Response:
         return Response("ok\n", media_type="text/plain")
-
-    async def not_authenticated(request: Request, exc: Exception) -> Response:
-        if request.url.path.startswith("/api/"):
-            return JSONResponse(
-                {"error": "authentication required"},
-                401,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-        if request.method == "GET":
-            back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-            return RedirectResponse(f"/login?next={quote(back, safe='')}", 303)
-        return Response("authentication required\n", 401, media_type="text/plain")
-
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        if request.url.path.startswith("/api/"):
-            return JSONResponse({"error": exc.detail}, exc.status_code)
-        return Response(f"{exc.detail}\n", exc.status_code, media_type="text/plain")
-
-    async def run_unreadable(request: Request, exc: Exception) -> Response:
-        # A run that does not exist (404), or whose worker does not answer in time (503).
-        status, message = 503, "the run did not answer in time (is a worker running?)"
-        if isinstance(exc, RPCError | WorkflowQueryFailedError):
-            status, message = 404, f"the run could not be read: {exc}"
-        if request.url.path.startswith("/api/"):
-            return JSONResponse({"error": message}, status)
-        return Response(f"{message}\n", status, media_type="text/plain")
 
     async def reissue_form(request: Request) -> Response:
         # A fresh authorization link for a call whose link expired (any signed-in user may
@@ -321,26 +344,24 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
             if config.oauth is not None:
                 await config.oauth.aclose()
 
-    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
-        _NotAuthenticated: not_authenticated,
-        HTTPException: http_error,
-        RPCError: run_unreadable,
-        WorkflowQueryFailedError: run_unreadable,
-        TimeoutError: run_unreadable,
-    }
-    return Starlette(
+    app = Starlette(
         routes=routes,
         middleware=[
+            # First: refused with 413 once Content-Length, or the bytes streamed so far,
+            # pass the limit, before anything buffers the body.
+            *body_limit(config.max_body_bytes),
             Middleware(SecurityHeaders),
             Middleware(
                 SessionMiddleware,
                 secret_key=config.session_secret or secrets.token_urlsafe(32),
                 session_cookie=_SESSION_COOKIE,
-                max_age=_SESSION_AGE,
+                max_age=SESSION_AGE,
                 same_site="strict",
                 https_only=config.secure_cookies,
             ),
         ],
-        exception_handlers=handlers,  # type: ignore[arg-type]
+        exception_handlers=error_handlers(config.max_body_bytes),  # type: ignore[arg-type]
         lifespan=lifespan,
     )
+    app.state.run_queries = queries  # how many queries the pending list sent, for operators
+    return app

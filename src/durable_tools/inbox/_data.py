@@ -1,98 +1,21 @@
-"""What the inbox shows, read through the client API: pending approvals across runs, a
-call with its context, a run with its timeline."""
+"""What the inbox shows of one run, read through the client API: a call with its context,
+a run with its timeline (the pending list across runs is `_pending`)."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 
-from durable_tools.client import AgentRun, DurableTools, RunSummary
+from durable_tools.client import DurableTools
 from durable_tools.messages import Message
 from durable_tools.server import ui_url
 from durable_tools.tools import ToolRegistry
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows import PendingApproval, RunEvent, RunSnapshot, ToolCallRecord
 
-__all__ = [
-    "CallView",
-    "PendingItem",
-    "PendingList",
-    "RunView",
-    "find_call",
-    "list_pending",
-    "load_run",
-]
+from ._pending import QUERY_TIMEOUT
 
-QUERY_TIMEOUT = 10.0
-"""Seconds a run (its worker) has to answer a query before the inbox gives up on it."""
-
-
-@dataclass(frozen=True)
-class PendingItem:
-    """One call waiting on a person, in the run that waits for it."""
-
-    run_id: str
-    agent: str | None
-    approval: PendingApproval
-
-    @property
-    def requested_at(self) -> datetime:
-        """When the approval was asked for."""
-        return self.approval.requested_at
-
-
-@dataclass
-class PendingList:
-    """Pending approvals, newest first, and the runs that did not answer."""
-
-    items: list[PendingItem] = field(default_factory=list)
-    unreachable: list[str] = field(default_factory=list)
-
-
-async def _approvals_of(run: AgentRun) -> list[tuple[str, PendingApproval]]:
-    return await asyncio.wait_for(run.pending_approvals(), QUERY_TIMEOUT)
-
-
-async def list_pending(
-    tools: DurableTools,
-    *,
-    agent: str | None = None,
-    tool: str | None = None,
-    decider: str | None = None,
-) -> PendingList:
-    """Every approval pending across runs (found through the search attributes).
-
-    Args:
-        tools: The client.
-        agent: Only runs of this agent.
-        tool: Only calls of this tool.
-        decider: Only calls this name may decide (named, or anyone may).
-    """
-    summaries: list[RunSummary] = await tools.pending()
-    if agent:
-        summaries = [s for s in summaries if s.agent == agent]
-    agents = {s.run_id: s.agent for s in summaries}
-    answers = await asyncio.gather(
-        *(_approvals_of(tools.run(s.run_id)) for s in summaries), return_exceptions=True
-    )
-    result = PendingList()
-    seen: set[tuple[str, str]] = set()
-    for summary, answer in zip(summaries, answers, strict=True):
-        if isinstance(answer, BaseException):
-            result.unreachable.append(summary.run_id)
-            continue
-        for run_id, approval in answer:
-            if (run_id, approval.call_id) in seen:
-                continue  # a sub-agent's call, listed through its parent and itself
-            seen.add((run_id, approval.call_id))
-            if tool and approval.tool != tool:
-                continue
-            if decider and approval.deciders and decider not in approval.deciders:
-                continue
-            result.items.append(PendingItem(run_id, agents.get(run_id, summary.agent), approval))
-    result.items.sort(key=lambda item: item.requested_at, reverse=True)
-    return result
+__all__ = ["CallView", "RunView", "find_call", "load_run"]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from durable_tools.workflows._limits import MAX_CALL_ID_CHARS, MAX_REASON_CHARS
 from durable_tools.workflows._policy_types import GrantRequest
 
 from ._auth import decider_for
-from ._data import QUERY_TIMEOUT
+from ._pending import QUERY_TIMEOUT
 from ._tokens import User
 
 __all__ = ["DECIDE_TIMEOUT", "DecisionRefused", "decide", "reissue"]

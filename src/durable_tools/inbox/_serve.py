@@ -34,6 +34,8 @@ def session_secret(path: str | None = None) -> str:
 class InboxServer:
     """uvicorn serving the app on an already bound socket (port 0 picks a free port).
 
+    The app sees the TCP peer as the client: forwarding headers are not applied.
+
     Args:
         app: The inbox app.
         host: Listen address; keep loopback unless a TLS proxy is in front.
@@ -42,7 +44,17 @@ class InboxServer:
 
     def __init__(self, app: Starlette, host: str = "127.0.0.1", port: int = 8765) -> None:
         # No access log: the OAuth callback's URL carries a code and a state.
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+        # No proxy headers: uvicorn would otherwise rewrite the client address from
+        # X-Forwarded-For (trusting 127.0.0.1 by default), and the trusted-proxy check
+        # must see the socket's peer, not what any local process claims.
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            proxy_headers=False,
+            forwarded_allow_ips="",
+        )
         self._server = uvicorn.Server(config)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import jinja2
 from starlette.requests import Request
@@ -61,7 +61,13 @@ def make_templates() -> Jinja2Templates:
     )
     env.filters["when"] = lambda value: value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
     env.filters["q"] = lambda value: quote(str(value), safe="")
+    env.filters["query"] = _query_string
     return Jinja2Templates(env=env)
+
+
+def _query_string(filters: dict[str, str], **changed: str) -> str:
+    """The non-empty filters (with `changed` applied) as a URL query string."""
+    return urlencode({k: v for k, v in {**filters, **changed}.items() if v})
 
 
 def safe_next(target: str | None) -> str:

@@ -1,0 +1,72 @@
+"""How the inbox answers what went wrong: JSON under `/api/`, plain text (or the login
+redirect) for pages."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import quote
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from temporalio.client import WorkflowQueryFailedError
+from temporalio.service import RPCError
+
+from ._pending import PageRequestError
+
+__all__ = ["NotAuthenticated", "error_handlers"]
+
+Handler = Callable[[Request, Exception], Awaitable[Response]]
+
+
+class NotAuthenticated(Exception):
+    """Nobody authenticated asked for something that needs a user."""
+
+
+def error_handlers(max_body_bytes: int) -> dict[Any, Handler]:
+    """The app's exception handlers (`max_body_bytes` to name the limit in a 413)."""
+
+    async def not_authenticated(request: Request, exc: Exception) -> Response:
+        if request.url.path.startswith("/api/"):
+            return JSONResponse(
+                {"error": "authentication required"},
+                401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        if request.method == "GET":
+            back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return RedirectResponse(f"/login?next={quote(back, safe='')}", 303)
+        return Response("authentication required\n", 401, media_type="text/plain")
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        detail = exc.detail
+        if exc.status_code == 413:  # Starlette's body limit
+            detail = f"request body over {max_body_bytes} bytes"
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": detail}, exc.status_code)
+        return Response(f"{detail}\n", exc.status_code, media_type="text/plain")
+
+    async def bad_page_request(request: Request, exc: Exception) -> Response:
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": str(exc)}, 400)
+        return Response(f"{exc}\n", 400, media_type="text/plain")
+
+    async def run_unreadable(request: Request, exc: Exception) -> Response:
+        # A run that does not exist (404), or whose worker does not answer in time (503).
+        status, message = 503, "the run did not answer in time (is a worker running?)"
+        if isinstance(exc, RPCError | WorkflowQueryFailedError):
+            status, message = 404, f"the run could not be read: {exc}"
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": message}, status)
+        return Response(f"{message}\n", status, media_type="text/plain")
+
+    return {
+        NotAuthenticated: not_authenticated,
+        HTTPException: http_error,
+        PageRequestError: bad_page_request,
+        RPCError: run_unreadable,
+        WorkflowQueryFailedError: run_unreadable,
+        TimeoutError: run_unreadable,
+    }

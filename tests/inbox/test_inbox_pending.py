@@ -1,0 +1,127 @@
+"""The pending list under load, on the real dev server: more runs than fit on one page are
+paged through (none dropped), a user sees only what they may decide unless they ask, and
+concurrent requests share bounded run queries instead of fanning out."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+from inbox_support import (
+    cancel_and_check,
+    http,
+    login,
+    make_app,
+    make_users,
+    pay_registry,
+    start_pending,
+)
+from temporalio.client import Client
+
+from durable_tools.client import AgentRun
+from support import running_worker
+
+RUNS = 5
+PAGE = 2
+_NEXT = re.compile(r'<a class="next" href="([^"]+)"')
+
+
+async def all_pages(script: httpx.AsyncClient, query: str, token: str) -> list[dict[str, Any]]:
+    """Every page of `/api/pending?{query}` for the holder of `token`, cursor after cursor."""
+    pages: list[dict[str, Any]] = []
+    cursor = ""
+    while True:
+        url = f"/api/pending?{query}" + (f"&cursor={cursor}" if cursor else "")
+        answer = await script.get(url, headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 200, answer.text
+        pages.append(answer.json())
+        cursor = pages[-1]["next_cursor"]
+        if cursor is None:
+            return pages
+        assert len(pages) <= RUNS, "the cursor never ran out"
+
+
+async def start_many(client: Client, task_queue: str, tmp_path: Path, agent: str) -> list[AgentRun]:
+    """`RUNS` runs of `agent`, each waiting for a decision that only group ops may make."""
+    runs = []
+    for _ in range(RUNS):
+        run, _, _ = await start_pending(
+            client, task_queue, tmp_path, agent=agent, deciders=("group:ops",)
+        )
+        runs.append(run)
+    return runs
+
+
+async def test_the_pending_list_pages_through_more_runs_than_one_page_holds(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    agent = f"paged-{uuid.uuid4().hex[:8]}"
+    app = make_app(client, task_queue, users, page_size=PAGE)
+    async with running_worker(client, pay_registry(), task_queue):
+        runs = await start_many(client, task_queue, tmp_path, agent)
+        async with http(app) as script:
+            pages = await all_pages(script, f"agent={agent}", users.alice)
+            listed = [item["run_id"] for page in pages for item in page["pending"]]
+            # Every run once, none dropped, at most a page's worth at a time.
+            assert sorted(listed) == sorted(run.run_id for run in runs)
+            assert all(len(page["pending"]) <= PAGE for page in pages)
+            assert len(pages) == -(-RUNS // PAGE)
+            assert all(not page["unreachable_runs"] for page in pages)
+            # One run by its id (what `approve --inbox` needs, however long the list).
+            only = await script.get(
+                f"/api/pending?run={runs[0].run_id}",
+                headers={"Authorization": f"Bearer {users.alice}"},
+            )
+            assert [i["run_id"] for i in only.json()["pending"]] == [runs[0].run_id]
+            # A page says when it is cut, and links the next one.
+            await login(script, users.alice)
+            first = await script.get(f"/?agent={agent}")
+            found = _NEXT.search(first.text)
+            assert found is not None and "More runs are waiting" in first.text
+            second = await script.get(found.group(1).replace("&amp;", "&"))
+            assert second.status_code == 200
+            shown = {run.run_id for run in runs if f"/runs/{run.run_id}/calls/c1" in second.text}
+            assert shown and not any(f"/runs/{r}/calls/c1" in first.text for r in shown)
+            # What the list cannot use is a 400 naming it, not an error page.
+            alice = {"Authorization": f"Bearer {users.alice}"}
+            forged = await script.get("/api/pending?cursor=not-a-cursor!", headers=alice)
+            assert forged.status_code == 400 and "cursor" in forged.json()["error"]
+            quoted = await script.get("/api/pending?agent=x' OR 'a'='a", headers=alice)
+            assert quoted.status_code == 400 and "agent" in quoted.json()["error"]
+        for run in runs:
+            await cancel_and_check(run)
+
+
+async def test_a_user_sees_what_they_may_decide_and_concurrent_lists_share_queries(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    agent = f"shared-{uuid.uuid4().hex[:8]}"
+    app = make_app(client, task_queue, users, page_size=PAGE, query_concurrency=2)
+    async with running_worker(client, pay_registry(), task_queue):
+        runs = await start_many(client, task_queue, tmp_path, agent)
+        async with http(app) as script:
+            # bob is not in group ops: nothing is his, and the answer says what it left out.
+            bobs = await all_pages(script, f"agent={agent}", users.bob)
+            assert all(page["pending"] == [] for page in bobs)
+            assert sum(page["hidden"] for page in bobs) == RUNS
+            everything = await all_pages(script, f"agent={agent}&all=1", users.bob)
+            items = [item for page in everything for item in page["pending"]]
+            assert len(items) == RUNS and not any(item["may_decide"] for item in items)
+            # Ten lists at once: each answers in full, within the bound on queries.
+            bob = {"Authorization": f"Bearer {users.bob}"}
+            answers = await asyncio.gather(
+                *(script.get(f"/api/pending?agent={agent}&all=1", headers=bob) for _ in range(10))
+            )
+        assert all(answer.status_code == 200 for answer in answers)
+        assert all(answer.json()["unreachable_runs"] == [] for answer in answers)
+        assert len({str(answer.json()["pending"]) for answer in answers}) == 1
+        # Never more run queries at once than configured, however many lists are asked for.
+        assert app.state.run_queries.peak <= 2
+        for run in runs:
+            await cancel_and_check(run)
