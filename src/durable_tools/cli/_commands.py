@@ -38,6 +38,7 @@ from durable_tools.workflows import (
     ExecutionStrategy,
     Limits,
     PendingApproval,
+    RunSnapshot,
     ToolCallRecord,
 )
 
@@ -364,12 +365,31 @@ async def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+PENDING_QUERIES_AT_ONCE = 16
+"""Runs `durable-tools pending` queries at once (each asks a worker for the run's calls)."""
+
+
 async def cmd_pending(args: argparse.Namespace) -> int:
     """Every run waiting on a person, with its pending calls when a worker answers."""
     tools = await tools_for(args)
     async with translate_rpc_errors():
-        summaries = await tools.pending()
-    polls = await asyncio.gather(*(query_quietly(tools.run(s.run_id), 3.0) for s in summaries))
+        # One more than shown: whether the list was cut is said, never silently dropped.
+        summaries = await tools.pending(limit=args.limit + 1)
+    cut = len(summaries) > args.limit
+    summaries = summaries[: args.limit]
+    gate = asyncio.Semaphore(PENDING_QUERIES_AT_ONCE)
+
+    async def poll(run_id: str) -> tuple[RunSnapshot, list[ToolCallRecord]] | None:
+        async with gate:
+            return await query_quietly(tools.run(run_id), 3.0)
+
+    polls = await asyncio.gather(*(poll(s.run_id) for s in summaries))
+    if cut:
+        echo(
+            f"showing the first {args.limit} runs waiting on a person; more are waiting "
+            "(--limit N to list more)",
+            err=True,
+        )
     if args.json:
         entries = []
         for summary, polled in zip(summaries, polls, strict=True):

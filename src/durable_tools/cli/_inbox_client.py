@@ -90,7 +90,9 @@ async def decide_via_inbox(args: argparse.Namespace, digest: str | None) -> int:
     verb = "approve" if args.approve else "deny"
     try:
         async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as http:
-            listed = await http.get("/api/pending")
+            # Only this run, and every call of it (not only those this user may decide):
+            # the inbox still refuses a decision the user may not make.
+            listed = await http.get("/api/pending", params={"run": args.run_id, "all": "1"})
             if listed.status_code != 200:
                 raise CliError(f"the inbox at {base} refused the listing: {_error(listed)}")
             listing = listed.json()

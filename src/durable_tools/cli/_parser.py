@@ -171,6 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_runs)
 
     p = sub.add_parser("pending", help="every run waiting on a person")
+    p.add_argument(
+        "--limit",
+        type=_positive,
+        default=200,
+        help="most runs listed (default 200); a cut list says so",
+    )
     add_json_flag(p)
     add_connection_flags(p)
     p.set_defaults(handler=cmd_pending)
