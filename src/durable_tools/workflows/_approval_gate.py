@@ -21,6 +21,7 @@ from durable_tools.tools import Denied
 from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import redact_arguments
 from durable_tools.workflows._approvals import arguments_hash, static_approval
+from durable_tools.workflows._decisions import PENDING_REFIT_PATCH
 from durable_tools.workflows._grants import grant_from_decision, policy_verdict
 from durable_tools.workflows._metrics import approval_decided, approval_requested
 from durable_tools.workflows._notify import notify_approval
@@ -151,6 +152,8 @@ async def _await_decision(state: RunState, valid: ValidCall, verdict: Verdict) -
                     timeout=timeout,
                 )
             except builtins.TimeoutError:
+                if state.policy is not policy and workflow.patched(PENDING_REFIT_PATCH):
+                    policy = state.policy  # changed while the call waited: it rules now
                 if policy.on_timeout == "escalate" and not pending.escalated and policy.escalate_to:
                     timeout = policy.escalation_timeout_seconds or policy.timeout_seconds
                     pending.escalated = True

@@ -5,9 +5,12 @@ member of a group the inbox checked), the CLI and the client API. The policy com
 with its `deciders` and counts them for the two-person rule, so both must see through the
 spelling: `alice`, `ALICE`, ` Alice ` and its full-width form are one person, and
 `alice via group:ops` is still alice. Names are compared by their NFKC case fold with runs of
-white space made one space; nothing else (look-alike letters from other scripts stay
+white space made one space and invisible characters (zero-width spaces and joiners, soft
+hyphens, direction marks, control characters) dropped, so no name looks like another in the
+audit yet counts apart from it; nothing else (look-alike letters from other scripts stay
 distinct, so they never match a decider they merely resemble: a policy that names its
-deciders fails closed on them).
+deciders fails closed on them). A group (`group:ops`) is never a person: only a member
+acting through it decides.
 """
 
 from __future__ import annotations
@@ -23,11 +26,27 @@ GROUP_PREFIX = "group:"
 _VIA = " via "
 
 
+_IGNORABLE = frozenset(
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u180f\u3164\uffa0"
+    + "".join(map(chr, range(0xFE00, 0xFE10)))
+)
+"""Invisible characters outside the format and control categories (Unicode's default
+ignorables: fillers, variation selectors, the combining grapheme joiner)."""
+
+
+def _visible(char: str) -> bool:
+    if char.isspace():
+        return True  # folded into one space below
+    return char not in _IGNORABLE and unicodedata.category(char) not in ("Cf", "Cc")
+
+
 def name_key(name: str) -> str:
-    """The comparable form of a person's or group's name (NFKC, case-folded, spaces folded)."""
+    """The comparable form of a person's or group's name (NFKC, case-folded, spaces folded,
+    invisible characters dropped)."""
     folded = unicodedata.normalize("NFKC", name).casefold()
     # A second NFKC: case folding can produce characters NFKC would still change.
-    return " ".join(unicodedata.normalize("NFKC", folded).split())
+    visible = "".join(filter(_visible, unicodedata.normalize("NFKC", folded)))
+    return " ".join(visible.split())
 
 
 def person_of(decider: str) -> str:
@@ -43,12 +62,16 @@ def _group_of(decider: str) -> str | None:
 
 def may_decide(decider: str, deciders: Iterable[str]) -> bool:
     """Whether `decider` is one of `deciders`: named as a person, or acting through a named
-    group. An empty list means anyone (the policy's default)."""
+    group. An empty list means anyone (the policy's default) with a name: an empty name, or
+    a group's name where a person's belongs (`group:ops`), decides nothing."""
+    person = person_of(decider)
+    if not person or person.startswith(GROUP_PREFIX):
+        return False  # nobody, or a group claiming to be a person
     allowed = {name_key(d) for d in deciders}
     if not allowed:
         return True
     group = _group_of(decider)
-    return person_of(decider) in allowed or (group is not None and group in allowed)
+    return person in allowed or (group is not None and group in allowed)
 
 
 def distinct_people(names: Iterable[str]) -> set[str]:

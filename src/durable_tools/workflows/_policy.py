@@ -207,11 +207,9 @@ def identity_key(agent: str, identity: Identity) -> str | None:
 
 _MISSING = object()
 
-_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+_ORDER: dict[str, Callable[[Any, Any], bool]] = {
     "<": operator.lt,
     "<=": operator.le,
-    "==": operator.eq,
-    "!=": operator.ne,
     ">=": operator.ge,
     ">": operator.gt,
 }
@@ -226,29 +224,46 @@ def _lookup(arguments: dict[str, Any], path: str) -> Any:
     return value
 
 
+def _is_number(value: Any) -> bool:
+    # bool is an int in Python: `True <= 10000` must not pass an amount bound.
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _same(value: Any, expected: Any) -> bool:
+    """JSON equality: numbers by value (`1e2` is `100`), everything else by type and value,
+    all the way down (Python's `[True] == [1]` is not JSON's)."""
+    if _is_number(value) and _is_number(expected):
+        return bool(value == expected)
+    if type(value) is not type(expected):
+        return False
+    if isinstance(value, list | tuple):
+        return len(value) == len(expected) and all(map(_same, value, expected))
+    if isinstance(value, dict):
+        return value.keys() == expected.keys() and all(
+            _same(value[key], expected[key]) for key in value
+        )
+    return bool(value == expected)
+
+
 def _holds(constraint: Constraint, arguments: dict[str, Any]) -> bool:
     value = _lookup(arguments, constraint.path)
     if value is _MISSING:
         return False  # a grant bounded by an argument never covers a call without it
-    if constraint.op == "in":
-        allowed = constraint.value
-        return isinstance(allowed, list | tuple) and any(
-            type(value) is type(item) and value == item for item in allowed
-        )
     expected = constraint.value
-    # bool is an int in Python: `True <= 10000` must not pass an amount bound.
-    numbers = (int, float)
-    if isinstance(value, bool) or isinstance(expected, bool):
-        if type(value) is not type(expected):
-            return False
-    elif isinstance(value, numbers) and isinstance(expected, numbers):
-        pass
-    elif type(value) is not type(expected):
+    if constraint.op == "in":
+        return isinstance(expected, list | tuple) and any(_same(value, item) for item in expected)
+    if constraint.op in ("==", "!="):
+        if type(value) is not type(expected) and not (_is_number(value) and _is_number(expected)):
+            return False  # across types even `!=` holds nothing: a mistyped argument
+        return _same(value, expected) == (constraint.op == "==")
+    comparable = (_is_number(value) and _is_number(expected)) or (
+        isinstance(value, str) and isinstance(expected, str)
+    )
+    if not comparable:
+        # No order on lists, objects, bools or null: `[1, 999999] < [5]` is true in Python
+        # and means nothing to a person.
         return False
-    try:
-        return bool(_COMPARE[constraint.op](value, expected))
-    except TypeError:  # e.g. `<` on dicts
-        return False
+    return bool(_ORDER[constraint.op](value, expected))
 
 
 def constraints_hold(constraints: Sequence[Constraint], arguments: dict[str, Any]) -> bool:

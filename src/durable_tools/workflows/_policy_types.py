@@ -7,6 +7,7 @@ ignored field in a security policy is the worst kind of typo.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any, Literal
 
@@ -48,6 +49,9 @@ GRANT_SAVE_ACTIVITY = "durable_tools.grants.save"
 MAX_CONSTRAINTS = 16
 """Argument constraints one grant may carry."""
 
+_MAX_VALUE_DEPTH = 32
+"""Nesting a constraint value may have (arguments are bounded the same way)."""
+
 MAX_BATCH_DECISIONS = 64
 """Calls one batch decision may decide."""
 
@@ -65,6 +69,22 @@ class Constraint(_Frozen):
     op: Literal["<", "<=", "==", "!=", ">=", ">", "in"]
     value: Any
     """Compared with the argument's value; for `in`, a list the value must belong to."""
+
+    @model_validator(mode="after")
+    def _value_is_plain_json(self) -> Constraint:
+        # inf as a bound covers every amount and NaN answers `!=` with yes; JSON has
+        # neither, so a grant written to the store and read back would mean null instead.
+        stack: list[tuple[Any, int]] = [(self.value, 1)]
+        while stack:
+            node, depth = stack.pop()
+            if depth > _MAX_VALUE_DEPTH:
+                raise ValueError(f"a constraint value nests deeper than {_MAX_VALUE_DEPTH}")
+            if isinstance(node, float) and not math.isfinite(node):
+                raise ValueError("a constraint value must be a finite number, not NaN or inf")
+            children = node.values() if isinstance(node, dict) else node
+            if isinstance(node, dict | list | tuple):
+                stack.extend((child, depth + 1) for child in children)
+        return self
 
 
 class GrantRequest(_Frozen):
