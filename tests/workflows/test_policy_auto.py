@@ -195,3 +195,45 @@ async def test_a_model_evaluator_through_the_model_adapters(
         await assert_not_wedged(run.handle)
     assert executed == ["ok"]
     assert timeline[0].policy_layer == "auto" and timeline[0].decision_reason == "within limits"
+
+
+async def test_a_verdict_asked_under_a_policy_no_longer_in_force_decides_nothing(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[Any] = []
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def held(request: EvaluationRequest) -> Evaluation:
+        started.set()
+        await release.wait()
+        return Evaluation(verdict="approve", confidence=1.0, reasoning="looks fine")
+
+    model = write_script(
+        tmp_path,
+        [calls(("r1", "refund", {"order_id": "A", "amount_cents": 5})), answer("done")],
+    )
+    config = AgentConfig(model=model, approval=policy("held"))
+    async with running_worker(client, registry(executed), task_queue, evaluators={"held": held}):
+        run = await DurableTools(client, task_queue).start("go", config=config)
+        await asyncio.wait_for(started.wait(), 30)
+        # Auto mode is turned off while the evaluator is still thinking.
+        await run.set_policy(ApprovalPolicy(), changed_by="security")
+        release.set()
+        await wait_for_event(run, "auto.evaluated")
+        snapshot = await wait_for(run, lambda s: "r1" in pending(s))
+        assert executed == []  # the confident verdict did not approve it
+        await run.deny("r1", decider="alice")
+        await run.result()
+        escalated = await events(run, "auto.escalated")
+        await assert_not_wedged(run.handle)
+    assert snapshot.status == RunStatus.AWAITING_APPROVAL
+    assert escalated == ["auto mode changed; a person decides"]
+    assert executed == []
+
+
+async def wait_for_event(run: AgentRun, name: str) -> None:
+    for _ in range(300):
+        if await events(run, name):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no {name} event")

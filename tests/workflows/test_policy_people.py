@@ -325,3 +325,25 @@ async def test_huge_durations_sent_raw_are_refused_and_never_wedge_a_run(
         await assert_not_wedged(run.handle, allowed=0)
     assert result.status == RunStatus.COMPLETED
     assert executed == [("refund", 1)]
+
+
+async def test_a_person_may_not_decide_under_a_name_the_run_records_for_itself(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[Any] = []
+    model = write_script(tmp_path, [pay("p1", 5), answer("done")])
+    policy = ApprovalPolicy(quorum=2)  # anyone may decide: the names are all they give
+    async with running_worker(client, registry(executed), task_queue):
+        run = await DurableTools(client, task_queue).start(
+            "go", config=AgentConfig(model=model, approval=policy)
+        )
+        await wait_for(run, lambda s: "p1" in pending(s))
+        for name in ("deadline", "Policy", "auto:judge", "alice+bob", "AUTO:x via group:ops"):
+            await rejected(run.approve("p1", decider=name), "may not decide")
+        await run.approve("p1", decider="alice")
+        await run.approve("p1", decider="bob")
+        await run.result()
+        [record] = await run.timeline()
+        await assert_not_wedged(run.handle)
+    assert record.decided_by == "alice+bob"
+    assert executed == [("pay", 5)]

@@ -123,8 +123,9 @@ class AgentWorkflow:
     async def set_policy(self, change: PolicyChange) -> str:
         """Replace the run's live approval policy (operators only: never a model's tool).
 
-        Calls already waiting keep the deciders they were asked of; the next calls follow
-        the new policy.
+        The next calls follow the new policy. Calls already waiting are refitted to it:
+        a tool it denies is denied, deciders it names replace theirs (approvals from people
+        it no longer names stop counting); their quorum stays as asked.
         """
         return apply_policy_change(self._state, change)
 

@@ -11,7 +11,12 @@ import json
 from typing import Any
 
 from durable_tools.tools._spec import ToolSpec
-from durable_tools.workflows._deciders import distinct_people, may_decide, person_of
+from durable_tools.workflows._deciders import (
+    distinct_people,
+    impersonates,
+    may_decide,
+    person_of,
+)
 from durable_tools.workflows._types import ApprovalDecision, ApprovalPolicy, PendingApproval
 
 __all__ = [
@@ -88,6 +93,9 @@ def check_decision(
         raise InvalidDecision(
             f"no approval is pending for tool call {decision.call_id!r} (pending: {waiting})"
         )
+    false_name = impersonates(decision.decider)
+    if false_name is not None:
+        raise InvalidDecision(f"{decision.decider!r} may not decide: {false_name}")
     if not may_decide(decision.decider, approval.deciders):
         raise InvalidDecision(
             f"{decision.decider!r} may not decide tool call {decision.call_id!r}; "

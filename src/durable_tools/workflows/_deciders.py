@@ -18,7 +18,14 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
-__all__ = ["GROUP_PREFIX", "distinct_people", "may_decide", "name_key", "person_of"]
+__all__ = [
+    "GROUP_PREFIX",
+    "distinct_people",
+    "impersonates",
+    "may_decide",
+    "name_key",
+    "person_of",
+]
 
 GROUP_PREFIX = "group:"
 """Deciders that name a group (`group:ops`): any member, as checked by the inbox."""
@@ -77,3 +84,19 @@ def may_decide(decider: str, deciders: Iterable[str]) -> bool:
 def distinct_people(names: Iterable[str]) -> set[str]:
     """The distinct people among decider names (for the two-person rule)."""
     return {person_of(name) for name in names}
+
+
+_SYSTEM_DECIDERS = frozenset({"deadline", "policy"})
+"""Deciders the run itself records (a deadline passing, a policy change)."""
+
+
+def impersonates(decider: str) -> str | None:
+    """Why a person may not decide under this name, or None: names the run itself writes
+    in its audit (`deadline`, `policy`, `auto:<evaluator>`) and `+`, which joins the
+    approvers of a two-person decision (`alice+bob`), would make the record lie."""
+    person = person_of(decider)
+    if person in _SYSTEM_DECIDERS or person.startswith("auto:"):
+        return f"{person!r} is the name the run records for its own decisions"
+    if "+" in person:
+        return "'+' joins the names of several approvers in the run's records"
+    return None

@@ -27,7 +27,10 @@ from durable_tools.workflows._state import RunState
 from durable_tools.workflows._types import ApprovalDecision, PendingApproval
 from durable_tools.workflows._validate import ValidCall
 
-__all__ = ["evaluate_call"]
+__all__ = ["AUTO_FOLLOWS_POLICY_PATCH", "evaluate_call"]
+
+AUTO_FOLLOWS_POLICY_PATCH = "auto-verdict-follows-live-policy"
+"""Marks a run whose evaluation's verdict was set aside because the policy changed."""
 
 
 async def evaluate_call(
@@ -68,6 +71,11 @@ async def evaluate_call(
     state.event("auto.evaluated", call, detail=clip(detail, 1000))
     if call.id in state.decisions or call.id not in state.pending:
         return  # a person answered while the result was on its way
+    if state.policy.auto != auto and workflow.patched(AUTO_FOLLOWS_POLICY_PATCH):
+        # A `set_policy` changed or ended auto mode while the evaluation ran: its verdict
+        # was asked under a policy no longer in force.
+        state.event("auto.escalated", call, detail="auto mode changed; a person decides")
+        return
     if evaluation.confidence < criteria.min_confidence:
         state.event(
             "auto.escalated",
