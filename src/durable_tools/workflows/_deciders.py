@@ -91,12 +91,12 @@ _SYSTEM_DECIDERS = frozenset({"deadline", "policy"})
 
 
 def impersonates(decider: str) -> str | None:
-    """Why a person may not decide under this name, or None: names the run itself writes
-    in its audit (`deadline`, `policy`, `auto:<evaluator>`) and `+`, which joins the
-    approvers of a two-person decision (`alice+bob`), would make the record lie."""
+    """Why a person may not decide under this name, or None: the names the run itself
+    writes in its audit (`deadline`, `policy`, `auto:<evaluator>`) would make the record
+    show a person as the machine. (A `+` stays allowed, for plus-addressed e-mail names,
+    although `decided_by` joins two approvers with it: `approval.partial` events and
+    `PendingApproval.approved_by` name each one.)"""
     person = person_of(decider)
     if person in _SYSTEM_DECIDERS or person.startswith("auto:"):
         return f"{person!r} is the name the run records for its own decisions"
-    if "+" in person:
-        return "'+' joins the names of several approvers in the run's records"
     return None
