@@ -6,6 +6,7 @@ history (payloads decoded, strings unescaped), its conversation, or the tool eve
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import json
 import quopri
@@ -16,12 +17,12 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 from temporalio.client import Client
+from test_secrets_scan import decoded_history
 
 from durable_tools.client import DurableTools
 from durable_tools.tools import RetrySpec, ToolContext, ToolEvent, ToolExecutionError, ToolRegistry
 from durable_tools.workflows import RunStatus
 from support import answer, calls, running_worker, write_script
-from test_secrets_scan import decoded_history
 
 # Over 57 bytes (MIME wraps its base64), with characters each encoding changes.
 SECRET = 'sk-ENC/"q"+\\=é 0c4f9a71-' + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij0123456789" + "-5e7d"
@@ -70,10 +71,8 @@ def leaks(secret: str) -> dict[str, str]:
 def strings(node: Any) -> Iterator[str]:
     if isinstance(node, str):
         yield node
-        try:  # a payload decoded to JSON text: its strings, unescaped
+        with contextlib.suppress(ValueError):  # JSON text: its strings, unescaped
             yield from strings(json.loads(node))
-        except ValueError:
-            pass
     elif isinstance(node, dict):
         for key, value in node.items():
             yield key

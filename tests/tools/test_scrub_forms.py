@@ -54,7 +54,9 @@ def test_following_a_spelling_agrees_with_its_whole_regex(
     assert spelling.end(text, 0) == (expected.end() if expected else None)
 
 
-@given(st.text(alphabet="ABab01+/", min_size=1, max_size=40), st.text(alphabet="A\n \r", max_size=60))
+@given(
+    st.text(alphabet="ABab01+/", min_size=1, max_size=40), st.text(alphabet="A\n \r", max_size=60)
+)
 def test_following_wrapped_base64_agrees_with_its_whole_regex(fragment: str, noise: str) -> None:
     text = "".join(c + noise[i % len(noise)] if noise else c for i, c in enumerate(fragment))
     spelling = wrapped_base64(fragment)
