@@ -28,8 +28,10 @@ from dataclasses import dataclass
 
 __all__ = ["ANCHOR_UNITS", "Spelling", "character_forms", "encoded", "wrapped_base64"]
 
-ANCHOR_UNITS = 12
-"""Units of a spelling its anchor matches: enough that ordinary text rarely matches."""
+ANCHOR_UNITS = 32
+"""Units of a spelling its anchor matches: the whole of most API keys and passwords (so
+that `re` alone, in C, decides where they are), and enough of a longer token that
+ordinary text rarely matches. More would make a long token's pattern slow to compile."""
 
 _MAX_BACKSLASHES = 8
 """Escapes quoted up to three times (`\\u00e9` in JSON in JSON in a `repr`)."""
@@ -49,8 +51,9 @@ _ENTITIES = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos", "\xa0":
 _FORM_STARTS = frozenset("\\%=&")
 """The characters that begin a form of another character (a space is also written `+`)."""
 
-_LINE_BREAK = r"(?:=?\r?\n)?+"
-"""Between two characters of a secret: a raw line break, or a quoted-printable soft one."""
+_LINE_BREAK = r"(?:=?\r?\n|\\r\\n|\\n)?+"
+"""Between two characters of a secret: a raw line break, a quoted-printable soft one, or a
+JSON-escaped one (not before a backslash, which may begin the next character's form)."""
 
 _BASE64_BREAK = r"(?:\r?\n[ \t]{0,16}|\\r\\n|\\n)?+"
 """Between two base64 characters: a raw line break (with the indentation YAML or a
@@ -147,6 +150,8 @@ class Spelling:
     literal_runs: tuple[int, ...]
     """From unit i, how many units match only their character as is: a run of them is
     compared in one step."""
+    starts: frozenset[str]
+    """The characters the spelling may start with."""
 
     def anchor(self) -> list[str]:
         """Regex alternatives for the spelling's first `ANCHOR_UNITS` units, each starting
@@ -165,6 +170,8 @@ class Spelling:
             start: Where the spelling starts, or where its first `done` units end.
             done: How many units were matched already (by the anchor).
         """
+        if not done and not text.startswith(tuple(self.starts), start):
+            return None
         index, pos = min(done, len(self.units)), start
         while index < len(self.units):
             if index and self.breaks[index - 1]:
@@ -182,13 +189,17 @@ class Spelling:
         return pos
 
 
-def _spelling(plain: str, units: list[str], first: list[str], breaks: list[str]) -> Spelling:
+def _spelling(
+    plain: str, units: list[str], first: list[str], breaks: list[str], starts: set[str]
+) -> Spelling:
     runs = [0] * (len(units) + 1)
     for index in reversed(range(len(units))):
         # A unit matches only its character when no other form begins with that character.
         alone = units[index] == re.escape(plain[index]) or plain[index] not in _FORM_STARTS
         runs[index] = runs[index + 1] + 1 if alone else 0
-    return Spelling(plain, tuple(units), tuple(first), tuple(breaks), tuple(runs[:-1]))
+    return Spelling(
+        plain, tuple(units), tuple(first), tuple(breaks), tuple(runs[:-1]), frozenset(starts)
+    )
 
 
 def encoded(secret: str) -> Spelling:
@@ -198,11 +209,13 @@ def encoded(secret: str) -> Spelling:
         secret,
         ["(?>" + "|".join(f) + ")" for f in forms],
         forms[0],
-        ["" if char in "\r\n" else _LINE_BREAK for char in secret[1:]],
+        ["" if char in "\r\n\\" else _LINE_BREAK for char in secret[1:]],
+        {secret[0], "+", *_FORM_STARTS},
     )
 
 
 def wrapped_base64(fragment: str) -> Spelling:
     """A base64 `fragment` with a line break allowed between any two of its characters."""
     units = [re.escape(char) for char in fragment]
-    return _spelling(fragment, units, units[:1], [_BASE64_BREAK] * (len(fragment) - 1))
+    breaks = [_BASE64_BREAK] * (len(fragment) - 1)
+    return _spelling(fragment, units, units[:1], breaks, {fragment[0]})
