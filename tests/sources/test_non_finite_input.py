@@ -13,6 +13,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.common import RawValue
 from test_mcp_elicit import pool, registry_for, start, tool_reply, waiting  # noqa: F401
 
+from cli_support import cli, cli_env  # noqa: F401  (a fixture)
 from durable_tools._input_client import InputAnswerRejected, answer_input
 from durable_tools.sources import McpPool
 from durable_tools.workflows import RunStatus
@@ -67,3 +68,25 @@ async def test_an_answer_with_nan_or_infinity_is_refused_and_the_question_waits(
             if e.HasField("workflow_execution_update_accepted_event_attributes")
         ]
         assert len(accepted) == 1
+
+
+async def test_the_cli_answer_with_nan_is_refused_naming_the_field(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    pool: McpPool,  # noqa: F811  (the fixture imported above)
+    cli_env: str,  # noqa: F811
+    capsys: Any,
+) -> None:
+    async with running_worker(client, await registry_for(pool), task_queue):
+        run = await start(client, task_queue, tmp_path)
+        await wait_for(run, waiting, timeout=30)
+        # Python's json module, which the CLI reads --accept with, takes NaN.
+        answer = '{"name": "Di", "score": NaN}'
+        code, _, err = await cli(capsys, "answer", run.run_id, "g1", "--accept", answer)
+        assert code != 0 and "$.content.score (NaN)" in err, err
+        code, _, err = await cli(capsys, "answer", run.run_id, "g1", "--accept", '{"name": "Di"}')
+        assert code == 0, err
+        assert (await run.result()).status == RunStatus.COMPLETED
+        assert await tool_reply(run) == "hello Di!"
+        await assert_not_wedged(run.handle, allowed=0)
