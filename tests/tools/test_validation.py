@@ -15,7 +15,7 @@ from durable_tools.tools import (
     validate_arguments,
     validate_output,
 )
-from durable_tools.tools._validation import MAX_DEPTH, _cache, schema_validator
+from durable_tools.tools._validation import MAX_DEPTH, _cache, non_finite_number, schema_validator
 
 SPEC = ToolSpec(
     name="weather",
@@ -49,7 +49,6 @@ SPEC = ToolSpec(
         ('"city"', "got a string"),
         ("null", "got null"),
         ("42", "got a number"),
-        ('{"city": NaN}', "NaN is not valid JSON"),
         ('{"city": "a", "city": "b"}', "duplicate key 'city'"),
         (b"\xff\xfe", "not valid UTF-8"),
     ],
@@ -171,7 +170,8 @@ def test_integer_places_inside_unions_arrays_and_references() -> None:
         ('{"days": -1e999}', "$.days"),
         ('{"where": {"lat": [0, 2e308]}}', "$.where.lat[1]"),
         ({"days": float("inf")}, "$.days"),
-        ({"days": float("nan")}, "$.days"),
+        ('{"days": Infinity}', "$.days"),
+        ('{"where": {"lat": [1, -Infinity]}}', "$.where.lat[1]"),
     ],
 )
 def test_numbers_out_of_range_are_rejected_not_made_infinite(raw: Any, path: str) -> None:
@@ -182,6 +182,23 @@ def test_numbers_out_of_range_are_rejected_not_made_infinite(raw: Any, path: str
         f"{path}: number out of range (it is not a finite 64-bit float): send a finite number"
     ]
     assert parse_arguments('{"days": 1e-400}') == {"days": 0.0}  # underflow is finite
+
+
+@pytest.mark.parametrize(
+    ("raw", "path"),
+    [
+        ('{"city": NaN}', "$.city"),
+        ('{"where": {"lat": [[1, 2], [3, NaN]]}}', "$.where.lat[1][1]"),
+        ({"days": float("nan")}, "$.days"),
+        ({"a": [{"b": (1, float("nan"))}]}, "$.a[0].b[1]"),
+    ],
+)
+def test_nan_is_refused_naming_where_it_stands(raw: Any, path: str) -> None:
+    # Python's json.loads reads NaN as a float; the model must hear which value it was.
+    with pytest.raises(InvalidArguments) as caught:
+        parse_arguments(raw)
+    assert caught.value.message == f"arguments contain NaN at {path}, which is not valid JSON"
+    assert caught.value.errors == [f"{path}: NaN is not valid JSON: send a finite number"]
 
 
 def _nested(levels: int) -> str:
@@ -207,3 +224,13 @@ def test_nesting_is_capped_with_a_message_naming_the_limit() -> None:
             ": nested deeper than the limit of 64 levels: send a flatter structure"
         )
         assert len(line) < 300  # the path is cut, the message stays short
+
+
+def test_non_finite_number_finds_the_first_nan_or_infinity_with_its_path() -> None:
+    assert non_finite_number({"a": [1, 2.5, None, "NaN"], "b": {"c": 1e308}}) is None
+    assert non_finite_number(float("nan")) == "$ (NaN)"
+    assert non_finite_number({"a": [0, {"b": float("-inf")}]}, "$.output") == (
+        "$.output.a[1].b (-Infinity)"
+    )
+    assert non_finite_number([(1, float("inf"))]) == "$[0][1] (Infinity)"
+    assert non_finite_number(json.loads('{"x": 1e999}')) == "$.x (Infinity)"

@@ -8,6 +8,7 @@ store and the model sees a head excerpt plus where the rest is.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = [
     "REDACTED",
     "abridge_arguments",
     "error_outcome",
+    "finite_json",
     "format_result",
     "output_lost_outcome",
     "redact_arguments",
@@ -50,8 +52,25 @@ def valid_text(text: str) -> str:
     return text
 
 
+def finite_json(value: Any) -> Any:
+    """`value` with each NaN or infinity replaced by the string `"NaN"`, `"Infinity"` or
+    `"-Infinity"`, so that its JSON is JSON.
+
+    A tool's result is not refused for such a number (the call has run, and the rest of
+    its result is good), nor is the number made `null` (the model would read "no value"
+    where there is one): the model reads what it was.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, Mapping):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(x) for x in value]
+    return value
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return json.dumps(finite_json(value), ensure_ascii=False, separators=(", ", ": "))
 
 
 def to_tool_result(value: Any) -> ToolResult:
@@ -210,7 +229,7 @@ def format_result(
     # it), then the rendered text once more.
     result = _scrubbed(result, found)
     text = valid_text(scrub(_render(result, redact), found))
-    structured = redact_value(result.structured, redact)
+    structured = finite_json(redact_value(result.structured, redact))
     structured_json = _dumps(structured) if structured is not None else None
     if structured_json is not None and valid_text(structured_json) != structured_json:
         structured, structured_json = None, None  # the text rendering above is kept

@@ -35,6 +35,7 @@ __all__ = [
     "classify_exception",
     "error_message_for_model",
     "format_schema_errors",
+    "non_finite_number",
     "parse_arguments",
     "schema_validator",
     "validate_arguments",
@@ -53,8 +54,10 @@ _cache: dict[tuple[str, str], Draft202012Validator] = {}
 _cache_lock = threading.Lock()
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+def _constant(name: str) -> float:
+    # `NaN`, `Infinity`, `-Infinity`: not JSON. Read as floats so that `_check_tree`
+    # refuses them with the path where they stand.
+    return float(name)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -122,7 +125,7 @@ def parse_arguments(raw: str | bytes | Mapping[str, Any]) -> dict[str, Any]:
             errors=["$: empty text is not a JSON object"],
         )
     try:
-        value = json.loads(raw, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        value = json.loads(raw, object_pairs_hook=_no_duplicates, parse_constant=_constant)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno} (char {exc.pos})"
         raise InvalidArguments(
@@ -172,7 +175,7 @@ def _nodes(value: Any) -> Iterator[tuple[tuple[str | int, ...], Any, int]]:
         children: Iterable[tuple[str | int, Any]]
         if isinstance(node, dict):
             children = node.items()
-        elif isinstance(node, list):
+        elif isinstance(node, list | tuple):
             children = enumerate(node)
         else:
             continue
@@ -191,6 +194,11 @@ def _check_tree(value: dict[str, Any]) -> None:
             )
         # json.loads turns a number too large for a float (1e400) into inf; an activity
         # input would carry it as null, so a limit the model set could arrive as "none".
+        if isinstance(node, float) and math.isnan(node):
+            raise InvalidArguments(
+                f"arguments contain NaN at {_path(path)}, which is not valid JSON",
+                errors=[f"{_path(path)}: NaN is not valid JSON: send a finite number"],
+            )
         if isinstance(node, float) and not math.isfinite(node):
             raise InvalidArguments(
                 f"arguments contain a number out of range at {_path(path)}",
@@ -199,6 +207,24 @@ def _check_tree(value: dict[str, Any]) -> None:
                     "float): send a finite number"
                 ],
             )
+
+
+def non_finite_number(value: Any, root: str = "$") -> str | None:
+    """Where `value` holds NaN or an infinity, as `<json path> (NaN)`, else None.
+
+    JSON has no such numbers: Python's `json` and pydantic read `NaN`, `Infinity` and
+    `1e999` as floats, and write them back as `NaN`/`Infinity`, which a model or a JSON
+    parser then reads as broken text. Checks nested dicts, lists and tuples, iteratively.
+
+    Args:
+        value: A JSON-like value.
+        root: How the path starts (`$.output` for an answer's `output` field).
+    """
+    for path, node, _ in _nodes(value):
+        if isinstance(node, float) and not math.isfinite(node):
+            said = "NaN" if math.isnan(node) else "Infinity" if node > 0 else "-Infinity"
+            return f"{_path(path).replace('$', root, 1)} ({said})"
+    return None
 
 
 def _check_encodable(value: dict[str, Any]) -> None:

@@ -6,7 +6,8 @@ the approval and authorization gates, no activity is scheduled: the call is publ
 run waits durably, up to the tool's timeout, for a `callback_result` update. The update's
 validator (`check_callback_result`) rejects, before anything enters history, an answer
 that is malformed, too large, bound to another request, for an unknown or finished call,
-or whose output breaks the tool's output schema (the call then stays pending). An
+holds NaN or an infinity, or whose output breaks the tool's output schema (the call then
+stays pending). An
 accepted answer becomes a `ToolOutcome` bounded like a tool activity's result; a passed
 deadline becomes a timeout error the model sees.
 """
@@ -26,7 +27,11 @@ from durable_tools.activities._callback import CALLBACK_RESULT_ACTIVITY, Callbac
 from durable_tools.tools import ToolExecutionError, ToolOutcome, ToolTimeout
 from durable_tools.tools._formatting import error_outcome, format_result, to_tool_result
 from durable_tools.tools._spec import ToolSpec
-from durable_tools.tools._validation import format_schema_errors, schema_validator
+from durable_tools.tools._validation import (
+    format_schema_errors,
+    non_finite_number,
+    schema_validator,
+)
 from durable_tools.workflows._callback_types import (
     CALLBACK_ALREADY_ANSWERED,
     CALLBACK_INVALID,
@@ -209,7 +214,19 @@ def check_callback_result(state: RunState, raw: Any) -> None:
             CALLBACK_INVALID,
         )
     if answer.error is None:
+        _check_finite(answer.output)
         _check_output(state, pending, answer.output)
+
+
+def _check_finite(output: Any) -> None:
+    # A `number` schema takes NaN and Infinity, which the model would read as non-JSON.
+    where = non_finite_number(output, "$.output")
+    if where is not None:
+        raise _reject(
+            f"callback_result has a number JSON cannot hold at {where}: send a finite "
+            "number, or null or a string for a value that has none",
+            CALLBACK_INVALID,
+        )
 
 
 def _was_called(state: RunState, call_id: str) -> bool:

@@ -26,6 +26,7 @@ from temporalio import workflow
 
 from durable_tools.tools import ToolOutcome, ToolTimeout
 from durable_tools.tools._formatting import error_outcome
+from durable_tools.tools._validation import non_finite_number
 from durable_tools.workflows._input_types import (
     INPUT_ACTIONS,
     INPUT_REQUIRED_KEY,
@@ -131,7 +132,8 @@ def check_answer(state: RunState, call_id: Any, action: Any, content: Any) -> No
 
     Raises:
         ValueError: the answer names no pending question, has an unknown action, is too
-            large, or does not match the server's requested schema.
+            large, holds NaN or an infinity, or does not match the server's requested
+            schema.
     """
     if not isinstance(call_id, str) or not call_id or len(call_id) > MAX_CALL_ID_CHARS:
         raise ValueError(f"a call id must be text of at most {MAX_CALL_ID_CHARS} characters")
@@ -144,6 +146,12 @@ def check_answer(state: RunState, call_id: Any, action: Any, content: Any) -> No
     if size > MAX_INPUT_ANSWER_BYTES:
         raise ValueError(
             f"the answer's content is {size} bytes, over the {MAX_INPUT_ANSWER_BYTES}-byte limit"
+        )
+    # A `number` schema takes NaN and Infinity, which JSON (and the server) cannot read.
+    where = non_finite_number(content, "$.content")
+    if where is not None:
+        raise ValueError(
+            f"the answer has a number JSON cannot hold at {where}: send a finite number"
         )
     pending = state.inputs.get(call_id)
     if pending is None or call_id in state.input_answers:
