@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
+from typing import Annotated
 
 from temporalio.client import Client
 
 from durable_tools.cli._watch import RunWatcher
 from durable_tools.client import AgentRun, DurableTools, ToolProgress
-from durable_tools.tools import RetrySpec, ToolContext, ToolRegistry
+from durable_tools.tools import Injected, RetrySpec, ToolContext, ToolRegistry
 from durable_tools.workflows import AgentConfig, ExecutionStrategy, RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
@@ -137,3 +138,35 @@ async def test_a_retried_attempt_resumes_from_what_the_last_one_reported(
         (1, None, None),
         (2, {"offset": 50}, None),
     ]
+
+
+async def test_a_secret_in_progress_never_leaves_the_worker_not_even_to_resume_from(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """`ctx.progress(f"calling with {key}")` gives the message as the resume value: the
+    heartbeat the server keeps (and hands the next attempt) must not carry the key."""
+    secret = "sk-progress-9f8e7d6c5b4a39281706"
+    registry = ToolRegistry()
+    resumed: list[object] = []
+    fast = RetrySpec(initial_interval=0.05, maximum_interval=0.1, maximum_attempts=3)
+
+    @registry.tool(read_only=True, retry=fast)
+    def call_api(
+        path: str, ctx: ToolContext, key: Annotated[str, Injected("api_key", secret=True)]
+    ) -> str:
+        """Calls an API, reporting the URL it calls."""
+        if ctx.attempt == 1:
+            ctx.progress(f"calling https://api.example/{path}?key={key}")
+            ctx.progress({"free_form": key})  # a free-form resume value, too
+            raise ConnectionError("try again")
+        resumed.append(ctx.heartbeat_details)
+        return "ok"
+
+    model = write_script(tmp_path, [calls(("c1", "call_api", {"path": "x"})), answer("ok")])
+    async with running_worker(client, registry, task_queue, secrets={"api_key": secret}):
+        run = await DurableTools(client, task_queue).start("go", model=model)
+        result = await run.result()
+        history = (await run.handle.fetch_history()).to_json()
+    assert result.status == RunStatus.COMPLETED
+    assert resumed and secret not in repr(resumed)
+    assert secret not in history
