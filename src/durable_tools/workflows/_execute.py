@@ -1,12 +1,20 @@
 """Stage 3 of a call: execute it. A tool activity (with workflow-driven retries) or a
-sub-agent run; either way the result is a `ToolOutcome` and the attempts it took."""
+sub-agent run; either way the result is a `ToolOutcome` and the attempts it took.
+
+A cancel (the run's, or Temporal's) asks a running tool activity to stop and waits at most
+`CANCEL_GRACE_SECONDS` for it to end. A tool that ends in time is recorded as it ended
+(cancelled, or what it returned or raised); one that does not is recorded as "outcome
+unknown": it may have taken effect, and it may still be acting. Either way the call is
+never run again: after a cancel nothing retries it, and once the run has ended the
+activity's late result cannot enter its history (the worker logs it instead).
+"""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from temporalio import workflow
 from temporalio.exceptions import (
@@ -37,13 +45,21 @@ from durable_tools.workflows._run_io import AgentInput, AgentResult
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._tool_activity import (
     attempts_after,
-    schedule_tool_activity,
+    start_tool_activity,
     workflow_retry_delay,
 )
 from durable_tools.workflows._types import AgentConfig, RunStatus, ToolCallRecord
 from durable_tools.workflows._validate import ValidCall
 
-__all__ = ["Executed", "execute"]
+__all__ = ["CANCEL_GRACE_SECONDS", "Executed", "execute"]
+
+CANCEL_GRACE_SECONDS = 5.0
+"""How long a cancelled call waits for its tool activity to acknowledge the cancel (a
+sync tool sees it at its next poll of `ctx.cancelled`, within a heartbeat or two) before
+the run stops waiting and records the call's outcome as unknown."""
+
+OUTCOME_UNKNOWN = "OutcomeUnknown"
+"""The error kind of a call whose tool did not stop within the grace period."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +70,9 @@ class Executed:
     attempts: int
     cancelled: bool = False
     """True when the run's cancel stopped the call."""
+    outcome_unknown: bool = False
+    """True when the call was cancelled but its tool did not stop within the grace
+    period: it may have taken effect (and may still be acting)."""
 
 
 async def execute(
@@ -111,7 +130,10 @@ async def _run_activity(
             request_state=resume.request_state if resume else None,
         )
         try:
-            outcome = await schedule_tool_activity(spec.name, invocation, options, summary)
+            activity = start_tool_activity(spec.name, invocation, options, summary)
+            outcome = await _until_stopped(activity)
+        except _Stopped as stopped:
+            return _after_cancel(state, valid, stopped.ended, attempts)
         except ActivityError as err:
             if isinstance(err.cause, CancelledError) and state.cancel_reason is not None:
                 return _cancelled(state, valid)
@@ -188,6 +210,80 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
         error_kind=None if ok else ErrorKind.EXECUTION.value,
     )
     return Executed(outcome, 1)
+
+
+_Ended = ToolOutcome | ActivityError | Literal["cancelled", "unknown"]
+
+
+class _Stopped(Exception):
+    """The call was cancelled while its activity ran; `ended` is how the activity ended
+    within the grace period: its outcome or its error, `cancelled` when it never started,
+    `unknown` when it had not ended."""
+
+    def __init__(self, ended: _Ended) -> None:
+        super().__init__("the call was cancelled")
+        self.ended = ended
+
+
+async def _until_stopped(task: asyncio.Task[ToolOutcome]) -> ToolOutcome:
+    """Await the tool's activity. Cancelled meanwhile, ask it to stop and wait for it at
+    most `CANCEL_GRACE_SECONDS`, then raise `_Stopped`, never `asyncio.CancelledError`.
+
+    The activity is awaited through a shield so that the wait can end: cancelling an
+    activity that waits for its cancellation to complete (`WAIT_CANCELLATION_COMPLETED`)
+    would wait as long as its tool, which a sync tool that ignores `ctx.cancelled` can
+    make as long as its timeout. A second cancel during the grace period is absorbed: it
+    cannot make the wait longer, nor shorter.
+
+    Raises:
+        _Stopped: the wait was cancelled.
+        temporalio.exceptions.ActivityError: the activity failed before any cancel.
+    """
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        pass
+    task.cancel()  # Temporal asks the tool to stop: through a heartbeat, or locally
+    deadline = workflow.time() + CANCEL_GRACE_SECONDS
+    while not task.done() and (left := deadline - workflow.time()) > 0:
+        try:
+            await workflow.wait([task], timeout=left)
+        except asyncio.CancelledError:
+            continue
+    if not task.done():
+        raise _Stopped("unknown")  # the task stays pending: the workflow does not wait for it
+    if task.cancelled():  # cancelled before its activity was even scheduled
+        raise _Stopped("cancelled")
+    error = task.exception()
+    if error is None:
+        raise _Stopped(task.result())
+    if isinstance(error, ActivityError):
+        raise _Stopped(error)
+    raise error  # a bug: fail as before
+
+
+def _after_cancel(state: RunState, valid: ValidCall, ended: _Ended, attempts: int) -> Executed:
+    """What a cancelled call is recorded as. Never a retry: it is being cancelled."""
+    if ended == "unknown":
+        return _outcome_unknown(state, valid, attempts, f"did not stop within {_GRACE}")
+    if isinstance(ended, ToolOutcome):  # it finished before it saw the cancel, or ignored it
+        return Executed(ended, ended.attempt)
+    if ended == "cancelled" or isinstance(ended.cause, CancelledError):
+        return _cancelled(state, valid)
+    if isinstance(ended.cause, TimeoutError):  # its thread may well be running still
+        return _outcome_unknown(state, valid, attempts, "timed out instead of stopping")
+    return Executed(_failure_outcome(valid, ended), attempts_after(ended.cause, attempts))
+
+
+_GRACE = f"{CANCEL_GRACE_SECONDS:g} s"
+
+
+def _outcome_unknown(state: RunState, valid: ValidCall, attempts: int, how: str) -> Executed:
+    reason = state.cancel_reason or "the run was cancelled"
+    text = f"{reason}; the tool {how}, so it may have taken effect (and may still be running)"
+    outcome = error_outcome(valid.call.id, valid.spec.name, Cancelled(text))
+    outcome.error_kind = OUTCOME_UNKNOWN
+    return Executed(outcome, attempts + 1, outcome_unknown=True)
 
 
 def _cancelled(state: RunState, valid: ValidCall) -> Executed:

@@ -28,6 +28,23 @@ def record_outcome(
         if record.started_at is not None
         else None
     )
+    if executed.outcome_unknown:
+        # Not "cancelled": nobody knows whether it stopped. The record keeps the kind and
+        # the text; the tool's worker logs how it ended (tools/activities `run_tool`).
+        record.status = "cancelled"
+        record.attempts = max(executed.attempts, 1)
+        record.result = outcome.content[:300]
+        record.error_kind = outcome.error_kind
+        state.event(
+            "tool.outcome_unknown",
+            call,
+            detail=outcome.content[:300],
+            transport=transport,
+            attempt=record.attempts,
+            duration_ms=duration_ms,
+            error_kind=outcome.error_kind,
+        )
+        return outcome
     if executed.cancelled:
         record.status = "cancelled"
         state.event(
