@@ -9,7 +9,9 @@ import threading
 import time
 from pathlib import Path
 
-from temporalio.client import Client
+import pytest
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import CancelledError
 
 from durable_tools.client import DurableTools
 from durable_tools.tools import RetrySpec, ToolContext, ToolExecutionError, ToolRegistry
@@ -167,4 +169,39 @@ async def test_a_retryable_error_raised_after_the_cancel_is_not_retried(
     # Before: the workflow retried the call after the cancel, running the tool again.
     assert result.status == RunStatus.CANCELLED
     assert record.status == "failed" and record.attempts == 1
+    assert runs.count() == 1
+
+
+async def test_a_cancel_through_temporal_gives_a_stubborn_tool_the_same_grace_period(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    runs, release = Runs(tmp_path), threading.Event()
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True, local=False, start_to_close_timeout=NEVER)
+    def stubborn(ctx: ToolContext) -> str:
+        """Ignore the cancel."""
+        runs.enter()
+        release.wait(NEVER)
+        return "done"
+
+    model = write_script(tmp_path, [calls(("s1", "stubborn", {})), answer("never")])
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("work", model=model)
+        await runs.until_started()
+        asked = time.monotonic()
+        try:
+            # What a parent run closing over its sub-agent does (`temporal workflow cancel`).
+            await run.handle.cancel()
+            with pytest.raises(WorkflowFailureError) as failure:
+                await asyncio.wait_for(run.result(), CANCEL_GRACE_SECONDS + SLACK)
+            took = time.monotonic() - asked
+            status = await run.status()
+            record = (await run.timeline())[0]
+        finally:
+            release.set()
+    assert isinstance(failure.value.cause, CancelledError)
+    assert took < CANCEL_GRACE_SECONDS + SLACK
+    assert status.status == RunStatus.CANCELLED
+    assert record.error_kind == "OutcomeUnknown"
     assert runs.count() == 1

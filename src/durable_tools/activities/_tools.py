@@ -98,7 +98,8 @@ async def _heartbeat_while(
     cancellation the call's flag is set and its subprocesses killed; then the tool gets to
     end: an async tool through `CancelledError`, a sync tool (a thread nothing can
     interrupt) by seeing `ctx.cancelled`. What it ends with is the call's outcome; a
-    `Cancelled` error, or a `CancelledError`, acknowledges the cancellation.
+    `Cancelled` error, or a `CancelledError`, acknowledges the cancellation. Anything else
+    is logged (`_log_late_end`): the run may have stopped waiting for it.
     """
     task = asyncio.ensure_future(work)
     cancelled: float | None = None  # when the cancellation arrived (monotonic)
