@@ -58,6 +58,11 @@ CANCEL_GRACE_SECONDS = 5.0
 sync tool sees it at its next poll of `ctx.cancelled`, within a heartbeat or two) before
 the run stops waiting and records the call's outcome as unknown."""
 
+GRACE_PATCH = "cancel-grace-period"
+"""Marks runs whose cancel gave running tools a grace period. A run cancelled by a worker
+before it waited for the tool however long it took (its history has no timer there), and
+its replay must do the same. Asked only on a cancel that finds a tool running."""
+
 OUTCOME_UNKNOWN = "OutcomeUnknown"
 """The error kind of a call whose tool did not stop within the grace period."""
 
@@ -243,6 +248,8 @@ async def _until_stopped(task: asyncio.Task[ToolOutcome]) -> ToolOutcome:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
         pass
+    if not workflow.patched(GRACE_PATCH):
+        return await _until_ended(task)
     task.cancel()  # Temporal asks the tool to stop: through a heartbeat, or locally
     deadline = workflow.time() + CANCEL_GRACE_SECONDS
     while not task.done() and (left := deadline - workflow.time()) > 0:
@@ -260,6 +267,17 @@ async def _until_stopped(task: asyncio.Task[ToolOutcome]) -> ToolOutcome:
     if isinstance(error, ActivityError):
         raise _Stopped(error)
     raise error  # a bug: fail as before
+
+
+async def _until_ended(task: asyncio.Task[ToolOutcome]) -> ToolOutcome:
+    """Cancel the activity and wait for it to end, however long: what the code did before
+    the grace period, which a run cancelled then replays (without `GRACE_PATCH`'s marker)."""
+    while True:
+        task.cancel()  # again at each cancel, as awaiting the activity itself did
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            continue
 
 
 def _after_cancel(state: RunState, valid: ValidCall, ended: _Ended, attempts: int) -> Executed:
