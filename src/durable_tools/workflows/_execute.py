@@ -12,6 +12,7 @@ activity's late result cannot enter its history (the worker logs it instead).
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
@@ -27,6 +28,7 @@ from temporalio.exceptions import (
 
 from durable_tools.activities._types import ToolInvocation
 from durable_tools.flows._call import run_flow
+from durable_tools.messages import ToolCall
 from durable_tools.tools import (
     Cancelled,
     ErrorKind,
@@ -50,6 +52,7 @@ from durable_tools.workflows._tool_activity import (
 )
 from durable_tools.workflows._types import AgentConfig, RunStatus, ToolCallRecord
 from durable_tools.workflows._validate import ValidCall
+from durable_tools.workflows._visibility import unless_evicted
 
 __all__ = ["CANCEL_GRACE_SECONDS", "Executed", "execute"]
 
@@ -138,6 +141,8 @@ async def _run_activity(
             activity = start_tool_activity(spec.name, invocation, options, summary)
             outcome = await _until_stopped(activity)
         except _Stopped as stopped:
+            if stopped.ended == "unknown":
+                activity.add_done_callback(functools.partial(_ended_late, state, call))
             return _after_cancel(state, valid, stopped.ended, attempts)
         except ActivityError as err:
             if isinstance(err.cause, CancelledError) and state.cancel_reason is not None:
@@ -278,6 +283,30 @@ async def _until_ended(task: asyncio.Task[ToolOutcome]) -> ToolOutcome:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
             continue
+
+
+def _ended_late(state: RunState, call: ToolCall, task: asyncio.Task[ToolOutcome]) -> None:
+    """Record how a tool ended after its run stopped waiting for it (`tool.ended_late`).
+
+    Only a run whose workflow is still open sees it: an agent loop embedded in a host
+    workflow that goes on. A closed run's history takes nothing more; its tool's worker
+    logs the end instead (activities `_tools`)."""
+    if task.cancelled():
+        how = "was cancelled"
+    elif (error := task.exception()) is None:
+        outcome = task.result()
+        how = f"failed ({outcome.error_kind})" if outcome.is_error else "completed"
+    else:
+        cause = (error.cause or error) if isinstance(error, ActivityError) else error
+        if isinstance(cause, CancelledError):
+            how = "acknowledged the cancel"
+        elif isinstance(cause, TimeoutError):
+            how = "timed out"
+        else:
+            kind = cause.type if isinstance(cause, ApplicationError) else None
+            how = f"failed ({kind or type(cause).__name__})"
+    detail = f"the tool {how} after the run stopped waiting for it"
+    unless_evicted(lambda: state.event("tool.ended_late", call, detail=detail))
 
 
 def _after_cancel(state: RunState, valid: ValidCall, ended: _Ended, attempts: int) -> Executed:
