@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+import cli_support
+from cli_support import cli, cli_json
 from durable_tools.client import AgentRun, DurableTools
 from durable_tools.tools import ToolContext, ToolRegistry
 from durable_tools.workflows import RunStatus, ToolCallRecord
@@ -26,6 +28,8 @@ SLACK = 10.0
 """Added to the grace period for scheduling, heartbeats and a loaded machine."""
 
 LATE = "ignored its cancellation"
+
+cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
 """What the worker logs when a cancelled tool ends after all."""
 
 
@@ -97,7 +101,12 @@ def _stubborn_sync(
 
 
 async def test_sync_tool_ignoring_cancel_ends_the_run_with_outcome_unknown(
-    client: Client, task_queue: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    cli_env: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     caplog.set_level(logging.WARNING, logger="durable_tools.activities")
     stubborn = Stubborn(tmp_path)
@@ -114,6 +123,11 @@ async def test_sync_tool_ignoring_cancel_ends_the_run_with_outcome_unknown(
             await _ends_cancelled_unknown(run, "s1", stubborn)
         finally:
             stubborn.release.set()
+        # `durable-tools show` says so, in the table and in its JSON.
+        code, text, _ = await cli(capsys, "show", run.run_id)
+        assert code == 0 and "outcome unknown: the tool did not stop" in text
+        shown = await cli_json(capsys, "show", run.run_id)
+        assert shown["timeline"][0]["error_kind"] == "OutcomeUnknown"
         # The worker sees the thread end: it logs how, and nothing runs the tool again.
         await _late_end_logged(caplog, "returned a result")
         history = await history_of(run.handle)

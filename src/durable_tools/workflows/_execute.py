@@ -78,9 +78,9 @@ class Executed:
     attempts: int
     cancelled: bool = False
     """True when the run's cancel stopped the call."""
-    outcome_unknown: bool = False
-    """True when the call was cancelled but its tool did not stop within the grace
-    period: it may have taken effect (and may still be acting)."""
+    outcome_unknown: str | None = None
+    """Set when the call was cancelled but its tool did not stop within the grace
+    period: it may have taken effect (and may still be acting). Says so, for people."""
 
 
 async def execute(
@@ -327,10 +327,13 @@ _GRACE = f"{CANCEL_GRACE_SECONDS:g} s"
 
 def _outcome_unknown(state: RunState, valid: ValidCall, attempts: int, how: str) -> Executed:
     reason = state.cancel_reason or "the run was cancelled"
-    text = f"{reason}; the tool {how}, so it may have taken effect (and may still be running)"
-    outcome = error_outcome(valid.call.id, valid.spec.name, Cancelled(text))
+    unknown = (
+        f"outcome unknown: the tool {how} after the cancel, so it may have taken effect "
+        f"(and may still be running); cancel reason: {reason}"
+    )
+    outcome = error_outcome(valid.call.id, valid.spec.name, Cancelled(unknown))
     outcome.error_kind = OUTCOME_UNKNOWN
-    return Executed(outcome, attempts + 1, outcome_unknown=True)
+    return Executed(outcome, attempts + 1, outcome_unknown=unknown)
 
 
 def _cancelled(state: RunState, valid: ValidCall) -> Executed:

@@ -28,17 +28,17 @@ def record_outcome(
         if record.started_at is not None
         else None
     )
-    if executed.outcome_unknown:
-        # Not "cancelled": nobody knows whether it stopped. The record keeps the kind and
-        # the text; the tool's worker logs how it ended (tools/activities `run_tool`).
+    if executed.outcome_unknown is not None:
+        # Nobody knows whether it stopped: the error kind says so, and the result leads
+        # with it (`show` clips it). How the tool ends later, its worker logs.
         record.status = "cancelled"
         record.attempts = max(executed.attempts, 1)
-        record.result = outcome.content[:300]
+        record.result = executed.outcome_unknown[:300]
         record.error_kind = outcome.error_kind
         state.event(
             "tool.outcome_unknown",
             call,
-            detail=outcome.content[:300],
+            detail=record.result,
             transport=transport,
             attempt=record.attempts,
             duration_ms=duration_ms,
