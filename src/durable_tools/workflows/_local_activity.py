@@ -37,7 +37,16 @@ def start_local(name: str, arg: Any, *, result_type: type[_T], **options: Any) -
     cancelling it cancels the activity (as `options["cancellation_type"]` says).
     """
     handle = workflow.start_local_activity(name, arg, result_type=result_type, **options)
-    return asyncio.create_task(_as_activity_error(name, handle))
+    task = asyncio.create_task(_as_activity_error(name, handle))
+
+    def pass_cancel_on(done: asyncio.Task[_T]) -> None:
+        # Cancelled before its first step, the task never awaited (so never cancelled)
+        # the activity, which would run on unseen.
+        if done.cancelled():
+            handle.cancel()
+
+    task.add_done_callback(pass_cancel_on)
+    return task
 
 
 async def _as_activity_error(name: str, handle: asyncio.Task[_T]) -> _T:
