@@ -200,7 +200,8 @@ async def test_run_records_a_cancel_only_once_the_tool_has_stopped(
         await _until(started)
         await run.cancel()
         await _until(seen)
-        # The tool is still cleaning up: the run must not call it cancelled yet.
+        # The tool is still cleaning up, within the run's grace period (it saw the cancel
+        # at its next heartbeat, about 2 s): the run must not call it cancelled yet.
         cleaning = {r.call_id: r.status for r in await run.timeline()}
         release.set()
         result = await asyncio.wait_for(run.result(), 20)

@@ -98,17 +98,18 @@ async def _heartbeat_while(
     cancellation the call's flag is set and its subprocesses killed; then the tool gets to
     end: an async tool through `CancelledError`, a sync tool (a thread nothing can
     interrupt) by seeing `ctx.cancelled`. What it ends with is the call's outcome; a
-    `Cancelled` error, or a `CancelledError`, acknowledges the cancellation.
+    `Cancelled` error, or a `CancelledError`, acknowledges the cancellation. Anything else
+    is logged (`_log_late_end`): the run may have stopped waiting for it.
     """
     task = asyncio.ensure_future(work)
-    cancelled = False
+    cancelled: float | None = None  # when the cancellation arrived (monotonic)
     try:
         while not task.done():
             try:
                 await asyncio.wait({task}, timeout=interval)
             except asyncio.CancelledError:
-                if not cancelled:
-                    cancelled = True
+                if cancelled is None:
+                    cancelled = time.monotonic()
                     context._cancel()
                     task.cancel()
                 current = asyncio.current_task()
@@ -119,11 +120,39 @@ async def _heartbeat_while(
                 activity.heartbeat(*details[:1])
     finally:
         context._kill_subprocesses()  # a subprocess lives no longer than its call
-    if cancelled:
+    if cancelled is not None:
         error = None if task.cancelled() else task.exception()
         if task.cancelled() or isinstance(error, Cancelled):
             raise asyncio.CancelledError()
+        _log_late_end(context, error, time.monotonic() - cancelled)
     return task.result()
+
+
+def _log_late_end(context: ToolContext, error: BaseException | None, late: float) -> None:
+    """Log how a tool that went on after its cancellation ended.
+
+    Its run waits only a grace period for a cancelled tool (workflows `_execute`), then
+    records the call's outcome as unknown and may end: this activity's result can then no
+    longer enter the run's history, and this line is the record of what the tool did. Only
+    the exception's type is named: its message may hold a secret or personal data.
+    """
+    how = "returned a result" if error is None else f"raised {type(error).__name__}"
+    log.warning(
+        "tool %s call %s of run %s ignored its cancellation and %s %.1f s after it; if the "
+        "run stopped waiting (its outcome recorded as unknown), this is the only record",
+        context.tool_name,
+        context.tool_call_id,
+        context.run_id,
+        how,
+        late,
+        extra={
+            "tool": context.tool_name,
+            "call_id": context.tool_call_id,
+            "run_id": context.run_id,
+            "late_outcome": "returned" if error is None else "raised",
+            "seconds_after_cancel": round(late, 1),
+        },
+    )
 
 
 def make_tool_activity(

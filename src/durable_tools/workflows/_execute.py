@@ -1,12 +1,21 @@
 """Stage 3 of a call: execute it. A tool activity (with workflow-driven retries) or a
-sub-agent run; either way the result is a `ToolOutcome` and the attempts it took."""
+sub-agent run; either way the result is a `ToolOutcome` and the attempts it took.
+
+A cancel (the run's, or Temporal's) asks a running tool activity to stop and waits at most
+`CANCEL_GRACE_SECONDS` for it to end. A tool that ends in time is recorded as it ended
+(cancelled, or what it returned or raised); one that does not is recorded as "outcome
+unknown": it may have taken effect, and it may still be acting. Either way the call is
+never run again: after a cancel nothing retries it, and once the run has ended the
+activity's late result cannot enter its history (the worker logs it instead).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from temporalio import workflow
 from temporalio.exceptions import (
@@ -19,6 +28,7 @@ from temporalio.exceptions import (
 
 from durable_tools.activities._types import ToolInvocation
 from durable_tools.flows._call import run_flow
+from durable_tools.messages import ToolCall
 from durable_tools.tools import (
     Cancelled,
     ErrorKind,
@@ -37,13 +47,27 @@ from durable_tools.workflows._run_io import AgentInput, AgentResult
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._tool_activity import (
     attempts_after,
-    schedule_tool_activity,
+    start_tool_activity,
     workflow_retry_delay,
 )
 from durable_tools.workflows._types import AgentConfig, RunStatus, ToolCallRecord
 from durable_tools.workflows._validate import ValidCall
+from durable_tools.workflows._visibility import unless_evicted
 
-__all__ = ["Executed", "execute"]
+__all__ = ["CANCEL_GRACE_SECONDS", "Executed", "execute"]
+
+CANCEL_GRACE_SECONDS = 5.0
+"""How long a cancelled call waits for its tool activity to acknowledge the cancel (a
+sync tool sees it at its next poll of `ctx.cancelled`, within a heartbeat or two) before
+the run stops waiting and records the call's outcome as unknown."""
+
+GRACE_PATCH = "cancel-grace-period"
+"""Marks runs whose cancel gave running tools a grace period. A run cancelled by a worker
+before it waited for the tool however long it took (its history has no timer there), and
+its replay must do the same. Asked only on a cancel that finds a tool running."""
+
+OUTCOME_UNKNOWN = "OutcomeUnknown"
+"""The error kind of a call whose tool did not stop within the grace period."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +78,9 @@ class Executed:
     attempts: int
     cancelled: bool = False
     """True when the run's cancel stopped the call."""
+    outcome_unknown: str | None = None
+    """Set when the call was cancelled but its tool did not stop within the grace
+    period: it may have taken effect (and may still be acting). Says so, for people."""
 
 
 async def execute(
@@ -111,7 +138,12 @@ async def _run_activity(
             request_state=resume.request_state if resume else None,
         )
         try:
-            outcome = await schedule_tool_activity(spec.name, invocation, options, summary)
+            activity = start_tool_activity(spec.name, invocation, options, summary)
+            outcome = await _until_stopped(activity)
+        except _Stopped as stopped:
+            if stopped.ended == "unknown":
+                activity.add_done_callback(functools.partial(_ended_late, state, call))
+            return _after_cancel(state, valid, stopped.ended, attempts)
         except ActivityError as err:
             if isinstance(err.cause, CancelledError) and state.cancel_reason is not None:
                 return _cancelled(state, valid)
@@ -188,6 +220,120 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
         error_kind=None if ok else ErrorKind.EXECUTION.value,
     )
     return Executed(outcome, 1)
+
+
+_Ended = ToolOutcome | ActivityError | Literal["cancelled", "unknown"]
+
+
+class _Stopped(Exception):
+    """The call was cancelled while its activity ran; `ended` is how the activity ended
+    within the grace period: its outcome or its error, `cancelled` when it never started,
+    `unknown` when it had not ended."""
+
+    def __init__(self, ended: _Ended) -> None:
+        super().__init__("the call was cancelled")
+        self.ended = ended
+
+
+async def _until_stopped(task: asyncio.Task[ToolOutcome]) -> ToolOutcome:
+    """Await the tool's activity. Cancelled meanwhile, ask it to stop and wait for it at
+    most `CANCEL_GRACE_SECONDS`, then raise `_Stopped`, never `asyncio.CancelledError`.
+
+    The activity is awaited through a shield so that the wait can end: cancelling an
+    activity that waits for its cancellation to complete (`WAIT_CANCELLATION_COMPLETED`)
+    would wait as long as its tool, which a sync tool that ignores `ctx.cancelled` can
+    make as long as its timeout. A second cancel during the grace period is absorbed: it
+    cannot make the wait longer, nor shorter.
+
+    Raises:
+        _Stopped: the wait was cancelled.
+        temporalio.exceptions.ActivityError: the activity failed before any cancel.
+    """
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        pass
+    if not workflow.patched(GRACE_PATCH):
+        return await _until_ended(task)
+    task.cancel()  # Temporal asks the tool to stop: through a heartbeat, or locally
+    deadline = workflow.time() + CANCEL_GRACE_SECONDS
+    while not task.done() and (left := deadline - workflow.time()) > 0:
+        try:
+            await workflow.wait([task], timeout=left)
+        except asyncio.CancelledError:
+            continue
+    if not task.done():
+        raise _Stopped("unknown")  # the task stays pending: the workflow does not wait for it
+    if task.cancelled():  # cancelled before its activity was even scheduled
+        raise _Stopped("cancelled")
+    error = task.exception()
+    if error is None:
+        raise _Stopped(task.result())
+    if isinstance(error, ActivityError):
+        raise _Stopped(error)
+    raise error  # a bug: fail as before
+
+
+async def _until_ended(task: asyncio.Task[ToolOutcome]) -> ToolOutcome:
+    """Cancel the activity and wait for it to end, however long: what the code did before
+    the grace period, which a run cancelled then replays (without `GRACE_PATCH`'s marker)."""
+    while True:
+        task.cancel()  # again at each cancel, as awaiting the activity itself did
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            continue
+
+
+def _ended_late(state: RunState, call: ToolCall, task: asyncio.Task[ToolOutcome]) -> None:
+    """Record how a tool ended after its run stopped waiting for it (`tool.ended_late`).
+
+    Only a run whose workflow is still open sees it: an agent loop embedded in a host
+    workflow that goes on. A closed run's history takes nothing more; its tool's worker
+    logs the end instead (activities `_tools`)."""
+    if task.cancelled():
+        how = "was cancelled"
+    elif (error := task.exception()) is None:
+        outcome = task.result()
+        how = f"failed ({outcome.error_kind})" if outcome.is_error else "completed"
+    else:
+        cause = (error.cause or error) if isinstance(error, ActivityError) else error
+        if isinstance(cause, CancelledError):
+            how = "acknowledged the cancel"
+        elif isinstance(cause, TimeoutError):
+            how = "timed out"
+        else:
+            kind = cause.type if isinstance(cause, ApplicationError) else None
+            how = f"failed ({kind or type(cause).__name__})"
+    detail = f"the tool {how} after the run stopped waiting for it"
+    unless_evicted(lambda: state.event("tool.ended_late", call, detail=detail))
+
+
+def _after_cancel(state: RunState, valid: ValidCall, ended: _Ended, attempts: int) -> Executed:
+    """What a cancelled call is recorded as. Never a retry: it is being cancelled."""
+    if ended == "unknown":
+        return _outcome_unknown(state, valid, attempts, f"did not stop within {_GRACE}")
+    if isinstance(ended, ToolOutcome):  # it finished before it saw the cancel, or ignored it
+        return Executed(ended, ended.attempt)
+    if ended == "cancelled" or isinstance(ended.cause, CancelledError):
+        return _cancelled(state, valid)
+    if isinstance(ended.cause, TimeoutError):  # its thread may well be running still
+        return _outcome_unknown(state, valid, attempts, "timed out instead of stopping")
+    return Executed(_failure_outcome(valid, ended), attempts_after(ended.cause, attempts))
+
+
+_GRACE = f"{CANCEL_GRACE_SECONDS:g} s"
+
+
+def _outcome_unknown(state: RunState, valid: ValidCall, attempts: int, how: str) -> Executed:
+    reason = state.cancel_reason or "the run was cancelled"
+    unknown = (
+        f"outcome unknown: the tool {how} after the cancel, so it may have taken effect "
+        f"(and may still be running); cancel reason: {reason}"
+    )
+    outcome = error_outcome(valid.call.id, valid.spec.name, Cancelled(unknown))
+    outcome.error_kind = OUTCOME_UNKNOWN
+    return Executed(outcome, attempts + 1, outcome_unknown=unknown)
 
 
 def _cancelled(state: RunState, valid: ValidCall) -> Executed:

@@ -28,6 +28,23 @@ def record_outcome(
         if record.started_at is not None
         else None
     )
+    if executed.outcome_unknown is not None:
+        # Nobody knows whether it stopped: the error kind says so, and the result leads
+        # with it (`show` clips it). How the tool ends later, its worker logs.
+        record.status = "cancelled"
+        record.attempts = max(executed.attempts, 1)
+        record.result = executed.outcome_unknown[:300]
+        record.error_kind = outcome.error_kind
+        state.event(
+            "tool.outcome_unknown",
+            call,
+            detail=record.result,
+            transport=transport,
+            attempt=record.attempts,
+            duration_ms=duration_ms,
+            error_kind=outcome.error_kind,
+        )
+        return outcome
     if executed.cancelled:
         record.status = "cancelled"
         state.event(

@@ -163,7 +163,9 @@ def signal_decision(state: RunState, decision: object) -> None:
 
 
 def request_cancel(state: RunState, reason: object) -> None:
-    """End the run cleanly: running tools are cancelled (through their heartbeats)."""
+    """End the run cleanly: running tools are cancelled (through their heartbeats), each
+    given a grace period to stop (`_execute.CANCEL_GRACE_SECONDS`). A repeated cancel
+    changes nothing: the first reason stands, and no grace period restarts."""
     if state.cancel_reason is None:
         text = reason if isinstance(reason, str) and reason else "cancelled by request"
         state.cancel_reason = clip(text, MAX_CANCEL_REASON_CHARS)

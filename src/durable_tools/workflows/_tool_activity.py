@@ -7,6 +7,7 @@ reports them, and retry from the workflow on clean, retryable errors.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from temporalio import workflow
@@ -15,10 +16,15 @@ from temporalio.exceptions import ApplicationError
 from durable_tools.activities._types import ToolInvocation
 from durable_tools.tools._results import ToolOutcome
 from durable_tools.tools._spec import ToolSpec
-from durable_tools.workflows._local_activity import execute_local
+from durable_tools.workflows._local_activity import start_local
 from durable_tools.workflows._options import ToolActivityOptions, retry_delay
 
-__all__ = ["attempts_after", "schedule_tool_activity", "workflow_retry_delay"]
+__all__ = [
+    "attempts_after",
+    "schedule_tool_activity",
+    "start_tool_activity",
+    "workflow_retry_delay",
+]
 
 
 async def schedule_tool_activity(
@@ -29,6 +35,19 @@ async def schedule_tool_activity(
     Raises:
         temporalio.exceptions.ActivityError: the activity failed, timed out or was cancelled.
     """
+    return await start_tool_activity(name, invocation, options, summary)
+
+
+def start_tool_activity(
+    name: str, invocation: ToolInvocation, options: ToolActivityOptions, summary: str | None
+) -> asyncio.Task[ToolOutcome]:
+    """Schedule the tool's activity now and return the task that ends with its outcome.
+
+    The command is issued before this returns, as `await schedule_tool_activity(...)`
+    issues it before its first suspension: a run's commands keep their order whichever
+    is used. Cancelling the task cancels the activity; the task raises `ActivityError`
+    when the activity failed, timed out or was cancelled.
+    """
     shared: dict[str, Any] = {
         "start_to_close_timeout": options.start_to_close_timeout,
         "schedule_to_close_timeout": options.schedule_to_close_timeout,
@@ -37,8 +56,8 @@ async def schedule_tool_activity(
         "summary": summary,
     }
     if options.local:  # no task queue or heartbeats: it runs in the workflow's worker
-        return await execute_local(name, invocation, result_type=ToolOutcome, **shared)
-    outcome: ToolOutcome = await workflow.execute_activity(
+        return start_local(name, invocation, result_type=ToolOutcome, **shared)
+    return workflow.start_activity(
         name,
         invocation,
         result_type=ToolOutcome,
@@ -46,7 +65,6 @@ async def schedule_tool_activity(
         heartbeat_timeout=options.heartbeat_timeout,
         **shared,
     )
-    return outcome
 
 
 def attempts_after(cause: BaseException | None, so_far: int) -> int:
