@@ -17,9 +17,10 @@ import cli_support
 from cli_support import cli, cli_json
 from durable_tools.client import AgentRun, DurableTools
 from durable_tools.tools import ToolContext, ToolRegistry
-from durable_tools.workflows import RunStatus, ToolCallRecord
-from durable_tools.workflows._execute import CANCEL_GRACE_SECONDS
+from durable_tools.workflows import AgentConfig, RunStatus, ToolCallRecord
 from support import answer, calls, history_of, running_worker, scheduled_activities, write_script
+
+CANCEL_GRACE_SECONDS = AgentConfig.model_fields["cancel_grace_seconds"].default  # the default
 
 NEVER = 300
 """Longer than any test waits: a tool still running then was never released."""
@@ -53,7 +54,12 @@ class Stubborn:
 
 
 async def _ends_cancelled_unknown(
-    run: AgentRun, call_id: str, stubborn: Stubborn, *, within: float = CANCEL_GRACE_SECONDS
+    run: AgentRun,
+    call_id: str,
+    stubborn: Stubborn,
+    *,
+    within: float = CANCEL_GRACE_SECONDS,
+    grace: float = CANCEL_GRACE_SECONDS,
 ) -> None:
     """Cancel `run` and check it ends cancelled within `within` seconds (plus slack),
     without waiting for the tool, with the call recorded as "outcome unknown"."""
@@ -63,9 +69,9 @@ async def _ends_cancelled_unknown(
     took = time.monotonic() - asked
     assert not stubborn.ended.is_set()  # the tool is still running: the run did not wait
     assert result.status == RunStatus.CANCELLED
-    assert took >= CANCEL_GRACE_SECONDS * 0.9  # it gave the tool its grace period
+    assert took >= grace * 0.9  # it gave the tool its grace period
     record = _record(await run.timeline(), call_id)
-    assert record.status == "cancelled" and record.error_kind == "OutcomeUnknown"
+    assert record.status == "outcome_unknown" and record.error_kind == "OutcomeUnknown"
     assert record.result is not None and "may have taken effect" in record.result
     events = [e for e in await run.events() if e.call_id == call_id]
     names = [e.event for e in events]
@@ -222,4 +228,24 @@ async def test_async_tool_ignoring_cancelled_error_ends_the_run_with_outcome_unk
         finally:
             stubborn.release.set()
         await _late_end_logged(caplog, "raised ToolExecutionError")
+    assert stubborn.count() == 1
+
+
+async def test_the_grace_period_is_the_runs_to_choose(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    registry = ToolRegistry()
+    stubborn = Stubborn(tmp_path)
+    _stubborn_sync(registry, stubborn, local=False, start_to_close_timeout=NEVER)
+    model = write_script(tmp_path, [calls(("s1", "stubborn_sync", {})), answer("never")])
+    config = AgentConfig(model=model, cancel_grace_seconds=1.0)
+    async with running_worker(client, registry, task_queue):
+        try:
+            run = await DurableTools(client, task_queue).start("go", config=config)
+            await stubborn.until_started()
+            await _ends_cancelled_unknown(run, "s1", stubborn, within=1.0, grace=1.0)
+            record = _record(await run.timeline(), "s1")
+        finally:
+            stubborn.release.set()  # before the worker stops: it waits for its activities
+    assert record.result is not None and "within 1 s" in record.result
     assert stubborn.count() == 1

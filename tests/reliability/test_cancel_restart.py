@@ -12,9 +12,11 @@ from subprocess_workers import WorkerProcess, wait_until
 from temporalio.client import Client
 
 from durable_tools.client import DurableTools
+from durable_tools.workflows import AgentConfig as _AgentConfig
 from durable_tools.workflows import RunStatus
-from durable_tools.workflows._execute import CANCEL_GRACE_SECONDS
 from support import answer, assert_not_wedged, calls, scheduled_activities, write_script
+
+CANCEL_GRACE_SECONDS = _AgentConfig.model_fields["cancel_grace_seconds"].default  # the default
 
 SCRIPT = Path(__file__).with_name("stubborn_worker.py")
 
@@ -63,6 +65,6 @@ async def test_worker_killed_after_cancel_never_runs_the_tool_again(
         if first.process.poll() is None:
             first.stop()
     assert result.status == RunStatus.CANCELLED
-    assert record.status == "cancelled" and record.error_kind == "OutcomeUnknown"
+    assert record.status == "outcome_unknown" and record.error_kind == "OutcomeUnknown"
     assert len(_runs(work)) == 1
     assert scheduled_activities(history).count("stubborn") == 1

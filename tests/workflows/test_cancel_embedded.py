@@ -15,8 +15,10 @@ from temporalio.client import Client
 with workflow.unsafe.imports_passed_through():
     from durable_tools.tools import ToolContext, ToolRegistry
     from durable_tools.workflows import AgentConfig, AgentInput, AgentLoop, RunEvent
-    from durable_tools.workflows._execute import CANCEL_GRACE_SECONDS
+
 from support import answer, calls, running_worker, write_script
+
+CANCEL_GRACE_SECONDS = AgentConfig.model_fields["cancel_grace_seconds"].default  # the default
 
 NEVER = 300
 

@@ -2,7 +2,7 @@
 sub-agent run; either way the result is a `ToolOutcome` and the attempts it took.
 
 A cancel (the run's, or Temporal's) asks a running tool activity to stop and waits at most
-`CANCEL_GRACE_SECONDS` for it to end. A tool that ends in time is recorded as it ended
+`AgentConfig.cancel_grace_seconds` for it to end. A tool that ends in time is recorded as it ended
 (cancelled, or what it returned or raised); one that does not is recorded as "outcome
 unknown": it may have taken effect, and it may still be acting. Either way the call is
 never run again: after a cancel nothing retries it, and once the run has ended the
@@ -54,12 +54,7 @@ from durable_tools.workflows._types import AgentConfig, RunStatus, ToolCallRecor
 from durable_tools.workflows._validate import ValidCall
 from durable_tools.workflows._visibility import unless_evicted
 
-__all__ = ["CANCEL_GRACE_SECONDS", "Executed", "execute"]
-
-CANCEL_GRACE_SECONDS = 5.0
-"""How long a cancelled call waits for its tool activity to acknowledge the cancel (a
-sync tool sees it at its next poll of `ctx.cancelled`, within a heartbeat or two) before
-the run stops waiting and records the call's outcome as unknown."""
+__all__ = ["Executed", "execute"]
 
 GRACE_PATCH = "cancel-grace-period"
 """Marks runs whose cancel gave running tools a grace period. A run cancelled by a worker
@@ -139,7 +134,7 @@ async def _run_activity(
         )
         try:
             activity = start_tool_activity(spec.name, invocation, options, summary)
-            outcome = await _until_stopped(activity)
+            outcome = await _until_stopped(activity, state.config.cancel_grace_seconds)
         except _Stopped as stopped:
             if stopped.ended == "unknown":
                 activity.add_done_callback(functools.partial(_ended_late, state, call))
@@ -235,9 +230,10 @@ class _Stopped(Exception):
         self.ended = ended
 
 
-async def _until_stopped(task: asyncio.Task[ToolOutcome]) -> ToolOutcome:
+async def _until_stopped(task: asyncio.Task[ToolOutcome], grace: float) -> ToolOutcome:
     """Await the tool's activity. Cancelled meanwhile, ask it to stop and wait for it at
-    most `CANCEL_GRACE_SECONDS`, then raise `_Stopped`, never `asyncio.CancelledError`.
+    most `grace` seconds (`AgentConfig.cancel_grace_seconds`), then raise `_Stopped`,
+    never `asyncio.CancelledError`.
 
     The activity is awaited through a shield so that the wait can end: cancelling an
     activity that waits for its cancellation to complete (`WAIT_CANCELLATION_COMPLETED`)
@@ -256,7 +252,7 @@ async def _until_stopped(task: asyncio.Task[ToolOutcome]) -> ToolOutcome:
     if not workflow.patched(GRACE_PATCH):
         return await _until_ended(task)
     task.cancel()  # Temporal asks the tool to stop: through a heartbeat, or locally
-    deadline = workflow.time() + CANCEL_GRACE_SECONDS
+    deadline = workflow.time() + grace
     while not task.done() and (left := deadline - workflow.time()) > 0:
         try:
             await workflow.wait([task], timeout=left)
@@ -312,7 +308,8 @@ def _ended_late(state: RunState, call: ToolCall, task: asyncio.Task[ToolOutcome]
 def _after_cancel(state: RunState, valid: ValidCall, ended: _Ended, attempts: int) -> Executed:
     """What a cancelled call is recorded as. Never a retry: it is being cancelled."""
     if ended == "unknown":
-        return _outcome_unknown(state, valid, attempts, f"did not stop within {_GRACE}")
+        grace = state.config.cancel_grace_seconds
+        return _outcome_unknown(state, valid, attempts, f"did not stop within {grace:g} s")
     if isinstance(ended, ToolOutcome):  # it finished before it saw the cancel, or ignored it
         return Executed(ended, ended.attempt)
     if ended == "cancelled" or isinstance(ended.cause, CancelledError):
@@ -320,9 +317,6 @@ def _after_cancel(state: RunState, valid: ValidCall, ended: _Ended, attempts: in
     if isinstance(ended.cause, TimeoutError):  # its thread may well be running still
         return _outcome_unknown(state, valid, attempts, "timed out instead of stopping")
     return Executed(_failure_outcome(valid, ended), attempts_after(ended.cause, attempts))
-
-
-_GRACE = f"{CANCEL_GRACE_SECONDS:g} s"
 
 
 def _outcome_unknown(state: RunState, valid: ValidCall, attempts: int, how: str) -> Executed:

@@ -24,8 +24,9 @@ class ToolActivityOptions:
     task_queue: str | None
     local: bool
     cancellation_type: ActivityCancellationType
-    """Always `WAIT_CANCELLATION_COMPLETED`: a cancelled call is recorded only once the tool
-    has stopped (or finished), never while it may still be acting."""
+    """Always `WAIT_CANCELLATION_COMPLETED`: the activity reports how the tool ended after a
+    cancel. The run waits for that at most `AgentConfig.cancel_grace_seconds` (see
+    `_execute`), then records the call's outcome as unknown instead."""
     workflow_retries: bool
     """True when the engine must not retry by itself: the tool is not safe to repeat after a
     timeout, so the workflow retries only clean, retryable failures (see `retry_delay`)."""

@@ -31,7 +31,7 @@ def record_outcome(
     if executed.outcome_unknown is not None:
         # Nobody knows whether it stopped: the error kind says so, and the result leads
         # with it (`show` clips it). How the tool ends later, its worker logs.
-        record.status = "cancelled"
+        record.status = "outcome_unknown"
         record.attempts = max(executed.attempts, 1)
         record.result = executed.outcome_unknown[:300]
         record.error_kind = outcome.error_kind
@@ -92,7 +92,12 @@ def record_outcome(
 def cancelled_result(state: RunState, call: ToolCall) -> str:
     """The model-facing text for a call that the run's cancel stopped before it ran."""
     record = state.records.get(call.id)
-    if record is not None and record.status in ("running", "awaiting_approval"):
+    if record is not None and record.status in (
+        "running",
+        "awaiting_approval",
+        "awaiting_authorization",
+        "awaiting_input",
+    ):
         record.status = "cancelled"
     cancelled = Cancelled(state.cancel_reason or "the run was cancelled")
     return error_message_for_model(call.id, call.name, cancelled)

@@ -196,6 +196,10 @@ class AgentConfig(WireModel):
     model_timeout_seconds: Seconds = 300.0
     model_max_attempts: int = Field(default=5, ge=0)
     model_heartbeat_seconds: Seconds = 10.0
+    cancel_grace_seconds: float = Field(default=5.0, ge=0, le=600, allow_inf_nan=False)
+    """How long a cancelled call waits for its tool activity to acknowledge the cancel (a
+    sync tool sees it at its next poll of `ctx.cancelled`, within a heartbeat or two)
+    before the run stops waiting and records the call's outcome as unknown."""
     """The model activity heartbeats while its call is in flight; one silent this long (its
     worker or the server died) is retried instead of waiting out `model_timeout_seconds`."""
     stream_tokens: bool = False
@@ -255,6 +259,7 @@ class ToolCallRecord(BaseModel):
         "denied",
         "skipped",
         "cancelled",
+        "outcome_unknown",
     ]
     started_at: datetime | None = None
     finished_at: datetime | None = None
