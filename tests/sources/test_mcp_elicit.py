@@ -124,7 +124,9 @@ async def test_cancelling_the_run_ends_the_wait(
         await wait_for(run, waiting, timeout=30)
         await run.handle.signal("cancel", "not needed")
         assert (await run.result()).status == RunStatus.CANCELLED
+        [record] = await run.timeline()
         await assert_not_wedged(run.handle)
+    assert record.status == "cancelled"  # not left "awaiting_input" for ever
 
 
 @pytest.mark.parametrize(
