@@ -22,13 +22,11 @@ from temporalio.service import RPCError
 
 from durable_tools.events._sinks import EventSink
 from durable_tools.workflows import EventsPage, RunEvent, RunStatus
+from durable_tools.workflows._event_names import MISSED_EVENT
 
 __all__ = ["MISSED_EVENT", "FollowResult", "FollowableRun", "follow_events"]
 
 log = logging.getLogger("durable_tools.events")
-
-MISSED_EVENT = "events.missed"
-"""The event a sink receives where the follower fell behind and events were dropped."""
 
 _ENDED = frozenset(
     {

@@ -16,6 +16,7 @@ from durable_tools.messages import Message, ToolCall
 from durable_tools.workflows._approvals import InvalidDecision
 from durable_tools.workflows._continue import maybe_continue_as_new
 from durable_tools.workflows._decisions import check_decision_of, record_decision
+from durable_tools.workflows._event_names import RUN_ENDED
 from durable_tools.workflows._final_output import accept_final_calls, accept_text, split_final_calls
 from durable_tools.workflows._limits import (
     MAX_CANCEL_REASON_CHARS,
@@ -130,7 +131,7 @@ def _finish(state: RunState, status: RunStatus, *, reason: str | None = None) ->
     state.pending.clear()
     state.authorizations.clear()
     publish(state)
-    state.event("run." + status.value, detail=state.reason)
+    state.event(RUN_ENDED[status], detail=state.reason)
     result = AgentResult(
         status=status,
         final_answer=state.final_answer,

@@ -21,6 +21,7 @@ from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows._callback_types import CallbackResult, PendingCallback
+from durable_tools.workflows._event_names import EventName
 from durable_tools.workflows._input_types import InputAnswer, PendingInput
 from durable_tools.workflows._options import ToolActivityOptions
 from durable_tools.workflows._policy_types import StandingGrant
@@ -267,7 +268,7 @@ class RunState:
 
     def event(
         self,
-        name: str,
+        name: EventName,
         call: ToolCall | None = None,
         *,
         tool: str | None = None,
