@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from durable_tools._extras import install_hint
 from durable_tools.cli._errors import CliError
 from durable_tools.cli._output import echo
 from durable_tools.cli._signals import stop_on_signals
@@ -74,7 +75,7 @@ async def cmd_codec_server(args: argparse.Namespace) -> int:
             session_secret,
         )
     except ImportError as error:
-        needs = "the codec server needs `pip install 'durable-tools[inbox]'`"
+        needs = f"the codec server needs `{install_hint('inbox')}`"
         raise CliError(f"{needs} ({error})") from None
     from durable_tools.codec import CodecKeyError, EncryptionCodec, data_converter_from_env
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import traceback
 from typing import Any
 
 from pydantic import ValidationError
@@ -70,8 +71,11 @@ def load_tools(target: str) -> ToolRegistry:
         return load_registry(target)
     except ValueError as error:
         raise CliError(str(error)) from None
-    except Exception as error:  # the user's module failed while it ran: say which, briefly
-        raise CliError(f"loading tools module {target!r} failed: {error}") from None
+    except Exception as error:  # the user's module failed while it ran: show where
+        trace = "".join(traceback.format_exception(error)).rstrip()
+        raise CliError(
+            f"loading tools module {target!r} failed: {type(error).__name__}: {error}\n{trace}"
+        ) from None
 
 
 def preload_tools(args: argparse.Namespace) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 
 from ._answer import add_answer_command
 from ._artifact import cmd_artifact_get
@@ -30,6 +31,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _installed_version() -> str:
+    try:
+        return importlib.metadata.version("durable-tools")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `durable-tools` parser."""
     parser = argparse.ArgumentParser(
@@ -41,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         "DURABLE_TOOLS_TASK_QUEUE, DURABLE_TOOLS_SECRET_<NAME>, DURABLE_TOOLS_ARTIFACTS "
         "(a directory or s3://bucket/prefix), DURABLE_TOOLS_S3_ENDPOINT, DURABLE_TOOLS_HOME.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_installed_version()}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     p = sub.add_parser("server", help="run the embedded Temporal dev server until Ctrl-C")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from durable_tools._extras import install_hint
 from durable_tools.cli._commands import tools_for
 from durable_tools.cli._errors import CliError
 from durable_tools.cli._oauth import oauth_manager
@@ -33,7 +34,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
             session_secret,
         )
     except ImportError as error:
-        raise CliError(f"the inbox needs `pip install 'durable-tools[inbox]'` ({error})") from None
+        raise CliError(f"the inbox needs `{install_hint('inbox')}` ({error})") from None
     from durable_tools.oauth import make_callback_app, run_notifier
 
     tokens_file = _tokens_path(args)

@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from durable_tools._extras import install_hint
+
 from .._http_clients import aclose_shared_clients as _aclose_http_clients
 from ._errors import ModelError
 
@@ -82,9 +84,7 @@ def require_sdk(module: str, extra: str) -> None:
     except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
         found = False
     if not found:
-        raise ValueError(
-            f"the {module!r} package is not installed: pip install 'durable-tools[{extra}]'"
-        )
+        raise ValueError(f"the {module!r} package is not installed: {install_hint(extra)}")
 
 
 def _import_all(modules: tuple[str, ...]) -> ModuleType:

@@ -10,6 +10,7 @@ from temporalio.worker import Interceptor as WorkerInterceptor
 from temporalio.worker import WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from durable_tools._extras import install_hint
 from durable_tools.telemetry._interceptor import TelemetryInterceptor
 from durable_tools.telemetry._tracing import HAVE_OTEL
 
@@ -46,8 +47,7 @@ class TelemetryPlugin(SimplePlugin):
         if tracing:
             if not HAVE_OTEL:
                 raise ValueError(
-                    "tracing needs OpenTelemetry: pip install 'durable-tools[otel]' "
-                    "(or pass tracing=False)"
+                    f"tracing needs OpenTelemetry: {install_hint('otel')} (or pass tracing=False)"
                 )
             from temporalio.contrib.opentelemetry import OpenTelemetryInterceptor
 

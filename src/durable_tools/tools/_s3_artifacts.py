@@ -29,6 +29,8 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
+from durable_tools._extras import install_hint
+
 from ._results import ArtifactRef
 
 if TYPE_CHECKING:
@@ -86,7 +88,7 @@ class S3ArtifactStore:
     ) -> None:
         self.bucket, self.prefix = parse_s3_url(url)
         if importlib.util.find_spec("aiobotocore") is None:
-            raise ImportError(f"the artifact store {url} needs: pip install 'durable-tools[s3]'")
+            raise ImportError(f"the artifact store {url} needs: {install_hint('s3')}")
         self.endpoint_url = (
             endpoint_url or os.environ.get(ENDPOINT_ENV) or os.environ.get("AWS_ENDPOINT_URL")
         )

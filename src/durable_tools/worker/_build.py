@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,15 +49,29 @@ def secrets_from_env(environ: Mapping[str, str] | None = None) -> dict[str, str]
 def load_registry(target: str) -> ToolRegistry:
     """Import `MODULE[:ATTR]` and return its registry (attribute `registry` by default).
 
+    The module is looked up from the current directory first, as uvicorn and celery do,
+    so `--tools myapp.tools` works from the project folder without `PYTHONPATH=.`.
+
     Raises:
-        ValueError: the module cannot be imported or the attribute is not a ToolRegistry.
+        ValueError: the module cannot be found, or the attribute is not a ToolRegistry.
+        Exception: whatever the module itself raised while it was imported (its
+            traceback names the user's file and line).
     """
     module_name, _, attribute = target.partition(":")
     attribute = attribute or "registry"
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.insert(0, here)
     try:
         module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ValueError(f"cannot import tools module {module_name!r}: {error}") from error
+    except ModuleNotFoundError as error:
+        if error.name is not None and module_name.startswith(error.name):
+            raise ValueError(
+                f"cannot import tools module {module_name!r}: no module {error.name!r} "
+                f"on the path (looked in {here} first; run from your project's folder, or "
+                "install the package that holds it)"
+            ) from None
+        raise  # the module was found, and an import inside it failed: the user's error
     registry = getattr(module, attribute, None)
     if not isinstance(registry, ToolRegistry):
         found = type(registry).__name__ if registry is not None else "nothing"

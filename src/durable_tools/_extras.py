@@ -1,0 +1,38 @@
+"""The install command for an optional feature (an extra), one that works as written.
+
+durable-tools is not on a package registry, so `pip install 'durable-tools[inbox]'` fails
+for anyone who installed it from a checkout or a wheel. The packages an extra stands for
+are in the installed distribution's metadata: naming them gives a command that works
+wherever pip can reach a registry.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import shlex
+
+__all__ = ["install_hint"]
+
+_EXTRA_MARKER = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
+
+
+def install_hint(extra: str) -> str:
+    """`pip install '<req>' ...` for the packages of `extra`, from the installed metadata.
+
+    Falls back to installing the extra from a checkout when the metadata is missing (run
+    from a source tree that was never installed).
+    """
+    try:
+        requirements = importlib.metadata.requires("durable-tools") or []
+    except importlib.metadata.PackageNotFoundError:
+        requirements = []
+    wanted = []
+    for requirement in requirements:
+        spec, _, marker = requirement.partition(";")
+        found = _EXTRA_MARKER.search(marker)
+        if found and found.group(1) == extra:
+            wanted.append(spec.strip().replace(" ", ""))
+    if not wanted:
+        return f"pip install -e '.[{extra}]' (from a durable-tools checkout)"
+    return "pip install " + " ".join(shlex.quote(r) for r in wanted)
