@@ -16,6 +16,14 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 
 install: $(STAMP)
 
+# `make demo` needs only the project and its runtime dependencies (no test tools).
+RUNTIME_STAMP := $(VENV)/.runtime-stamp
+$(RUNTIME_STAMP): pyproject.toml $(CONSTRAINTS)
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c $(CONSTRAINTS) -e .
+	touch $(RUNTIME_STAMP)
+
 ## make lock: resolve pyproject.toml's ranges afresh (newest allowed versions) in a scratch
 ## virtualenv and pin the result in constraints.txt; then `make test` and commit both.
 lock:
@@ -73,8 +81,9 @@ test-slow: bytecode
 test-sandbox: bytecode
 	DURABLE_TOOLS_STRICT_SANDBOX=1 $(VENV)/bin/pytest -q tests/workflows tests/flows tests/streaming
 
-## make demo: the main job on the embedded Temporal dev server.
-demo: bytecode
+## make demo: the main job on the embedded Temporal dev server (runtime dependencies only).
+demo: $(RUNTIME_STAMP)
+	$(PY) -m compileall -q src
 	$(VENV)/bin/durable-tools demo $(DEMO_ARGS)
 
 ## make bench: benchmarks vs a bare Temporal loop; table + bench/results/latest.json.
