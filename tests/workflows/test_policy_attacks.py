@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from policy_support import ALICE, events, pay, pending, refund, registry, rejected
 from temporalio.client import (
     Client,
     WorkflowHandle,
@@ -18,9 +19,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from durable_tools.activities import GrantStore
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.tools._context import Identity
+from durable_tools.client import DurableTools
 from durable_tools.worker import workflow_runner
 from durable_tools.workflows import (
     AgentConfig,
@@ -29,52 +28,9 @@ from durable_tools.workflows import (
     ApprovalPolicy,
     GrantRequest,
     PolicyChange,
-    RunSnapshot,
     RunStatus,
 )
-from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
-
-ALICE = Identity(tenant="acme", user="alice")
-
-
-def registry(executed: list[Any]) -> ToolRegistry:
-    tools = ToolRegistry()
-
-    @tools.tool(approval=True, idempotent=True)
-    def refund(order_id: str, amount_cents: int) -> str:
-        """Refund an order."""
-        executed.append(("refund", amount_cents))
-        return "refunded"
-
-    @tools.tool(approval=True, spends_money=True, idempotent=True)
-    def pay(amount_cents: int) -> str:
-        """Pay a supplier."""
-        executed.append(("pay", amount_cents))
-        return "paid"
-
-    return tools
-
-
-def pay(call_id: str, amount: int) -> dict[str, Any]:
-    return calls((call_id, "pay", {"amount_cents": amount}))
-
-
-def refund(call_id: str, amount: int) -> dict[str, Any]:
-    return calls((call_id, "refund", {"order_id": call_id, "amount_cents": amount}))
-
-
-def pending(snapshot: RunSnapshot) -> dict[str, Any]:
-    return {p.call_id: p for p in snapshot.pending_approvals}
-
-
-async def rejected(update: Any, text: str) -> None:
-    with pytest.raises(WorkflowUpdateFailedError) as failure:
-        await update
-    assert text in str(failure.value.cause)
-
-
-async def events(run: AgentRun, name: str) -> list[str]:
-    return [e.detail or "" for e in await run.events() if e.event == name]
+from support import answer, assert_not_wedged, running_worker, wait_for, write_script
 
 
 async def replays(handle: WorkflowHandle[Any, Any]) -> None:
