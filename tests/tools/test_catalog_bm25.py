@@ -206,7 +206,7 @@ _WORKER_REFERENCE = """
 import json, sys
 sys.path[:0] = sys.argv[1:]  # this folder, and tests/ for `support`
 from test_catalog_bm25 import _worker_registry
-from durable_tools.tools._catalog_pack import PackedCatalog, pack, unpack_terms
+from durable_tools.tools._catalog_pack import pack, unpack_terms
 print(json.dumps(unpack_terms(pack(_worker_registry().specs(), budget=10**9))))
 """
 
