@@ -16,23 +16,26 @@ never depends on the last bit of a float or on set iteration order.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
+import types
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import snowballstemmer  # type: ignore[import-untyped]  # no type hints shipped
+# The pure-Python stemmer itself, not `snowballstemmer.stemmer("english")`: that answers
+# PyStemmer's C stemmer where PyStemmer is installed, and two workers must stem alike.
+from snowballstemmer.english_stemmer import (  # type: ignore[import-untyped]  # no hints
+    EnglishStemmer,
+)
 
 from ._spec import ToolSpec
 
-__all__ = ["BM25Index", "spec_terms", "terms", "words"]
+__all__ = ["BM25Index", "Stems", "spec_terms", "terms", "words"]
 
 _WORD = re.compile(r"[a-z0-9]+")
-_HUMP = re.compile(r"([a-z0-9])([A-Z])|([A-Z]+)([A-Z][a-z])")
+_UPPER_RUN = re.compile(r"[A-Z]+")
 _URL = re.compile(r"https?://\S+")
-_STEMMER = snowballstemmer.stemmer("english")
 
 _STOPWORD_TEXT = """
 a an and any are as at be by can do for from get i in into is it its me my of on or our
@@ -42,7 +45,9 @@ _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 """Words that say nothing about what a tool does. `get` is one: in a REST API nearly every
 read is a get, and queries say "get the contents of a file" for `repos_get_content`."""
 
-_SYNONYMS = {"repositori": "repo", "organ": "org", "pr": "pull", "prs": "pull"}
+_SYNONYMS = types.MappingProxyType(
+    {"repositori": "repo", "organ": "org", "pr": "pull", "prs": "pull"}
+)
 """Stems that API names abbreviate: `repos_*` and "repository", `orgs_*` and
 "organization", `pulls_*` and "PR" mean the same thing."""
 
@@ -53,40 +58,102 @@ _SCHEMA_DEPTH = 2
 """Nesting levels of the input schema whose parameter names count (the body's fields)."""
 
 
+class Stems:
+    """Stems words for one computation: one query, or one catalog's index.
+
+    Never shared between computations. Snowball's stemmer keeps its working state on the
+    instance, so two threads stemming through one instance (workers run many runs and
+    activities at once) corrupt each other's words or raise `IndexError`; and a cache
+    that outlived a computation would carry such a wrong stem into every later run of the
+    worker, where a replay on a fresh worker computes another and fails as
+    non-deterministic. With a stemmer and a cache of its own per computation, terms are a
+    pure function of their text.
+    """
+
+    def __init__(self) -> None:
+        self._stemmer = EnglishStemmer()
+        self._cache: dict[str, str] = {}  # a catalog repeats the same few words
+
+    def term(self, word: str) -> str:
+        """The stem of one lowercase `word`, abbreviations folded (`repositories` -> `repo`)."""
+        stem = self._cache.get(word)
+        if stem is None:
+            stemmed: str = self._stemmer.stemWord(word)
+            stem = self._cache[word] = _SYNONYMS.get(stemmed, stemmed)
+        return stem
+
+    def terms(self, text: str) -> list[str]:
+        """The searchable terms of `text`: words without stopwords, stemmed."""
+        return [self.term(w) for w in words(text) if w not in _STOPWORDS]
+
+
 def words(text: str) -> list[str]:
     """Lowercase words of `text`: `get_weather`, `getWeather` and `get-weather` alike."""
-    spaced = _HUMP.sub(_split_hump, _URL.sub(" ", text))
-    return _WORD.findall(spaced.lower())
+    return _WORD.findall(_split_humps(_URL.sub(" ", text)).lower())
 
 
-def _split_hump(match: re.Match[str]) -> str:
-    if match.group(1) is not None:
-        return f"{match.group(1)} {match.group(2)}"
-    return f"{match.group(3)} {match.group(4)}"
+def _split_humps(text: str) -> str:
+    """`text` with a space at each camelCase hump (`getHTTPServer` -> `get HTTP Server`).
+
+    The same output as `re.sub(r"([a-z0-9])([A-Z])|([A-Z]+)([A-Z][a-z])", r"\1\3 \2\4",
+    text)`, which this replaced: that pattern backtracks over every suffix of a run of
+    capitals, quadratic in its length (30,000 capitals took 9 s, inside a workflow task
+    when a model's `search_tools` query holds them). Here each run is looked at once.
+
+    A run of capitals `text[start:end]` gets a space before it when a lowercase letter or
+    digit precedes it (the pattern's first branch), unless that character was the
+    lowercase letter the previous run's second branch consumed; and a space before its
+    last capital when a lowercase letter follows it and at least two capitals are left
+    after the first branch took one (`HTTPServer` -> `HTTP Server`).
+    """
+    pieces: list[str] = []
+    done = 0  # text[:done] is in pieces
+    consumed = -1  # the lowercase letter the last second-branch split took
+    for run in _UPPER_RUN.finditer(text):
+        start, end = run.span()
+        first = start
+        if start > 0 and start - 1 != consumed and _lower_or_digit(text[start - 1]):
+            pieces += (text[done:start], " ")
+            done, first = start, start + 1
+        if end - first >= 2 and end < len(text) and "a" <= text[end] <= "z":
+            pieces += (text[done : end - 1], " ")
+            done = end - 1
+            consumed = end
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
-def terms(text: str) -> list[str]:
-    """The searchable terms of `text`: words without stopwords, stemmed (`pulls` -> `pull`)."""
-    return [_term(w) for w in words(text) if w not in _STOPWORDS]
+def _lower_or_digit(char: str) -> bool:
+    return "a" <= char <= "z" or "0" <= char <= "9"
 
 
-@functools.lru_cache(maxsize=65_536)
-def _term(word: str) -> str:
-    # Cached: the stemmer is pure Python, and a catalog repeats the same few words.
-    stem: str = _STEMMER.stemWord(word)
-    return _SYNONYMS.get(stem, stem)
+def terms(text: str, stems: Stems | None = None) -> list[str]:
+    """The searchable terms of `text`: words without stopwords, stemmed (`pulls` -> `pull`).
+
+    Args:
+        text: Any text.
+        stems: The stemmer of the computation this is part of; None: a new one.
+    """
+    return (stems or Stems()).terms(text)
 
 
-def spec_terms(spec: ToolSpec) -> tuple[dict[str, int], dict[str, int]]:
+def spec_terms(spec: ToolSpec, stems: Stems | None = None) -> tuple[dict[str, int], dict[str, int]]:
     """The two fields one spec is indexed under, as term counts: what it is (name, summary,
     tags) and the rest (the description's body, its parameters' names and descriptions).
 
-    Term order within a field is the order of first appearance (deterministic JSON)."""
+    Term order within a field is the order of first appearance (deterministic JSON).
+
+    Args:
+        spec: The spec.
+        stems: The stemmer of the index this is for (one per index saves stemming the
+            catalog's common words again per spec); None: a new one.
+    """
+    stems = stems or Stems()
     summary, _, rest = spec.description.strip().partition("\n")
-    head = terms(spec.name) + terms(summary)
+    head = stems.terms(spec.name) + stems.terms(summary)
     for tag in spec.tags:
-        head += terms(tag)
-    body = terms(rest) + terms(" ".join(_schema_text(spec.input_schema, _SCHEMA_DEPTH)))
+        head += stems.terms(tag)
+    body = stems.terms(rest) + stems.terms(" ".join(_schema_text(spec.input_schema, _SCHEMA_DEPTH)))
     return dict(Counter(head)), dict(Counter(body))
 
 

@@ -12,7 +12,7 @@ import fnmatch
 import re
 from collections.abc import Collection, Iterable, Mapping
 
-from ._bm25 import BM25Index, spec_terms, terms
+from ._bm25 import BM25Index, Stems, spec_terms, terms
 from ._catalog_pack import SpecTerms
 from ._context import Identity
 from ._spec import LoadingMode, ToolSpec
@@ -160,8 +160,10 @@ def search_index(
     """
     by_name = {spec.name: spec for spec in specs}
     known = known or {}
+    stems = Stems()  # this index's own: see `Stems`
     documents = [
-        (name, known[name] if name in known else spec_terms(spec)) for name, spec in by_name.items()
+        (name, known[name] if name in known else spec_terms(spec, stems))
+        for name, spec in by_name.items()
     ]
     return BM25Index(documents), by_name
 

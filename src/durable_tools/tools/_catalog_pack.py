@@ -15,7 +15,7 @@ import zlib
 
 from pydantic import BaseModel, TypeAdapter
 
-from ._bm25 import spec_terms
+from ._bm25 import Stems, spec_terms
 from ._spec import ToolSpec
 
 SpecTerms = tuple[dict[str, int], dict[str, int]]
@@ -73,7 +73,8 @@ def pack(specs: list[ToolSpec], *, budget: int) -> PackedCatalog:
     raw = _SPECS.dump_json(specs)
     packed = PackedCatalog(data=_squeeze(raw), tools=len(specs), json_bytes=len(raw))
     if len(packed.data) <= budget:  # else refused before the work on the terms
-        index = {spec.name: spec_terms(spec) for spec in specs}
+        stems = Stems()  # this catalog's own: see `Stems`
+        index = {spec.name: spec_terms(spec, stems) for spec in specs}
         packed.terms = _squeeze(json.dumps(index, separators=(",", ":")).encode())
     if len(packed.data) + len(packed.terms or "") > budget:
         raise CatalogTooLarge(

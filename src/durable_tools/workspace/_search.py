@@ -1,35 +1,53 @@
 """`search_files`' engine: a regular expression over workspace files, with bounded work.
 
-Python's `re` backtracks without limit and holds the GIL while it does, so one
-pathological pattern (`(a+)+$` on a line of `a`s) froze a whole worker, heartbeats and
-all, and an activity timeout could not stop it (the thread spun on). The `regex`
-package takes the same syntax, and gives two things `re` lacks: `timeout=` (the match
-raises `TimeoutError`) and `concurrent=True` (the GIL is released while it matches, so
-the worker's event loop keeps running). One deadline covers the whole search, so a
-search ends by itself even when nobody waits for it any more. Files, bytes and matches
-are bounded too.
+Patterns are RE2 syntax, matched by `google-re2`. Python's `re` (and the `regex` package)
+backtrack: `(a+)+$` on a line of `a`s runs for ever, and `((((a{100}){100}){100}){100})`
+never even finishes compiling, holding the GIL and growing by a gigabyte a second, where
+no timeout can reach it. RE2 refuses what it cannot do in bounded time and memory
+(backreferences, lookaround, a program over `Options.max_mem`, counted repetition over
+1,000) when it compiles, and matches in time linear in the text, with the GIL released.
+
+Linear is not yet short: the bound is the program's size times the text's length (about
+4 ns per instruction and byte measured here, when RE2's DFA gives up and it falls back to
+its NFA), and one call into RE2 cannot be interrupted. So each line is matched only when
+that product is under `SearchLimits.max_line_work` (about a second); one deadline,
+checked between lines, covers the whole search; files, bytes and matches are bounded too.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import os
 import stat
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from typing import Any
 
-import regex  # type: ignore[import-untyped]  # no stubs in the project's dev set
+import re2  # type: ignore[import-untyped]  # google-re2 ships no type hints
 
 from durable_tools.tools._errors import ToolExecutionError
 
+from ._errors import shorten
 from ._files import is_binary, walk_fd
+from ._glob import compile_glob
 from ._paths import Workspace
 
-__all__ = ["SearchLimits", "search"]
+__all__ = ["MAX_PATTERN_CHARS", "SearchLimits", "compile_pattern", "search"]
 
 _MAX_LINE_CHARS = 300
+
+MAX_PATTERN_CHARS = 10_000
+"""Longest pattern `search_files` takes (longer ones are refused before RE2 sees them)."""
+
+_MAX_MEM = 8 << 20
+"""RE2's memory budget per pattern (its default, said here so it cannot drift): about
+two thirds for the compiled program, the rest for the DFA's cache of states."""
+
+_UNSUPPORTED = (
+    "it has no backreferences (\\1), lookahead or lookbehind ((?=, (?!, (?<=, "
+    "(?<!), atomic groups or possessive quantifiers, and \\Z (use \\z or $)"
+)
 
 
 @dataclass(frozen=True)
@@ -37,12 +55,16 @@ class SearchLimits:
     """How much one search may do.
 
     Attributes:
-        seconds: Wall-clock time for the whole search, matching included.
+        seconds: Wall-clock time for the whole search, checked between lines.
         max_files: Most files read.
         max_bytes: Most bytes read, all files together.
         max_file_bytes: Files larger than this are skipped.
         max_matches: Most matches reported.
         max_output_bytes: Most bytes of output.
+        max_line_work: Most (instructions of the compiled pattern) x (bytes of one line)
+            matched in one uninterruptible call; RE2's worst case is linear in both, so
+            this bounds how long one line can take, and so how far past `seconds` a
+            search can run.
     """
 
     seconds: float = 10.0
@@ -51,14 +73,60 @@ class SearchLimits:
     max_file_bytes: int = 4_000_000
     max_matches: int = 100
     max_output_bytes: int = 64_000
+    max_line_work: int = 250_000_000
 
 
 def _fail(message: str, **details: object) -> ToolExecutionError:
     return ToolExecutionError(message, retryable=False, details=dict(details))
 
 
+def compile_pattern(pattern: str) -> Any:
+    """`pattern` compiled by RE2, or a refusal the model can act on.
+
+    Compiled outside google-re2's module cache (`re2.compile` keeps its last 128
+    patterns, each up to `_MAX_MEM`, for the life of the process): a model sending many
+    patterns must not pin a worker's memory.
+
+    Raises:
+        ToolExecutionError: the pattern is too long, too large once compiled, or not RE2
+            syntax; the message names it and says why (not retryable).
+    """
+    shown = shorten(pattern)
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise _fail(
+            f"the pattern {shown!r} is {len(pattern):,} characters long, more than the "
+            f"{MAX_PATTERN_CHARS:,} search_files takes; search for a shorter pattern",
+            pattern=shown,
+        )
+    options = re2.Options()
+    options.max_mem = _MAX_MEM
+    options.log_errors = False  # the refusal goes to the model, not to the worker's stderr
+    options.never_capture = True  # only whether a line matches counts: no submatches
+    try:
+        # The public `compile` caches; `purge` right after drops that cache's hold (a
+        # cache, so clearing it can only cost another caller a recompilation).
+        compiled = re2.compile(pattern, options)
+        re2.purge()
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise _fail(
+            f"invalid regular expression {shown!r}: {reason} (search_files takes RE2 "
+            f"syntax: {_UNSUPPORTED}; counted repetition goes up to {{1000}})",
+            pattern=shown,
+        ) from None
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800") has no UTF-8 form
+        raise _fail(
+            f"invalid regular expression {shown!r}: it holds a lone surrogate, which is "
+            "not a character",
+            pattern=shown,
+        ) from None
+    return compiled
+
+
 def _files(
-    workspace: Workspace, path: str, glob: str | None, limits: SearchLimits
+    workspace: Workspace, path: str, wanted: Callable[[str], bool] | None, limits: SearchLimits
 ) -> Generator[tuple[str, bytes | None], None, None]:
     """(relative path, content) of each file to search; content None when skipped."""
     with workspace.locate(path) as located:
@@ -74,7 +142,7 @@ def _files(
                 if entry.is_file(follow_symlinks=False)
             )
         for relative, name, dir_fd in candidates:
-            if glob and not fnmatch.fnmatchcase(name, glob):
+            if wanted is not None and not wanted(name):
                 continue
             try:
                 fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
@@ -94,18 +162,20 @@ def search(
     """Run one search; see `search_files` for what the model sees.
 
     Raises:
-        ToolExecutionError: the pattern is invalid, or the search ran out of time.
+        ToolExecutionError: the pattern or glob is refused, the search ran out of time, or
+            the pattern is too complex for a line this long.
     """
-    try:
-        compiled = regex.compile(pattern, regex.VERSION0)
-    except (regex.error, OverflowError, RecursionError) as exc:
-        raise _fail(f"invalid regular expression {pattern!r}: {exc}") from None
+    compiled = compile_pattern(pattern)
+    wanted = compile_glob(glob, "glob") if glob else None
+    # Matching runs the program forward, then (for where a match starts) in reverse.
+    program = max(1, compiled.programsize, compiled.reverseprogramsize)
+    shown = shorten(pattern)
     deadline = time.monotonic() + limits.seconds
     lines: list[str] = []
     used = matches = in_files = files = read = 0
     stopped: str | None = None
     # closing(): a search that stops early closes the directories it holds at once.
-    with contextlib.closing(_files(workspace, path, glob, limits)) as found_files:
+    with contextlib.closing(_files(workspace, path, wanted, limits)) as found_files:
         for relative, data in found_files:
             if data is None or is_binary(data):
                 continue
@@ -119,28 +189,37 @@ def search(
             read += len(data)
             hit = False
             for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-                remaining = deadline - time.monotonic()
-                try:
-                    if remaining <= 0:
-                        raise TimeoutError
-                    found = compiled.search(line, timeout=remaining, concurrent=True)
-                except TimeoutError:
+                if time.monotonic() >= deadline:
                     raise _fail(
-                        f"search_files timed out after {limits.seconds:g}s (the search timeout) "
-                        f"at {relative}:{number}: the pattern {pattern!r} is too slow on this "
-                        "text (nested repetition such as '(a+)+' backtracks exponentially); "
-                        "simplify the pattern or narrow the path or glob",
-                        pattern=pattern,
+                        f"search_files timed out after {limits.seconds:g}s (the search "
+                        f"timeout) at {relative}:{number}; narrow the path or glob",
+                        pattern=shown,
                         file=relative,
                         line=number,
-                    ) from None
-                if found is None:
+                    )
+                # A character is at most 4 bytes in UTF-8: encode only lines near the bound.
+                if program * len(line) * 4 > limits.max_line_work:
+                    size = len(line.encode())
+                    if program * size > limits.max_line_work:
+                        raise _fail(
+                            f"the pattern {shown!r} is too complex for {relative}:{number}, a "
+                            f"line of {size:,} bytes: it compiles to {program:,} RE2 "
+                            "instructions, and matching that many on a line this long could "
+                            "take too long; simplify the pattern (smaller counted "
+                            "repetitions such as {1000}) or narrow the path or glob",
+                            pattern=shown,
+                            file=relative,
+                            line=number,
+                        )
+                if compiled.search(line) is None:
                     continue
                 if matches >= limits.max_matches:
                     stopped = f"stopped at the limit of {limits.max_matches}; narrow the search"
                     break
-                shown = line if len(line) <= _MAX_LINE_CHARS else line[:_MAX_LINE_CHARS] + "..."
-                entry = f"{relative}:{number}: {shown}"
+                shown_line = (
+                    line if len(line) <= _MAX_LINE_CHARS else line[:_MAX_LINE_CHARS] + "..."
+                )
+                entry = f"{relative}:{number}: {shown_line}"
                 if used + len(entry) > limits.max_output_bytes:
                     stopped = "stopped at the output limit; narrow the search"
                     break
@@ -153,7 +232,7 @@ def search(
                 break
     if not lines:
         suffix = f" ({stopped})" if stopped else ""
-        return f"no matches for {pattern!r}{suffix}"
+        return f"no matches for {shown!r}{suffix}"
     head = f"{matches} match{'es' if matches != 1 else ''} in {in_files} file"
     head += "s" if in_files != 1 else ""
     if stopped:

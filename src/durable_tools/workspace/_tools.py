@@ -9,7 +9,6 @@ default.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import shlex
 import shutil
@@ -22,6 +21,7 @@ from durable_tools.tools._results import ContentBlock, ToolResult
 
 from ._command import run_supervised
 from ._files import BINARY_SNIFF, is_binary, read_window, replace_at, walk_fd
+from ._glob import compile_glob
 from ._paths import Workspace, WorkspacePathError
 from ._search import SearchLimits, search
 
@@ -233,12 +233,14 @@ def register_workspace_tools(
         lines: list[str] = []
         used = 0
         more = 0
+        wanted = compile_glob(pattern, "pattern") if pattern else None
         with workspace.locate(path, want="dir") as located:
             for relative, entry, _ in walk_fd(located.dir_fd, recursive):
                 symlink = entry.is_symlink()
                 suffix = "@" if symlink else "/" if entry.is_dir(follow_symlinks=False) else ""
-                subject = relative if pattern and "/" in pattern else entry.name
-                if pattern and not fnmatch.fnmatchcase(subject, pattern):
+                if wanted is not None and not wanted(
+                    relative if "/" in (pattern or "") else entry.name
+                ):
                     continue
                 line = relative + suffix
                 if len(lines) >= max_entries or used + len(line) + 1 > max_output_bytes:
@@ -255,10 +257,10 @@ def register_workspace_tools(
     )
 
     def search_files(pattern: str, path: str = ".", glob: str | None = None) -> str:
-        """Search workspace files for a regular expression (Python syntax), line by line.
+        """Search workspace files for a regular expression (RE2 syntax), line by line.
 
         Args:
-            pattern: The regular expression.
+            pattern: The regular expression, RE2 syntax (no backreferences or lookaround).
             path: A directory (searched recursively) or a file, relative to the root.
             glob: Only files whose name matches this glob, e.g. `*.py`.
         """
