@@ -60,6 +60,15 @@ SAFE: dict[str, str] = {
         "the file's size and mtime on every read, under `_cache_lock`; activity side only"
     ),
     "durable_tools.models._scripted._cache_lock": "guards `_cache`",
+    "durable_tools.tools._scrub._matcher": (
+        "bounded lru_cache of a pure function (the matcher of a set of secret values); used "
+        "on the worker's activity side to scrub outputs, never by workflow code; it holds "
+        "secret values the worker holds anyway"
+    ),
+    "durable_tools.tools._scrub_forms._compiled": (
+        "bounded lru_cache of a pure function (a compiled pattern per secret): the same "
+        "answer whatever it holds; activity side only"
+    ),
     "durable_tools.models._sdk._clients": (
         "model SDK clients, per event loop (weak keys): connections, never results; "
         "activity side only"
@@ -75,17 +84,9 @@ TO_FIX: dict[str, str] = {
     "durable_tools.models._base._BUILTIN": "constant dict: should be a MappingProxyType",
     "durable_tools.models._base._FORMS": "constant dict: should be a MappingProxyType",
     "durable_tools.models._settings._ANTHROPIC_CHOICE": "constant dict: a MappingProxyType",
-    "durable_tools.tools._classify._NETWORK_ERRNOS": "constant set: should be a frozenset",
-    "durable_tools.tools._classify._TIMEOUT_NAMES": "constant set: should be a frozenset",
-    "durable_tools.tools._classify._TRANSPORT_NAMES": "constant set: should be a frozenset",
-    "durable_tools.tools._docstrings._ARGS_SECTIONS": "constant set: should be a frozenset",
     "durable_tools.tools._registry_subagent._TASK_SCHEMA": (
         "one dict shared as the input schema of every sub-agent stub's spec: a spec whose "
         "schema is edited in place edits them all (a fresh copy per stub)"
-    ),
-    "durable_tools.tools._scrub._pattern": (
-        "lru_cache keyed by sets of secrets: pure, but it keeps up to 256 runs' secrets in "
-        "the worker's memory after their runs end"
     ),
     "durable_tools.tools._validation._cache": (
         "compiled validators shared by every run and thread (under `_cache_lock`), unbounded"
@@ -95,7 +96,6 @@ TO_FIX: dict[str, str] = {
         "children counted per host workflow instance (weak keys), written by the workflow "
         "threads of every run at once: the count belongs on the host run, not the module"
     ),
-    "durable_tools.workflows._policy._COMPARE": "constant dict: should be a MappingProxyType",
 }
 """Globals that should not be state, in modules this test does not own: each says what to do."""
 

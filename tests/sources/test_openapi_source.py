@@ -339,3 +339,11 @@ async def test_agent_run_lists_retries_after_429_and_creates(
     assert posted.headers["idempotency-key"] == f"{task_queue}/c3"
     assert {"list_pets", "get_flaky", "create_pet"} <= set(scheduled_activities(history))
     assert TOKEN not in history.to_json()
+
+
+def test_a_remote_operation_id_of_capitals_converts_in_linear_time() -> None:
+    # The first conversion regex is quadratic on a run of capitals (30,000 took 6 s); only
+    # the part that can reach the 64-character name is converted, the digest covers all.
+    name = operation_tool_name("A" * 300_000 + "b", "get", "/x")
+    assert len(name) <= 64 and name.startswith("aaaa")
+    assert name != operation_tool_name("A" * 300_001 + "b", "get", "/x")

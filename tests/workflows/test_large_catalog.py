@@ -9,6 +9,8 @@ all 1,223 operations of GitHub's REST API completes against a fake GitHub on 127
 from __future__ import annotations
 
 import hashlib
+import random
+import string
 import time
 from pathlib import Path
 from typing import Any
@@ -177,3 +179,29 @@ async def test_a_run_with_githubs_whole_rest_api_completes(
     requests: list[tuple[str, str, Any, Any]] = github.requests
     assert ("GET", "/repos/octo/demo/pulls", {"state": ["open"]}, None) in requests
     assert ("POST", "/repos/octo/demo/issues/7/comments", {}, {"body": "LGTM"}) in requests
+
+
+async def test_a_megabyte_search_query_is_searched_by_its_start_and_never_wedges(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Stemming runs in the workflow task: a 1 MB query took ~3 s there, past the deadlock
+    # detector, and the task failed on every retry. Only its first 2,000 characters count.
+    draw = random.Random(20)  # seeded: the same words every run
+    words = ("".join(draw.choice(string.ascii_lowercase) for _ in range(8)) for _ in range(110_000))
+    query = "pick huckleberries " + " ".join(words)
+    script = [
+        calls(("s1", "search_tools", {"query": query})),
+        calls(("late", "pick_huckleberry", {"count": 2})),
+        answer("done"),
+    ]
+    config = AgentConfig(model=write_script(tmp_path, script), max_advertised_tools=3)
+    async with running_worker(client, fruit_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start("pick", config=config)
+        result = await run.result()
+        replies = {
+            m.tool_call_id: m.content or "" for m in await run.conversation() if m.role == "tool"
+        }
+        await assert_not_wedged(run.handle, allowed=0)
+    assert result.status == RunStatus.COMPLETED, result.reason
+    assert replies["s1"].splitlines()[1].startswith("- pick_huckleberry:")
+    assert replies["late"] == "picked 2 huckleberry"

@@ -38,29 +38,33 @@ __all__ = [
 ]
 
 # errno values that mean "the network hiccupped", worth another attempt.
-_NETWORK_ERRNOS = {
-    errno.ECONNREFUSED,
-    errno.ECONNRESET,
-    errno.ECONNABORTED,
-    errno.ETIMEDOUT,
-    errno.EHOSTUNREACH,
-    errno.ENETUNREACH,
-    errno.ENETDOWN,
-    errno.ENETRESET,
-    errno.EPIPE,
-    errno.EAGAIN,
-}
+_NETWORK_ERRNOS = frozenset(
+    {
+        errno.ECONNREFUSED,
+        errno.ECONNRESET,
+        errno.ECONNABORTED,
+        errno.ETIMEDOUT,
+        errno.EHOSTUNREACH,
+        errno.ENETUNREACH,
+        errno.ENETDOWN,
+        errno.ENETRESET,
+        errno.EPIPE,
+        errno.EAGAIN,
+    }
+)
 # Exception class names of HTTP client libraries (httpx, requests, aiohttp), matched by
 # name so the tool layer depends on none of them.
-_TIMEOUT_NAMES = {"TimeoutException", "Timeout", "ServerTimeoutError"}
-_TRANSPORT_NAMES = {
-    "TransportError",
-    "NetworkError",
-    "ConnectError",
-    "ConnectionError",
-    "ClientConnectionError",
-    "RemoteProtocolError",
-}
+_TIMEOUT_NAMES = frozenset({"TimeoutException", "Timeout", "ServerTimeoutError"})
+_TRANSPORT_NAMES = frozenset(
+    {
+        "TransportError",
+        "NetworkError",
+        "ConnectError",
+        "ConnectionError",
+        "ClientConnectionError",
+        "RemoteProtocolError",
+    }
+)
 # A wrong path or permission is the model's (or user's) to fix: retrying cannot help.
 _PERMANENT_OS_ERRORS = (
     FileNotFoundError,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 __all__ = ["Docstring", "parse_docstring"]
 
 _SECTION = re.compile(r"^([A-Z][A-Za-z ]*):\s*$")
-_ARGS_SECTIONS = {"Args", "Arguments", "Parameters", "Params"}
+_ARGS_SECTIONS = frozenset({"Args", "Arguments", "Parameters", "Params"})
 # `name: text`, `name (type): text`, `*name: text`; the type in parentheses is dropped
 # because the schema already says it, from the annotation.
 _ARG_LINE = re.compile(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 
 __all__ = ["ANCHOR_UNITS", "Spelling", "character_forms", "encoded", "wrapped_base64"]
 
@@ -36,17 +37,21 @@ ordinary text rarely matches. More would make a long token's pattern slow to com
 _MAX_BACKSLASHES = 8
 """Escapes quoted up to three times (`\\u00e9` in JSON in JSON in a `repr`)."""
 
-_SHORT_ESCAPES = {
-    '"': '"',
-    "'": "'",
-    "/": "/",  # JSON may escape a slash (PHP's json_encode does)
-    "\n": "n",
-    "\r": "r",
-    "\t": "t",
-    "\b": "b",
-    "\f": "f",
-}
-_ENTITIES = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos", "\xa0": "nbsp"}
+_SHORT_ESCAPES = MappingProxyType(
+    {
+        '"': '"',
+        "'": "'",
+        "/": "/",  # JSON may escape a slash (PHP's json_encode does)
+        "\n": "n",
+        "\r": "r",
+        "\t": "t",
+        "\b": "b",
+        "\f": "f",
+    }
+)
+_ENTITIES = MappingProxyType(
+    {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos", "\xa0": "nbsp"}
+)
 
 _FORM_STARTS = frozenset("\\%=&")
 """The characters that begin a form of another character (a space is also written `+`)."""

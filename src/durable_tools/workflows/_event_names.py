@@ -8,6 +8,8 @@ fired); `tests/workflows/test_event_names.py` checks that this list and the tabl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Final, Literal, get_args
 
 from durable_tools.workflows._types import RunStatus
@@ -92,10 +94,12 @@ EVENT_NAMES: Final = frozenset(get_args(EventName))
 MISSED_EVENT: Final[EventName] = "events.missed"
 """Emitted by an event follower that fell behind (never by the run itself)."""
 
-RUN_ENDED: Final[dict[RunStatus, EventName]] = {
-    RunStatus.COMPLETED: "run.completed",
-    RunStatus.LIMIT_REACHED: "run.limit_reached",
-    RunStatus.FAILED: "run.failed",
-    RunStatus.CANCELLED: "run.cancelled",
-}
+RUN_ENDED: Final[Mapping[RunStatus, EventName]] = MappingProxyType(
+    {
+        RunStatus.COMPLETED: "run.completed",
+        RunStatus.LIMIT_REACHED: "run.limit_reached",
+        RunStatus.FAILED: "run.failed",
+        RunStatus.CANCELLED: "run.cancelled",
+    }
+)
 """The event that closes a run's stream, by how it ended."""

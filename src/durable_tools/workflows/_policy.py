@@ -22,9 +22,10 @@ Nothing here does I/O, reads a clock or draws randomness: the workflow passes `n
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from types import MappingProxyType
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -207,12 +208,14 @@ def identity_key(agent: str, identity: Identity) -> str | None:
 
 _MISSING = object()
 
-_ORDER: dict[str, Callable[[Any, Any], bool]] = {
-    "<": operator.lt,
-    "<=": operator.le,
-    ">=": operator.ge,
-    ">": operator.gt,
-}
+_ORDER: Mapping[str, Callable[[Any, Any], bool]] = MappingProxyType(
+    {
+        "<": operator.lt,
+        "<=": operator.le,
+        ">=": operator.ge,
+        ">": operator.gt,
+    }
+)
 
 
 def _lookup(arguments: dict[str, Any], path: str) -> Any:

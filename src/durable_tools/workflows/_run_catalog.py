@@ -33,7 +33,13 @@ from durable_tools.workflows._run_io import REVISION_LOCAL_CATALOG, REVISION_SHO
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._types import RunStatus
 
-__all__ = ["CATALOG_PATCH", "catalog_summary", "find_tools", "load_catalog"]
+__all__ = [
+    "CATALOG_PATCH",
+    "MAX_SEARCH_QUERY_CHARS",
+    "catalog_summary",
+    "find_tools",
+    "load_catalog",
+]
 
 CATALOG_PATCH = "packed-catalog"
 """Runs with this patch load the packed catalog, defer tools beyond
@@ -109,8 +115,15 @@ def catalog_summary(state: RunState) -> str:
     )
 
 
+MAX_SEARCH_QUERY_CHARS = 2_000
+"""The part of a `search_tools` query that is searched. Stemming runs inside the workflow
+task: a megabyte query took about 3 s there, past the SDK's 2 s deadlock detector, and the
+task would fail on every retry. A real query is a sentence."""
+
+
 def find_tools(state: RunState, query: str, *, limit: int = 5) -> list[ToolSpec]:
     """The deferred tools best matching `query`, best first (deterministic)."""
+    query = query[:MAX_SEARCH_QUERY_CHARS]
     pool = deferred_tools(state)
     if state.max_advertised is None:
         return keyword_search(pool, query, limit=limit)
