@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
         RunSnapshot,
         RunStatus,
     )
-from durable_tools._input_client import answer_input
+from cli_support import cli, cli_env  # noqa: F401  (a fixture)
 from oauth_support import OAuthSetup, open_link, serving_callback
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
@@ -241,8 +241,14 @@ async def pausing_registry(pool: McpPool, tokens: list[str]) -> ToolRegistry:
     return registry
 
 
+@pytest.mark.usefixtures("cli_env")
 async def test_oauth_callbacks_and_questions_reach_an_embedded_loop(
-    client: Client, task_queue: str, tmp_path: Path, oauth: OAuthSetup, pool: McpPool
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    oauth: OAuthSetup,
+    pool: McpPool,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     _, manager, _ = oauth
     tokens: list[str] = []
@@ -290,11 +296,17 @@ async def test_oauth_callbacks_and_questions_reach_an_embedded_loop(
         serving = asyncio.ensure_future(
             serve_callbacks(host, {"get_location": get_location}, prefix="agent_")
         )
-        # The user answers the MCP server's question through `agent_answer_input`.
+        # The user answers the MCP server's question through `agent_answer_input` (the
+        # CLI calls `answer_input(..., prefix=)`).
         asked = await host_status(host, lambda s: bool(s.pending_inputs))
         assert asked.pending_inputs[0].call_id == "g1"
-        reply = await answer_input(host, "g1", "accept", {"name": "Ada"}, prefix="agent_")
-        assert reply == "accepted"
+        code, _, err = await cli(capsys, "answer", host.id, "g1", "--decline", "--prefix", "a b")
+        assert code == 2 and "--prefix: a handler prefix holds only ASCII" in err
+        code, out, err = await cli(
+            capsys, "answer", host.id, "g1", "--accept", '{"name": "Ada"}', "--prefix", "agent_"
+        )
+        assert code == 0, err
+        assert "accepted" in out
 
         assert await host.result() == "completed: all three done"
         assert await asyncio.wait_for(serving, 30) == 1
