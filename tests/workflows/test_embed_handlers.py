@@ -20,6 +20,9 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHandle
 
 with workflow.unsafe.imports_passed_through():
+    # The sandbox re-imports this module for its host workflows: what it imports (the
+    # CLI and the OAuth callback server included) is imported once, outside the sandbox.
+    from cli_support import cli, cli_env  # noqa: F401  (a fixture)
     from durable_tools.callbacks import serve_callbacks
     from durable_tools.client import DurableTools
     from durable_tools.oauth import OAuthBroker
@@ -33,8 +36,7 @@ with workflow.unsafe.imports_passed_through():
         RunSnapshot,
         RunStatus,
     )
-from cli_support import cli, cli_env  # noqa: F401  (a fixture)
-from oauth_support import OAuthSetup, open_link, serving_callback
+    from oauth_support import OAuthSetup, open_link, serving_callback
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 ELICIT_SERVER = str(Path(__file__).parent.parent / "sources" / "mcp_elicit_server.py")
