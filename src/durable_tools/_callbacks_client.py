@@ -38,7 +38,11 @@ from durable_tools.workflows._callback_types import (
     CALLBACK_UNKNOWN,
     PendingCallback,
 )
-from durable_tools.workflows._limits import MAX_CALLBACK_ERROR_CHARS, MAX_CALLBACK_RESULT_BYTES
+from durable_tools.workflows._limits import (
+    MAX_CALLBACK_ERROR_CHARS,
+    MAX_CALLBACK_RESULT_BYTES,
+    check_handler_prefix,
+)
 
 __all__ = [
     "RUN_ENDED",
@@ -78,10 +82,18 @@ class CallbackRejected(Exception):
         self.message = message
 
 
-async def pending_callbacks(handle: WorkflowHandle[Any, Any]) -> list[PendingCallback]:
-    """The callback calls a run has published and waits on (a query: needs a worker)."""
+async def pending_callbacks(
+    handle: WorkflowHandle[Any, Any], *, prefix: str = ""
+) -> list[PendingCallback]:
+    """The callback calls a run has published and waits on (a query: needs a worker).
+
+    Args:
+        handle: The run's workflow, or the workflow an agent loop is embedded in.
+        prefix: The embedded loop's handler prefix (`AgentLoop.register_handlers`);
+            "" for an agent workflow.
+    """
     found: list[PendingCallback] = await handle.query(
-        "pending_callbacks", result_type=list[PendingCallback]
+        check_handler_prefix(prefix) + "pending_callbacks", result_type=list[PendingCallback]
     )
     return found
 
@@ -92,8 +104,12 @@ async def answer_callback(
     *,
     output: Any = None,
     error: str | None = None,
+    prefix: str = "",
 ) -> str:
     """Send the answer to one published call; returns the run's reply (`accepted`).
+
+    `prefix` is the handler prefix of an agent loop embedded in `handle`'s workflow ("" for
+    an agent workflow), as for `pending_callbacks`.
 
     Raises:
         CallbackRejected: the run refused it (its `kind` and the reason). After
@@ -105,7 +121,9 @@ async def answer_callback(
     else:
         body["output"] = output
     try:
-        reply: str = await handle.execute_update("callback_result", body, result_type=str)
+        reply: str = await handle.execute_update(
+            check_handler_prefix(prefix) + "callback_result", body, result_type=str
+        )
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:  # the run has ended (or never existed)
             raise CallbackRejected(RUN_ENDED, f"the run cannot be answered: {err}") from None
@@ -148,16 +166,20 @@ async def _answer_one(
     pending: PendingCallback,
     handler: CallbackHandler,
     on_answer: OnAnswer | None,
+    prefix: str,
 ) -> bool:
     """Run the handler and send its answer; True when the call needs nothing more."""
-    said = await _answer(handle, pending, handler)
+    said = await _answer(handle, pending, handler, prefix)
     if on_answer is not None:
         on_answer(pending, said)
     return True
 
 
 async def _answer(
-    handle: WorkflowHandle[Any, Any], pending: PendingCallback, handler: CallbackHandler
+    handle: WorkflowHandle[Any, Any],
+    pending: PendingCallback,
+    handler: CallbackHandler,
+    prefix: str,
 ) -> str:
     error: str | None = None
     output: Any = None
@@ -173,7 +195,7 @@ async def _answer(
         logger.warning("callback %s (call %s) failed: %s", pending.tool, pending.call_id, exc)
         error = _error_text(exc)
     try:
-        await answer_callback(handle, pending, output=output, error=error)
+        await answer_callback(handle, pending, output=output, error=error, prefix=prefix)
     except CallbackRejected as rejected:
         if rejected.kind in (CALLBACK_ALREADY_ANSWERED, CALLBACK_UNKNOWN, RUN_ENDED):
             return "answered before"  # by us before a restart, or by another client
@@ -185,7 +207,7 @@ async def _answer(
         logger.warning("callback %s: result refused: %s", pending.call_id, rejected.message)
         with contextlib.suppress(CallbackRejected):  # answered meanwhile, or gone
             await answer_callback(
-                handle, pending, error=f"the result was refused: {rejected.message}"
+                handle, pending, error=f"the result was refused: {rejected.message}", prefix=prefix
             )
         return f"refused: {rejected.message}"
     return "answered" if error is None else f"failed: {error}"
@@ -197,8 +219,12 @@ async def serve_callbacks(
     *,
     poll_interval: float = 0.5,
     on_answer: OnAnswer | None = None,
+    prefix: str = "",
 ) -> int:
     """Answer the run's callback calls with `handlers` (by tool name) until it ends.
+
+    For an agent loop embedded in a workflow of your own, pass that workflow's handle and
+    the loop's handler `prefix`: the calls are served until the host workflow ends.
 
     A published call of a tool without a handler here is left for another client (it
     times out if none answers). Connection errors and a missing worker are waited out.
@@ -207,7 +233,11 @@ async def serve_callbacks(
 
     Returns:
         How many calls this client answered (or found answered already).
+
+    Raises:
+        ValueError: `prefix` is not a handler prefix a loop can have.
     """
+    check_handler_prefix(prefix)
     ended = asyncio.ensure_future(handle.result())
     running: dict[str, asyncio.Task[bool]] = {}
     finished: set[str] = set()
@@ -216,7 +246,7 @@ async def serve_callbacks(
     try:
         while not ended.done():
             try:
-                published = await pending_callbacks(handle)
+                published = await pending_callbacks(handle, prefix=prefix)
             except (RPCError, WorkflowQueryFailedError) as err:
                 logger.debug("pending_callbacks failed (will retry): %s", err)
                 published = []
@@ -230,7 +260,9 @@ async def serve_callbacks(
                         unhandled.add(pending.tool)
                         logger.warning("no handler here for callback tool %r", pending.tool)
                     continue
-                running[key] = asyncio.create_task(_answer_one(handle, pending, handler, on_answer))
+                running[key] = asyncio.create_task(
+                    _answer_one(handle, pending, handler, on_answer, prefix)
+                )
             answered = len(finished)
             _collect(running, finished)
             # Back off while nothing happens; poll fast again after an answer (the model's

@@ -15,6 +15,7 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
 from durable_tools._render import terminal_safe
 from durable_tools.workflows._input_types import PendingInput
+from durable_tools.workflows._limits import check_handler_prefix
 
 __all__ = ["InputAnswerRejected", "answer_input", "render_pending_input"]
 
@@ -33,6 +34,8 @@ async def answer_input(
     call_id: str,
     action: Literal["accept", "decline", "cancel"],
     content: dict[str, Any] | None = None,
+    *,
+    prefix: str = "",
 ) -> str:
     """Answer the question a tool call's MCP server asks the user.
 
@@ -42,6 +45,8 @@ async def answer_input(
         action: "accept" (with `content`), "decline" or "cancel".
         content: For accept: a JSON object matching the question's requested schema (for
             several questions at once, an object keyed by question key).
+        prefix: For an agent loop embedded in a workflow of your own (`run_or_handle` is
+            that workflow's): the loop's handler prefix (`AgentLoop.register_handlers`).
 
     Returns:
         "accepted", or "already answered" when another answer won the race.
@@ -49,11 +54,13 @@ async def answer_input(
     Raises:
         InputAnswerRejected: the run refused the answer; the message says why. Nothing
             entered the run's history, and the question still waits.
+        ValueError: `prefix` is not a handler prefix a loop can have.
     """
+    name = check_handler_prefix(prefix) + "answer_input"
     handle = run_or_handle if isinstance(run_or_handle, WorkflowHandle) else run_or_handle.handle
     try:
         result: str = await handle.execute_update(
-            "answer_input", args=[call_id, action, content], result_type=str
+            name, args=[call_id, action, content], result_type=str
         )
     except WorkflowUpdateFailedError as error:
         cause = error.cause

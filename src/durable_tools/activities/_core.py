@@ -4,6 +4,7 @@ preflight."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -16,7 +17,7 @@ from durable_tools.activities._conversation import (
     SnapshotMissing,
     snapshot_unavailable,
 )
-from durable_tools.activities._runtime import ExpiringLinks, ToolRuntime
+from durable_tools.activities._runtime import AuthorizationBroker, ExpiringLinks, ToolRuntime
 from durable_tools.activities._types import (
     CATALOG_ACTIVITY,
     MODEL_ACTIVITY,
@@ -41,8 +42,8 @@ from durable_tools.tools._catalog_pack import (
 from durable_tools.tools._errors import ToolNotFound
 from durable_tools.tools._formatting import valid_text
 from durable_tools.tools._results import ArtifactRef
-from durable_tools.tools._spec import ToolSpec
-from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES
+from durable_tools.tools._spec import OAuthRequirement, ToolSpec
+from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES, check_handler_prefix
 
 __all__ = ["core_activities"]
 
@@ -71,6 +72,58 @@ async def _heartbeating(call: Awaitable[_T]) -> _T:
             activity.heartbeat()
     finally:
         task.cancel()  # an activity cancelled mid-call stops the model call too
+
+
+def _takes_handler_prefix(method: Callable[..., Any]) -> bool:
+    """Whether a broker's link method accepts `handler_prefix=` (brokers written before
+    embedded loops could be authorized do not)."""
+    try:
+        parameters = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(
+        p.name == "handler_prefix" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters
+    )
+
+
+async def _authorization_link(
+    broker: AuthorizationBroker,
+    request: PreflightRequest,
+    requirement: OAuthRequirement,
+    result: PreflightResult,
+) -> None:
+    """Start an authorization for the call; put its URL (and expiry) into `result`.
+
+    The broker learns the run's handler prefix only when there is one (an embedded loop),
+    so that brokers whose methods take no `handler_prefix` keep serving agent workflows.
+    """
+    try:
+        prefix = check_handler_prefix(request.handler_prefix)
+    except ValueError as error:
+        raise ApplicationError(
+            str(error), type="InvalidHandlerPrefix", non_retryable=True
+        ) from None
+    args = (request.identity, requirement, request.workflow_id, request.call_id)
+    method: Callable[..., Awaitable[Any]] = (
+        broker.authorization_link if isinstance(broker, ExpiringLinks) else broker.authorization_url
+    )
+    extra: dict[str, Any] = {}
+    if prefix:
+        if not _takes_handler_prefix(method):
+            raise ApplicationError(
+                f"this worker's OAuth broker ({type(broker).__name__}) cannot authorize a call "
+                f"of an agent embedded under the handler prefix {prefix!r}: its "
+                f"{method.__name__} takes no handler_prefix keyword, so the callback could not "
+                "wake the run",
+                type="OAuthBrokerTooOld",
+                non_retryable=True,
+            )
+        extra["handler_prefix"] = prefix
+    answer = await method(*args, **extra)
+    if isinstance(broker, ExpiringLinks):
+        result.authorization_url, result.authorization_expires_at = answer
+    else:
+        result.authorization_url = answer
 
 
 def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
@@ -204,12 +257,7 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
         if not request.force_reauthorization:
             result.grant_ref = await runtime.oauth.grant_ref(request.identity, spec.oauth)
         if result.grant_ref is None:
-            args = (request.identity, spec.oauth, request.workflow_id, request.call_id)
-            if isinstance(runtime.oauth, ExpiringLinks):
-                link = await runtime.oauth.authorization_link(*args)
-                result.authorization_url, result.authorization_expires_at = link
-            else:
-                result.authorization_url = await runtime.oauth.authorization_url(*args)
+            await _authorization_link(runtime.oauth, request, spec.oauth, result)
         return result
 
     return [catalog, catalog_packed, model, preflight]

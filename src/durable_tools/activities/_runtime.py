@@ -29,7 +29,12 @@ class AuthorizationBroker(Protocol):
     async def authorization_url(
         self, identity: Identity, requirement: OAuthRequirement, workflow_id: str, call_id: str
     ) -> str:
-        """Start an authorization for the call and return the URL the user must open."""
+        """Start an authorization for the call and return the URL the user must open.
+
+        A broker that serves agents embedded in a user's workflow (`AgentLoop`) also takes
+        a keyword `handler_prefix: str` (passed only when not empty): the callback then
+        signals `handler_prefix + "authorization_completed"` on `workflow_id`.
+        """
         ...
 
     async def access_token(self, identity: Identity, requirement: OAuthRequirement) -> str:
@@ -44,7 +49,8 @@ class ExpiringLinks(Protocol):
     async def authorization_link(
         self, identity: Identity, requirement: OAuthRequirement, workflow_id: str, call_id: str
     ) -> tuple[str, datetime]:
-        """Like `AuthorizationBroker.authorization_url`, with the link's expiry."""
+        """Like `AuthorizationBroker.authorization_url`, with the link's expiry (and the
+        same optional `handler_prefix` keyword)."""
         ...
 
 

@@ -100,6 +100,11 @@ class PreflightRequest(WireModel):
     identity: Identity = Identity()
     force_reauthorization: bool = False
     """The tool reported its token revoked: start a new authorization even if a grant exists."""
+    handler_prefix: str = ""
+    """What the run's handler names start with (an embedded `AgentLoop`'s prefix): the
+    OAuth callback signals `handler_prefix + "authorization_completed"` on `workflow_id`.
+    Left out of the payload when empty, as runs before it recorded it; the activity checks
+    it (`check_handler_prefix`)."""
 
 
 class PreflightResult(WireModel):

@@ -15,6 +15,7 @@ from durable_tools.cli._commands import describe_open_run, no_worker, tools_for
 from durable_tools.cli._errors import CliError, translate_rpc_errors
 from durable_tools.cli._flags import add_connection_flags
 from durable_tools.cli._output import echo
+from durable_tools.workflows._limits import check_handler_prefix
 
 __all__ = ["ANSWER_TIMEOUT", "add_answer_command", "cmd_answer"]
 
@@ -33,6 +34,13 @@ def add_answer_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     how.add_argument("--decline", action="store_true", help="refuse to answer")
     how.add_argument("--cancel", action="store_true", help="dismiss the question")
+    p.add_argument(
+        "--prefix",
+        default="",
+        metavar="PREFIX",
+        help="RUN_ID is a workflow of yours with an agent loop embedded under this handler "
+        "prefix (AgentLoop.register_handlers)",
+    )
     add_connection_flags(p)
     p.set_defaults(handler=cmd_answer)
 
@@ -50,13 +58,17 @@ async def cmd_answer(args: argparse.Namespace) -> int:
     action: Literal["accept", "decline", "cancel"] = (
         "accept" if args.accept is not None else "decline" if args.decline else "cancel"
     )
+    try:
+        prefix = check_handler_prefix(args.prefix)
+    except ValueError as error:
+        raise CliError(f"--prefix: {terminal_safe(str(error))}", 2) from None
     tools = await tools_for(args)
     run = tools.run(args.run_id)
     description = await describe_open_run(run)
     try:
         async with translate_rpc_errors(run.run_id):
             result = await asyncio.wait_for(
-                answer_input(run, args.call_id, action, content), ANSWER_TIMEOUT
+                answer_input(run, args.call_id, action, content, prefix=prefix), ANSWER_TIMEOUT
             )
     except InputAnswerRejected as error:
         raise CliError(f"run {run.run_id}: {terminal_safe(str(error))}") from None

@@ -19,11 +19,28 @@ from durable_tools.oauth._records import AuthorizationFailure, CompletedAuthoriz
 from durable_tools.tools._context import Identity
 from durable_tools.tools._errors import ToolExecutionError
 from durable_tools.tools._spec import OAuthRequirement
+from durable_tools.workflows._limits import check_handler_prefix
 from durable_tools.workflows._types import AuthorizationCompleted
 
-__all__ = ["OAuthBroker", "oauth_user", "run_notifier"]
+__all__ = [
+    "AUTHORIZATION_SIGNAL",
+    "OAuthBroker",
+    "authorization_signal",
+    "oauth_user",
+    "run_notifier",
+]
 
 AUTHORIZATION_SIGNAL = "authorization_completed"
+
+
+def authorization_signal(handler_prefix: str) -> str:
+    """The signal that tells a run (its handlers named `handler_prefix + name`) how its
+    authorization ended.
+
+    Raises:
+        ValueError: the prefix is not one a run can have (a tampered record).
+    """
+    return check_handler_prefix(handler_prefix) + AUTHORIZATION_SIGNAL
 
 
 def oauth_user(identity: Identity) -> str:
@@ -57,19 +74,37 @@ class OAuthBroker:
         return grant.grant_ref if grant else None
 
     async def authorization_url(
-        self, identity: Identity, requirement: OAuthRequirement, workflow_id: str, call_id: str
+        self,
+        identity: Identity,
+        requirement: OAuthRequirement,
+        workflow_id: str,
+        call_id: str,
+        *,
+        handler_prefix: str = "",
     ) -> str:
-        request = await self.manager.begin_authorization(
-            requirement.provider, oauth_user(identity), requirement.scopes, workflow_id, call_id
+        """Start an authorization; `handler_prefix` is the run's (see `run_notifier`)."""
+        url, _ = await self.authorization_link(
+            identity, requirement, workflow_id, call_id, handler_prefix=handler_prefix
         )
-        return request.url
+        return url
 
     async def authorization_link(
-        self, identity: Identity, requirement: OAuthRequirement, workflow_id: str, call_id: str
+        self,
+        identity: Identity,
+        requirement: OAuthRequirement,
+        workflow_id: str,
+        call_id: str,
+        *,
+        handler_prefix: str = "",
     ) -> tuple[str, datetime]:
         """The authorization URL and when it expires (the OAuth state's lifetime)."""
         request = await self.manager.begin_authorization(
-            requirement.provider, oauth_user(identity), requirement.scopes, workflow_id, call_id
+            requirement.provider,
+            oauth_user(identity),
+            requirement.scopes,
+            workflow_id,
+            call_id,
+            handler_prefix=check_handler_prefix(handler_prefix),
         )
         return request.url, request.expires_at
 
@@ -85,12 +120,17 @@ def run_notifier(
     Callable[[CompletedAuthorization], Awaitable[None]],
     Callable[[AuthorizationFailure], Awaitable[None]],
 ]:
-    """Callback hooks that signal the waiting run: `(on_complete, on_error)`."""
+    """Callback hooks that signal the waiting run: `(on_complete, on_error)`.
+
+    The signal is `authorization_completed` on the run's workflow id, its name prefixed by
+    the record's `handler_prefix` when the run is an agent loop embedded in a user's
+    workflow (`AgentLoop.register_handlers(prefix)`).
+    """
 
     async def on_complete(completed: CompletedAuthorization) -> None:
         handle = client.get_workflow_handle(completed.workflow_id)
         await handle.signal(
-            AUTHORIZATION_SIGNAL,
+            authorization_signal(completed.handler_prefix),
             AuthorizationCompleted(call_id=completed.call_id, grant_ref=completed.grant_ref),
         )
 
@@ -98,7 +138,8 @@ def run_notifier(
         handle = client.get_workflow_handle(failure.workflow_id)
         reason = failure.error + (f": {failure.description}" if failure.description else "")
         await handle.signal(
-            AUTHORIZATION_SIGNAL, AuthorizationCompleted(call_id=failure.call_id, error=reason)
+            authorization_signal(failure.handler_prefix),
+            AuthorizationCompleted(call_id=failure.call_id, error=reason),
         )
 
     return on_complete, on_error

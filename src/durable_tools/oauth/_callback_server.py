@@ -193,6 +193,7 @@ class CallbackApp:
             provider=pending.provider,
             error=error,
             description=description,
+            handler_prefix=pending.handler_prefix,
         )
 
     async def _fail(self, pending: PendingAuthorization, error: str, description: str) -> bool:

@@ -158,11 +158,15 @@ class OAuthManager:
         scopes: Iterable[str],
         workflow_id: str,
         call_id: str,
+        *,
+        handler_prefix: str = "",
     ) -> AuthorizationRequest:
         """Start an authorization for a call that needs a grant.
 
         Asks for the requested scopes (or the provider's default ones) plus whatever the
-        user already granted, so a new grant never narrows an old one.
+        user already granted, so a new grant never narrows an old one. `handler_prefix`
+        is the run's (an embedded agent loop's) handler prefix, kept for the callback's
+        signal.
 
         Returns:
             The URL for the person and its `state`; the PKCE verifier stays in the store.
@@ -182,6 +186,7 @@ class OAuthManager:
             scopes=wanted,
             workflow_id=workflow_id,
             call_id=call_id,
+            handler_prefix=handler_prefix,
             redirect_uri=config.redirect_uri,
             code_verifier=SecretStr(verifier),
             created_at=now,
@@ -269,6 +274,7 @@ class OAuthManager:
             user=pending.user,
             provider=pending.provider,
             scopes=token.scopes,
+            handler_prefix=pending.handler_prefix,
         )
 
     # -- access tokens -------------------------------------------------------------------

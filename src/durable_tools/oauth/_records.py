@@ -31,6 +31,8 @@ class CompletedAuthorization(BaseModel):
     user: str
     provider: str
     scopes: tuple[str, ...] = ()
+    handler_prefix: str = ""
+    """What the run's handler names start with (see `PendingAuthorization`)."""
 
 
 class AuthorizationFailure(BaseModel):
@@ -45,6 +47,8 @@ class AuthorizationFailure(BaseModel):
     error: str
     """An OAuth error code (`access_denied`, `invalid_grant`, ...) or `expired_state`."""
     description: str = ""
+    handler_prefix: str = ""
+    """What the run's handler names start with (see `PendingAuthorization`)."""
 
 
 class AuthorizationRequest(BaseModel):
@@ -82,6 +86,10 @@ class PendingAuthorization(BaseModel):
     """The PKCE verifier: a secret that never leaves the worker side."""
     created_at: datetime
     expires_at: datetime
+    handler_prefix: str = ""
+    """What the run's handler names start with: "" for an agent workflow, the prefix of an
+    agent loop embedded in a user's workflow. The run is told through the signal
+    `handler_prefix + "authorization_completed"`. Records stored before it read as ""."""
     outcome: CompletedAuthorization | AuthorizationFailure | None = None
     """Set when the callback has finished but the run could not be told yet (Temporal was
     unreachable): the record then waits for the notification to be retried, not for a code."""

@@ -59,6 +59,7 @@ async def preflight(state: RunState, valid: ValidCall, *, force: bool) -> Prefli
             tool_name=valid.spec.name,
             arguments=valid.arguments,
             workflow_id=workflow.info().workflow_id,
+            handler_prefix=state.handler_prefix,
             identity=state.input.identity,
             force_reauthorization=force,
         ),

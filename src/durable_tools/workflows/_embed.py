@@ -3,8 +3,8 @@
 `run_agent` / `start_agent` start the agent workflow as a child of the calling workflow
 (approvals, steering and `durable-tools pending` address the child run as usual).
 `AgentLoop` runs the same loop (`_runner.run_agent_loop`) inside the calling workflow
-itself, and registers its approval, steering, cancel and status handlers on that
-workflow under a prefix, so they do not clash with the host's own.
+itself, and registers the agent workflow's handlers (one table, `_handlers.RunHandlers`)
+on that workflow under a prefix, so they do not clash with the host's own.
 
 Everything here is called from inside a workflow; it is deterministic.
 """
@@ -19,17 +19,11 @@ from temporalio import workflow
 
 from durable_tools.messages import Message
 from durable_tools.tools._context import Identity
-from durable_tools.workflows._decisions import check_decision_of, record_decision
+from durable_tools.workflows._handlers import register_run_handlers
 from durable_tools.workflows._run_io import AgentInput, AgentResult, RunSnapshot
-from durable_tools.workflows._runner import (
-    request_cancel,
-    run_agent_loop,
-    signal_decision,
-    snapshot,
-)
+from durable_tools.workflows._runner import run_agent_loop, snapshot
 from durable_tools.workflows._state import RunState
-from durable_tools.workflows._steering import accept_steer
-from durable_tools.workflows._types import AgentConfig, ApprovalDecision, RunEvent
+from durable_tools.workflows._types import AgentConfig, RunEvent
 
 __all__ = ["AgentLoop", "run_agent", "start_agent"]
 
@@ -172,39 +166,22 @@ class AgentLoop:
     def register_handlers(self, prefix: str = "agent_") -> None:
         """Register the agent's handlers on the current (host) workflow, names prefixed.
 
-        Registers the update `<prefix>decide` (with its validator: an invalid decision is
-        rejected and never enters history), the signals `<prefix>decision`,
-        `<prefix>steer`, `<prefix>steer_turn` and `<prefix>cancel`, and the queries
-        `<prefix>status`, `<prefix>conversation` and `<prefix>events`. Each checks its
-        input like the agent workflow's handler of the same name: nothing a caller sends
-        fails the host's workflow task. With `prefix=""` the names are the agent
-        workflow's own (if the host has no handlers of those names).
+        Registers every handler the agent workflow has (`RunHandlers`: the updates
+        `decide`, `decide_batch`, `set_policy`, `revoke_grant`, `reissue_authorization`,
+        `callback_result`, `answer_input`, with their validators; the signals `decision`,
+        `authorization_completed`, `steer`, `steer_turn`, `cancel`; the queries
+        `pending_callbacks`, `status`, `conversation`, `conversation_view`, `timeline`,
+        `events`, `events_since`), each under `prefix + name` and checking its input as
+        there: nothing a caller sends fails the host's workflow task. The prefix is also
+        told to the parties outside the workflow that reach the loop on their own (the
+        OAuth callback). With `prefix=""` the names are the agent workflow's own.
 
         Args:
-            prefix: Put before each handler name.
+            prefix: Put before each handler name: at most 64 ASCII letters, digits or
+                `_ . : / -`.
+
+        Raises:
+            ValueError: the prefix is not valid, or one of the names is taken by a
+                handler the host has already (its own, or another loop's).
         """
-        state = self._state
-
-        async def decide(decision: ApprovalDecision) -> str:
-            return record_decision(state, decision)
-
-        def validate_decision(decision: ApprovalDecision) -> None:
-            check_decision_of(state, decision)
-
-        def decision_signal(decision: ApprovalDecision | None) -> None:
-            signal_decision(state, decision)
-
-        def steer(instruction: Any) -> None:
-            accept_steer(state, instruction)
-
-        def cancel(reason: Any = None) -> None:
-            request_cancel(state, reason)
-
-        workflow.set_update_handler(prefix + "decide", decide, validator=validate_decision)
-        workflow.set_signal_handler(prefix + "decision", decision_signal)
-        workflow.set_signal_handler(prefix + "steer", steer)
-        workflow.set_signal_handler(prefix + "steer_turn", steer)
-        workflow.set_signal_handler(prefix + "cancel", cancel)
-        workflow.set_query_handler(prefix + "status", self.status)
-        workflow.set_query_handler(prefix + "conversation", self.conversation)
-        workflow.set_query_handler(prefix + "events", self.events)
+        register_run_handlers(self._state, prefix)

@@ -10,11 +10,13 @@ builds one is wedged. Measuring first turns that into a repair message or a clea
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from temporalio import workflow
 
 __all__ = [
+    "HANDLER_PREFIX_PATTERN",
     "MAX_CALLBACK_ERROR_CHARS",
     "MAX_CALLBACK_HASH_CHARS",
     "MAX_CALLBACK_RESULT_BYTES",
@@ -22,15 +24,23 @@ __all__ = [
     "MAX_CANCEL_REASON_CHARS",
     "MAX_DECIDER_CHARS",
     "MAX_GRANT_REF_CHARS",
+    "MAX_HANDLER_PREFIX_CHARS",
     "MAX_INPUT_ANSWER_BYTES",
     "MAX_PENDING_STEERS",
     "MAX_REASON_CHARS",
     "MAX_STEER_CHARS",
     "PAYLOAD_BUDGET_BYTES",
+    "check_handler_prefix",
     "clip",
     "payload_bytes",
     "short_call_id",
 ]
+
+MAX_HANDLER_PREFIX_CHARS = 64
+"""Longest prefix an embedded loop's handler names may take (`AgentLoop.register_handlers`)."""
+HANDLER_PREFIX_PATTERN = r"[A-Za-z0-9_.:/-]*"
+"""What a handler prefix may hold: it becomes part of signal, update and query names, and
+rides in OAuth records to the callback that signals the run."""
 
 MAX_CALL_ID_CHARS = 256
 """Longest tool call id kept as the model sent it; a longer one is shortened (see
@@ -97,3 +107,24 @@ def short_call_id(call_id: str) -> str:
         return call_id
     digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
     return f"{call_id[:32]}~{digest}"
+
+
+def check_handler_prefix(prefix: object) -> str:
+    """The prefix, if it can start handler names (and ride in records to the OAuth callback).
+
+    Raises:
+        ValueError: not text, longer than `MAX_HANDLER_PREFIX_CHARS`, or holding other
+            characters than ASCII letters, digits and `_ . : / -`.
+    """
+    if not isinstance(prefix, str):
+        raise ValueError(f"a handler prefix must be text, got {type(prefix).__name__}")
+    if len(prefix) > MAX_HANDLER_PREFIX_CHARS:
+        raise ValueError(
+            f"a handler prefix holds at most {MAX_HANDLER_PREFIX_CHARS} characters, "
+            f"got {len(prefix)}"
+        )
+    if not re.fullmatch(HANDLER_PREFIX_PATTERN, prefix):
+        raise ValueError(
+            f"a handler prefix holds only ASCII letters, digits and _ . : / -, got {prefix!r}"
+        )
+    return prefix

@@ -171,6 +171,10 @@ class RunState:
     """The BM25 index over the deferred tools, built at the first search."""
     published: tuple[str, int, str] | None = None
     """Search attribute values last upserted, so unchanged ones are not sent again."""
+    handler_prefix: str = ""
+    """What the run's handler names start with: "" for an agent workflow, the prefix of an
+    embedded `AgentLoop`'s `register_handlers`. Parties outside the workflow are told it
+    (the OAuth callback signals `handler_prefix + "authorization_completed"`)."""
     started_by_older_worker: bool = False
     """A run whose input has `revision` 1 had its first task run by a worker that ignores
     the revision (see `_run_catalog.load_catalog`): it records what runs before it did."""
