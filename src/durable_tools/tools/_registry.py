@@ -231,6 +231,7 @@ class ToolRegistry(RegistryCatalog):
                     tool_name=name,
                 )
             pairs = {(provider, alias) for provider, alias in tool.spec.aliases.items()}
+            _check_alias_names(name, pairs, self._tools, self._aliases)
             taken = pairs & self._aliases.keys()
             if taken:
                 provider, alias = sorted(taken)[0]
@@ -343,3 +344,30 @@ class ToolRegistry(RegistryCatalog):
             name, parameters=parameters, output=output, timeout=timeout, options=options
         )
         return self._register_stub(stub)
+
+
+def _check_alias_names(
+    name: str,
+    pairs: set[tuple[str, str]],
+    tools: Mapping[str, RegisteredTool],
+    aliases: Mapping[tuple[str, str], str],
+) -> None:
+    """Refuse a tool name that is another tool's alias, or an alias that is another
+    tool's name: a call by that name would be ambiguous (the workflow takes a name before
+    an alias, so the alias could never be called)."""
+    for (provider, alias), owner in aliases.items():
+        if alias == name:
+            raise ToolRegistrationError(
+                f"tool name {name!r} is invalid: tool {owner!r} uses it as its alias for "
+                f"{provider!r}",
+                rule="duplicate",
+                tool_name=name,
+            )
+    for provider, alias in sorted(pairs):
+        if alias != name and alias in tools:
+            raise ToolRegistrationError(
+                f"alias {alias!r} for {provider!r} of tool {name!r} is invalid: a tool of "
+                "that name is registered",
+                rule="duplicate",
+                tool_name=name,
+            )
