@@ -299,7 +299,7 @@ def safety_summary(spec: ToolSpec) -> str:
 
 
 def catalog_line(spec: ToolSpec) -> str:
-    """Catalog metadata in one line: transport, source, cost, latency, MIME types."""
+    """Catalog metadata in one line: transport, source, cost, latency, MIME types, aliases."""
     parts = [f"transport: {spec.transport}"]
     if spec.policy.local:
         parts.append("activity: local")  # chosen at registration (tools/_auto_local.py)

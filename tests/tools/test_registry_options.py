@@ -53,7 +53,16 @@ def test_a_subagent_refuses_what_a_child_workflow_cannot_honour(
 
 def test_a_subagent_names_every_refused_option_at_once() -> None:
     with pytest.raises(ToolRegistrationError, match="option\\(s\\) local, rate_limit cannot"):
-        ToolRegistry().subagent(CHILD, name="helper", rate_limit=1, local=False)
+        ToolRegistry().subagent(CHILD, name="helper", rate_limit=1, local=True)
+
+
+def test_options_that_ask_for_nothing_are_not_refused() -> None:
+    # What such a tool does anyway: a shared options dict may carry them.
+    quiet = {"heartbeat_timeout": None, "rate_limit": None, "max_concurrent": None}
+    spec = ToolRegistry().subagent(CHILD, name="helper", local=False, **quiet).spec
+    assert spec.policy.heartbeat_timeout is None and spec.policy.local is False
+    policy = ExecutionPolicy(heartbeat_timeout=None, local=False)
+    registry_with_a_tool().flow("one", "One lookup.", nodes=NODES, policy=policy)
 
 
 @pytest.mark.parametrize(

@@ -153,6 +153,13 @@ class ToolRegistry(RegistryCatalog):
             config: The child's `AgentConfig` (or its JSON form).
             **options: As for `register`; `name=` is required and `description=` should
                 say what the sub-agent is good for (the model reads it).
+                `start_to_close_timeout` (or `schedule_to_close_timeout`) bounds the child
+                run, `task_queue` picks its workers; `retry`, `heartbeat_timeout`,
+                `max_concurrent`, `rate_limit` and `local` mean nothing for a child workflow.
+
+        Raises:
+            ToolRegistrationError: no `name=`, a config without a model, or an option a
+                child workflow cannot honour (`rule="options"`, naming it and why).
         """
         return self._register_stub(subagent_stub(config, options))
 
@@ -192,10 +199,13 @@ class ToolRegistry(RegistryCatalog):
             node_output_limit_bytes: Largest output a node may pass to another node.
             **options: As for `register` (tags, loading, approval, ...). The safety flags
                 and auth scopes are the nodes' combined; a node needing approval makes
-                the flow need it.
+                the flow need it. Activity options (timeouts, retry, task queue, limits)
+                are refused: `timeout` bounds the flow, and each node runs under its own
+                tool's policy.
 
         Raises:
-            ToolRegistrationError: `rule="flow"` for a flow that does not validate.
+            ToolRegistrationError: `rule="flow"` for a flow that does not validate,
+                `rule="options"` for an option a flow call cannot honour.
         """
         stub = flow_stub(
             name,

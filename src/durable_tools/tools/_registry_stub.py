@@ -61,7 +61,17 @@ def refuse_options(
         ToolRegistrationError: `rule="options"`, when any refused option is given (flat, or
             as a field set on `policy=`).
     """
-    given = sorted(given_policy_options(options) & refused.keys())
+    policy = options.get("policy")
+
+    def value(key: str) -> Any:
+        return options[key] if key in options else getattr(policy, key, None)
+
+    # None (and local=False) ask for what such a tool does anyway: nothing to refuse.
+    given = sorted(
+        key
+        for key in given_policy_options(options) & refused.keys()
+        if value(key) is not None and not (key == "local" and value(key) is False)
+    )
     if given:
         reasons = "; ".join(f"{key}: {refused[key]}" for key in given)
         raise ToolRegistrationError(

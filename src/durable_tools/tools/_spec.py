@@ -207,7 +207,9 @@ class ToolSpec(_Frozen):
     oauth: OAuthRequirement | None = None
     """An OAuth grant the tool needs, resolved on the worker."""
     aliases: dict[str, str] = Field(default_factory=dict)
-    """Provider-specific names, e.g. {"anthropic": "getWeather"}."""
+    """Provider-specific names, e.g. {"anthropic": "getWeather"}: a model of that provider
+    calling the alias runs this tool (the workflow resolves it; see
+    `tools._names.alias_provider` for the key of a model spec). Later stages see `name`."""
     strict: bool = False
     """Ask providers for strict schema adherence (OpenAI strict function calling)."""
     subagent: dict[str, Any] | None = None
@@ -222,11 +224,15 @@ class ToolSpec(_Frozen):
     `both` (the default; output is checked only when there is an output schema) or `none`
     (a schema tool then gets the arguments as the model wrote them, parsed but unchecked)."""
     cost_hint: str | None = None
-    """Catalog metadata: what a call costs, in the tool author's words ("free", "$0.01")."""
+    """Catalog metadata: what a call costs, in the tool author's words ("free", "$0.01").
+    Like every catalog metadata field, for operators only: never sent to the model (what
+    the model must know belongs in `description`); shown by `durable-tools tools`."""
     latency_hint: str | None = None
-    """Catalog metadata: how long a call usually takes ("~200 ms", "minutes")."""
+    """Catalog metadata: how long a call usually takes ("~200 ms", "minutes"). Operators
+    only, never sent to the model."""
     safety_notes: str | None = None
-    """Catalog metadata: what a person should know before allowing the tool."""
+    """Catalog metadata: what a person should know before allowing the tool. Operators and
+    approvers only (`durable-tools tools`, the inbox's approval page), never the model."""
     source: str | None = None
     """Catalog metadata: where the tool comes from (a module, an MCP server, an API)."""
     transport: Transport = "function"
