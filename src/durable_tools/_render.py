@@ -285,6 +285,8 @@ def safety_summary(spec: ToolSpec) -> str:
     ):
         if flag:
             parts.append(label)
+    if s.requires_confirmation:
+        parts.append("requires confirmation")
     parts.append(f"approval: {approval_label(spec)}")
     if spec.oauth is not None:
         parts.append(f"oauth: {spec.oauth.provider}")
@@ -297,7 +299,7 @@ def safety_summary(spec: ToolSpec) -> str:
 
 
 def catalog_line(spec: ToolSpec) -> str:
-    """Catalog metadata in one line: transport, source, cost, latency, MIME types."""
+    """Catalog metadata in one line: transport, source, cost, latency, MIME types, aliases."""
     parts = [f"transport: {spec.transport}"]
     if spec.policy.local:
         parts.append("activity: local")  # chosen at registration (tools/_auto_local.py)
@@ -306,6 +308,7 @@ def catalog_line(spec: ToolSpec) -> str:
         ("cost", spec.cost_hint),
         ("latency", spec.latency_hint),
         ("types", ", ".join(spec.mime_types) or None),
+        ("aliases", ", ".join(f"{p}={a}" for p, a in sorted(spec.aliases.items())) or None),
     ):
         if value:
             parts.append(f"{label}: {value}")
@@ -321,6 +324,7 @@ def catalog_json(spec: ToolSpec) -> dict[str, Any]:
         "latency_hint": spec.latency_hint,
         "safety_notes": spec.safety_notes,
         "mime_types": list(spec.mime_types),
+        "aliases": dict(spec.aliases),
         "validate": spec.validation,
         "local_activity": spec.policy.local is True,
         "examples": list(spec.examples),

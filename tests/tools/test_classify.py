@@ -13,7 +13,6 @@ from pydantic import BaseModel
 from durable_tools.tools import (
     Cancelled,
     Denied,
-    Disposition,
     ErrorKind,
     InvalidArguments,
     MissingResource,
@@ -80,7 +79,7 @@ def test_tool_errors_pass_through() -> None:
 def test_timeouts_are_retryable(exc: Exception) -> None:
     error = classify_exception(exc)
     assert isinstance(error, ToolTimeout)
-    assert error.retryable and error.disposition == Disposition.RETRY
+    assert error.retryable
     assert error.details["exception_type"] == type(exc).__name__
 
 
@@ -115,7 +114,6 @@ def test_http_429_and_5xx_are_retryable_with_retry_after(
 def test_other_4xx_go_to_the_model(status: int) -> None:
     error = classify_exception(HTTPStatusError(FakeResponse(status)))
     assert not error.retryable
-    assert error.disposition == Disposition.TO_MODEL
     assert f"HTTP {status}" in error.message
 
 
@@ -150,7 +148,7 @@ def test_other_exceptions(exc: Exception, retryable: bool) -> None:
 
 def test_cancellation_is_classified() -> None:
     error = classify_exception(asyncio.CancelledError())
-    assert isinstance(error, Cancelled) and error.disposition == Disposition.FAIL
+    assert isinstance(error, Cancelled) and not error.retryable
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,6 @@ from ._context import Identity, Injected, MissingResource, ToolContext
 from ._errors import (
     Cancelled,
     Denied,
-    Disposition,
     ErrorKind,
     InvalidArguments,
     NeedsAuthorization,
@@ -72,7 +71,6 @@ __all__ = [
     "Cancelled",
     "ContentBlock",
     "Denied",
-    "Disposition",
     "ErrorKind",
     "ExecutionPolicy",
     "FileSystemArtifactStore",

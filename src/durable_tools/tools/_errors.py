@@ -1,4 +1,10 @@
-"""One error taxonomy for every tool failure, and what each kind means for a run."""
+"""One error taxonomy for every tool failure.
+
+What a run does with an error is decided where it happens, not here: `retryable` (and
+`retry_after`) feed the retry policy; everything else reaches the model as an error
+message under the call id, except `NeedsAuthorization`, which pauses the run for the
+user's OAuth grant (`workflows/_authorization_gate.py`).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,6 @@ from typing import Any
 __all__ = [
     "Cancelled",
     "Denied",
-    "Disposition",
     "ErrorKind",
     "InvalidArguments",
     "NeedsAuthorization",
@@ -36,19 +41,6 @@ class ErrorKind(StrEnum):
     """The run used up the tool's `max_calls_per_run`: the call never ran."""
 
 
-class Disposition(StrEnum):
-    """What the run does with an error."""
-
-    RETRY = "retry"
-    """Try the call again (transient errors, timeouts of safe tools, 429/5xx)."""
-    TO_MODEL = "to_model"
-    """Give the model an error message that keeps the call id, and go on."""
-    PAUSE = "pause"
-    """Wait for a person (authorization) and then run the call again."""
-    FAIL = "fail"
-    """End the run as failed."""
-
-
 class ToolError(Exception):
     """Base of every classified tool error.
 
@@ -60,7 +52,6 @@ class ToolError(Exception):
     """
 
     kind: ErrorKind = ErrorKind.EXECUTION
-    default_disposition: Disposition = Disposition.TO_MODEL
 
     def __init__(
         self,
@@ -75,11 +66,6 @@ class ToolError(Exception):
         self.retryable = retryable
         self.retry_after = retry_after
         self.details = details or {}
-
-    @property
-    def disposition(self) -> Disposition:
-        """What the run should do with this error."""
-        return Disposition.RETRY if self.retryable else self.default_disposition
 
 
 class ToolNotFound(ToolError):
@@ -119,7 +105,6 @@ class NeedsAuthorization(ToolError):
     """The tool needs a (new) OAuth grant of the run's user: the run pauses for it."""
 
     kind = ErrorKind.UNAUTHORIZED
-    default_disposition = Disposition.PAUSE
 
 
 class Denied(ToolError):
@@ -132,4 +117,3 @@ class Cancelled(ToolError):
     """The call was cancelled before it finished."""
 
     kind = ErrorKind.CANCELLED
-    default_disposition = Disposition.FAIL

@@ -11,10 +11,12 @@ import re
 from typing import Literal
 
 __all__ = [
+    "PROVIDER_KEY_PATTERN",
     "PROVIDER_NAME_PATTERN",
     "SNAKE_CASE_PATTERN",
     "NameStyle",
     "ToolRegistrationError",
+    "alias_provider",
     "check_alias",
     "check_tool_name",
 ]
@@ -28,7 +30,13 @@ PROVIDER_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 NameStyle = Literal["snake_case", "provider"]
 """`snake_case` (the default) or `provider` (anything OpenAI and Anthropic accept)."""
 
+PROVIDER_KEY_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+"""A key of `ToolSpec.aliases`: what `alias_provider` returns for some model spec."""
+
 MAX_NAME_LENGTH = 64
+
+_SAME_PROVIDER = {"openai-responses": "openai", "google-gla": "google", "google-vertex": "google"}
+"""Model spec prefixes (and pydantic-ai providers) whose models share another's aliases."""
 
 
 class ToolRegistrationError(ValueError):
@@ -77,9 +85,12 @@ def check_alias(alias: str, *, provider: str, tool_name: str) -> None:
     Raises:
         ToolRegistrationError: with `rule` set to the first rule the alias breaks.
     """
-    if not provider:
+    if not isinstance(provider, str) or not PROVIDER_KEY_PATTERN.match(provider):
         raise ToolRegistrationError(
-            f"tool {tool_name!r}: alias {alias!r} has an empty provider key",
+            f"tool {tool_name!r}: alias {alias!r} has the provider key {provider!r}; a "
+            "provider key is a model spec prefix in lowercase (`openai`, `anthropic`, "
+            "`google`, `scripted`, a pydantic-ai provider or a registered prefix): see "
+            "`alias_provider`",
             rule="alias",
             tool_name=tool_name,
         )
@@ -122,3 +133,16 @@ def _check(name: str, *, what: str, style: NameStyle, max_length: int, tool_name
             "providers accept only letters, digits, '_' and '-' "
             f"(pattern {PROVIDER_NAME_PATTERN.pattern})",
         )
+
+
+def alias_provider(model: str) -> str:
+    """The key of `ToolSpec.aliases` that applies to a run of the model spec `model`.
+
+    The spec's prefix (`anthropic:claude-sonnet-4-5` -> `anthropic`); `openai-responses`
+    shares `openai`'s aliases; a `pydantic-ai:PROVIDER:MODEL` spec uses PROVIDER's
+    (`google-gla` and `google-vertex` both `google`).
+    """
+    prefix, _, rest = model.partition(":")
+    if prefix == "pydantic-ai":
+        prefix = rest.partition(":")[0]
+    return _SAME_PROVIDER.get(prefix, prefix)

@@ -94,6 +94,8 @@ class ToolOptions(TypedDict, total=False):
     returns True (or raises). The predicate stays on the worker."""
     oauth: OAuthRequirement | None
     aliases: Mapping[str, str]
+    """Provider key (a model spec prefix, lowercase) -> another name the tool answers to
+    for that provider's models, e.g. {"anthropic": "getWeather"}."""
     strict: bool
     """OpenAI strict function calling: all properties required, optional ones nullable.
     Examples of a strict tool must then list every property (null for "not given")."""
@@ -107,6 +109,7 @@ class ToolOptions(TypedDict, total=False):
     """What is checked: `input`, `output`, `both` (default) or `none`. Asking for `output`
     or `both` explicitly derives an output schema from any return annotation."""
     cost_hint: str | None
+    """Catalog metadata (this and the five below): for operators, never sent to the model."""
     latency_hint: str | None
     safety_notes: str | None
     source: str | None

@@ -153,6 +153,13 @@ class ToolRegistry(RegistryCatalog):
             config: The child's `AgentConfig` (or its JSON form).
             **options: As for `register`; `name=` is required and `description=` should
                 say what the sub-agent is good for (the model reads it).
+                `start_to_close_timeout` (or `schedule_to_close_timeout`) bounds the child
+                run, `task_queue` picks its workers; `retry`, `heartbeat_timeout`,
+                `max_concurrent`, `rate_limit` and `local` mean nothing for a child workflow.
+
+        Raises:
+            ToolRegistrationError: no `name=`, a config without a model, or an option a
+                child workflow cannot honour (`rule="options"`, naming it and why).
         """
         return self._register_stub(subagent_stub(config, options))
 
@@ -192,10 +199,13 @@ class ToolRegistry(RegistryCatalog):
             node_output_limit_bytes: Largest output a node may pass to another node.
             **options: As for `register` (tags, loading, approval, ...). The safety flags
                 and auth scopes are the nodes' combined; a node needing approval makes
-                the flow need it.
+                the flow need it. Activity options (timeouts, retry, task queue, limits)
+                are refused: `timeout` bounds the flow, and each node runs under its own
+                tool's policy.
 
         Raises:
-            ToolRegistrationError: `rule="flow"` for a flow that does not validate.
+            ToolRegistrationError: `rule="flow"` for a flow that does not validate,
+                `rule="options"` for an option a flow call cannot honour.
         """
         stub = flow_stub(
             name,
@@ -231,6 +241,7 @@ class ToolRegistry(RegistryCatalog):
                     tool_name=name,
                 )
             pairs = {(provider, alias) for provider, alias in tool.spec.aliases.items()}
+            _check_alias_names(name, pairs, self._tools, self._aliases)
             taken = pairs & self._aliases.keys()
             if taken:
                 provider, alias = sorted(taken)[0]
@@ -343,3 +354,30 @@ class ToolRegistry(RegistryCatalog):
             name, parameters=parameters, output=output, timeout=timeout, options=options
         )
         return self._register_stub(stub)
+
+
+def _check_alias_names(
+    name: str,
+    pairs: set[tuple[str, str]],
+    tools: Mapping[str, RegisteredTool],
+    aliases: Mapping[tuple[str, str], str],
+) -> None:
+    """Refuse a tool name that is another tool's alias, or an alias that is another
+    tool's name: a call by that name would be ambiguous (the workflow takes a name before
+    an alias, so the alias could never be called)."""
+    for (provider, alias), owner in aliases.items():
+        if alias == name:
+            raise ToolRegistrationError(
+                f"tool name {name!r} is invalid: tool {owner!r} uses it as its alias for "
+                f"{provider!r}",
+                rule="duplicate",
+                tool_name=name,
+            )
+    for provider, alias in sorted(pairs):
+        if alias != name and alias in tools:
+            raise ToolRegistrationError(
+                f"alias {alias!r} for {provider!r} of tool {name!r} is invalid: a tool of "
+                "that name is registered",
+                rule="duplicate",
+                tool_name=name,
+            )

@@ -6,12 +6,31 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
+from .._durations import MAX_DURATION_SECONDS
 from ._context import Identity
 from ._names import ToolRegistrationError
 from ._registered import RegisteredTool
-from ._registry_stub import StubTool, refusing_handler
+from ._registry_stub import StubTool, refuse_options, refusing_handler
+from ._spec import RetrySpec
 
 __all__ = ["flow_stub"]
+
+_NODES_OWN = "each node runs under its own tool's policy (or its FlowNode policy=)"
+_REFUSED = {
+    "start_to_close_timeout": "timeout= bounds the whole flow",
+    "schedule_to_close_timeout": "timeout= bounds the whole flow",
+    "retry": (
+        f"a flow call runs its graph once and {_NODES_OWN}: running it again would repeat "
+        "the nodes that had completed"
+    ),
+    "heartbeat_timeout": f"a flow is a child workflow, which does not heartbeat; {_NODES_OWN}",
+    "task_queue": f"the flow runs on the agent run's task queue; {_NODES_OWN}",
+    "local": f"a flow is a child workflow, never a local activity; {_NODES_OWN}",
+    "max_concurrent": f"a flow is a child workflow, not a tool activity; {_NODES_OWN}",
+    "rate_limit": f"a flow is a child workflow, not a tool activity; {_NODES_OWN}",
+}
+"""Execution options a flow call cannot honour: option -> why. (`max_calls_per_run`
+counts flow calls like any tool's.)"""
 
 
 def flow_stub(
@@ -37,10 +56,12 @@ def flow_stub(
     given = sorted({"name", "description"} & options.keys())
     if given:  # as when they were passed on to `register_schema` beside the positional ones
         raise TypeError(f"flow() got multiple values for keyword argument {given[0]!r}")
+    refuse_options("flow", name, options, _REFUSED)
     seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
-    if not seconds > 0 or node_output_limit_bytes < 256:
+    if not 0 < seconds <= MAX_DURATION_SECONDS or node_output_limit_bytes < 256:
         raise ToolRegistrationError(
-            f"flow {name!r}: timeout must be > 0 and node_output_limit_bytes >= 256",
+            f"flow {name!r}: timeout must be > 0 and at most {MAX_DURATION_SECONDS:,} s, and "
+            "node_output_limit_bytes >= 256",
             rule="flow",
             tool_name=name,
         )
@@ -59,7 +80,9 @@ def flow_stub(
     def visible(identity: Identity) -> bool:  # fail closed: every node must be visible
         return all(tool.is_visible_to(identity) for tool in node_tools)
 
-    settings: dict[str, Any] = {"safety": blueprint.safety, **options}
+    # The spec says how the call runs: once, bound by the flow's timeout.
+    policy = {"start_to_close_timeout": seconds, "retry": RetrySpec(maximum_attempts=1)}
+    settings: dict[str, Any] = {"safety": blueprint.safety, **options, **policy, "local": False}
     if blueprint.needs_approval:
         settings["approval"] = True
     settings["auth_scopes"] = sorted({*blueprint.auth_scopes, *options.get("auth_scopes", ())})

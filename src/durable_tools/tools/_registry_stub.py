@@ -13,9 +13,11 @@ from typing import Any
 
 from ._context import ToolContext
 from ._errors import ToolExecutionError
+from ._names import ToolRegistrationError
 from ._schema_tools import SchemaHandler
+from ._spec import ExecutionPolicy
 
-__all__ = ["StubTool", "refusing_handler"]
+__all__ = ["StubTool", "given_policy_options", "refuse_options", "refusing_handler"]
 
 
 @dataclass(frozen=True)
@@ -38,3 +40,42 @@ def refusing_handler(message: str) -> SchemaHandler:
         raise ToolExecutionError(message)
 
     return not_an_activity
+
+
+def given_policy_options(options: Mapping[str, Any]) -> set[str]:
+    """The execution options the caller set: flat keywords, and fields set on `policy=`."""
+    given = {key for key in options if key in ExecutionPolicy.model_fields}
+    policy = options.get("policy")
+    if isinstance(policy, ExecutionPolicy):
+        given |= policy.model_fields_set
+    return given
+
+
+def refuse_options(
+    what: str, name: str, options: Mapping[str, Any], refused: Mapping[str, str]
+) -> None:
+    """Refuse, naming each and why, the options `what` cannot honour (`refused`: option ->
+    why). An option accepted and then silently ignored is worse than an error at start-up.
+
+    Raises:
+        ToolRegistrationError: `rule="options"`, when any refused option is given (flat, or
+            as a field set on `policy=`).
+    """
+    policy = options.get("policy")
+
+    def value(key: str) -> Any:
+        return options[key] if key in options else getattr(policy, key, None)
+
+    # None (and local=False) ask for what such a tool does anyway: nothing to refuse.
+    given = sorted(
+        key
+        for key in given_policy_options(options) & refused.keys()
+        if value(key) is not None and not (key == "local" and value(key) is False)
+    )
+    if given:
+        reasons = "; ".join(f"{key}: {refused[key]}" for key in given)
+        raise ToolRegistrationError(
+            f"{what} {name!r}: option(s) {', '.join(given)} cannot be honoured: {reasons}",
+            rule="options",
+            tool_name=name,
+        )

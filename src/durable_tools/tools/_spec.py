@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .._durations import Seconds
+
 __all__ = [
     "ApprovalMode",
     "ExecutionPolicy",
@@ -92,11 +94,11 @@ class Safety(_Frozen):
 class RetrySpec(_Frozen):
     """Exponential retry, in seconds. Mirrors Temporal's retry policy."""
 
-    initial_interval: float = Field(default=1.0, gt=0)
+    initial_interval: Seconds = 1.0
     """Delay before the first retry."""
-    backoff_coefficient: float = Field(default=2.0, ge=1.0)
+    backoff_coefficient: float = Field(default=2.0, ge=1.0, le=1_000, allow_inf_nan=False)
     """Each delay is the previous one times this."""
-    maximum_interval: float | None = Field(default=60.0, gt=0)
+    maximum_interval: Seconds | None = 60.0
     """Delays never exceed this."""
     maximum_attempts: int = Field(default=5, ge=0)
     """Attempts in all, the first included; 0 means no limit (bounded by the timeouts)."""
@@ -123,16 +125,20 @@ class RetrySpec(_Frozen):
 class ExecutionPolicy(_Frozen):
     """How the engine runs one call of the tool. All durations are in seconds."""
 
-    start_to_close_timeout: float = Field(default=60.0, gt=0)
-    """Longest a single attempt may run."""
-    schedule_to_close_timeout: float | None = Field(default=None, gt=0)
-    """Longest the call may take over all its attempts, None for no overall bound."""
-    heartbeat_timeout: float | None = Field(default=None, gt=0)
+    start_to_close_timeout: Seconds = 60.0
+    """Longest a single attempt may run. For a sub-agent, see `schedule_to_close_timeout`."""
+    schedule_to_close_timeout: Seconds | None = None
+    """Longest the call may take over all its attempts, None for no overall bound. For a
+    sub-agent: the child run's execution timeout (registration puts the tighter of the two
+    timeouts given here); a flow's bound is its own `timeout=`."""
+    heartbeat_timeout: Seconds | None = None
     """An attempt that does not heartbeat this often is considered lost."""
     retry: RetrySpec = RetrySpec()
     """Retry policy for retryable errors."""
-    task_queue: str | None = None
-    """Run the tool on workers of this task queue instead of the run's own."""
+    task_queue: str | None = Field(default=None, min_length=1, max_length=1_000)
+    """Run the tool on workers of this task queue instead of the run's own. For a
+    sub-agent: the child run's task queue (its workers must run the agent workflow and
+    the child's tools)."""
     local: bool | None = None
     """Run as a local activity: cheaper and faster, for short tools on the same worker.
     None (the default) lets the registry choose: local only for a read-only, short, plain
@@ -142,7 +148,7 @@ class ExecutionPolicy(_Frozen):
     """Most calls of the tool running at once on one worker process (all runs together).
     The tool gets its own task queue and worker slots; with several worker processes the
     cap is this times the number of processes."""
-    rate_limit: float | None = Field(default=None, gt=0)
+    rate_limit: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Most calls of the tool started per second across the deployment, enforced by the
     Temporal server on the tool's own task queue (calls over it wait, they do not fail)."""
     max_calls_per_run: int | None = Field(default=None, ge=1)
@@ -201,7 +207,9 @@ class ToolSpec(_Frozen):
     oauth: OAuthRequirement | None = None
     """An OAuth grant the tool needs, resolved on the worker."""
     aliases: dict[str, str] = Field(default_factory=dict)
-    """Provider-specific names, e.g. {"anthropic": "getWeather"}."""
+    """Provider-specific names, e.g. {"anthropic": "getWeather"}: a model of that provider
+    calling the alias runs this tool (the workflow resolves it; see
+    `tools._names.alias_provider` for the key of a model spec). Later stages see `name`."""
     strict: bool = False
     """Ask providers for strict schema adherence (OpenAI strict function calling)."""
     subagent: dict[str, Any] | None = None
@@ -216,11 +224,15 @@ class ToolSpec(_Frozen):
     `both` (the default; output is checked only when there is an output schema) or `none`
     (a schema tool then gets the arguments as the model wrote them, parsed but unchecked)."""
     cost_hint: str | None = None
-    """Catalog metadata: what a call costs, in the tool author's words ("free", "$0.01")."""
+    """Catalog metadata: what a call costs, in the tool author's words ("free", "$0.01").
+    Like every catalog metadata field, for operators only: never sent to the model (what
+    the model must know belongs in `description`); shown by `durable-tools tools`."""
     latency_hint: str | None = None
-    """Catalog metadata: how long a call usually takes ("~200 ms", "minutes")."""
+    """Catalog metadata: how long a call usually takes ("~200 ms", "minutes"). Operators
+    only, never sent to the model."""
     safety_notes: str | None = None
-    """Catalog metadata: what a person should know before allowing the tool."""
+    """Catalog metadata: what a person should know before allowing the tool. Operators and
+    approvers only (`durable-tools tools`, the inbox's approval page), never the model."""
     source: str | None = None
     """Catalog metadata: where the tool comes from (a module, an MCP server, an API)."""
     transport: Transport = "function"

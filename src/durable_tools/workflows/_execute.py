@@ -192,19 +192,21 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
         # worker knows it (README), so the child's first task is run by one that does.
         revision=state.input.revision,
     )
+    bound = spec.policy.schedule_to_close_timeout  # None: the child may run for ever
     try:
         result: AgentResult = await workflow.execute_child_workflow(
             "AgentWorkflow",
             child_input,
             id=child_id,
             result_type=AgentResult,
+            task_queue=spec.policy.task_queue,  # None: the run's own
+            execution_timeout=None if bound is None else timedelta(seconds=bound),
             static_summary=f"sub-agent {spec.name} of {workflow_id}",
             # If this run closes first, its sub-agents are asked to stop, not killed.
             parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
         )
     except ChildWorkflowError as err:
-        failure = ToolExecutionError(f"sub-agent run {child_id} failed: {err.cause or err}")
-        return Executed(error_outcome(call.id, spec.name, failure), 1)
+        return Executed(error_outcome(call.id, spec.name, _child_failure(err, child_id)), 1)
     ok = result.status == RunStatus.COMPLETED
     answer = result.final_answer if ok else f"ended {result.status.value}: {result.reason}"
     outcome = ToolOutcome(
@@ -215,6 +217,16 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
         error_kind=None if ok else ErrorKind.EXECUTION.value,
     )
     return Executed(outcome, 1)
+
+
+def _child_failure(err: ChildWorkflowError, child_id: str) -> ToolExecutionError | ToolTimeout:
+    """What the model reads about a sub-agent run that did not end by itself."""
+    if isinstance(err.cause, TimeoutError):
+        return ToolTimeout(
+            f"sub-agent run {child_id} did not finish within its timeout and was ended; "
+            "its answer is lost, and tool calls it made may have taken effect"
+        )
+    return ToolExecutionError(f"sub-agent run {child_id} failed: {err.cause or err}")
 
 
 _Ended = ToolOutcome | ActivityError | Literal["cancelled", "unknown"]

@@ -13,6 +13,7 @@ from durable_tools.messages import Message, ToolCall
 from durable_tools.tools import InvalidArguments, ToolNotFound, ToolSpec
 from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import abridge_arguments, redact_arguments
+from durable_tools.tools._names import alias_provider
 from durable_tools.tools._validation import parse_arguments, validate_arguments
 from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES, payload_bytes
 from durable_tools.workflows._state import EndRun, RunState
@@ -56,7 +57,8 @@ def validate_call(
     Raises:
         EndRun: the call is invalid and the agent's `on_invalid_call` is `fail`.
     """
-    spec = offered.get(call.name)
+    provider = alias_provider(state.config.model)
+    spec = offered.get(call.name) or _by_alias(offered, call.name, provider)
     try:
         if spec is None:
             raise ToolNotFound(f"unknown tool {call.name[:64]!r}")
@@ -74,10 +76,19 @@ def validate_call(
                 RunStatus.FAILED,
                 f"invalid tool call {call.id[:64]!r} to {call.name[:64]!r}: {error.message[:300]}",
             ) from None
-        message = error_message_for_model(call.id, call.name, error, available=sorted(offered))
+        available = sorted(s.aliases.get(provider, s.name) for s in offered.values())
+        message = error_message_for_model(call.id, call.name, error, available=available)
         return Message.tool(call.id, call.name, message, is_error=True)
     record.arguments = abridge_arguments(redact_arguments(arguments, spec.safety.redact))
+    if call.name != spec.name:  # called by its alias: every later stage sees the tool's name
+        record.tool = spec.name
+        call = call.model_copy(update={"name": spec.name})
     return ValidCall(call=call, spec=spec, arguments=arguments)
+
+
+def _by_alias(offered: dict[str, ToolSpec], name: str, provider: str) -> ToolSpec | None:
+    """The offered tool whose alias for `provider` is `name` (registration keeps it unique)."""
+    return next((s for s in offered.values() if s.aliases.get(provider) == name), None)
 
 
 def _check_size(call: ToolCall, arguments: dict[str, Any]) -> None:
