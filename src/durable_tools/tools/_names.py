@@ -8,6 +8,7 @@ same in the Temporal UI, in logs and in the model's tool list.
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 from typing import Literal
 
 __all__ = [
@@ -35,7 +36,9 @@ PROVIDER_KEY_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
 MAX_NAME_LENGTH = 64
 
-_SAME_PROVIDER = {"openai-responses": "openai", "google-gla": "google", "google-vertex": "google"}
+_SAME_PROVIDER = MappingProxyType(
+    {"openai-responses": "openai", "google-gla": "google", "google-vertex": "google"}
+)
 """Model spec prefixes (and pydantic-ai providers) whose models share another's aliases."""
 
 

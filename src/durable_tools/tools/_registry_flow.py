@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
+from types import MappingProxyType
 from typing import Any
 
 from .._durations import MAX_DURATION_SECONDS
@@ -16,19 +17,21 @@ from ._spec import RetrySpec
 __all__ = ["flow_stub"]
 
 _NODES_OWN = "each node runs under its own tool's policy (or its FlowNode policy=)"
-_REFUSED = {
-    "start_to_close_timeout": "timeout= bounds the whole flow",
-    "schedule_to_close_timeout": "timeout= bounds the whole flow",
-    "retry": (
-        f"a flow call runs its graph once and {_NODES_OWN}: running it again would repeat "
-        "the nodes that had completed"
-    ),
-    "heartbeat_timeout": f"a flow is a child workflow, which does not heartbeat; {_NODES_OWN}",
-    "task_queue": f"the flow runs on the agent run's task queue; {_NODES_OWN}",
-    "local": f"a flow is a child workflow, never a local activity; {_NODES_OWN}",
-    "max_concurrent": f"a flow is a child workflow, not a tool activity; {_NODES_OWN}",
-    "rate_limit": f"a flow is a child workflow, not a tool activity; {_NODES_OWN}",
-}
+_REFUSED = MappingProxyType(
+    {
+        "start_to_close_timeout": "timeout= bounds the whole flow",
+        "schedule_to_close_timeout": "timeout= bounds the whole flow",
+        "retry": (
+            f"a flow call runs its graph once and {_NODES_OWN}: running it again would repeat "
+            "the nodes that had completed"
+        ),
+        "heartbeat_timeout": f"a flow is a child workflow, which does not heartbeat; {_NODES_OWN}",
+        "task_queue": f"the flow runs on the agent run's task queue; {_NODES_OWN}",
+        "local": f"a flow is a child workflow, never a local activity; {_NODES_OWN}",
+        "max_concurrent": f"a flow is a child workflow, not a tool activity; {_NODES_OWN}",
+        "rate_limit": f"a flow is a child workflow, not a tool activity; {_NODES_OWN}",
+    }
+)
 """Execution options a flow call cannot honour: option -> why. (`max_calls_per_run`
 counts flow calls like any tool's.)"""
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import timedelta
+from types import MappingProxyType
 from typing import Any
 
 from ._names import ToolRegistrationError
@@ -34,24 +35,26 @@ _TASK_SCHEMA = {
     "additionalProperties": False,
 }
 
-_REFUSED = {
-    "retry": (
-        "a sub-agent call runs its child agent once; running a whole agent again would "
-        "repeat every tool call it made (its own tools retry under their own policies)"
-    ),
-    "heartbeat_timeout": (
-        "a child workflow does not heartbeat; bound it with start_to_close_timeout"
-    ),
-    "max_concurrent": (
-        "it caps a tool's activity task queue, and a sub-agent runs as a child workflow; "
-        "bound its calls with max_calls_per_run"
-    ),
-    "rate_limit": (
-        "it paces a tool's activity task queue, and a sub-agent runs as a child workflow; "
-        "bound its calls with max_calls_per_run"
-    ),
-    "local": "a sub-agent runs as a child workflow, never as a local activity",
-}
+_REFUSED = MappingProxyType(
+    {
+        "retry": (
+            "a sub-agent call runs its child agent once; running a whole agent again would "
+            "repeat every tool call it made (its own tools retry under their own policies)"
+        ),
+        "heartbeat_timeout": (
+            "a child workflow does not heartbeat; bound it with start_to_close_timeout"
+        ),
+        "max_concurrent": (
+            "it caps a tool's activity task queue, and a sub-agent runs as a child workflow; "
+            "bound its calls with max_calls_per_run"
+        ),
+        "rate_limit": (
+            "it paces a tool's activity task queue, and a sub-agent runs as a child workflow; "
+            "bound its calls with max_calls_per_run"
+        ),
+        "local": "a sub-agent runs as a child workflow, never as a local activity",
+    }
+)
 """Execution options with no meaning for a child workflow: option -> why."""
 
 
