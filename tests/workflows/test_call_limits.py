@@ -108,3 +108,38 @@ async def test_on_invalid_call_fail_still_ends_the_run_at_the_turn_limit(
     assert result.status == RunStatus.LIMIT_REACHED
     assert "max_tool_calls_per_turn is 4" in (result.reason or "")
     assert ran == []
+
+
+async def test_thousands_of_calls_in_one_answer_end_the_run_without_wedging_it(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """Past 256 calls over the limit the model is broken: repairing each would build a
+    payload near Temporal's limit, so the run ends `limit_reached`, clearly."""
+    ran: list[int] = []
+    config = AgentConfig(
+        model=write_script(tmp_path, [wide_turn(4 + 257), answer("done")]),
+        limits=Limits(max_tool_calls_per_turn=4),
+    )
+    async with running_worker(client, counting_registry(ran), task_queue):
+        run = await DurableTools(client, task_queue).start("flood", config=config)
+        result = await run.result()
+        await assert_not_wedged(run.handle)
+    assert result.status == RunStatus.LIMIT_REACHED
+    assert "261 tool calls" in (result.reason or "") and ran == []
+
+
+async def test_a_turn_limit_of_zero_refuses_every_call_and_the_run_goes_on(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    ran: list[int] = []
+    config = AgentConfig(
+        model=write_script(tmp_path, [wide_turn(2), answer("done")]),
+        limits=Limits(max_tool_calls_per_turn=0),
+    )
+    async with running_worker(client, counting_registry(ran), task_queue):
+        run = await DurableTools(client, task_queue).start("none", config=config)
+        result = await run.result()
+        replies = [m for m in await run.conversation() if m.role == "tool"]
+    assert result.status == RunStatus.COMPLETED and ran == []
+    assert [m.is_error for m in replies] == [True, True]
+    assert "at most 0 run per turn" in (replies[0].content or "")

@@ -22,6 +22,7 @@ from durable_tools.workflows._final_output import accept_final_calls, accept_tex
 from durable_tools.workflows._limits import (
     MAX_CANCEL_REASON_CHARS,
     MAX_REASON_CHARS,
+    MAX_REFUSED_CALLS,
     PAYLOAD_BUDGET_BYTES,
     clip,
     payload_bytes,
@@ -128,8 +129,9 @@ def _check_turn_limits(
     Too many calls in one answer is the model's mistake, which it can repair: the first
     `max_tool_calls_per_turn` run and the rest are answered with an error naming the
     limit, instead of ending a run that may have waited days for this turn. With
-    `on_invalid_call="fail"`, and in runs recorded before this (no `TURN_LIMIT_PATCH`
-    marker), the run ends `limit_reached` as it did. `max_tool_calls` (per run) is a
+    `on_invalid_call="fail"`, for more than `MAX_REFUSED_CALLS` calls over the limit (a
+    broken model), and in runs recorded before this (no `TURN_LIMIT_PATCH` marker), the
+    run ends `limit_reached` as it did. `max_tool_calls` (per run) is a
     budget, not a mistake: reaching it ends the run.
 
     Raises:
@@ -139,7 +141,11 @@ def _check_turn_limits(
     per_turn = limits.max_tool_calls_per_turn
     over: list[ToolCall] = []
     if len(calls) > per_turn:
-        if state.config.on_invalid_call == "fail" or not workflow.patched(TURN_LIMIT_PATCH):
+        if (
+            state.config.on_invalid_call == "fail"
+            or len(calls) - per_turn > MAX_REFUSED_CALLS
+            or not workflow.patched(TURN_LIMIT_PATCH)
+        ):
             raise EndRun(
                 RunStatus.LIMIT_REACHED,
                 f"the model asked for {len(calls)} tool calls in one turn; "
