@@ -285,6 +285,7 @@ async def test_limits_end_the_run_with_a_clear_status(
                 tmp_path, [calls(*[(f"c{i}", "add", {"a": i, "b": 0}) for i in range(5)])]
             ),
             limits=Limits(max_tool_calls_per_turn=4),
+            on_invalid_call="fail",  # else the calls over the limit get a repair message
         )
         result = await (await dt.start("wide", config=config)).result()
         assert result.status == RunStatus.LIMIT_REACHED

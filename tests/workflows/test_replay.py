@@ -31,6 +31,8 @@ def test_histories_are_checked_in() -> None:
         "short_wire",
         "older_worker",
         "local_catalog",
+        "turn_limit_ended",
+        "retry_budget_exceeded",
     }
 
 

@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio import activity
@@ -28,11 +28,14 @@ from durable_tools.tools._classify import (
     error_message_for_model,
 )
 from durable_tools.tools._context import ToolContext
-from durable_tools.tools._errors import Cancelled, ToolError
+from durable_tools.tools._errors import Cancelled, ToolError, ToolTimeout
+from durable_tools.tools._events import TOOL_POLICY_EXHAUSTED, ToolEvent, scrub_event
 from durable_tools.tools._formatting import format_result, output_lost_outcome
 from durable_tools.tools._progress_scrub import scrub_progress
 from durable_tools.tools._registry import RegisteredTool
 from durable_tools.tools._scrub import scrub
+from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows._options import retry_delay
 
 __all__ = [
     "AUTO_HEARTBEAT_SECONDS",
@@ -110,7 +113,7 @@ async def _heartbeat_while(
             except asyncio.CancelledError:
                 if cancelled is None:
                     cancelled = time.monotonic()
-                    context._cancel()
+                    context._cancel(_why_cancelled())
                     task.cancel()
                 current = asyncio.current_task()
                 if current is not None:
@@ -126,6 +129,57 @@ async def _heartbeat_while(
             raise asyncio.CancelledError()
         _log_late_end(context, error, time.monotonic() - cancelled)
     return task.result()
+
+
+def _why_cancelled() -> ToolError:
+    """How this attempt was stopped, from what the server said: cancelled by its run, or
+    timed out. The server no longer knowing the attempt (`not_found`) means it timed out
+    when one of its deadlines has passed; otherwise its run stopped waiting for it."""
+    details = activity.cancellation_details()
+    if details is None or details.cancel_requested:
+        return Cancelled("the call was cancelled")
+    if details.timed_out or (details.not_found and _past_a_deadline(activity.info())):
+        return ToolTimeout("the attempt timed out")
+    if details.worker_shutdown:
+        return Cancelled("the worker running the attempt is shutting down")
+    return Cancelled("the attempt was stopped: its run no longer waits for it")
+
+
+def _past_a_deadline(info: activity.Info) -> bool:
+    now = datetime.now(UTC)
+    ends = [
+        info.started_time + timeout
+        for timeout in (info.start_to_close_timeout,)
+        if timeout is not None
+    ]
+    if info.schedule_to_close_timeout is not None:
+        ends.append(info.scheduled_time + info.schedule_to_close_timeout)
+    return any(now >= end for end in ends)
+
+
+def _exhausted(
+    spec: ToolSpec, info: activity.Info, attempt: int, error: ToolError, retryable: bool
+) -> bool:
+    """Whether this failed attempt ends a call its policy would retry: it timed out or
+    failed retryably, and no attempt follows (none left, or the next would start past
+    the call's schedule-to-close deadline). What the run records as
+    `tool.policy_exhausted`, seen from the worker."""
+    retry = spec.policy.retry
+    timed_out = isinstance(error, ToolTimeout) and not retryable
+    if not (retryable or timed_out):
+        return False  # not retried by design: nothing was exhausted
+    if timed_out:
+        repeats = retry.retry_timeouts
+        if not (spec.safety.safe_to_repeat if repeats is None else repeats):
+            return True  # a timed-out attempt of this tool is never retried
+    if retry.maximum_attempts != 0 and attempt >= retry.maximum_attempts:
+        return True
+    if info.schedule_to_close_timeout is None:
+        return False
+    deadline = info.scheduled_time + info.schedule_to_close_timeout
+    requested = error.retry_after if not timed_out else None
+    delay = timedelta(seconds=retry_delay(retry, attempt, requested))
+    return datetime.now(UTC) + delay >= deadline
 
 
 def _log_late_end(context: ToolContext, error: BaseException | None, late: float) -> None:
@@ -184,6 +238,27 @@ def make_tool_activity(
 
         secrets = runtime.secret_values()
         final_on_failure = False
+        context: ToolContext | None = None
+
+        async def exhausted(error: ToolError, *, retryable: bool) -> None:
+            """Emit `tool.policy_exhausted` on the worker's bus when no attempt follows."""
+            if not _exhausted(spec, info, attempt, error, retryable):
+                return
+            await runtime.registry.emit(
+                scrub_event(
+                    ToolEvent(
+                        name=TOOL_POLICY_EXHAUSTED,
+                        tool_name=spec.name,
+                        call_id=invocation.call_id,
+                        run_id=invocation.workflow_id,
+                        attempt=attempt,
+                        error_kind=error.kind.value,
+                        message=error.message,
+                    ),
+                    secrets,
+                )
+            )
+
         try:
             access_token = None
             if spec.oauth is not None:
@@ -224,6 +299,8 @@ def make_tool_activity(
                 context,
             )
         except asyncio.CancelledError:
+            if context is not None and isinstance(context._interruption, ToolTimeout):
+                await exhausted(context._interruption, retryable=False)
             raise
         except Exception as exc:  # classified once, here, for every tool
             classified = classify_exception(exc)
@@ -231,6 +308,7 @@ def make_tool_activity(
             retryable = not final_on_failure and apply_retry_spec(
                 classified, spec.policy.retry, cause
             )
+            await exhausted(classified, retryable=retryable)
             raise to_application_error(
                 classified, invocation.call_id, spec.name, secrets, attempt, retryable=retryable
             ) from None

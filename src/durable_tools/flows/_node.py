@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -28,6 +27,8 @@ from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES, payload_bytes
 from durable_tools.workflows._options import ToolActivityOptions, activity_options_for
 from durable_tools.workflows._tool_activity import (
     attempts_after,
+    attempts_deadline,
+    retry_when_due,
     schedule_tool_activity,
     workflow_retry_delay,
 )
@@ -125,6 +126,7 @@ async def _attempts(
 ) -> ToolOutcome:
     spec = node.spec
     attempts = 0
+    deadline = attempts_deadline(options)  # schedule_to_close bounds all the attempts
     while True:
         invocation = ToolInvocation(
             call_id=call_id,
@@ -137,13 +139,14 @@ async def _attempts(
             output_limit_bytes=limit,
         )
         try:
-            return await schedule_tool_activity(spec.name, invocation, options, summary)
+            return await schedule_tool_activity(
+                spec.name, invocation, options, summary, deadline=deadline
+            )
         except ActivityError as err:
             cause = err.cause
             attempts = attempts_after(cause, attempts)
-            delay = workflow_retry_delay(spec, options, cause, attempts)
-            if delay is not None:
-                await workflow.sleep(timedelta(seconds=delay))
+            delay = workflow_retry_delay(spec, options, cause, attempts, deadline=deadline)
+            if delay is not None and await retry_when_due(delay, deadline):
                 continue
             raise _failure(cause, attempts, spec.safety.safe_to_repeat) from None
 

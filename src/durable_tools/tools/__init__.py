@@ -40,7 +40,7 @@ from ._formatting import (
     redact_arguments,
     to_tool_result,
 )
-from ._middleware import Middleware, Skip, ToolCallInfo
+from ._middleware import Middleware, Skip, ToolCallInfo, ToolFailure
 from ._names import ToolRegistrationError
 from ._registry import ApprovalPredicate, RegisteredTool, ToolOptions, ToolRegistry
 from ._results import ArtifactRef, ContentBlock, ToolOutcome, ToolResult
@@ -95,6 +95,7 @@ __all__ = [
     "ToolError",
     "ToolEvent",
     "ToolExecutionError",
+    "ToolFailure",
     "ToolNotFound",
     "ToolOptions",
     "ToolOutcome",

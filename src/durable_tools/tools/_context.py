@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ._artifacts import ArtifactStore
-from ._errors import Cancelled
+from ._errors import Cancelled, ToolError
 from ._progress import (
     RECENT_PROGRESS,
     Progress,
@@ -112,6 +112,8 @@ class ToolContext:
     _recent: list[Progress] = field(default_factory=list, repr=False)
     _progress_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _cancel_event: threading.Event = field(default_factory=threading.Event, repr=False)
+    _interruption: ToolError | None = field(default=None, repr=False)
+    """Why the attempt was stopped (`_cancel`): what its hooks and listeners are told."""
     _groups: list[int] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -233,8 +235,15 @@ class ToolContext:
             if self._cancel_event.is_set():
                 _kill_group(group)
 
-    def _cancel(self) -> None:
-        """Mark the call cancelled and kill its subprocesses (called by the activity)."""
+    def _cancel(self, why: ToolError | None = None) -> None:
+        """Mark the call cancelled and kill its subprocesses (called by the activity).
+
+        Args:
+            why: How the attempt was stopped (`Cancelled`, or `ToolTimeout` when it timed
+                out), for its hooks and listeners; a plain `Cancelled` when not given.
+        """
+        if self._interruption is None:
+            self._interruption = why
         self._cancel_event.set()
         self._kill_subprocesses()
 

@@ -1,5 +1,7 @@
 """Lifecycle events of tool calls, for metrics, logs and UIs.
 
+Each attempt that starts ends in exactly one `tool.completed` or `tool.failed`, also when
+it is cancelled or times out (docs/events.md, "The worker's tool events and hooks").
 Listeners observe; they never steer. A listener that raises is logged and ignored,
 because an observer must not be able to fail a tool call. Events carry no argument
 values, and their messages and details are scrubbed of the call's secrets (the worker's
@@ -42,11 +44,15 @@ TOOL_COMPLETED: Final = "tool.completed"
 TOOL_SKIPPED: Final = "tool.skipped"
 """A before-hook skipped the call: the tool did not run (no started/completed events)."""
 TOOL_FAILED: Final = "tool.failed"
-"""The tool, a hook or argument injection raised; `error_kind` says how it was classified."""
+"""The tool, a hook or argument injection raised, or the attempt was cancelled
+(`error_kind` `Cancelled`) or stopped by its timeout (`ToolTimeout`); `error_kind` says how
+it was classified."""
 TOOL_INVALID_ARGS: Final = "tool.invalid_args"
 """The arguments were malformed or broke the schema; the tool did not run."""
 TOOL_POLICY_EXHAUSTED: Final = "tool.policy_exhausted"
-"""Retries or timeouts ran out. Emitted by callers that see the whole call (the workflow)."""
+"""Retries or the call's time budget ran out: after the `tool.failed` of a retryable or
+timed-out attempt that no attempt follows (emitted by the tool activity; the run records
+its own in its audit stream)."""
 
 ALL_EVENTS: Final = (
     TOOL_STARTED,

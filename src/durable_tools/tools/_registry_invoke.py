@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ._classify import classify_exception
 from ._context import ToolContext
-from ._errors import InvalidArguments
+from ._errors import Cancelled, InvalidArguments, ToolError
 from ._events import (
     TOOL_COMPLETED,
     TOOL_FAILED,
@@ -19,7 +20,15 @@ from ._events import (
     scrub_event,
 )
 from ._formatting import to_tool_result
-from ._middleware import Skip, ToolCallInfo, run_after, run_before
+from ._middleware import (
+    Skip,
+    ToolCallInfo,
+    ToolFailure,
+    interruption,
+    run_after,
+    run_after_failure,
+    run_before,
+)
 from ._registered import RegisteredTool
 from ._results import ContentBlock, ToolResult
 from ._validation import parse_arguments, validate_arguments, validate_output
@@ -77,6 +86,23 @@ async def invoke_tool(
     call = ToolCallInfo(tool=tool, arguments=args, context=context)
     started = time.monotonic()
     body_started = False
+    after_ran = False  # the after-hooks saw this attempt: a failure in them is not shown again
+
+    async def failed(failure: ToolError) -> None:
+        """Tell the after-hooks (if the tool was started) and the listeners, once."""
+        elapsed = (time.monotonic() - started) * 1000
+        failed_event = event(
+            TOOL_FAILED,
+            elapsed_ms=elapsed,
+            error_kind=failure.kind.value,
+            message=failure.message,
+            details={"retryable": failure.retryable, **failure.details},
+        )
+        if body_started and not after_ran:
+            seen = ToolFailure.of(failure, failed_event.message or "", elapsed)
+            await run_after_failure(middleware, call, seen)
+        await emit(failed_event)
+
     try:
         skip = await run_before(middleware, call) if run_before_hooks else None
         if isinstance(skip, Skip):
@@ -100,23 +126,22 @@ async def invoke_tool(
             and not result.is_error
         ):
             validate_output(spec, result.structured)  # never retryable: the body ran
+        after_ran = True
         result = await run_after(middleware, call, result)
         if not isinstance(result, ToolResult):
             raise TypeError(f"an after-hook returned {type(result).__name__}, not a ToolResult")
+    except asyncio.CancelledError:
+        # Cancelled, or stopped by its timeout (the activity says which): still an end.
+        await failed(interruption(context))
+        raise
     except Exception as exc:
         failure = classify_exception(exc)
         if not body_started and run_before_hooks and failure.retryable:
             failure.retryable = False  # a retry would not run the hooks again
-        elapsed = (time.monotonic() - started) * 1000
-        await emit(
-            event(
-                TOOL_FAILED,
-                elapsed_ms=elapsed,
-                error_kind=failure.kind.value,
-                message=failure.message,
-                details={"retryable": failure.retryable, **failure.details},
-            )
-        )
+        # A tool acknowledging its cancellation raises `Cancelled`; the activity may know
+        # better (it timed out), and its hooks and listeners are told that.
+        stopped = isinstance(failure, Cancelled) and context._interruption is not None
+        await failed(interruption(context) if stopped else failure)
         if failure is exc:
             raise
         raise failure from exc

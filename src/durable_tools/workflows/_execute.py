@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import functools
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Literal
 
 from temporalio import workflow
@@ -47,6 +46,8 @@ from durable_tools.workflows._run_io import AgentInput, AgentResult
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._tool_activity import (
     attempts_after,
+    attempts_deadline,
+    retry_when_due,
     start_tool_activity,
     workflow_retry_delay,
 )
@@ -118,6 +119,7 @@ async def _run_activity(
     attempts = 0
     resume: InputResume | None = None  # the user's answers to the server's last questions
     rounds = 0
+    deadline = attempts_deadline(options)  # schedule_to_close bounds all the attempts
     while True:
         invocation = ToolInvocation(
             call_id=call.id,
@@ -133,7 +135,9 @@ async def _run_activity(
             request_state=resume.request_state if resume else None,
         )
         try:
-            activity = start_tool_activity(spec.name, invocation, options, summary)
+            activity = start_tool_activity(
+                spec.name, invocation, options, summary, deadline=deadline
+            )
             outcome = await _until_stopped(activity, state.config.cancel_grace_seconds)
         except _Stopped as stopped:
             if stopped.ended == "unknown":
@@ -145,7 +149,7 @@ async def _run_activity(
             attempts = attempts_after(err.cause, attempts)
             failure = _failure_outcome(valid, err)
             cause = err.cause
-            delay = workflow_retry_delay(spec, options, cause, attempts)
+            delay = workflow_retry_delay(spec, options, cause, attempts, deadline=deadline)
             if delay is not None:
                 state.event(
                     "tool.retrying",
@@ -154,8 +158,8 @@ async def _run_activity(
                     attempt=attempts,
                     error_kind=failure.error_kind,
                 )
-                await workflow.sleep(timedelta(seconds=delay))
-                continue
+                if await retry_when_due(delay, deadline):
+                    continue
             retryable = isinstance(cause, ApplicationError) and not cause.non_retryable
             if retryable or isinstance(cause, TimeoutError):
                 state.event("tool.policy_exhausted", call, detail=failure.content[:300])
@@ -168,6 +172,7 @@ async def _run_activity(
             if isinstance(asked, ToolOutcome):
                 return Executed(asked, outcome.attempt)
             resume, attempts = asked, outcome.attempt
+            deadline = attempts_deadline(options)  # the user's wait is not the tool's
             continue
         return Executed(outcome, outcome.attempt)
 

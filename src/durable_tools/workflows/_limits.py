@@ -28,6 +28,7 @@ __all__ = [
     "MAX_INPUT_ANSWER_BYTES",
     "MAX_PENDING_STEERS",
     "MAX_REASON_CHARS",
+    "MAX_REFUSED_CALLS",
     "MAX_STEER_CHARS",
     "PAYLOAD_BUDGET_BYTES",
     "check_handler_prefix",
@@ -61,6 +62,11 @@ MAX_CANCEL_REASON_CHARS = 500
 
 MAX_GRANT_REF_CHARS = 512
 """Longest opaque grant reference the OAuth callback may send."""
+
+MAX_REFUSED_CALLS = 256
+"""Most calls over `max_tool_calls_per_turn` one answer may hold and still be repaired
+(each gets a timeline entry, an event and a tool message); a model asking for more is
+broken, and the run ends `limit_reached` as it would with `on_invalid_call="fail"`."""
 
 MAX_STEER_CHARS = 32_000
 """Longest steering instruction."""

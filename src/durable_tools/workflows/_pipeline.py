@@ -36,7 +36,10 @@ from durable_tools.workflows._tool_search import SEARCH_TOOL
 from durable_tools.workflows._types import ToolCallRecord
 from durable_tools.workflows._validate import ValidCall, open_record, validate_call
 
-__all__ = ["run_calls"]
+__all__ = ["TOO_MANY_CALLS", "refuse_over_turn_limit", "run_calls"]
+
+TOO_MANY_CALLS = "TooManyCalls"
+"""The error kind of a call over `max_tool_calls_per_turn`: it was not run."""
 
 
 async def run_calls(state: RunState, calls: list[ToolCall]) -> list[Message]:
@@ -59,6 +62,34 @@ async def run_calls(state: RunState, calls: list[ToolCall]) -> list[Message]:
         return await _run_groups(state, calls, offered, gate, batch, duplicates)
     finally:
         state.in_calls = False
+
+
+def refuse_over_turn_limit(state: RunState, over: list[ToolCall]) -> list[Message]:
+    """Answer the calls over `max_tool_calls_per_turn` with an error naming the limit.
+
+    Like an invalid call, each is in the timeline (status `invalid`) and the events
+    (`tool.invalid_args`), and the model reads, under the call's own id, why it did not
+    run and that it may ask again.
+    """
+    limit = state.config.limits.max_tool_calls_per_turn
+    asked = limit + len(over)
+    messages: list[Message] = []
+    for call in over:
+        record = open_record(state, call)
+        record.status = "invalid"
+        record.error_kind = TOO_MANY_CALLS
+        record.result = (
+            f"not run: {asked} calls in one turn, over max_tool_calls_per_turn ({limit})"
+        )
+        state.event("tool.invalid_args", call, detail=record.result, error_kind=TOO_MANY_CALLS)
+        text = (
+            f"Tool call {call.id} to {call.name[:64]!r} was not run: you asked for {asked} "
+            f"tool calls in one message, and at most {limit} run per turn "
+            f"(max_tool_calls_per_turn); the first {limit} ran. Call it again in a later "
+            "message if you still need it."
+        )
+        messages.append(Message.tool(call.id, call.name, text, is_error=True, at=workflow.now()))
+    return messages
 
 
 async def _run_groups(

@@ -61,15 +61,18 @@ def record_outcome(
     record.artifacts = list(outcome.artifacts)
     record.details = bounded_details(outcome.structured)
     if outcome.skipped is not None:
-        # A before-hook skipped the call: the tool never started, so the run's events say
-        # `tool.skipped` instead of a `tool.started`/`tool.completed` pair.
+        # A before-hook skipped the call: the tool never ran, and `tool.skipped` closes the
+        # call instead of `tool.completed`. Its `tool.started` (the call was scheduled)
+        # stays: a follower may have delivered it already, and an event's `seq` is its
+        # place in the stream, which `events_since` counts on.
         record.status = "skipped"
-        for index in range(len(state.events) - 1, -1, -1):
-            started = state.events[index]
-            if started.event == "tool.started" and started.call_id == call.id:
-                del state.events[index]  # the latest one: a reused call id has older ones
-                break
-        state.event("tool.skipped", call, detail=outcome.skipped[:300])
+        state.event(
+            "tool.skipped",
+            call,
+            detail=outcome.skipped[:300],
+            transport=transport,
+            duration_ms=duration_ms,
+        )
         return outcome
     if outcome.is_error:
         record.status = "failed"

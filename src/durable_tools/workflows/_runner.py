@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
+from temporalio import workflow
 from temporalio.exceptions import FailureError
 
 from durable_tools.messages import Message, ToolCall
@@ -21,12 +22,13 @@ from durable_tools.workflows._final_output import accept_final_calls, accept_tex
 from durable_tools.workflows._limits import (
     MAX_CANCEL_REASON_CHARS,
     MAX_REASON_CHARS,
+    MAX_REFUSED_CALLS,
     PAYLOAD_BUDGET_BYTES,
     clip,
     payload_bytes,
 )
 from durable_tools.workflows._model_turn import call_model
-from durable_tools.workflows._pipeline import run_calls
+from durable_tools.workflows._pipeline import refuse_over_turn_limit, run_calls
 from durable_tools.workflows._run_catalog import catalog_summary, load_catalog
 from durable_tools.workflows._run_io import AgentResult, RunSnapshot
 from durable_tools.workflows._state import EndRun, RunState
@@ -34,7 +36,12 @@ from durable_tools.workflows._types import ApprovalDecision, RunStatus
 from durable_tools.workflows._usage import run_cost, spend_tokens
 from durable_tools.workflows._visibility import publish
 
-__all__ = ["request_cancel", "run_agent_loop", "signal_decision", "snapshot"]
+__all__ = ["TURN_LIMIT_PATCH", "request_cancel", "run_agent_loop", "signal_decision", "snapshot"]
+
+TURN_LIMIT_PATCH = "turn-limit-repair"
+"""Marks runs in which calls over `max_tool_calls_per_turn` get a repair message. A run
+recorded before ended `limit_reached` there, and its replay must do the same. Asked only
+when a turn is over the limit."""
 
 
 async def run_agent_loop(state: RunState, *, continue_as_new: bool = True) -> AgentResult:
@@ -103,9 +110,10 @@ async def _loop(state: RunState, *, continue_as_new: bool) -> None:
         # `finals`: calls of the structured output's `final_answer` tool (none without one).
         finals, calls = split_final_calls(state, message.tool_calls)
         if calls:
-            _check_turn_limits(state, calls)
+            calls, over = _check_turn_limits(state, calls)
             state.tool_calls += len(calls)
             state.conversation.extend(await run_calls(state, calls))
+            state.conversation.extend(refuse_over_turn_limit(state, over))
         if finals and accept_final_calls(state, finals):
             return
         state.check_cancelled()
@@ -113,16 +121,40 @@ async def _loop(state: RunState, *, continue_as_new: bool) -> None:
             await maybe_continue_as_new(state)
 
 
-def _check_turn_limits(state: RunState, calls: list[ToolCall]) -> None:
+def _check_turn_limits(
+    state: RunState, calls: list[ToolCall]
+) -> tuple[list[ToolCall], list[ToolCall]]:
+    """The calls that run this turn, and those over `max_tool_calls_per_turn`.
+
+    Too many calls in one answer is the model's mistake, which it can repair: the first
+    `max_tool_calls_per_turn` run and the rest are answered with an error naming the
+    limit, instead of ending a run that may have waited days for this turn. With
+    `on_invalid_call="fail"`, for more than `MAX_REFUSED_CALLS` calls over the limit (a
+    broken model), and in runs recorded before this (no `TURN_LIMIT_PATCH` marker), the
+    run ends `limit_reached` as it did. `max_tool_calls` (per run) is a
+    budget, not a mistake: reaching it ends the run.
+
+    Raises:
+        EndRun: the per-run budget is spent, or the per-turn limit ends the run.
+    """
     limits = state.config.limits
-    if len(calls) > limits.max_tool_calls_per_turn:
-        raise EndRun(
-            RunStatus.LIMIT_REACHED,
-            f"the model asked for {len(calls)} tool calls in one turn; "
-            f"max_tool_calls_per_turn is {limits.max_tool_calls_per_turn}",
-        )
+    per_turn = limits.max_tool_calls_per_turn
+    over: list[ToolCall] = []
+    if len(calls) > per_turn:
+        if (
+            state.config.on_invalid_call == "fail"
+            or len(calls) - per_turn > MAX_REFUSED_CALLS
+            or not workflow.patched(TURN_LIMIT_PATCH)
+        ):
+            raise EndRun(
+                RunStatus.LIMIT_REACHED,
+                f"the model asked for {len(calls)} tool calls in one turn; "
+                f"max_tool_calls_per_turn is {per_turn}",
+            )
+        calls, over = calls[:per_turn], calls[per_turn:]
     if state.tool_calls + len(calls) > limits.max_tool_calls:
         raise EndRun(RunStatus.LIMIT_REACHED, f"max_tool_calls ({limits.max_tool_calls}) reached")
+    return calls, over
 
 
 def _finish(state: RunState, status: RunStatus, *, reason: str | None = None) -> AgentResult:

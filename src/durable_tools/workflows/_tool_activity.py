@@ -3,11 +3,20 @@
 Shared by an agent's tool calls (`_execute`) and a flow's nodes (`flows._node`): both
 schedule the tool's own activity type with its options, count attempts as the activity
 reports them, and retry from the workflow on clean, retryable errors.
+
+A tool's `schedule_to_close_timeout` bounds the whole call, however its attempts are
+made. Temporal enforces it across the retries it makes itself; the workflow's own retries
+are separate activities, so the caller takes an `attempts_deadline` before the first one
+and passes it to every attempt (which gets only what is left of the budget as its own
+schedule-to-close timeout), to `workflow_retry_delay` (which plans no retry past the
+deadline) and to `retry_when_due` (which waits for the retry and checks the deadline
+again: a timer may fire late).
 """
 
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -20,26 +29,59 @@ from durable_tools.workflows._local_activity import start_local
 from durable_tools.workflows._options import ToolActivityOptions, retry_delay
 
 __all__ = [
+    "RETRY_BUDGET_PATCH",
     "attempts_after",
+    "attempts_deadline",
+    "retry_when_due",
     "schedule_tool_activity",
     "start_tool_activity",
     "workflow_retry_delay",
 ]
 
+RETRY_BUDGET_PATCH = "workflow-retry-budget"
+"""Marks runs whose workflow-driven retries stop at the call's schedule-to-close budget. A
+run recorded before retried past it (each attempt had a budget of its own), and its
+replay must do the same. Asked only when a retry would start after the deadline."""
+
+_LEAST_TIMEOUT = timedelta(milliseconds=1)
+"""Temporal takes a timeout of zero as "none": an attempt never gets less than this."""
+
+
+def attempts_deadline(options: ToolActivityOptions) -> float | None:
+    """When the call's workflow-driven attempts must have ended (`workflow.time()`), or
+    None when the workflow does not retry the tool or it has no schedule-to-close budget.
+
+    Take it once, before the call's first attempt (and again after a pause that is not
+    the tool's, such as waiting for the user's answers to an MCP server's questions).
+    """
+    if not options.workflow_retries or options.schedule_to_close_timeout is None:
+        return None
+    return workflow.time() + options.schedule_to_close_timeout.total_seconds()
+
 
 async def schedule_tool_activity(
-    name: str, invocation: ToolInvocation, options: ToolActivityOptions, summary: str | None
+    name: str,
+    invocation: ToolInvocation,
+    options: ToolActivityOptions,
+    summary: str | None,
+    *,
+    deadline: float | None = None,
 ) -> ToolOutcome:
     """Run the tool's activity (local or regular, as its options say) and return its outcome.
 
     Raises:
         temporalio.exceptions.ActivityError: the activity failed, timed out or was cancelled.
     """
-    return await start_tool_activity(name, invocation, options, summary)
+    return await start_tool_activity(name, invocation, options, summary, deadline=deadline)
 
 
 def start_tool_activity(
-    name: str, invocation: ToolInvocation, options: ToolActivityOptions, summary: str | None
+    name: str,
+    invocation: ToolInvocation,
+    options: ToolActivityOptions,
+    summary: str | None,
+    *,
+    deadline: float | None = None,
 ) -> asyncio.Task[ToolOutcome]:
     """Schedule the tool's activity now and return the task that ends with its outcome.
 
@@ -47,10 +89,21 @@ def start_tool_activity(
     issues it before its first suspension: a run's commands keep their order whichever
     is used. Cancelling the task cancels the activity; the task raises `ActivityError`
     when the activity failed, timed out or was cancelled.
+
+    Args:
+        name: The tool's activity type.
+        invocation: The activity's input.
+        options: The tool's activity options.
+        summary: The activity's summary, for the UI.
+        deadline: The call's `attempts_deadline`: this attempt's schedule-to-close timeout
+            is what is left of the budget.
     """
+    schedule_to_close = options.schedule_to_close_timeout
+    if deadline is not None:
+        schedule_to_close = max(timedelta(seconds=deadline - workflow.time()), _LEAST_TIMEOUT)
     shared: dict[str, Any] = {
         "start_to_close_timeout": options.start_to_close_timeout,
-        "schedule_to_close_timeout": options.schedule_to_close_timeout,
+        "schedule_to_close_timeout": schedule_to_close,
         "retry_policy": options.retry_policy,
         "cancellation_type": options.cancellation_type,
         "summary": summary,
@@ -82,13 +135,20 @@ def attempts_after(cause: BaseException | None, so_far: int) -> int:
 
 
 def workflow_retry_delay(
-    spec: ToolSpec, options: ToolActivityOptions, cause: BaseException | None, attempts: int
+    spec: ToolSpec,
+    options: ToolActivityOptions,
+    cause: BaseException | None,
+    attempts: int,
+    *,
+    deadline: float | None = None,
 ) -> float | None:
     """Seconds to wait before the workflow retries the call, or None when it does not.
 
     Only clean, retryable tool errors are retried from the workflow (a tool not safe to
-    repeat after a timeout is not), within the tool's `maximum_attempts`; the delay honours
-    a delay the tool asked for (`next_retry_delay`).
+    repeat after a timeout is not), within the tool's `maximum_attempts` and before the
+    call's `deadline` (`attempts_deadline`: its schedule-to-close budget), as Temporal
+    does for the retries it makes itself; the delay honours a delay the tool asked for
+    (`next_retry_delay`).
     """
     retry = spec.policy.retry
     if not (
@@ -99,4 +159,22 @@ def workflow_retry_delay(
     ):
         return None
     requested = cause.next_retry_delay
-    return retry_delay(retry, attempts, None if requested is None else requested.total_seconds())
+    delay = retry_delay(retry, attempts, None if requested is None else requested.total_seconds())
+    if (
+        deadline is not None
+        and workflow.time() + delay >= deadline
+        and workflow.patched(RETRY_BUDGET_PATCH)
+    ):
+        return None  # the next attempt would start with no budget left
+    return delay
+
+
+async def retry_when_due(delay: float, deadline: float | None) -> bool:
+    """Wait `delay` seconds before a workflow-driven retry; False when the call's deadline
+    passed meanwhile (the timer fired late), so the retry must not start."""
+    await workflow.sleep(timedelta(seconds=delay))
+    return not (
+        deadline is not None
+        and workflow.time() >= deadline
+        and workflow.patched(RETRY_BUDGET_PATCH)
+    )

@@ -89,7 +89,8 @@ class ExecutionStrategy(BaseModel):
 
 
 class Limits(BaseModel):
-    """Bounds on a run. Hitting one ends the run with status `limit_reached`."""
+    """Bounds on a run. Hitting one ends the run with status `limit_reached`, except
+    `max_tool_calls_per_turn`: the calls over it get a repair message (docs/limits.md)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -98,7 +99,8 @@ class Limits(BaseModel):
     max_tool_calls: int = Field(default=100, ge=0)
     """Tool calls in the whole run."""
     max_tool_calls_per_turn: int = Field(default=16, ge=0)
-    """Tool calls one model answer may ask for."""
+    """Tool calls run from one model answer; each call over it is answered with an error
+    naming the limit (the run ends only with `on_invalid_call="fail"`)."""
     max_tokens: int | None = Field(default=None, ge=1)
     """Input plus output tokens of all model calls of the run (continue-as-new included);
     None: no bound. Checked after each model turn that asks for tools."""
