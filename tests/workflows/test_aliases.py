@@ -115,8 +115,10 @@ async def test_an_anthropic_model_calls_a_tool_by_its_anthropic_alias(
                 result = await asyncio.wait_for(run.result(), 30)
         finally:
             await aclose_shared_clients()
-        second = server.requests[-1].json
+        first, second = server.requests[0].json, server.requests[-1].json
     assert result.status == RunStatus.COMPLETED and result.final_answer == "It is sunny."
+    # The model is shown the tool under the name its provider knows it by.
+    assert "weatherNow" in [tool["name"] for tool in first["tools"]]
     assert ran == ["Oslo"]
     # The tool result went back to Anthropic under the tool_use id the model gave.
     results = [

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Literal
 
 from temporalio import workflow

@@ -17,6 +17,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from durable_tools.activities._types import MODEL_ACTIVITY, SNAPSHOT_MISSING, ModelCall, ModelTurn
 from durable_tools.messages import Message, ModelRequest, ModelResponse, ToolDefinition
 from durable_tools.tools import ArtifactRef, LoadingMode, ToolSpec
+from durable_tools.tools._names import alias_provider
 from durable_tools.workflows._final_output import native_output, output_tools
 from durable_tools.workflows._limits import (
     MAX_CALL_ID_CHARS,
@@ -99,9 +100,11 @@ def _tool_definitions(state: RunState) -> list[ToolDefinition]:
     offered = advertised(state)
     key = tuple(offered)
     if state.definitions is None or state.definitions[0] != key:
+        provider = alias_provider(state.config.model)
         definitions = [
             ToolDefinition(
-                name=spec.name,
+                # The name the run's provider knows it by (validation maps it back).
+                name=spec.aliases.get(provider, spec.name),
                 description=describe(spec),
                 parameters=spec.input_schema,
                 strict=spec.strict,

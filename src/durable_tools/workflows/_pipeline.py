@@ -148,7 +148,7 @@ async def run_call(state: RunState, call: ToolCall, offered: dict[str, ToolSpec]
             if isinstance(grant, Message):
                 return _as_error(grant)
             executed = await execute(state, valid, record, grant)
-            outcome = record_outcome(state, call, record, executed)
+            outcome = record_outcome(state, valid.call, record, executed)
             if outcome.error_kind != ErrorKind.UNAUTHORIZED.value or valid.spec.oauth is None:
                 return Message.tool(
                     call.id, valid.spec.name, outcome.content, is_error=outcome.is_error
