@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 # pyproject.toml keeps the ranges users get; `make lock` refreshes this file from them.
 CONSTRAINTS := constraints.txt
 
-.PHONY: install lock test lint typecheck unit test-slow test-sandbox demo bench server clean bytecode browser
+.PHONY: install lock test lint typecheck unit test-slow test-sandbox demo bench server clean bytecode browser docs
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	python3 -m venv $(VENV)
@@ -81,6 +81,10 @@ test-slow: bytecode
 test-sandbox: bytecode
 	DURABLE_TOOLS_STRICT_SANDBOX=1 $(VENV)/bin/pytest -q tests/workflows tests/flows tests/streaming
 
+## make docs: the docs site in site/, built strictly (broken links and references fail).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
 ## make demo: the main job on the embedded Temporal dev server (runtime dependencies only).
 demo: $(RUNTIME_STAMP)
 	$(PY) -m compileall -q src
@@ -95,4 +99,4 @@ server: $(STAMP)
 	$(VENV)/bin/durable-tools server
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

@@ -127,7 +127,10 @@ class OpenAIResponsesModel:
 
     Args:
         model: The model name, e.g. `gpt-5-mini`.
-        base_url, api_key, timeout, http_client: As for `OpenAIChatModel`.
+        base_url: As for `OpenAIChatModel`.
+        api_key: As for `OpenAIChatModel`.
+        timeout: As for `OpenAIChatModel`.
+        http_client: As for `OpenAIChatModel`.
 
     Raises:
         ValueError: When the model name is empty or `OPENAI_TIMEOUT` is not a number.
