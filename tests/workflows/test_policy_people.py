@@ -303,3 +303,21 @@ async def test_a_person_may_not_decide_under_a_name_the_run_records_for_itself(
         await assert_not_wedged(run.handle)
     assert record.decided_by == "alice+bob"
     assert executed == [("pay", 5)]
+
+
+async def test_a_second_decision_is_told_who_decided(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[Any] = []
+    # The second call waits, so the run is still open when bob tries to decide r1 again.
+    model = write_script(tmp_path, [refund("r1", 1), refund("r2", 2), answer("done")])
+    async with running_worker(client, registry(executed), task_queue):
+        run = await DurableTools(client, task_queue).start("go", model=model)
+        await wait_for(run, lambda s: "r1" in pending(s))
+        await run.approve("r1", decider="alice")
+        await wait_for(run, lambda s: "r2" in pending(s))
+        await rejected(run.approve("r1", decider="bob"), "already decided: approved by alice")
+        await run.deny("r2", decider="bob")
+        await run.result()
+        await assert_not_wedged(run.handle)
+    assert executed == [("refund", 1)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from durable_tools.tools._spec import ToolSpec
@@ -60,7 +61,7 @@ def static_approval(spec: ToolSpec, policy: ApprovalPolicy) -> bool | None:
 def check_decision(
     decision: ApprovalDecision,
     pending: dict[str, PendingApproval],
-    decided: set[str],
+    decided: Collection[str],
     *,
     hash_required: bool = False,
     identity_grants: bool = False,
@@ -71,7 +72,8 @@ def check_decision(
     Args:
         decision: The decision received.
         pending: The run's pending approvals, by call id.
-        decided: Call ids already decided (and not asked again).
+        decided: Call ids already decided (and not asked again); a mapping may say how
+            each was decided (`approved by alice at ...`), for the refusal.
         hash_required: The call id was used by more than one call in the run (or the
             run no longer knows: `CALL_IDS_CARRIED`), so a decision without the
             arguments hash could be meant for another of them.
@@ -86,7 +88,10 @@ def check_decision(
         InvalidDecision: naming what is wrong.
     """
     if decision.call_id in decided:
-        raise InvalidDecision(f"tool call {decision.call_id!r} was already decided")
+        how = decided.get(decision.call_id) if isinstance(decided, Mapping) else None
+        raise InvalidDecision(
+            f"tool call {decision.call_id!r} was already decided" + (f": {how}" if how else "")
+        )
     approval = pending.get(decision.call_id)
     if approval is None:
         waiting = ", ".join(sorted(pending)) or "none"

@@ -51,11 +51,19 @@ def check_decision_of(state: RunState, decision: object) -> None:
     check_decision(
         decision,
         state.pending,
-        set(state.decisions),
+        {call_id: _how_decided(state, call_id, d) for call_id, d in state.decisions.items()},
         hash_required=state.call_ids_dropped or state.call_uses.get(decision.call_id, 0) > 1,
         identity_grants=state.policy.identity_grants,
         has_identity=scope_key(state) is not None,
     )
+
+
+def _how_decided(state: RunState, call_id: str, decision: ApprovalDecision) -> str:
+    """`approved by alice at 2026-...`: what a second decider is told."""
+    verdict = "approved" if decision.approve else "denied"
+    record = state.records.get(call_id)
+    when = record.decided_at if record is not None else None
+    return f"{verdict} by {decision.decider}" + (f" at {when.isoformat()}" if when else "")
 
 
 def record_decision(state: RunState, decision: ApprovalDecision) -> str:
