@@ -34,10 +34,11 @@ from durable_tools.tools._results import ArtifactRef, ToolOutcome
 from durable_tools.workflows import AgentConfig, AgentInput, ApprovalPolicy, Limits
 
 HISTORIES = sorted((Path(__file__).parent / "workflows" / "histories").glob("*.json"))
-RECORDED_SHORT = frozenset(
-    {"short_wire", "local_catalog", "cancel_waited", "cancel_outcome_unknown"}
+RECORDED_FULL = frozenset(
+    {"approvals", "callbacks", "continued", "older_worker", "packed_catalog", "subagent"}
+    | {"tools_and_repairs"}
 )
-"""Histories recorded by a worker that writes the short form (all since the wire change)."""
+"""Histories recorded before the wire change, in the full form; every later one is short."""
 CONVERTER = pydantic_data_converter.payload_converter
 
 
