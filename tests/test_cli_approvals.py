@@ -264,3 +264,33 @@ def test_hash_given_takes_a_pasted_hash_as_it_is_meant() -> None:
     digest = "0123456789abcdef" * 4
     assert hash_given(None) is None
     assert hash_given(f"  {digest.upper()}\n") == digest
+
+
+async def test_a_group_decided_call_is_decided_by_a_member_named_as_such(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    from durable_tools.inbox import add_token
+    from durable_tools.workflows import AgentConfig, ApprovalPolicy
+
+    tokens = tmp_path / "tokens.json"
+    add_token(tokens, "alice", groups=["ops"])
+    add_token(tokens, "bob", groups=["sales"])
+    steps = [calls(("c1", "pay", {"amount_cents": 5})), answer("paid")]
+    config = AgentConfig(
+        model=write_script(tmp_path, steps), approval=ApprovalPolicy(deciders=("group:ops",))
+    )
+    async with running_worker(client, pay_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start("pay", config=config)
+        [pending] = (await wait_for(run, lambda s: bool(s.pending_approvals))).pending_approvals
+        decide = ("approve", run.run_id, "c1", "--hash", pending.arguments_hash)
+        # bob is not in ops: refused before anything is sent, saying what would work.
+        code, _, err = await cli(capsys, *decide, "--as", "bob", "--tokens-file", str(tokens))
+        assert code == 2 and "bob" in err and "group:ops" in err and "inbox" in err
+        # A group is not a person: `--as group:ops` decides nothing.
+        code, _, err = await cli(capsys, *decide, "--as", "group:ops", "--tokens-file", str(tokens))
+        assert code == 2
+        code, _, err = await cli(capsys, *decide, "--as", "alice", "--tokens-file", str(tokens))
+        assert code == 0, err
+        assert (await run.result()).status == RunStatus.COMPLETED
+        [record] = await run.timeline()
+    assert record.decided_by == "alice via group:ops"

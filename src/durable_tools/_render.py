@@ -154,9 +154,12 @@ def approval_commands(run_id: str, approval: PendingApproval) -> list[str]:
     """The exact commands that approve or deny a pending call (terminal-safe)."""
     run, call = terminal_safe(run_id), terminal_safe(approval.call_id)
     digest = terminal_safe(approval.arguments_hash)
+    # Named deciders: say who decides (a group's member as themselves; the CLI checks the
+    # membership in the inbox's tokens file and records `NAME via group:G`).
+    who = " --as NAME" if approval.deciders else ""
     return [
-        f"durable-tools approve {run} {call} --hash {digest}",
-        f"durable-tools deny {run} {call} --hash {digest} --reason '...'",
+        f"durable-tools approve {run} {call} --hash {digest}{who}",
+        f"durable-tools deny {run} {call} --hash {digest}{who} --reason '...'",
     ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import getpass
+from pathlib import Path
 
 from pydantic import ValidationError
 from temporalio.client import (
@@ -27,6 +28,7 @@ from ._confirm import (
     stale_request,
 )
 from ._errors import CliError, translate_rpc_errors
+from ._groups import decider_for
 from ._inbox_client import decide_via_inbox
 from ._output import echo
 from ._watch import has_workers
@@ -35,6 +37,11 @@ __all__ = ["DECIDE_TIMEOUT", "cmd_cancel", "cmd_decide", "cmd_steer"]
 
 DECIDE_TIMEOUT = 30.0
 """Seconds an approval or denial may wait for a worker to take it."""
+
+
+def _tokens_file(args: argparse.Namespace) -> Path | None:
+    given = getattr(args, "tokens_file", None)
+    return Path(given) if given else None
 
 
 def _who() -> str:
@@ -111,7 +118,9 @@ async def cmd_decide(args: argparse.Namespace) -> int:
                     ApprovalDecision(
                         call_id=args.call_id,
                         approve=args.approve,
-                        decider=args.decider or _who(),
+                        decider=decider_for(
+                            args.decider or _who(), approval.deciders, _tokens_file(args)
+                        ),
                         reason=args.reason,
                         arguments_hash=approval.arguments_hash,
                     )

@@ -217,6 +217,13 @@ def build_parser() -> argparse.ArgumentParser:
             "(without it: a direct Temporal update, for operators with namespace rights)",
         )
         add_connection_flags(p)
+        p.add_argument(
+            "--tokens-file",
+            metavar="FILE",
+            help="the inbox's tokens file, for a call a group decides: --as USER decides "
+            "as `USER via group:G` when the file puts USER in G (default "
+            "$DURABLE_TOOLS_HOME/inbox-tokens.json)",
+        )
         p.set_defaults(handler=cmd_decide, approve=verb == "approve")
 
     add_policy_commands(sub)
