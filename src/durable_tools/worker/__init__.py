@@ -13,7 +13,6 @@ from ._build import (
     task_queue_from_env,
 )
 from ._limited import ToolWorker
-from ._plugin import DurableToolsPlugin
 from ._sandbox import PASSTHROUGH_MODULES, STRICT_SANDBOX_ENV, passthrough_modules, workflow_runner
 
 __all__ = [
@@ -21,7 +20,6 @@ __all__ = [
     "PASSTHROUGH_MODULES",
     "SECRET_ENV_PREFIX",
     "STRICT_SANDBOX_ENV",
-    "DurableToolsPlugin",
     "ToolWorker",
     "build_worker",
     "load_registry",

@@ -108,7 +108,8 @@ def build_worker(
     `max_task_queue_activities_per_second=rate_limit`, and starts and stops them with itself.
 
     Args:
-        client: A client made with the pydantic data converter (see `durable_tools.connect`).
+        client: A client made with the pydantic data converter (see
+            `durable_tools.connection.connect`).
         registry: The tools this worker runs.
         task_queue: Defaults to `DURABLE_TOOLS_TASK_QUEUE` or `durable-tools`.
         resources: Worker-side objects handed to tools by name.
