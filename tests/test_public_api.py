@@ -15,7 +15,7 @@ PACKAGES = [
     "durable_tools.tools",
     "durable_tools.models",
     "durable_tools.workflows",
-    "durable_tools.activities",
+    "durable_tools._activities",
     "durable_tools.worker",
     "durable_tools.plugin",
     "durable_tools.oauth",

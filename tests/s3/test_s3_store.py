@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from s3_support import raw_client
 
-from durable_tools.activities._conversation import ConversationSnapshots, SnapshotMissing
+from durable_tools._activities._conversation import ConversationSnapshots, SnapshotMissing
 from durable_tools.cli import main
 from durable_tools.messages import Message
 from durable_tools.tools import format_result, to_tool_result

@@ -2,7 +2,13 @@
 
 `build_worker` is `DurableToolsPlugin` (`durable_tools.plugin`) on a `Worker`, plus the
 workers of rate-limited tools; use the plugin directly in an application's own workers.
+
+The worker-side objects `build_worker` takes are here too: a custom OAuth broker
+(`AuthorizationBroker`, `oauth=`), evaluators (`Evaluator`, `evaluators=`) and the
+identity-grant store (`GrantStore`, `grant_store=`).
 """
+
+from durable_tools._activities import AuthorizationBroker, Evaluator, GrantStore
 
 from ._build import (
     DEFAULT_TASK_QUEUE,
@@ -20,6 +26,9 @@ __all__ = [
     "PASSTHROUGH_MODULES",
     "SECRET_ENV_PREFIX",
     "STRICT_SANDBOX_ENV",
+    "AuthorizationBroker",
+    "Evaluator",
+    "GrantStore",
     "ToolWorker",
     "build_worker",
     "load_registry",

@@ -10,9 +10,9 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_tools.activities import Evaluator, GrantStore
-from durable_tools.activities._runtime import AuthorizationBroker
-from durable_tools.activities._tools import HEARTBEAT_THROTTLE
+from durable_tools._activities import Evaluator, GrantStore
+from durable_tools._activities._runtime import AuthorizationBroker
+from durable_tools._activities._tools import HEARTBEAT_THROTTLE
 from durable_tools.tools._artifacts import ArtifactStore
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._limited import ToolWorker
