@@ -29,8 +29,7 @@ from durable_tools._activities._types import (
 )
 from durable_tools._wire import WireModel
 from durable_tools.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
-from durable_tools.tools._context import Identity
-from durable_tools.tools._results import ArtifactRef, ToolOutcome
+from durable_tools.tools import ArtifactRef, Identity, ToolOutcome
 from durable_tools.workflows import AgentConfig, AgentInput, ApprovalPolicy, Limits
 
 HISTORIES = sorted((Path(__file__).parent / "workflows" / "histories").glob("*.json"))

@@ -14,8 +14,8 @@ from temporalio.testing import ActivityEnvironment
 
 from durable_tools._activities import ToolRuntime, core_activities
 from durable_tools._activities._types import PreflightRequest, PreflightResult
+from durable_tools.oauth import PendingAuthorization
 from durable_tools.oauth._broker import authorization_signal
-from durable_tools.oauth._records import PendingAuthorization
 from durable_tools.tools import Identity, OAuthRequirement, ToolRegistry
 
 
