@@ -55,7 +55,6 @@ PASSTHROUGH_MODULES = (
     "durable_tools.workflows._approvals",
     "durable_tools.workflows._options",
     "durable_tools.workflows._tool_search",
-    "durable_tools.flows._model",
     "jsonschema",
     "httpx",
 )
