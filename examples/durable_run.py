@@ -11,9 +11,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from durable_tools import ToolContext, ToolRegistry
 from durable_tools.client import DurableTools
 from durable_tools.server import ensure_server
+from durable_tools.tools import ToolContext, ToolRegistry
 from durable_tools.worker import build_worker
 from durable_tools.workflows import AgentConfig
 

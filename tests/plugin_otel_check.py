@@ -29,8 +29,9 @@ from temporalio.contrib.opentelemetry import (
 )
 from temporalio.worker import Worker
 
-from durable_tools import DurableToolsPlugin, ToolRegistry
 from durable_tools.client import DurableTools
+from durable_tools.plugin import DurableToolsPlugin
+from durable_tools.tools import ToolRegistry
 from support import answer, calls, write_script
 
 

@@ -27,9 +27,8 @@ import pytest
 import yaml
 from temporalio.api.common.v1 import Payload
 
-from durable_tools.cli._parser import build_parser
-from durable_tools.codec import EncryptionCodec
-from durable_tools.codec._keys import KEY_FILE_ENV, key_provider_from_env
+from durable_tools.cli import build_parser
+from durable_tools.codec import KEY_FILE_ENV, EncryptionCodec, key_provider_from_env
 from durable_tools.inbox import session_secret
 
 ROOT = Path(__file__).resolve().parent.parent

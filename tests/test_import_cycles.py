@@ -3,6 +3,11 @@
 Counts every import of a `durable_tools` module anywhere in a file, including those under
 `TYPE_CHECKING` and inside functions (a function-level import is a cycle deferred, not
 removed). Package `__init__` modules only re-export, so edges into them are left out.
+
+Between packages too: each subpackage (`durable_tools.tools`, ...) is one node, each
+top-level module (`durable_tools.client`, ...) another; a module's import of any module of
+another node (its `__init__` included) is an edge. The cycles left are listed, each with
+why it stands; a new one fails the test, and so does breaking a listed one (update the list).
 """
 
 from __future__ import annotations
@@ -92,6 +97,62 @@ def test_the_package_has_no_import_cycles() -> None:
         if name not in packages
     }
     assert _cycles(graph) == []
+
+
+def _node(name: str) -> str:
+    parts = name.split(".")
+    if len(parts) > 1 and (ROOT / "durable_tools" / parts[1]).is_dir():
+        return ".".join(parts[:2])
+    return name
+
+
+def _package_graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph: dict[str, set[str]] = {_node(name): set() for name in modules}
+    for name, path in modules.items():
+        graph[_node(name)] |= {_node(target) for target in _imports(name, path, modules)}
+    for node, targets in graph.items():
+        targets.discard(node)
+    return graph
+
+
+PACKAGE_CYCLES_LEFT = {
+    ("durable_tools._activities", "durable_tools.flows", "durable_tools.workflows"): (
+        "the agent workflow runs a flow as a child workflow (workflows._execute -> flows._call) "
+        "whose nodes reuse the workflow's tool-call helpers (_tool_activity, _limits, _state); "
+        "the workflow and its activities share the activity contract (_activities._types) and "
+        "the activities read the workflow's policy and limit types. Breaking it means a shared "
+        "contract package under both."
+    ),
+    (
+        "durable_tools._run_handle",
+        "durable_tools.client",
+        "durable_tools.codec",
+        "durable_tools.connection",
+        "durable_tools.inbox",
+        "durable_tools.server",
+    ): (
+        "`codec` holds both the payload codec (which `connection` needs) and the codec HTTP "
+        "server `durable_tools.codec.server`, which authenticates callers as the inbox does "
+        "(codec._server -> inbox -> client -> connection -> codec). Breaking it means moving "
+        "the codec server, a public path, out of `codec`."
+    ),
+}
+
+
+def test_the_packages_have_only_the_listed_import_cycles() -> None:
+    found = {tuple(cycle): "" for cycle in _cycles(_package_graph())}
+    assert sorted(found) == sorted(PACKAGE_CYCLES_LEFT)
+
+
+def test_the_tool_layer_imports_no_durable_layer() -> None:
+    # `tools` is plain Python (no Temporal): it must not import what runs on Temporal.
+    allowed = {"durable_tools._durations", "durable_tools._extras", "durable_tools._wire"}
+    assert _package_graph()["durable_tools.tools"] <= allowed
+
+
+def test_the_demo_does_not_import_the_cli() -> None:
+    assert "durable_tools.cli" not in _package_graph()["durable_tools.demo"]
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

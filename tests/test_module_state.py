@@ -77,7 +77,7 @@ SAFE: dict[str, str] = {
 """Globals that are state, yet cannot make two runs compute differently."""
 
 TO_FIX: dict[str, str] = {
-    "durable_tools.flows._json_types.MISSING": (
+    "durable_tools.tools._flow_json.MISSING": (
         "a dict sentinel that `field_schema` returns: a caller that mutates its answer "
         "changes it for every run (a MappingProxyType, or a private copy per call)"
     ),

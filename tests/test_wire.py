@@ -19,8 +19,7 @@ from pydantic_core import to_json
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from durable_tools._wire import WireModel
-from durable_tools.activities._types import (
+from durable_tools._activities._types import (
     CatalogRequest,
     ModelCall,
     ModelTurn,
@@ -28,9 +27,9 @@ from durable_tools.activities._types import (
     PreflightResult,
     ToolInvocation,
 )
+from durable_tools._wire import WireModel
 from durable_tools.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
-from durable_tools.tools._context import Identity
-from durable_tools.tools._results import ArtifactRef, ToolOutcome
+from durable_tools.tools import ArtifactRef, Identity, ToolOutcome
 from durable_tools.workflows import AgentConfig, AgentInput, ApprovalPolicy, Limits
 
 HISTORIES = sorted((Path(__file__).parent / "workflows" / "histories").glob("*.json"))

@@ -1,89 +1,81 @@
 """durable-tools: run LLM-agent tools durably on Temporal.
 
-The top-level package is the plain-Python tool layer (define tools, their specs, errors
-and results) and the conversation types; it imports nothing from Temporal. The durable
-parts live in their own modules:
+Every public name has one home, the module that documents it; the top-level package only
+carries the version and imports nothing (so `import durable_tools` stays Temporal-free):
 
+- `durable_tools.tools`: define tools (`ToolRegistry`, `ToolContext`, `Injected`, ...),
+  their specs, errors and results; plain Python, no Temporal.
+- `durable_tools.messages`: the conversation types (`Message`, `ModelRequest`, ...).
 - `durable_tools.workflows`: the agent workflow and its configuration (`AgentConfig`, ...).
 - `durable_tools.worker`: `build_worker(client, registry)`.
-- `durable_tools.client`: `DurableTools` to start runs, approve, steer and cancel them.
+- `durable_tools.client`: `DurableTools` to start runs, approve, steer, answer and cancel
+  them.
 - `durable_tools.connection.connect`: a client with the right data converter.
-- `durable_tools.plugin.DurableToolsPlugin` (also `durable_tools.DurableToolsPlugin`,
-  imported on first use so that `import durable_tools` stays Temporal-free): everything
-  above as a plugin for an application's own Temporal client and workers.
+- `durable_tools.plugin.DurableToolsPlugin`: everything above as a plugin for an
+  application's own Temporal client and workers.
+
+The names this package used to re-export (`durable_tools.ToolRegistry`, ...) still
+resolve, with a `DeprecationWarning` naming their home.
 """
 
-from typing import TYPE_CHECKING, Any
-
-from durable_tools.messages import Message, ModelRequest, ModelResponse, ToolCall
-from durable_tools.tools import (
-    ArtifactRef,
-    Cancelled,
-    ContentBlock,
-    Denied,
-    ExecutionPolicy,
-    Identity,
-    Injected,
-    InvalidArguments,
-    LoadingMode,
-    NeedsAuthorization,
-    OAuthRequirement,
-    RetrySpec,
-    Safety,
-    Skip,
-    ToolContext,
-    ToolError,
-    ToolExecutionError,
-    ToolNotFound,
-    ToolRegistrationError,
-    ToolRegistry,
-    ToolResult,
-    ToolSpec,
-    ToolTimeout,
-)
-
-if TYPE_CHECKING:
-    from durable_tools.plugin import DurableToolsPlugin
+import importlib
+import warnings
+from types import MappingProxyType
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ArtifactRef",
-    "Cancelled",
-    "ContentBlock",
-    "Denied",
-    "DurableToolsPlugin",
-    "ExecutionPolicy",
-    "Identity",
-    "Injected",
-    "InvalidArguments",
-    "LoadingMode",
-    "Message",
-    "ModelRequest",
-    "ModelResponse",
-    "NeedsAuthorization",
-    "OAuthRequirement",
-    "RetrySpec",
-    "Safety",
-    "Skip",
-    "ToolCall",
-    "ToolContext",
-    "ToolError",
-    "ToolExecutionError",
-    "ToolNotFound",
-    "ToolRegistrationError",
-    "ToolRegistry",
-    "ToolResult",
-    "ToolSpec",
-    "ToolTimeout",
-    "__version__",
-]
+__all__ = ["__version__"]
+
+_TOOLS = "durable_tools.tools"
+_MOVED = MappingProxyType(
+    {
+        **dict.fromkeys(
+            (
+                "ArtifactRef",
+                "Cancelled",
+                "ContentBlock",
+                "Denied",
+                "ExecutionPolicy",
+                "Identity",
+                "Injected",
+                "InvalidArguments",
+                "LoadingMode",
+                "NeedsAuthorization",
+                "OAuthRequirement",
+                "RetrySpec",
+                "Safety",
+                "Skip",
+                "ToolContext",
+                "ToolError",
+                "ToolExecutionError",
+                "ToolNotFound",
+                "ToolRegistrationError",
+                "ToolRegistry",
+                "ToolResult",
+                "ToolSpec",
+                "ToolTimeout",
+            ),
+            _TOOLS,
+        ),
+        **dict.fromkeys(
+            ("Message", "ModelRequest", "ModelResponse", "ToolCall"), "durable_tools.messages"
+        ),
+        "DurableToolsPlugin": "durable_tools.plugin",
+    }
+)
+"""Names the top level re-exported before each name got one public path: name -> home."""
 
 
 def __getattr__(name: str) -> Any:
-    # PEP 562: the plugin needs temporalio, which the tool layer must not import.
-    if name == "DurableToolsPlugin":
-        from durable_tools.plugin import DurableToolsPlugin
-
-        return DurableToolsPlugin
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # PEP 562: old imports (`from durable_tools import ToolRegistry`) keep working, lazily
+    # (the plugin needs temporalio, which `import durable_tools` must not load).
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"durable_tools.{name} is deprecated: import it from {home}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(home), name)

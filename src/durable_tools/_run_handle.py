@@ -13,10 +13,10 @@ from temporalio.client import (
     WorkflowQueryFailedError,
 )
 
+from durable_tools._activities._conversation import whole_conversation
 from durable_tools._callbacks_client import serve_callbacks
 from durable_tools._run_decisions import with_decisions
 from durable_tools._run_progress import ToolProgress, progress_in
-from durable_tools.activities._conversation import whole_conversation
 from durable_tools.events import EventSink, FollowResult, follow_events
 from durable_tools.messages import Message
 from durable_tools.server import ui_url

@@ -1,6 +1,7 @@
 """Starting runs, approving, steering and reading them: the Python API behind the CLI.
 
-`DurableTools` starts and lists runs; `AgentRun` (`_run_handle`) is the handle on one.
+`DurableTools` starts and lists runs; `AgentRun` (`_run_handle`) is the handle on one;
+`answer_input` answers the question a run's MCP tool asks its user.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from temporalio.converter import PayloadCodec
 
 from durable_tools import search_attributes as sa
 from durable_tools._client_start import start_attributes, start_config
+from durable_tools._input_client import InputAnswerRejected, answer_input
 from durable_tools._run_decisions import with_decisions
 from durable_tools._run_handle import AgentRun
 from durable_tools._run_progress import ToolProgress, progress_in
@@ -29,8 +31,10 @@ from durable_tools.workflows._run_io import INPUT_REVISION
 __all__ = [
     "AgentRun",
     "DurableTools",
+    "InputAnswerRejected",
     "RunSummary",
     "ToolProgress",
+    "answer_input",
     "progress_in",
     "with_decisions",
 ]
@@ -56,7 +60,7 @@ class DurableTools:
     """Entry point: start runs and find them.
 
     Args:
-        client: A client made with `durable_tools.connect` (pydantic data converter).
+        client: A client made with `durable_tools.connection.connect` (pydantic data converter).
         task_queue: Where runs are started; default `DURABLE_TOOLS_TASK_QUEUE`.
     """
 

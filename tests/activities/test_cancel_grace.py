@@ -114,7 +114,7 @@ async def test_sync_tool_ignoring_cancel_ends_the_run_with_outcome_unknown(
     cli_env: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="durable_tools.activities")
+    caplog.set_level(logging.WARNING, logger="durable_tools._activities")
     stubborn = Stubborn(tmp_path)
     registry = ToolRegistry()
     _stubborn_sync(registry, stubborn, local=False, start_to_close_timeout=NEVER + 60)
@@ -180,7 +180,7 @@ then does the run see a signal (the cancel) or fire a timer."""
 async def test_local_sync_tool_ignoring_cancel_ends_the_run_with_outcome_unknown(
     client: Client, task_queue: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="durable_tools.activities")
+    caplog.set_level(logging.WARNING, logger="durable_tools._activities")
     stubborn = Stubborn(tmp_path)
     registry = ToolRegistry()
     _stubborn_sync(registry, stubborn, local=True, start_to_close_timeout=LOCAL_TIMEOUT)
@@ -201,7 +201,7 @@ async def test_local_sync_tool_ignoring_cancel_ends_the_run_with_outcome_unknown
 async def test_async_tool_ignoring_cancelled_error_ends_the_run_with_outcome_unknown(
     client: Client, task_queue: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="durable_tools.activities")
+    caplog.set_level(logging.WARNING, logger="durable_tools._activities")
     stubborn = Stubborn(tmp_path)
     registry = ToolRegistry()
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from durable_tools.activities._conversation import ConversationSnapshots, SnapshotMissing
+from durable_tools._activities._conversation import ConversationSnapshots, SnapshotMissing
 from durable_tools.messages import Message
 from durable_tools.tools import FileSystemArtifactStore
 

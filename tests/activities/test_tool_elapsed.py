@@ -11,9 +11,9 @@ from pathlib import Path
 
 from temporalio.testing import ActivityEnvironment
 
-from durable_tools.activities._runtime import ToolRuntime
-from durable_tools.activities._tools import make_tool_activity
-from durable_tools.activities._types import ToolInvocation
+from durable_tools._activities._runtime import ToolRuntime
+from durable_tools._activities._tools import make_tool_activity
+from durable_tools._activities._types import ToolInvocation
 from durable_tools.tools import FileSystemArtifactStore, ToolOutcome, ToolRegistry
 
 

@@ -14,8 +14,7 @@ import pytest
 from temporalio.client import Client
 
 from durable_tools.client import DurableTools
-from durable_tools.sources import McpPool, McpStdio, attach_mcp
-from durable_tools.sources._http import http_tool
+from durable_tools.sources import McpPool, McpStdio, attach_mcp, http_tool
 from durable_tools.tools import FileSystemArtifactStore, ToolContext, ToolRegistry
 from durable_tools.workflows import RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script

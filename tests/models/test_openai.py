@@ -18,9 +18,9 @@ from durable_tools.models import (
     ModelError,
     OpenAIChatModel,
     aclose_shared_clients,
-    parse_retry_after,
     resolve_model,
 )
+from durable_tools.models._sdk import parse_retry_after
 from fake_openai import (
     CannedResponse,
     FakeOpenAIServer,

@@ -10,8 +10,12 @@ import pytest
 from pydantic import ValidationError
 
 from durable_tools.messages import Message, ModelRequest, ModelSettings, ToolDefinition
-from durable_tools.models import AnthropicModel, OpenAIChatModel, aclose_shared_clients
-from durable_tools.models._openai_responses import OpenAIResponsesModel
+from durable_tools.models import (
+    AnthropicModel,
+    OpenAIChatModel,
+    OpenAIResponsesModel,
+    aclose_shared_clients,
+)
 from fake_anthropic import FakeAnthropicServer, message, text
 from fake_openai import FakeOpenAIServer, chat_completion, responses_response
 

@@ -17,8 +17,15 @@ from jsonschema import Draft202012Validator
 from temporalio.client import Client
 
 from durable_tools.client import DurableTools
-from durable_tools.tools import Injected, InvalidArguments, ToolContext, ToolRegistry
-from durable_tools.tools._validation import MAX_DEPTH, parse_arguments, validate_arguments
+from durable_tools.tools import (
+    Injected,
+    InvalidArguments,
+    ToolContext,
+    ToolRegistry,
+    parse_arguments,
+    validate_arguments,
+)
+from durable_tools.tools._validation import MAX_DEPTH
 from durable_tools.workflows import AgentConfig, Limits, RunStatus
 from support import (
     answer,

@@ -13,7 +13,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHistory
 
-from durable_tools.activities._types import MODEL_ACTIVITY
+from durable_tools._activities._types import MODEL_ACTIVITY
 from durable_tools.client import DurableTools
 from durable_tools.messages import Message
 from durable_tools.tools import ArtifactRef, FileSystemArtifactStore, ToolRegistry

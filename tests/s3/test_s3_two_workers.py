@@ -20,7 +20,7 @@ import pytest
 from s3_worker import report_text
 from temporalio.client import Client, WorkflowHistory
 
-from durable_tools.activities._types import MODEL_ACTIVITY, SNAPSHOT_MISSING
+from durable_tools._activities._types import MODEL_ACTIVITY, SNAPSHOT_MISSING
 from durable_tools.cli import main
 from durable_tools.client import AgentRun, DurableTools
 from durable_tools.workflows import AgentConfig, ApprovalPolicy, RunStatus

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, quote, quote_plus, urlsplit
 
 import pytest
 
-from durable_tools.sources._http import QuerySecret, http_tool
+from durable_tools.sources import QuerySecret, http_tool
 from durable_tools.tools import ToolContext, ToolExecutionError, ToolRegistry
 
 # '/', '+', '=' and a space: its URL-encoded form differs from the raw one.

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from petstore_server import TOKEN, PetStore
 
-from durable_tools.sources._http import BearerSecret, http_tool
+from durable_tools.sources import BearerSecret, http_tool
 from durable_tools.tools import (
     InvalidArguments,
     ToolContext,

@@ -18,8 +18,7 @@ import pytest
 from temporalio.client import Client
 
 from cli_support import cli, cli_env  # noqa: F401  (a fixture)
-from durable_tools._input_client import InputAnswerRejected, answer_input
-from durable_tools.client import AgentRun, DurableTools
+from durable_tools.client import AgentRun, DurableTools, InputAnswerRejected, answer_input
 from durable_tools.sources import McpPool, McpStdio, attach_mcp
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import RunSnapshot, RunStatus

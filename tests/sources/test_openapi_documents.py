@@ -20,9 +20,14 @@ from petstore_server import PetStore
 from temporalio.client import Client
 
 from durable_tools.client import DurableTools
-from durable_tools.sources._openapi import attach_openapi
-from durable_tools.tools import InvalidArguments, ToolContext, ToolRegistry
-from durable_tools.tools._artifacts import FileSystemArtifactStore, InMemoryArtifactStore
+from durable_tools.sources import attach_openapi
+from durable_tools.tools import (
+    FileSystemArtifactStore,
+    InMemoryArtifactStore,
+    InvalidArguments,
+    ToolContext,
+    ToolRegistry,
+)
 from durable_tools.workflows import RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 

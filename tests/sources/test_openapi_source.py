@@ -11,8 +11,15 @@ from petstore_server import TOKEN, PetStore
 from temporalio.client import Client
 
 from durable_tools.client import DurableTools
-from durable_tools.sources._http import BearerSecret, HeaderSecret, OAuthBearer, QuerySecret
-from durable_tools.sources._openapi import OpenAPIError, attach_openapi, operation_tool_name
+from durable_tools.sources import (
+    BearerSecret,
+    HeaderSecret,
+    OAuthBearer,
+    OpenAPIError,
+    QuerySecret,
+    attach_openapi,
+    operation_tool_name,
+)
 from durable_tools.tools import (
     InvalidArguments,
     NeedsAuthorization,

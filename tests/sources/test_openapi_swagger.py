@@ -8,7 +8,7 @@ from typing import Any
 
 from petstore_server import PetStore
 
-from durable_tools.sources._openapi import attach_openapi
+from durable_tools.sources import attach_openapi
 from durable_tools.sources._openapi_swagger import swagger2_to_openapi3
 from durable_tools.tools import ToolContext, ToolRegistry
 

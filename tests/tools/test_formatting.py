@@ -111,8 +111,8 @@ def test_skip_error_and_empty_results() -> None:
 
 
 def test_unpaired_surrogates_in_results_become_replacement_characters() -> None:
-    from durable_tools.tools import ToolResult
-    from durable_tools.tools._formatting import format_result, to_tool_result, valid_text
+    from durable_tools.tools import ToolResult, format_result, to_tool_result
+    from durable_tools.tools._formatting import valid_text
 
     assert valid_text("a\ud800b") == "a\ufffdb"
     assert valid_text("ok \U0001f600") == "ok \U0001f600"

@@ -10,9 +10,9 @@ from durable_tools.tools import (
     InvalidArguments,
     SchemaTool,
     ToolContext,
+    ToolRegistrationError,
     ToolRegistry,
 )
-from durable_tools.tools._names import ToolRegistrationError
 
 SCHEMA = {
     "type": "object",

@@ -5,10 +5,18 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from durable_tools.tools import Identity, RetrySpec, ToolContext, ToolRegistry, ToolSpec
-from durable_tools.tools._catalog import IdentityIncomplete, filter_specs
-from durable_tools.tools._classify import apply_retry_spec, classify_exception
-from durable_tools.tools._errors import ToolExecutionError
+from durable_tools.tools import (
+    Identity,
+    RetrySpec,
+    ToolContext,
+    ToolExecutionError,
+    ToolRegistry,
+    ToolSpec,
+    classify_exception,
+    filter_specs,
+)
+from durable_tools.tools._catalog import IdentityIncomplete
+from durable_tools.tools._classify import apply_retry_spec
 from durable_tools.workflows._model_turn import describe
 
 

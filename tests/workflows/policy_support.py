@@ -8,8 +8,7 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
 from durable_tools.client import AgentRun
-from durable_tools.tools import ToolRegistry
-from durable_tools.tools._context import Identity
+from durable_tools.tools import Identity, ToolRegistry
 from durable_tools.workflows import RunSnapshot
 from support import calls
 

@@ -6,7 +6,8 @@ import ast
 import re
 from pathlib import Path
 
-from durable_tools.workflows._event_names import EVENT_NAMES, MISSED_EVENT, RUN_ENDED
+from durable_tools.events import MISSED_EVENT
+from durable_tools.workflows._event_names import EVENT_NAMES, RUN_ENDED
 
 ROOT = Path(__file__).resolve().parents[2]
 

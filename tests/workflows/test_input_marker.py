@@ -12,7 +12,7 @@ from pathlib import Path
 from temporalio.client import Client
 
 from durable_tools.client import DurableTools
-from durable_tools.sources._mcp_results import mcp_result_to_tool_result
+from durable_tools.sources import mcp_result_to_tool_result
 from durable_tools.tools import ContentBlock, ToolRegistry, ToolResult
 from durable_tools.workflows import AgentConfig, RunStatus
 from durable_tools.workflows._input_types import INPUT_REQUIRED_KEY

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from durable_tools.activities._conversation import SnapshotMissing, whole_conversation
+from durable_tools._activities._conversation import SnapshotMissing, whole_conversation
 from durable_tools.client import DurableTools
 from durable_tools.messages import Message
 from durable_tools.tools import FileSystemArtifactStore, ToolRegistry

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from durable_tools.activities import NOTIFY_ACTIVITY
+from durable_tools._activities import NOTIFY_ACTIVITY
 from durable_tools.client import DurableTools
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import (

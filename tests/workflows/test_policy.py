@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 
-from durable_tools.activities import GrantStore
 from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.tools._context import Identity
+from durable_tools.tools import Identity, ToolRegistry
+from durable_tools.worker import GrantStore
 from durable_tools.workflows import (
     AgentConfig,
     ApprovalPolicy,

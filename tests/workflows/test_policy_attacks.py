@@ -18,9 +18,8 @@ from temporalio.client import (
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from durable_tools.activities import GrantStore
 from durable_tools.client import DurableTools
-from durable_tools.worker import workflow_runner
+from durable_tools.worker import GrantStore, workflow_runner
 from durable_tools.workflows import (
     AgentConfig,
     AgentWorkflow,

@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from pydantic import ValidationError
 
-from durable_tools.tools import ToolSpec
-from durable_tools.tools._spec import Safety
+from durable_tools.tools import Safety, ToolSpec
 from durable_tools.workflows import (
     ApprovalDecision,
     ApprovalPolicy,

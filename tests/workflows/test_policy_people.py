@@ -12,8 +12,8 @@ from policy_support import ALICE, events, pay, pending, refund, registry, reject
 from pydantic import ValidationError
 from temporalio.client import Client, WorkflowUpdateFailedError
 
-from durable_tools.activities import GrantStore
 from durable_tools.client import AgentRun, DurableTools
+from durable_tools.worker import GrantStore
 from durable_tools.workflows import (
     AgentConfig,
     ApprovalDecision,

@@ -15,6 +15,7 @@ from temporalio.client import (
 )
 
 from durable_tools._render import terminal_safe
+from durable_tools._run_watch import has_workers
 from durable_tools.client import AgentRun
 from durable_tools.workflows import ApprovalDecision, PendingApproval
 
@@ -31,7 +32,6 @@ from ._errors import CliError, translate_rpc_errors
 from ._groups import decider_for
 from ._inbox_client import decide_via_inbox
 from ._output import echo
-from ._watch import has_workers
 
 __all__ = ["DECIDE_TIMEOUT", "cmd_cancel", "cmd_decide", "cmd_steer"]
 

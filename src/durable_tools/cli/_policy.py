@@ -7,7 +7,7 @@ from typing import Any
 
 from temporalio.client import WorkflowUpdateFailedError
 
-from durable_tools.activities import GrantStore
+from durable_tools._activities import GrantStore
 from durable_tools.workflows import StandingGrant
 from durable_tools.workflows._policy import describe_constraints
 

@@ -108,7 +108,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
 
 async def cmd_demo(args: argparse.Namespace) -> int:
     """The demo: server, worker, a scripted run with an approval, the timeline."""
-    from durable_tools.demo.runner import run_demo
+    from durable_tools.demo import run_demo
 
     def out(line: str) -> None:
         echo(line, flush=True)

@@ -4,6 +4,6 @@
 `durable-tools worker --tools durable_tools.demo.tools`.
 """
 
-from .runner import DEMO_TASK_QUEUE, demo_config, run_demo, script_path
+from ._runner import DEMO_TASK_QUEUE, demo_config, run_demo, script_path
 
 __all__ = ["DEMO_TASK_QUEUE", "demo_config", "run_demo", "script_path"]

@@ -13,14 +13,14 @@ from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, CancelledError, ChildWorkflowError, TimeoutError
 
-from durable_tools.flows._model import (
+from durable_tools.tools._errors import Cancelled, ErrorKind, ToolExecutionError, ToolTimeout
+from durable_tools.tools._flow_model import (
     CANCEL_GRACE_SECONDS,
     FLOW_WORKFLOW,
     FlowInput,
     FlowPlan,
     FlowResult,
 )
-from durable_tools.tools._errors import Cancelled, ErrorKind, ToolExecutionError, ToolTimeout
 from durable_tools.tools._formatting import error_outcome
 from durable_tools.tools._results import ToolOutcome
 from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES, payload_bytes

@@ -16,10 +16,10 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutError
 
-from durable_tools.activities._types import ToolInvocation
-from durable_tools.flows._model import FlowInput, PlannedNode
+from durable_tools._activities._types import ToolInvocation
 from durable_tools.flows._resolve import Unresolvable, node_value, resolve
 from durable_tools.tools._errors import ErrorKind, InvalidArguments
+from durable_tools.tools._flow_model import FlowInput, PlannedNode
 from durable_tools.tools._formatting import abridge_arguments, redact_arguments
 from durable_tools.tools._results import ToolOutcome
 from durable_tools.tools._validation import validate_arguments

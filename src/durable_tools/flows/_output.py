@@ -7,9 +7,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from durable_tools.flows._model import FlowInput, parse_reference
 from durable_tools.flows._node import NodeDone
 from durable_tools.flows._resolve import Unresolvable, read
+from durable_tools.tools._flow_model import FlowInput, parse_reference
 from durable_tools.tools._results import ArtifactRef, ToolOutcome
 
 __all__ = ["flow_outcome"]

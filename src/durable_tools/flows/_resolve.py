@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from durable_tools.flows._model import LITERAL_KEY, Reference, parse_reference
+from durable_tools.tools._flow_model import LITERAL_KEY, Reference, parse_reference
 from durable_tools.tools._results import ToolOutcome
 
 __all__ = ["OUTPUT_CUT", "Unresolvable", "node_value", "read", "resolve"]

@@ -21,7 +21,9 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_tools.flows._model import (
+    from durable_tools.tools._classify import error_message_for_model
+    from durable_tools.tools._errors import ErrorKind, ToolExecutionError, ToolTimeout
+    from durable_tools.tools._flow_model import (
         CANCEL_GRACE_SECONDS,
         FLOW_WORKFLOW,
         MAX_NODES,
@@ -31,8 +33,6 @@ with workflow.unsafe.imports_passed_through():
         NodeReport,
         PlannedNode,
     )
-    from durable_tools.tools._classify import error_message_for_model
-    from durable_tools.tools._errors import ErrorKind, ToolExecutionError, ToolTimeout
 
 from durable_tools.flows._node import NodeDone, NodeFailed, run_node
 from durable_tools.flows._output import flow_outcome

@@ -34,7 +34,7 @@ from ._openai import DEFAULT_OPENAI_BASE_URL, DEFAULT_OPENAI_TIMEOUT, OpenAIChat
 from ._openai_responses import OpenAIResponsesModel
 from ._pydantic_ai import PydanticAIModel
 from ._scripted import Script, ScriptedModel, ScriptedStep, ScriptedToolCall, load_script
-from ._sdk import aclose_shared_clients, parse_retry_after
+from ._sdk import aclose_shared_clients
 
 __all__ = [
     "DEFAULT_ANTHROPIC_BASE_URL",
@@ -55,7 +55,6 @@ __all__ = [
     "ScriptedToolCall",
     "aclose_shared_clients",
     "load_script",
-    "parse_retry_after",
     "register_model_adapter",
     "registered_model_prefixes",
     "resolve_model",

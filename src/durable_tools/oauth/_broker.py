@@ -2,7 +2,7 @@
 way of waking the run.
 
 The broker is what the tool activities and the preflight activity use
-(`durable_tools.activities.AuthorizationBroker`); the notifier turns a finished
+(`durable_tools.worker.AuthorizationBroker`); the notifier turns a finished
 authorization into the `authorization_completed` signal, carrying a grant reference,
 never a token.
 """

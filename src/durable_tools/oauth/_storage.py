@@ -7,7 +7,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,7 +20,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: locks hold within a process only
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["KEY_ENV", "EncryptedJsonFile", "generate_key", "load_key", "lock_file"]
+__all__ = ["KEY_ENV", "EncryptedJsonFile", "generate_key", "load_key"]
 
 KEY_ENV = "DURABLE_TOOLS_TOKEN_KEY"
 """Environment variable holding the Fernet key (or several, comma-separated, newest first)."""
@@ -75,27 +75,6 @@ def _flock(path: Path, exclusive: bool = True) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the lock
-
-
-@contextlib.asynccontextmanager
-async def lock_file(path: Path, poll: float = 0.01) -> AsyncIterator[None]:
-    """Hold an exclusive lock on `path` across processes, without blocking the event loop.
-
-    Polls with a non-blocking flock, so a cancelled waiter never leaves a lock behind.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        if fcntl is not None:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    await asyncio.sleep(poll)
-        yield
-    finally:
-        os.close(fd)
 
 
 class EncryptedJsonFile:

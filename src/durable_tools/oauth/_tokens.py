@@ -20,7 +20,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from ._storage import EncryptedJsonFile, load_key, lock_file
+from .._file_lock import lock_file
+from ._storage import EncryptedJsonFile, load_key
 
 __all__ = [
     "FileTokenStore",

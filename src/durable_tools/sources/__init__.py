@@ -14,7 +14,6 @@ from ._http import (
     HttpAuth,
     OAuthBearer,
     QuerySecret,
-    aclose_shared_clients,
     http_tool,
 )
 from ._mcp import attach_mcp, attach_mcp_sync, mcp_tool_name, refresh_mcp
@@ -38,7 +37,6 @@ __all__ = [
     "OpenAPIError",
     "QuerySecret",
     "a2a_tool_name",
-    "aclose_shared_clients",
     "attach_a2a",
     "attach_a2a_sync",
     "attach_mcp",

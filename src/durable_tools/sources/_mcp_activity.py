@@ -22,9 +22,9 @@ from temporalio import activity
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
-from durable_tools.activities._runtime import ToolRuntime
-from durable_tools.activities._tools import make_tool_activity, to_application_error
-from durable_tools.activities._types import ToolInvocation
+from durable_tools._activities._runtime import ToolRuntime
+from durable_tools._activities._tools import make_tool_activity, to_application_error
+from durable_tools._activities._types import ToolInvocation
 from durable_tools.tools import RegisteredTool, ToolNotFound
 
 __all__ = ["late_tools_activity"]

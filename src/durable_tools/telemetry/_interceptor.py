@@ -19,7 +19,7 @@ from temporalio.worker import (
     WorkflowOutboundInterceptor,
 )
 
-from durable_tools.activities._types import MODEL_ACTIVITY, ModelCall, ModelTurn, ToolInvocation
+from durable_tools._activities._types import MODEL_ACTIVITY, ModelCall, ModelTurn, ToolInvocation
 from durable_tools.telemetry._attributes import (
     AGENT,
     ATTEMPT,

@@ -9,6 +9,7 @@ from typing import Any
 
 from .._durations import MAX_DURATION_SECONDS
 from ._context import Identity
+from ._flow_plan import plan_flow
 from ._names import ToolRegistrationError
 from ._registered import RegisteredTool
 from ._registry_stub import StubTool, refuse_options, refusing_handler
@@ -54,7 +55,6 @@ def flow_stub(
     Raises:
         ToolRegistrationError: `rule="flow"` for a flow that does not validate.
     """
-    from durable_tools.flows._validate import plan_flow
 
     given = sorted({"name", "description"} & options.keys())
     if given:  # as when they were passed on to `register_schema` beside the positional ones

@@ -2,7 +2,13 @@
 
 `build_worker` is `DurableToolsPlugin` (`durable_tools.plugin`) on a `Worker`, plus the
 workers of rate-limited tools; use the plugin directly in an application's own workers.
+
+The worker-side objects `build_worker` takes are here too: a custom OAuth broker
+(`AuthorizationBroker`, `oauth=`), evaluators (`Evaluator`, `evaluators=`) and the
+identity-grant store (`GrantStore`, `grant_store=`).
 """
+
+from durable_tools._activities import AuthorizationBroker, Evaluator, GrantStore
 
 from ._build import (
     DEFAULT_TASK_QUEUE,
@@ -13,7 +19,6 @@ from ._build import (
     task_queue_from_env,
 )
 from ._limited import ToolWorker
-from ._plugin import DurableToolsPlugin
 from ._sandbox import PASSTHROUGH_MODULES, STRICT_SANDBOX_ENV, passthrough_modules, workflow_runner
 
 __all__ = [
@@ -21,7 +26,9 @@ __all__ = [
     "PASSTHROUGH_MODULES",
     "SECRET_ENV_PREFIX",
     "STRICT_SANDBOX_ENV",
-    "DurableToolsPlugin",
+    "AuthorizationBroker",
+    "Evaluator",
+    "GrantStore",
     "ToolWorker",
     "build_worker",
     "load_registry",

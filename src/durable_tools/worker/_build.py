@@ -10,9 +10,9 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_tools.activities import Evaluator, GrantStore
-from durable_tools.activities._runtime import AuthorizationBroker
-from durable_tools.activities._tools import HEARTBEAT_THROTTLE
+from durable_tools._activities import Evaluator, GrantStore
+from durable_tools._activities._runtime import AuthorizationBroker
+from durable_tools._activities._tools import HEARTBEAT_THROTTLE
 from durable_tools.tools._artifacts import ArtifactStore
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._limited import ToolWorker
@@ -108,7 +108,8 @@ def build_worker(
     `max_task_queue_activities_per_second=rate_limit`, and starts and stops them with itself.
 
     Args:
-        client: A client made with the pydantic data converter (see `durable_tools.connect`).
+        client: A client made with the pydantic data converter (see
+            `durable_tools.connection.connect`).
         registry: The tools this worker runs.
         task_queue: Defaults to `DURABLE_TOOLS_TASK_QUEUE` or `durable-tools`.
         resources: Worker-side objects handed to tools by name.

@@ -31,8 +31,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from durable_tools._data_converter import with_durable_conversion
-from durable_tools.activities import (
+from durable_tools._activities import (
     Evaluator,
     GrantStore,
     ToolRuntime,
@@ -42,9 +41,10 @@ from durable_tools.activities import (
     make_tool_activity,
     notify_activity,
 )
-from durable_tools.activities._callback import callback_result_activity
-from durable_tools.activities._runtime import AuthorizationBroker
-from durable_tools.activities._tools import HEARTBEAT_THROTTLE
+from durable_tools._activities._callback import callback_result_activity
+from durable_tools._activities._runtime import AuthorizationBroker
+from durable_tools._activities._tools import HEARTBEAT_THROTTLE
+from durable_tools._data_converter import with_durable_conversion
 from durable_tools.flows import FlowWorkflow
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
 from durable_tools.tools._registry import ToolRegistry

@@ -41,7 +41,7 @@ __all__ = [
 PASSTHROUGH_MODULES = (
     "durable_tools.messages",
     "durable_tools.tools",
-    "durable_tools.activities",
+    "durable_tools._activities",
     "durable_tools.models",
     "durable_tools.search_attributes",
     "durable_tools.streaming",
@@ -55,7 +55,6 @@ PASSTHROUGH_MODULES = (
     "durable_tools.workflows._approvals",
     "durable_tools.workflows._options",
     "durable_tools.workflows._tool_search",
-    "durable_tools.flows._model",
     "jsonschema",
     "httpx",
 )

@@ -2,6 +2,7 @@
 
 from ._agent import AgentWorkflow
 from ._embed import AgentLoop, run_agent, start_agent
+from ._input_types import PendingInput
 from ._policy_types import (
     AutoApproval,
     BatchDecision,
@@ -24,7 +25,6 @@ from ._types import (
     EventsPage,
     ExecutionStrategy,
     Limits,
-    ModelSettings,
     NotificationConfig,
     PendingApproval,
     PendingAuthorization,
@@ -61,10 +61,10 @@ __all__ = [
     "GrantRequest",
     "GrantRevocation",
     "Limits",
-    "ModelSettings",
     "NotificationConfig",
     "PendingApproval",
     "PendingAuthorization",
+    "PendingInput",
     "PolicyChange",
     "Price",
     "RunEvent",

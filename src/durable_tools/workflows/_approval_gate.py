@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 
-from durable_tools.activities._types import PREFLIGHT_ACTIVITY, PreflightRequest, PreflightResult
+from durable_tools._activities._types import PREFLIGHT_ACTIVITY, PreflightRequest, PreflightResult
 from durable_tools.messages import Message, ToolCall
 from durable_tools.tools import Denied
 from durable_tools.tools._classify import error_message_for_model

@@ -19,7 +19,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from durable_tools.activities._types import PreflightResult
+from durable_tools._activities._types import PreflightResult
 from durable_tools.messages import Message
 from durable_tools.tools import ErrorKind, NeedsAuthorization
 from durable_tools.tools._classify import error_message_for_model

@@ -23,7 +23,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from durable_tools.activities._callback import CALLBACK_RESULT_ACTIVITY, CallbackOutput
+from durable_tools._activities._callback import CALLBACK_RESULT_ACTIVITY, CallbackOutput
 from durable_tools.tools import ToolExecutionError, ToolOutcome, ToolTimeout
 from durable_tools.tools._formatting import error_outcome, format_result, to_tool_result
 from durable_tools.tools._spec import ToolSpec

@@ -26,7 +26,7 @@ from temporalio.exceptions import (
     TimeoutError,
 )
 
-from durable_tools.activities._types import ToolInvocation
+from durable_tools._activities._types import ToolInvocation
 from durable_tools.flows._call import run_flow
 from durable_tools.messages import ToolCall
 from durable_tools.tools import (

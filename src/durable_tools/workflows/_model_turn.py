@@ -14,7 +14,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from durable_tools.activities._types import MODEL_ACTIVITY, SNAPSHOT_MISSING, ModelCall, ModelTurn
+from durable_tools._activities._types import MODEL_ACTIVITY, SNAPSHOT_MISSING, ModelCall, ModelTurn
 from durable_tools.messages import Message, ModelRequest, ModelResponse, ToolDefinition
 from durable_tools.tools import ArtifactRef, LoadingMode, ToolSpec
 from durable_tools.tools._names import alias_provider

@@ -21,7 +21,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from durable_tools.activities._notify import NOTIFY_ACTIVITY, Notification, NotificationRequest
+from durable_tools._activities._notify import NOTIFY_ACTIVITY, Notification, NotificationRequest
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._types import (
     ApprovalDecision,

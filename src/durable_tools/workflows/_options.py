@@ -76,7 +76,7 @@ def activity_options_for(spec: ToolSpec, run_task_queue: str | None = None) -> T
             maximum_interval=_seconds(retry.maximum_interval),
             maximum_attempts=1 if workflow_retries else retry.maximum_attempts,
             # Kinds that trying again cannot fix are raised non-retryable by the tool
-            # activity, which classifies every exception a tool raises (activities/_tools.py);
+            # activity, which classifies every exception a tool raises (_activities/_tools.py);
             # listing them here too cost ~95 B of history per call. The tool's own list
             # stays: it names exception classes the activity also checks.
             non_retryable_error_types=list(retry.non_retryable_errors) or None,

@@ -17,7 +17,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from durable_tools.activities._types import CATALOG_ACTIVITY, CatalogRequest
+from durable_tools._activities._types import CATALOG_ACTIVITY, CatalogRequest
 from durable_tools.tools._bm25 import terms
 from durable_tools.tools._catalog import keyword_search, search_index
 from durable_tools.tools._catalog_pack import (

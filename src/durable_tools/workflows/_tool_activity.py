@@ -22,7 +22,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from durable_tools.activities._types import ToolInvocation
+from durable_tools._activities._types import ToolInvocation
 from durable_tools.tools._results import ToolOutcome
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows._local_activity import start_local

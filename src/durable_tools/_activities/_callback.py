@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from temporalio import activity
 
-from durable_tools.activities._runtime import ToolRuntime
+from durable_tools._activities._runtime import ToolRuntime
 from durable_tools.tools._formatting import format_result, to_tool_result
 from durable_tools.tools._results import ToolOutcome
 

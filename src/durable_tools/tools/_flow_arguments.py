@@ -11,7 +11,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from durable_tools.flows._json_types import (
+from durable_tools.tools._flow_json import (
     MISSING,
     JsonSchema,
     compatible,
@@ -19,7 +19,7 @@ from durable_tools.flows._json_types import (
     field_schema,
     json_types,
 )
-from durable_tools.flows._model import LITERAL_KEY, Reference, parse_reference
+from durable_tools.tools._flow_model import LITERAL_KEY, Reference, parse_reference
 from durable_tools.tools._names import ToolRegistrationError
 from durable_tools.tools._registered import RegisteredTool
 from durable_tools.tools._results import ToolResult

@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from durable_tools.activities._runtime import ToolRuntime
+from durable_tools._activities._runtime import ToolRuntime
 
 __all__ = [
     "DELIVERY_HEADER",

@@ -12,13 +12,13 @@ from pydantic import TypeAdapter
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from durable_tools.activities._conversation import (
+from durable_tools._activities._conversation import (
     ConversationSnapshots,
     SnapshotMissing,
     snapshot_unavailable,
 )
-from durable_tools.activities._runtime import AuthorizationBroker, ExpiringLinks, ToolRuntime
-from durable_tools.activities._types import (
+from durable_tools._activities._runtime import AuthorizationBroker, ExpiringLinks, ToolRuntime
+from durable_tools._activities._types import (
     CATALOG_ACTIVITY,
     MODEL_ACTIVITY,
     PREFLIGHT_ACTIVITY,

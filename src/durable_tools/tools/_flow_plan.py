@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from durable_tools.flows._arguments import (
+from durable_tools.tools._flow_arguments import (
     Use,
     check_types,
     flow_error,
@@ -25,8 +25,8 @@ from durable_tools.flows._arguments import (
     walk_arguments,
     with_strict_nulls,
 )
-from durable_tools.flows._json_types import MISSING, JsonSchema, field_schema
-from durable_tools.flows._model import (
+from durable_tools.tools._flow_json import MISSING, JsonSchema, field_schema
+from durable_tools.tools._flow_model import (
     MAX_NODES,
     NODE_ID,
     FlowNode,

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import TypeAdapter
 from temporalio import activity
 
-from durable_tools.oauth._storage import lock_file
+from durable_tools._file_lock import lock_file
 from durable_tools.workflows._policy import find_grant
 from durable_tools.workflows._policy_types import (
     GRANT_FIND_ACTIVITY,

@@ -1,4 +1,9 @@
-"""Activities: one per tool, plus the catalog, model, preflight, evaluator and grant ones."""
+"""Activities: one per tool, plus the catalog, model, preflight, evaluator and grant ones.
+
+Internal: workers register them (`durable_tools.worker`, `durable_tools.plugin`). The
+types a worker's builder takes (`AuthorizationBroker`, `Evaluator`, `GrantStore`) are
+public from `durable_tools.worker`.
+"""
 
 from ._core import core_activities
 from ._evaluate import Evaluator, evaluate_activity

@@ -20,8 +20,8 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from durable_tools.activities._runtime import ToolRuntime
-from durable_tools.activities._types import ToolInvocation
+from durable_tools._activities._runtime import ToolRuntime
+from durable_tools._activities._types import ToolInvocation
 from durable_tools.tools._classify import (
     apply_retry_spec,
     classify_exception,
