@@ -18,6 +18,10 @@ NotificationEvent = Literal[
     "approval.expired",
     "authorization.requested",
     "authorization.expired",
+    "input.requested",
+    "input.expired",
+    "callback.published",
+    "callback.expired",
 ]
 """What a notification can be about."""
 
