@@ -2,13 +2,13 @@
 
 A callback tool has a schema but no worker body. Once the call has passed validation and
 the approval and authorization gates, no activity is scheduled: the call is published
-(`RunState.callbacks`, the `pending_callbacks` query, an event, the UI's details) and the
-run waits durably, up to the tool's timeout, for a `callback_result` update. The update's
-validator (`check_callback_result`) rejects, before anything enters history, an answer
-that is malformed, too large, bound to another request, for an unknown or finished call,
-holds NaN or an infinity, or whose output breaks the tool's output schema (the call then
-stays pending). An
-accepted answer becomes a `ToolOutcome` bounded like a tool activity's result; a passed
+(`RunState.callbacks`, the `pending_callbacks` query, an event, a notification, the
+`awaiting_callback` status and the UI's details: `_wait`) and the run waits durably, up
+to the tool's timeout, for a `callback_result` update. The update's validator
+(`check_callback_result`) rejects, before anything enters history, an answer that is
+malformed, too large, bound to another request, for an unknown or finished call, holds
+NaN or an infinity, or whose output breaks the tool's output schema (the call then stays
+pending). An accepted answer becomes a `ToolOutcome` bounded like a tool activity's result; a passed
 deadline becomes a timeout error the model sees.
 """
 

@@ -8,9 +8,11 @@ shown meanwhile in the `status` query (`pending_inputs`) and the events
 the server's schema, decline, or cancel) goes back to the server on the call's next
 activity, with the state; the server resumes the call.
 
-The wait ends at the tool's `schedule_to_close_timeout` when it has one (the model then
-reads a timeout error), or when the run is cancelled. A pending question is never
-carried over continue-as-new: a run continues only between turns, when no call waits.
+The wait (`_wait`, shown as every wait is: `awaiting_input`, `AwaitingTool`, the UI's
+details, notifications) ends at the tool's `schedule_to_close_timeout` when it has one,
+else at `AgentConfig.input_timeout_seconds` (the model then reads a timeout error), or
+when the run is cancelled. A pending question is never carried over continue-as-new: a
+run continues only between turns, when no call waits.
 """
 
 from __future__ import annotations

@@ -85,6 +85,7 @@ class Waits(Generic[Pending, Answer]):
         self.pending: dict[str, Pending] = {}
         """What each waiting call waits for, by call id (queries show it)."""
         self.answered: dict[str, Answer] = {}
-        """Accepted answers, by call id, until the waiting call takes its own."""
+        """Accepted answers, by call id, until the waiting call takes its own (approvals
+        keep their decisions for the turn: a second decision is refused by them)."""
         self.shown = kind.always_shown
         """Whether this run shows waits of this kind (status, notifications)."""
