@@ -23,7 +23,7 @@ import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client
 
-from cli_support import cli, cli_env  # noqa: F401  (a fixture)
+from cli_support import cli, cli_env, cli_json  # noqa: F401  (a fixture)
 from durable_tools import search_attributes as sa
 from durable_tools._input_client import answer_input
 from durable_tools.callbacks import answer_callback, pending_callbacks
@@ -160,7 +160,11 @@ async def test_a_question_for_the_user_is_seen_like_an_approval(
         assert code == 0, err
         assert f"{run.run_id}  agent visible  awaiting_input" in out
         assert f"durable-tools answer {run.run_id} g1 --accept" in out
+        listed = await cli_json(capsys, "pending")
+        [entry] = [e for e in listed if e["run_id"] == run.run_id]
+        assert [i["call_id"] for i in entry["inputs"]] == ["g1"]
         note = await receiver.wait_for("input.requested")
+        assert "Whom should I greet" not in json.dumps(note)  # the question stays in the run
         assert (note["call_id"], note["tool"], note["run_id"]) == ("g1", "ask__greet", run.run_id)
         assert note["deadline"] is not None
 
@@ -236,6 +240,9 @@ async def test_a_callback_call_is_seen_like_an_approval(
         assert code == 0, err
         assert f"{run.run_id}  agent visible  awaiting_callback" in out
         assert "call c1 (get_location) waits for a client" in out
+        listed = await cli_json(capsys, "pending")
+        [entry] = [e for e in listed if e["run_id"] == run.run_id]
+        assert [c["call_id"] for c in entry["callbacks"]] == ["c1"]
         note = await receiver.wait_for("callback.published")
         assert (note["call_id"], note["tool"]) == ("c1", "get_location")
 
