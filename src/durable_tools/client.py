@@ -39,7 +39,12 @@ __all__ = [
     "with_decisions",
 ]
 
-_WAITING = (RunStatus.AWAITING_APPROVAL.value, RunStatus.AWAITING_AUTHORIZATION.value)
+_WAITING = (
+    RunStatus.AWAITING_APPROVAL.value,
+    RunStatus.AWAITING_AUTHORIZATION.value,
+    RunStatus.AWAITING_INPUT.value,
+    RunStatus.AWAITING_CALLBACK.value,
+)
 
 
 class RunSummary(BaseModel):
@@ -153,7 +158,8 @@ class DurableTools:
         return await self._list(query, limit)
 
     async def pending(self, limit: int = 200) -> list[RunSummary]:
-        """Every run waiting on a person (approval or authorization)."""
+        """Every run waiting on someone: a person's approval, authorization or answer to an
+        MCP server's question, or a client to run a callback tool's call."""
         statuses = ", ".join(f"'{s}'" for s in _WAITING)
         query = (
             f"WorkflowType = 'AgentWorkflow' AND ExecutionStatus = 'Running' "

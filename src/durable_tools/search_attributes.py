@@ -19,7 +19,8 @@ __all__ = [
 ]
 
 AGENT_STATUS = SearchAttributeKey.for_keyword("AgentStatus")
-"""Where a run stands: running, awaiting_approval, awaiting_authorization, completed, ..."""
+"""Where a run stands: running, awaiting_approval, awaiting_authorization, awaiting_input,
+awaiting_callback, completed, ..."""
 AGENT_NAME = SearchAttributeKey.for_keyword("AgentName")
 """The agent the run belongs to."""
 PENDING_APPROVALS = SearchAttributeKey.for_int("PendingApprovals")

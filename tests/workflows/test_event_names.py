@@ -8,6 +8,7 @@ from pathlib import Path
 
 from durable_tools.events import MISSED_EVENT
 from durable_tools.workflows._event_names import EVENT_NAMES, RUN_ENDED
+from durable_tools.workflows._wait_maps import APPROVAL, AUTHORIZATION, CALLBACK, INPUT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,6 +47,19 @@ def test_every_name_the_code_passes_is_a_known_event() -> None:
     assert sorted(emitted_literally() - EVENT_NAMES) == []
 
 
+def waits_emitted() -> set[str]:
+    """The names the durable wait (`_wait`) emits for each kind of wait."""
+    return {
+        name
+        for kind in (APPROVAL, AUTHORIZATION, CALLBACK, INPUT)
+        for name in (kind.requested, kind.expired)
+    }
+
+
+def test_every_name_a_wait_emits_is_a_known_event() -> None:
+    assert sorted(waits_emitted() - EVENT_NAMES) == []
+
+
 def test_every_known_event_is_emitted_somewhere() -> None:
-    emitted = emitted_literally() | set(RUN_ENDED.values()) | {MISSED_EVENT}
+    emitted = emitted_literally() | waits_emitted() | set(RUN_ENDED.values()) | {MISSED_EVENT}
     assert sorted(EVENT_NAMES - emitted) == []

@@ -33,6 +33,8 @@ def test_histories_are_checked_in() -> None:
         "local_catalog",
         "turn_limit_ended",
         "retry_budget_exceeded",
+        "waits_unshown",
+        "waits_shown",
     }
 
 

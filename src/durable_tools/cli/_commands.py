@@ -374,7 +374,8 @@ PENDING_QUERIES_AT_ONCE = 16
 
 
 async def cmd_pending(args: argparse.Namespace) -> int:
-    """Every run waiting on a person, with its pending calls when a worker answers."""
+    """Every run waiting on someone (a person's approval, authorization or answer, a
+    callback client), with its waiting calls when a worker answers."""
     tools = await tools_for(args)
     async with translate_rpc_errors():
         # One more than shown: whether the list was cut is said, never silently dropped.
@@ -405,6 +406,10 @@ async def cmd_pending(args: argparse.Namespace) -> int:
                 entry["authorizations"] = [
                     a.model_dump(mode="json") for a in polled[0].pending_authorizations
                 ]
+                entry["inputs"] = [i.model_dump(mode="json") for i in polled[0].pending_inputs]
+                entry["callbacks"] = [
+                    c.model_dump(mode="json") for c in polled[0].pending_callbacks
+                ]
             entries.append(entry)
         dump_json(entries)
         return 0
@@ -420,6 +425,14 @@ async def cmd_pending(args: argparse.Namespace) -> int:
             echo("  " + render_approval(summary.run_id, approval).replace("\n", "\n  "))
         for authorization in polled[0].pending_authorizations:
             echo("  " + render_authorization(authorization, summary.run_id).replace("\n", "\n  "))
+        for question in polled[0].pending_inputs:
+            echo("  " + render_pending_input(summary.run_id, question).replace("\n", "\n  "))
+        for published in polled[0].pending_callbacks:
+            echo(
+                f"  call {terminal_safe(published.call_id)} ({terminal_safe(published.tool)}) "
+                f"waits for a client: durable-tools callbacks serve --tools MODULE "
+                f"{terminal_safe(summary.run_id)}"
+            )
     return 0
 
 

@@ -9,7 +9,6 @@ becomes a refusal message for the model (or ends the run, by policy).
 from __future__ import annotations
 
 import asyncio
-import builtins
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -36,6 +35,13 @@ from durable_tools.workflows._types import (
 )
 from durable_tools.workflows._validate import ValidCall
 from durable_tools.workflows._visibility import publish, unless_evicted
+from durable_tools.workflows._wait import (
+    answer_of,
+    close_wait,
+    expire_wait,
+    open_wait,
+    wait_for_answer,
+)
 
 __all__ = ["Gate", "approve", "preflight"]
 
@@ -134,62 +140,46 @@ async def _await_decision(state: RunState, valid: ValidCall, verdict: Verdict) -
         deadline=now + timedelta(seconds=timeout) if timeout else None,
         approvals_required=verdict.approvals_required,
     )
-    state.decisions.pop(call.id, None)  # a reused call id starts undecided
-    state.pending[call.id] = pending
-    state.event("approval.requested", call, detail=f"hash {pending.arguments_hash[:12]}")
+    waits = state.approvals
     approval_requested(spec.name)
-    notify_approval(state, "approval.requested", pending)
-    publish(state)
+    open_wait(state, waits, call, pending, detail=f"hash {pending.arguments_hash[:12]}")
     evaluation = _start_evaluation(state, valid, pending)
     try:
-        while True:
-            try:
-                await workflow.wait_condition(
-                    lambda: (
-                        call.id in state.decisions
-                        or state.cancel_reason is not None
-                        or state.skip_steer is not None
-                    ),
-                    timeout=timeout,
+        while not await wait_for_answer(state, waits, call.id, timeout):
+            if state.policy is not policy and workflow.patched(PENDING_REFIT_PATCH):
+                policy = state.policy  # changed while the call waited: it rules now
+            if policy.on_timeout == "escalate" and not pending.escalated and policy.escalate_to:
+                timeout = policy.escalation_timeout_seconds or policy.timeout_seconds
+                pending.escalated = True
+                pending.deciders = list(policy.escalate_to)
+                pending.deadline = workflow.now() + timedelta(seconds=timeout or 0)
+                state.event("approval.escalated", call, detail=", ".join(pending.deciders))
+                notify_approval(state, "approval.escalated", pending)
+                publish(state)
+                continue
+            if policy.on_timeout == "fail":
+                raise EndRun(
+                    RunStatus.FAILED,
+                    f"approval of tool call {call.id} ({spec.name}) passed its deadline",
                 )
-            except builtins.TimeoutError:
-                if state.policy is not policy and workflow.patched(PENDING_REFIT_PATCH):
-                    policy = state.policy  # changed while the call waited: it rules now
-                if policy.on_timeout == "escalate" and not pending.escalated and policy.escalate_to:
-                    timeout = policy.escalation_timeout_seconds or policy.timeout_seconds
-                    pending.escalated = True
-                    pending.deciders = list(policy.escalate_to)
-                    pending.deadline = workflow.now() + timedelta(seconds=timeout or 0)
-                    state.event("approval.escalated", call, detail=", ".join(pending.deciders))
-                    notify_approval(state, "approval.escalated", pending)
-                    publish(state)
-                    continue
-                if policy.on_timeout == "fail":
-                    raise EndRun(
-                        RunStatus.FAILED,
-                        f"approval of tool call {call.id} ({spec.name}) passed its deadline",
-                    ) from None
-                state.decisions[call.id] = ApprovalDecision(
-                    call_id=call.id,
-                    approve=False,
-                    decider="deadline",
-                    reason="no decision before the deadline",
-                )
-                state.event("approval.expired", call)
-                notify_approval(state, "approval.expired", pending)
+            waits.answered[call.id] = ApprovalDecision(
+                call_id=call.id,
+                approve=False,
+                decider="deadline",
+                reason="no decision before the deadline",
+            )
+            expire_wait(state, waits, call, pending)
             break
-        state.check_call_cancelled()
-        if call.id not in state.decisions:  # withdrawn: a steer skipped the turn's rest
-            state.check_call_skipped()
-        approval_decided(spec.name, state.decisions[call.id], pending.requested_at)
-        notify_approval(state, "approval.decided", pending, state.decisions[call.id])
-        return state.decisions[call.id]
+        decision = answer_of(state, waits, call.id, take=False)
+        assert decision is not None  # nothing else wakes an approval's wait
+        approval_decided(spec.name, decision, pending.requested_at)
+        notify_approval(state, "approval.decided", pending, decision)
+        return decision
     finally:
-        state.pending.pop(call.id, None)
         if evaluation is not None and not evaluation.done():
             # A person answered first: the evaluation is no longer wanted.
             unless_evicted(lambda: _cancel(state, call, evaluation))
-        unless_evicted(lambda: publish(state))
+        close_wait(state, waits, call.id)
 
 
 def _cancel(state: RunState, call: ToolCall, task: asyncio.Task[None]) -> None:

@@ -13,7 +13,6 @@ OAuth state lives only minutes, a run may wait for days.
 
 from __future__ import annotations
 
-import builtins
 from datetime import timedelta
 
 from temporalio import workflow
@@ -24,7 +23,6 @@ from durable_tools.messages import Message
 from durable_tools.tools import ErrorKind, NeedsAuthorization
 from durable_tools.tools._classify import error_message_for_model
 from durable_tools.workflows._approval_gate import preflight
-from durable_tools.workflows._limits import MAX_CALL_ID_CHARS
 from durable_tools.workflows._notify import notify_authorization
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._types import (
@@ -34,7 +32,16 @@ from durable_tools.workflows._types import (
     ToolCallRecord,
 )
 from durable_tools.workflows._validate import ValidCall
-from durable_tools.workflows._visibility import publish, unless_evicted
+from durable_tools.workflows._visibility import publish
+from durable_tools.workflows._wait import (
+    answer_of,
+    check_call_id,
+    close_wait,
+    expire_wait,
+    open_wait,
+    wait_for_answer,
+    waiting_call,
+)
 
 __all__ = ["authorize", "check_reissue", "reissue"]
 
@@ -60,7 +67,7 @@ async def authorize(
     policy = state.config.authorization
     wait = _deadline_of(state)
     record.status = "awaiting_authorization"
-    state.grants.pop(call.id, None)
+    waits = state.authorization_waits
     state.reissue.discard(call.id)
     now = workflow.now()
     pending = PendingAuthorization(
@@ -73,56 +80,44 @@ async def authorize(
         expires_at=checked.authorization_expires_at,
         deadline=now + wait if wait else None,
     )
-    state.authorizations[call.id] = pending
-    state.event("authorization.requested", call, detail=spec.oauth.provider)
-    notify_authorization(state, "authorization.requested", pending)
-    publish(state)
+    open_wait(state, waits, call, pending, detail=spec.oauth.provider)
     automatic = 0
     try:
         while True:
             timeout = None
             if pending.deadline is not None:
                 timeout = max(pending.deadline - workflow.now(), timedelta(seconds=1))
-            try:
-                await workflow.wait_condition(
-                    lambda: (
-                        call.id in state.grants
-                        or call.id in state.reissue
-                        or state.cancel_reason is not None
-                    ),
-                    timeout=timeout,
-                )
-            except builtins.TimeoutError:
-                state.event("authorization.expired", call, detail=f"link {pending.issued}")
-                notify_authorization(state, "authorization.expired", pending)
+            woken = await wait_for_answer(
+                state, waits, call.id, timeout, wake=lambda: call.id in state.reissue
+            )
+            if not woken:
+                expire_wait(state, waits, call, pending, detail=f"link {pending.issued}")
                 if policy.on_timeout == "fail":
                     raise EndRun(
                         RunStatus.FAILED,
                         f"authorization of tool call {call.id} ({spec.name}) at "
                         f"{pending.provider} passed its deadline",
-                    ) from None
+                    )
                 if policy.on_timeout == "reissue" and automatic < policy.max_reissues:
                     automatic += 1
                     state.reissue.add(call.id)
                 else:
-                    state.grants[call.id] = AuthorizationCompleted(
+                    waits.answered[call.id] = AuthorizationCompleted(
                         call_id=call.id, error="no authorization before the deadline"
                     )
-            state.check_call_cancelled()
-            if call.id in state.grants:
+            completed = answer_of(state, waits, call.id, take=True)
+            if completed is not None:
                 break
             state.reissue.discard(call.id)
             pending = await _reissue(state, valid, pending, wait)
-        completed: AuthorizationCompleted = state.grants.pop(call.id)
         state.event(
             "authorization.completed" if completed.grant_ref else "authorization.failed",
             call,
             detail=completed.error,
         )
     finally:
-        state.authorizations.pop(call.id, None)
         state.reissue.discard(call.id)
-        unless_evicted(lambda: publish(state))
+        close_wait(state, waits, call.id)
     if completed.error or not completed.grant_ref:
         record.status = "failed"
         record.error_kind = ErrorKind.UNAUTHORIZED.value
@@ -162,10 +157,9 @@ def check_reissue(state: RunState, call_id: object) -> None:
     Raises:
         ValueError: the request names no pending authorization (rejected before history).
     """
-    if not isinstance(call_id, str) or not call_id or len(call_id) > MAX_CALL_ID_CHARS:
-        raise ValueError(f"a call id must be text of at most {MAX_CALL_ID_CHARS} characters")
-    if call_id not in state.authorizations:
-        raise ValueError(f"no authorization is pending for call {call_id[:100]!r}")
+    checked = check_call_id(call_id)
+    if waiting_call(state.authorization_waits, checked) is None:
+        raise ValueError(f"no authorization is pending for call {checked[:100]!r}")
 
 
 async def reissue(state: RunState, call_id: str) -> PendingAuthorization:

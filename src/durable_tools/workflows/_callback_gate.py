@@ -2,19 +2,18 @@
 
 A callback tool has a schema but no worker body. Once the call has passed validation and
 the approval and authorization gates, no activity is scheduled: the call is published
-(`RunState.callbacks`, the `pending_callbacks` query, an event, the UI's details) and the
-run waits durably, up to the tool's timeout, for a `callback_result` update. The update's
-validator (`check_callback_result`) rejects, before anything enters history, an answer
-that is malformed, too large, bound to another request, for an unknown or finished call,
-holds NaN or an infinity, or whose output breaks the tool's output schema (the call then
-stays pending). An
-accepted answer becomes a `ToolOutcome` bounded like a tool activity's result; a passed
+(`RunState.callbacks`, the `pending_callbacks` query, an event, a notification, the
+`awaiting_callback` status and the UI's details: `_wait`) and the run waits durably, up
+to the tool's timeout, for a `callback_result` update. The update's validator
+(`check_callback_result`) rejects, before anything enters history, an answer that is
+malformed, too large, bound to another request, for an unknown or finished call, holds
+NaN or an infinity, or whose output breaks the tool's output schema (the call then stays
+pending). An accepted answer becomes a `ToolOutcome` bounded like a tool activity's result; a passed
 deadline becomes a timeout error the model sees.
 """
 
 from __future__ import annotations
 
-import builtins
 from datetime import timedelta
 from typing import Any
 
@@ -29,7 +28,6 @@ from durable_tools.tools._formatting import error_outcome, format_result, to_too
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.tools._validation import (
     format_schema_errors,
-    non_finite_number,
     schema_validator,
 )
 from durable_tools.workflows._callback_types import (
@@ -45,7 +43,17 @@ from durable_tools.workflows._limits import MAX_CALLBACK_RESULT_BYTES, clip, pay
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._types import ToolCallRecord
 from durable_tools.workflows._validate import ValidCall
-from durable_tools.workflows._visibility import publish, unless_evicted
+from durable_tools.workflows._wait import (
+    accept,
+    answer_of,
+    check_finite,
+    check_size,
+    close_wait,
+    expire_wait,
+    open_wait,
+    wait_for_answer,
+    waiting_call,
+)
 
 __all__ = ["accept_callback_result", "await_client", "check_callback_result"]
 
@@ -77,28 +85,21 @@ async def await_client(state: RunState, valid: ValidCall, record: ToolCallRecord
         published_at=now,
         deadline=now + timedelta(seconds=seconds),
     )
-    state.callback_results.pop(call.id, None)  # a reused call id starts unanswered
-    state.callbacks[call.id] = pending
+    waits = state.callback_waits
     record.result = WAITING
     state.event("tool.started", call, transport="callback", attempt=1)
-    state.event("callback.published", call, detail=f"hash {pending.request_hash[:12]}")
-    publish(state, _doing(state))
+    open_wait(state, waits, call, pending, detail=f"hash {pending.request_hash[:12]}")
     try:
-        await workflow.wait_condition(
-            # A skip-steer does not stop it: like a running tool, a published call may
-            # be executing on the client already, and finishes.
-            lambda: call.id in state.callback_results or state.cancel_reason is not None,
-            timeout=seconds,
-        )
-    except builtins.TimeoutError:
-        state.event("callback.expired", call, detail=f"no answer within {seconds:g}s")
-        expired = ToolTimeout(f"no client answered this callback tool within {seconds:g}s")
-        return error_outcome(call.id, spec.name, expired)
+        # A skip-steer does not stop it: like a running tool, a published call may be
+        # executing on the client already, and finishes.
+        if not await wait_for_answer(state, waits, call.id, seconds):
+            expire_wait(state, waits, call, pending, detail=f"no answer within {seconds:g}s")
+            expired = ToolTimeout(f"no client answered this callback tool within {seconds:g}s")
+            return error_outcome(call.id, spec.name, expired)
     finally:
-        state.callbacks.pop(call.id, None)
-        unless_evicted(lambda: publish(state, _doing(state)))
-    state.check_call_cancelled()
-    answer = state.callback_results.pop(call.id)
+        close_wait(state, waits, call.id)
+    answer = answer_of(state, waits, call.id, take=True)
+    assert answer is not None  # nothing else wakes a callback's wait
     if answer.error is not None:
         # Within the run's output limit, as any tool result (the limit is in bytes).
         text = clip(answer.error, max(state.config.output_limit_bytes // 4, 60))
@@ -146,16 +147,6 @@ async def _bounded(state: RunState, valid: ValidCall, output: Any) -> ToolOutcom
     )
 
 
-def _doing(state: RunState) -> str | None:
-    run_id = workflow.info().workflow_id
-    lines = [
-        f"- waiting for a client to run `{p.tool}` (call `{p.call_id}`): "
-        f"`durable-tools callbacks serve --tools MODULE {run_id}`"
-        for p in state.callbacks.values()
-    ]
-    return "\n".join(lines) or None
-
-
 def _reject(message: str, kind: str) -> ApplicationError:
     return ApplicationError(message, type=kind, non_retryable=True)
 
@@ -187,19 +178,19 @@ def check_callback_result(state: RunState, raw: Any) -> None:
             `CallbackAlreadyAnswered` or `CallbackOutputInvalid`, with the reason.
     """
     try:
-        size = payload_bytes(raw)
-    except Exception as err:  # not encodable (too deep for the converter, ...)
-        raise _reject(f"callback_result cannot be encoded: {err}", CALLBACK_INVALID) from None
-    if size > MAX_CALLBACK_RESULT_BYTES:
-        raise _reject(
-            f"callback_result is {size} bytes, over the {MAX_CALLBACK_RESULT_BYTES}-byte "
-            "limit: return a smaller result (or a reference to where the data is)",
-            CALLBACK_INVALID,
+        check_size(
+            raw,
+            MAX_CALLBACK_RESULT_BYTES,
+            "callback_result",
+            ": return a smaller result (or a reference to where the data is)",
         )
+    except ValueError as err:
+        raise _reject(str(err), CALLBACK_INVALID) from None
     answer = _parse(raw)
-    pending = state.callbacks.get(answer.call_id)
-    if pending is None or answer.call_id in state.callback_results:
-        if answer.call_id in state.callback_results or _was_called(state, answer.call_id):
+    waits = state.callback_waits
+    pending = waiting_call(waits, answer.call_id)
+    if pending is None:
+        if answer.call_id in waits.answered or _was_called(state, answer.call_id):
             raise _reject(
                 f"callback call {answer.call_id!r} is already answered or ended",
                 CALLBACK_ALREADY_ANSWERED,
@@ -214,19 +205,18 @@ def check_callback_result(state: RunState, raw: Any) -> None:
             CALLBACK_INVALID,
         )
     if answer.error is None:
-        _check_finite(answer.output)
+        try:
+            # A `number` schema takes NaN and Infinity, which the model would read as
+            # non-JSON.
+            check_finite(
+                answer.output,
+                "$.output",
+                "callback_result",
+                ", or null or a string for a value that has none",
+            )
+        except ValueError as err:
+            raise _reject(str(err), CALLBACK_INVALID) from None
         _check_output(state, pending, answer.output)
-
-
-def _check_finite(output: Any) -> None:
-    # A `number` schema takes NaN and Infinity, which the model would read as non-JSON.
-    where = non_finite_number(output, "$.output")
-    if where is not None:
-        raise _reject(
-            f"callback_result has a number JSON cannot hold at {where}: send a finite "
-            "number, or null or a string for a value that has none",
-            CALLBACK_INVALID,
-        )
 
 
 def _was_called(state: RunState, call_id: str) -> bool:
@@ -249,9 +239,8 @@ def _check_output(state: RunState, pending: PendingCallback, output: Any) -> Non
 def accept_callback_result(state: RunState, raw: Any) -> str:
     """The `callback_result` update: record the (validated) answer; the first one wins."""
     answer = _parse(raw)
-    if answer.call_id in state.callback_results or answer.call_id not in state.callbacks:
+    if accept(state.callback_waits, answer.call_id, answer) != "accepted":
         return "already answered"
-    state.callback_results[answer.call_id] = answer
     pending = state.callbacks[answer.call_id]
     state.event(
         "callback.answered",

@@ -8,14 +8,15 @@ shown meanwhile in the `status` query (`pending_inputs`) and the events
 the server's schema, decline, or cancel) goes back to the server on the call's next
 activity, with the state; the server resumes the call.
 
-The wait ends at the tool's `schedule_to_close_timeout` when it has one (the model then
-reads a timeout error), or when the run is cancelled. A pending question is never
-carried over continue-as-new: a run continues only between turns, when no call waits.
+The wait (`_wait`, shown as every wait is: `awaiting_input`, `AwaitingTool`, the UI's
+details, notifications) ends at the tool's `schedule_to_close_timeout` when it has one,
+else at `AgentConfig.input_timeout_seconds` (the model then reads a timeout error), or
+when the run is cancelled. A pending question is never carried over continue-as-new: a
+run continues only between turns, when no call waits.
 """
 
 from __future__ import annotations
 
-import builtins
 from datetime import timedelta
 from typing import Any
 
@@ -26,7 +27,6 @@ from temporalio import workflow
 
 from durable_tools.tools import ToolOutcome, ToolTimeout
 from durable_tools.tools._formatting import error_outcome
-from durable_tools.tools._validation import non_finite_number
 from durable_tools.workflows._input_types import (
     INPUT_ACTIONS,
     INPUT_REQUIRED_KEY,
@@ -37,14 +37,25 @@ from durable_tools.workflows._input_types import (
     PendingInput,
 )
 from durable_tools.workflows._limits import (
-    MAX_CALL_ID_CHARS,
     MAX_INPUT_ANSWER_BYTES,
     clip,
-    payload_bytes,
 )
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._types import ToolCallRecord
 from durable_tools.workflows._validate import ValidCall
+from durable_tools.workflows._wait import (
+    accept,
+    answer_of,
+    check_call_id,
+    check_finite,
+    check_size,
+    close_wait,
+    expire_wait,
+    open_wait,
+    shows,
+    wait_for_answer,
+    waiting_call,
+)
 
 __all__ = ["accept_answer", "ask_user", "check_answer", "needs_input"]
 
@@ -71,7 +82,11 @@ async def ask_user(
         asyncio.CancelledError: the run was cancelled while the call waited.
     """
     call, spec = valid.call, valid.spec
+    waits = state.input_waits
+    # The tool's own bound, else (in runs that show input waits) the agent's default.
     limit = spec.policy.schedule_to_close_timeout
+    if limit is None and shows(waits):
+        limit = state.config.input_timeout_seconds
     now = workflow.now()
     pending = PendingInput(
         call_id=call.id,
@@ -81,27 +96,24 @@ async def ask_user(
         deadline=now + timedelta(seconds=limit) if limit else None,
         round=round,
     )
-    state.inputs[call.id] = pending
-    state.input_answers.pop(call.id, None)
     record.status = "awaiting_input"
     asked = "; ".join(q.message for q in needed.questions)
-    state.event("input.requested", call, detail=clip(asked, 300), details={"round": round})
+    open_wait(state, waits, call, pending, detail=clip(asked, 300), details={"round": round})
     try:
-        await workflow.wait_condition(
-            lambda: call.id in state.input_answers or state.cancel_reason is not None,
-            timeout=timedelta(seconds=limit) if limit else None,
+        answered = await wait_for_answer(
+            state, waits, call.id, timedelta(seconds=limit) if limit else None
         )
-    except builtins.TimeoutError:
-        state.event("input.expired", call, detail=f"no answer within {limit:g}s")
-        record.status = "running"
-        expired = ToolTimeout(
-            f"the user did not answer the MCP server's question within {limit:g}s: {asked}"
-        )
-        return error_outcome(call.id, spec.name, expired, attempt=record.attempts or 1)
+        if not answered:
+            expire_wait(state, waits, call, pending, detail=f"no answer within {limit:g}s")
+            record.status = "running"
+            expired = ToolTimeout(
+                f"the user did not answer the MCP server's question within {limit:g}s: {asked}"
+            )
+            return error_outcome(call.id, spec.name, expired, attempt=record.attempts or 1)
     finally:
-        state.inputs.pop(call.id, None)
-    state.check_call_cancelled()
-    answer = state.input_answers.pop(call.id)
+        close_wait(state, waits, call.id)
+    answer = answer_of(state, waits, call.id, take=True)
+    assert answer is not None  # nothing else wakes an input's wait
     record.status = "running"
     state.event("input.answered", call, detail=answer.action, details={"round": round})
     return InputResume(
@@ -135,26 +147,14 @@ def check_answer(state: RunState, call_id: Any, action: Any, content: Any) -> No
             large, holds NaN or an infinity, or does not match the server's requested
             schema.
     """
-    if not isinstance(call_id, str) or not call_id or len(call_id) > MAX_CALL_ID_CHARS:
-        raise ValueError(f"a call id must be text of at most {MAX_CALL_ID_CHARS} characters")
+    check_call_id(call_id)
     if action not in INPUT_ACTIONS:
         raise ValueError(f"action must be one of {', '.join(INPUT_ACTIONS)}, not {action!r}"[:300])
-    try:
-        size = payload_bytes(content)
-    except Exception as err:  # not encodable (too deep for the converter, ...)
-        raise ValueError(f"the answer's content cannot be encoded: {err}"[:300]) from None
-    if size > MAX_INPUT_ANSWER_BYTES:
-        raise ValueError(
-            f"the answer's content is {size} bytes, over the {MAX_INPUT_ANSWER_BYTES}-byte limit"
-        )
+    check_size(content, MAX_INPUT_ANSWER_BYTES, "the answer's content")
     # A `number` schema takes NaN and Infinity, which JSON (and the server) cannot read.
-    where = non_finite_number(content, "$.content")
-    if where is not None:
-        raise ValueError(
-            f"the answer has a number JSON cannot hold at {where}: send a finite number"
-        )
-    pending = state.inputs.get(call_id)
-    if pending is None or call_id in state.input_answers:
+    check_finite(content, "$.content", "the answer")
+    pending = waiting_call(state.input_waits, call_id)
+    if pending is None:
         raise ValueError(
             f"no question is waiting for an answer in call {call_id[:100]!r} "
             "(unknown call, or already answered or ended)"
@@ -189,9 +189,5 @@ def _schema_problem(question: InputQuestion, content: Any) -> str | None:
 
 def accept_answer(state: RunState, call_id: str, action: str, content: Any) -> str:
     """The `answer_input` update: record the (validated) answer; the first one wins."""
-    if call_id not in state.inputs or call_id in state.input_answers:
-        return "already answered"
-    state.input_answers[call_id] = InputAnswer.model_validate(
-        {"call_id": call_id, "action": action, "content": content}
-    )
-    return "accepted"
+    answer = InputAnswer.model_validate({"call_id": call_id, "action": action, "content": content})
+    return accept(state.input_waits, call_id, answer)

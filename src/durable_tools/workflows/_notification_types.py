@@ -1,4 +1,5 @@
-"""Who hears about a run's approvals and authorizations: webhook and Slack targets."""
+"""Who hears about a run's waits (approvals, authorizations, questions for the user,
+callback calls): webhook and Slack targets."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ NotificationEvent = Literal[
     "approval.expired",
     "authorization.requested",
     "authorization.expired",
+    "input.requested",
+    "input.expired",
+    "callback.published",
+    "callback.expired",
 ]
 """What a notification can be about."""
 

@@ -1,10 +1,11 @@
 """Notifications from the workflow: started, never awaited in the call path.
 
 `notify(state, event, ...)` is a one-line call at each point worth telling a person about
-(an approval requested, decided, escalated or expired; an authorization requested or
-expired). For each configured target it starts the notification activity in a background
-task: the run goes on at once, Temporal retries a failing receiver, and a notification that
-fails for good becomes a `notification.failed` event. Nothing here can fail the run.
+(an approval requested, decided, escalated or expired; an authorization, a question for
+the user or a callback call requested or expired: `notify_wait`). For each configured
+target it starts the notification activity in a background task: the run goes on at once,
+Temporal retries a failing receiver, and a notification that fails for good becomes a
+`notification.failed` event. Nothing here can fail the run.
 
 Without `AgentConfig.notifications` nothing is scheduled, so recorded histories replay
 unchanged. Tasks still running when the run ends are abandoned with it (the server drops
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta
+from typing import Protocol
 from urllib.parse import quote
 
 from temporalio import workflow
@@ -31,7 +33,7 @@ from durable_tools.workflows._types import (
     PendingAuthorization,
 )
 
-__all__ = ["notify", "notify_approval", "notify_authorization"]
+__all__ = ["WaitingCall", "notify", "notify_approval", "notify_authorization", "notify_wait"]
 
 _ATTEMPT_TIMEOUT = timedelta(seconds=30)
 _MAX_INTERVAL = timedelta(seconds=60)
@@ -173,3 +175,24 @@ def notify_authorization(
         provider=pending.provider,
         link_expires_at=pending.expires_at,
     )
+
+
+class WaitingCall(Protocol):
+    """What every kind of wait records of its call (`PendingApproval`, `PendingInput`, ...)."""
+
+    @property
+    def call_id(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def deadline(self) -> datetime | None: ...
+
+
+def notify_wait(state: RunState, event: NotificationEvent, pending: WaitingCall) -> None:
+    """`notify` for a call that starts or stops waiting, with what its kind adds."""
+    if isinstance(pending, PendingApproval):
+        notify_approval(state, event, pending)
+    elif isinstance(pending, PendingAuthorization):
+        notify_authorization(state, event, pending)
+    else:
+        notify(state, event, call_id=pending.call_id, tool=pending.tool, deadline=pending.deadline)

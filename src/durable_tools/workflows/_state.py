@@ -10,6 +10,7 @@ continues-as-new only between turns, when none are open.
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ from durable_tools.workflows._types import (
     ToolCallRecord,
     Transport,
 )
+from durable_tools.workflows._wait_maps import APPROVAL, AUTHORIZATION, CALLBACK, INPUT, Waits
 
 __all__ = ["CALL_IDS_CARRIED", "CARRY_FLOOR", "CARRY_LIMIT", "CallSkipped", "EndRun", "RunState"]
 
@@ -138,20 +140,24 @@ class RunState:
     """True while the tool calls of a turn run (a steer then arrives "mid-turn")."""
     keys: dict[str, str] = field(default_factory=dict)
     """Idempotency key of each call id of the current turn."""
-    pending: dict[str, PendingApproval] = field(default_factory=dict)
-    decisions: dict[str, ApprovalDecision] = field(default_factory=dict)
-    authorizations: dict[str, PendingAuthorization] = field(default_factory=dict)
-    grants: dict[str, AuthorizationCompleted] = field(default_factory=dict)
+    approvals: Waits[PendingApproval, ApprovalDecision] = field(
+        default_factory=functools.partial(Waits, APPROVAL)
+    )
+    """Calls waiting for a person's decision, and the decisions (kept for the turn)."""
+    authorization_waits: Waits[PendingAuthorization, AuthorizationCompleted] = field(
+        default_factory=functools.partial(Waits, AUTHORIZATION)
+    )
+    """Calls waiting for an OAuth authorization, and the completed ones."""
     reissue: set[str] = field(default_factory=set)
-    callbacks: dict[str, PendingCallback] = field(default_factory=dict)
-    """Callback calls published and waiting for a client (see `_callback_gate`)."""
-    callback_results: dict[str, CallbackResult] = field(default_factory=dict)
-    """Accepted client answers, until the waiting call takes its own."""
-    inputs: dict[str, PendingInput] = field(default_factory=dict)
-    """Calls waiting for the user to answer their MCP server's questions (`_input_gate`)."""
-    input_answers: dict[str, InputAnswer] = field(default_factory=dict)
-    """Accepted answers, until the waiting call takes its own."""
     """Call ids whose authorization link a person asked to re-issue."""
+    input_waits: Waits[PendingInput, InputAnswer] = field(
+        default_factory=functools.partial(Waits, INPUT)
+    )
+    """Calls waiting for the user to answer their MCP server's questions (`_input_gate`)."""
+    callback_waits: Waits[PendingCallback, CallbackResult] = field(
+        default_factory=functools.partial(Waits, CALLBACK)
+    )
+    """Callback calls published and waiting for a client (see `_callback_gate`)."""
     notifications: int = 0
     """Notifications started in this history (numbers their delivery ids)."""
     notifying: set[asyncio.Task[None]] = field(default_factory=set)
@@ -178,6 +184,41 @@ class RunState:
     started_by_older_worker: bool = False
     """A run whose input has `revision` 1 had its first task run by a worker that ignores
     the revision (see `_run_catalog.load_catalog`): it records what runs before it did."""
+
+    def waits(self) -> tuple[Waits[Any, Any], ...]:
+        """Every kind of wait, in the order the run's status and details show them."""
+        return (self.approvals, self.authorization_waits, self.input_waits, self.callback_waits)
+
+    # The maps by their older names, which the decision and steering stages use.
+    @property
+    def pending(self) -> dict[str, PendingApproval]:
+        """Approvals pending, by call id."""
+        return self.approvals.pending
+
+    @property
+    def decisions(self) -> dict[str, ApprovalDecision]:
+        """Decisions of this turn's calls, by call id."""
+        return self.approvals.answered
+
+    @property
+    def authorizations(self) -> dict[str, PendingAuthorization]:
+        """Authorizations pending, by call id."""
+        return self.authorization_waits.pending
+
+    @property
+    def grants(self) -> dict[str, AuthorizationCompleted]:
+        """Completed authorizations not yet taken by their call."""
+        return self.authorization_waits.answered
+
+    @property
+    def callbacks(self) -> dict[str, PendingCallback]:
+        """Callback calls published and waiting for a client."""
+        return self.callback_waits.pending
+
+    @property
+    def inputs(self) -> dict[str, PendingInput]:
+        """Calls waiting for the user's answer to their server's questions."""
+        return self.input_waits.pending
 
     @classmethod
     def start(cls, input: AgentInput) -> RunState:

@@ -70,6 +70,10 @@ class RunStatus(StrEnum):
     RUNNING = "running"
     AWAITING_APPROVAL = "awaiting_approval"
     AWAITING_AUTHORIZATION = "awaiting_authorization"
+    AWAITING_INPUT = "awaiting_input"
+    """A tool call waits for the user to answer its MCP server's question."""
+    AWAITING_CALLBACK = "awaiting_callback"
+    """A callback tool's call waits for a client to run it."""
     COMPLETED = "completed"
     LIMIT_REACHED = "limit_reached"
     FAILED = "failed"
@@ -177,7 +181,14 @@ class AgentConfig(WireModel):
     authorization: AuthorizationPolicy = AuthorizationPolicy()
     """How OAuth pauses end: deadline and what passing it does."""
     notifications: NotificationConfig | None = None
-    """Webhooks and Slack messages about approvals and authorizations; None sends none."""
+    """Webhooks and Slack messages about approvals, authorizations, questions for the user
+    and callback calls; None sends none."""
+    input_timeout_seconds: float = Field(
+        default=86_400.0, gt=0, le=30 * 86_400.0, allow_inf_nan=False
+    )
+    """How long a tool call waits for the user to answer its MCP server's question when
+    the tool has no `schedule_to_close_timeout` (which bounds it otherwise); then the model
+    reads a timeout error. One day by default, at most 30 days."""
     output_limit_bytes: int = Field(default=16_000, ge=256)
     """Largest tool output kept in the conversation; larger ones go to the artifact store."""
     max_advertised_tools: int = Field(default=64, ge=1, le=1_000)

@@ -10,12 +10,14 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeUpdate
 
 from durable_tools import search_attributes as sa
+from durable_tools.workflows._callback_types import PendingCallback
+from durable_tools.workflows._input_types import PendingInput
 from durable_tools.workflows._limits import MAX_REASON_CHARS, clip
 from durable_tools.workflows._policy import describe_policy
 from durable_tools.workflows._policy_types import ApprovalPolicy
 from durable_tools.workflows._run_io import REVISION_SHORT_START
 from durable_tools.workflows._state import RunState
-from durable_tools.workflows._types import RunStatus
+from durable_tools.workflows._types import PendingApproval, PendingAuthorization, RunStatus
 
 __all__ = ["FINAL", "publish", "unless_evicted"]
 
@@ -27,11 +29,20 @@ FINAL = frozenset(
 def _current_status(state: RunState) -> RunStatus:
     if state.status in FINAL:
         return state.status
-    if state.pending:
-        return RunStatus.AWAITING_APPROVAL
-    if state.authorizations:
-        return RunStatus.AWAITING_AUTHORIZATION
+    for waits in state.waits():
+        if waits.shown and waits.pending:
+            return waits.kind.status
     return RunStatus.RUNNING
+
+
+def _awaiting_tool(state: RunState) -> str:
+    """The tool of the first call waiting, of the first kind that has one shown."""
+    for waits in state.waits():
+        if waits.shown:
+            for pending in waits.pending.values():
+                tool: str = pending.tool
+                return tool
+    return ""
 
 
 def publish(state: RunState, doing: str | None = None) -> None:
@@ -41,10 +52,7 @@ def publish(state: RunState, doing: str | None = None) -> None:
     command in history.
     """
     state.status = _current_status(state)
-    awaiting = next(
-        (p.tool for p in state.pending.values()),
-        next((a.tool for a in state.authorizations.values()), ""),
-    )
+    awaiting = _awaiting_tool(state)
     values = (state.status.value, len(state.pending), awaiting)
     if (
         state.published is None
@@ -98,22 +106,39 @@ def _details(state: RunState, doing: str | None) -> str:
     lines = [f"**{state.status.value}** · turn {state.turn} · {state.tool_calls} tool calls"]
     if state.policy != _DEFAULT_POLICY:
         lines.append(f"approval policy: {describe_policy(state.policy)}")
-    for p in state.pending.values():
-        lines.append(
-            f"- waiting for approval of `{p.tool}` (call `{p.call_id}`): "
-            f"`durable-tools approve {run_id} {p.call_id} --hash {p.arguments_hash}` "
-            "or `durable-tools deny ...`"
-        )
-    for a in state.authorizations.values():
-        lines.append(
-            f"- waiting for {a.provider} authorization for `{a.tool}` (call `{a.call_id}`): "
-            f"the user opens {a.authorization_url}"
-        )
+    for waits in state.waits():
+        lines.extend(_how_to_resume(run_id, pending) for pending in waits.pending.values())
     if doing:
         lines.append(doing)
     if state.reason:
         lines.append(clip(state.reason, MAX_REASON_CHARS))
     return "\n".join(lines)
+
+
+def _how_to_resume(run_id: str, pending: object) -> str:
+    """One line of the UI's details: what a waiting call waits for, and how to answer."""
+    if isinstance(pending, PendingApproval):
+        return (
+            f"- waiting for approval of `{pending.tool}` (call `{pending.call_id}`): "
+            f"`durable-tools approve {run_id} {pending.call_id} --hash "
+            f"{pending.arguments_hash}` or `durable-tools deny ...`"
+        )
+    if isinstance(pending, PendingAuthorization):
+        return (
+            f"- waiting for {pending.provider} authorization for `{pending.tool}` (call "
+            f"`{pending.call_id}`): the user opens {pending.authorization_url}"
+        )
+    if isinstance(pending, PendingInput):
+        return (
+            f"- waiting for the user to answer the question of `{pending.tool}` (call "
+            f"`{pending.call_id}`): `durable-tools answer {run_id} {pending.call_id} "
+            "--accept '{...}' | --decline | --cancel`"
+        )
+    assert isinstance(pending, PendingCallback)
+    return (
+        f"- waiting for a client to run `{pending.tool}` (call `{pending.call_id}`): "
+        f"`durable-tools callbacks serve --tools MODULE {run_id}`"
+    )
 
 
 def unless_evicted(publish: Callable[[], None]) -> None:
