@@ -117,6 +117,10 @@ def _slack_message(note: Notification) -> dict[str, Any]:
         "approval.expired": "expired without a decision",
         "authorization.requested": f"needs an authorization at {note.provider}",
         "authorization.expired": f"authorization at {note.provider} expired",
+        "input.requested": "asks the user a question (its MCP server's)",
+        "input.expired": "got no answer to its question in time",
+        "callback.published": "waits for a client to run it",
+        "callback.expired": "was not run by a client in time",
     }.get(note.event, note.event)
     text = f"{note.agent}: `{note.tool}` (call {note.call_id}, run {note.run_id}) {what}"
     if note.decider:
