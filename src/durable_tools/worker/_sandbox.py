@@ -47,6 +47,7 @@ PASSTHROUGH_MODULES = (
     "durable_tools.streaming",
     "durable_tools.workflows._types",
     "durable_tools.workflows._run_io",
+    "durable_tools.workflows._records",
     "durable_tools.workflows._limits",
     "durable_tools.workflows._callback_types",
     "durable_tools.workflows._input_types",

@@ -15,6 +15,7 @@ from ._policy_types import (
     GrantRevocation,
     StandingGrant,
 )
+from ._records import EventsPage, RunEvent, ToolCallRecord
 from ._run_io import AgentInput, AgentResult, CarriedState, RunSnapshot
 from ._types import (
     AgentConfig,
@@ -22,7 +23,6 @@ from ._types import (
     ApprovalPolicy,
     AuthorizationCompleted,
     AuthorizationPolicy,
-    EventsPage,
     ExecutionStrategy,
     Limits,
     NotificationConfig,
@@ -30,11 +30,9 @@ from ._types import (
     PendingAuthorization,
     PolicyChange,
     Price,
-    RunEvent,
     RunStatus,
     SlackTarget,
     Steer,
-    ToolCallRecord,
     WebhookTarget,
 )
 

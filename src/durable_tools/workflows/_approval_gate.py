@@ -26,13 +26,9 @@ from durable_tools.workflows._metrics import approval_decided, approval_requeste
 from durable_tools.workflows._notify import notify_approval
 from durable_tools.workflows._policy import Verdict, criteria_for, screen
 from durable_tools.workflows._policy_auto import evaluate_call
+from durable_tools.workflows._records import ToolCallRecord
 from durable_tools.workflows._state import EndRun, RunState
-from durable_tools.workflows._types import (
-    ApprovalDecision,
-    PendingApproval,
-    RunStatus,
-    ToolCallRecord,
-)
+from durable_tools.workflows._types import ApprovalDecision, PendingApproval, RunStatus
 from durable_tools.workflows._validate import ValidCall
 from durable_tools.workflows._visibility import publish, unless_evicted
 from durable_tools.workflows._wait import (

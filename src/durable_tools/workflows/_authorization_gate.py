@@ -24,13 +24,9 @@ from durable_tools.tools import ErrorKind, NeedsAuthorization
 from durable_tools.tools._classify import error_message_for_model
 from durable_tools.workflows._approval_gate import preflight
 from durable_tools.workflows._notify import notify_authorization
+from durable_tools.workflows._records import ToolCallRecord
 from durable_tools.workflows._state import EndRun, RunState
-from durable_tools.workflows._types import (
-    AuthorizationCompleted,
-    PendingAuthorization,
-    RunStatus,
-    ToolCallRecord,
-)
+from durable_tools.workflows._types import AuthorizationCompleted, PendingAuthorization, RunStatus
 from durable_tools.workflows._validate import ValidCall
 from durable_tools.workflows._visibility import publish
 from durable_tools.workflows._wait import (

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from durable_tools.messages import Message
 from durable_tools.tools import ErrorKind
+from durable_tools.workflows._records import ToolCallRecord
 from durable_tools.workflows._state import RunState
-from durable_tools.workflows._types import ToolCallRecord
 from durable_tools.workflows._validate import ValidCall
 
 __all__ = ["budget_message", "spend_budget"]

@@ -20,10 +20,11 @@ from temporalio import workflow
 from durable_tools.messages import Message
 from durable_tools.tools._context import Identity
 from durable_tools.workflows._handlers import register_run_handlers
+from durable_tools.workflows._records import RunEvent
 from durable_tools.workflows._run_io import AgentInput, AgentResult, RunSnapshot
 from durable_tools.workflows._runner import run_agent_loop, snapshot
 from durable_tools.workflows._state import RunState
-from durable_tools.workflows._types import AgentConfig, RunEvent
+from durable_tools.workflows._types import AgentConfig
 
 __all__ = ["AgentLoop", "run_agent", "start_agent"]
 

@@ -43,6 +43,7 @@ from durable_tools.workflows._callback_gate import await_client
 from durable_tools.workflows._input_gate import ask_user, needs_input
 from durable_tools.workflows._input_types import InputResume
 from durable_tools.workflows._options import ToolActivityOptions, activity_options_for
+from durable_tools.workflows._records import ToolCallRecord
 from durable_tools.workflows._run_io import AgentInput, AgentResult
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._tool_activity import (
@@ -52,7 +53,7 @@ from durable_tools.workflows._tool_activity import (
     start_tool_activity,
     workflow_retry_delay,
 )
-from durable_tools.workflows._types import AgentConfig, RunStatus, ToolCallRecord
+from durable_tools.workflows._types import AgentConfig, RunStatus
 from durable_tools.workflows._validate import ValidCall
 from durable_tools.workflows._visibility import unless_evicted
 

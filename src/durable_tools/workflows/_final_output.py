@@ -30,8 +30,9 @@ from durable_tools.tools._validation import (
     schema_validator,
 )
 from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES
+from durable_tools.workflows._records import ToolCallRecord
 from durable_tools.workflows._state import EndRun, RunState
-from durable_tools.workflows._types import AgentConfig, RunStatus, ToolCallRecord
+from durable_tools.workflows._types import AgentConfig, RunStatus
 
 __all__ = [
     "FINAL_ANSWER_TOOL",

@@ -27,14 +27,12 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.messages import Message
     from durable_tools.workflows._callback_types import PendingCallback
     from durable_tools.workflows._policy_types import BatchDecision, GrantRevocation
+    from durable_tools.workflows._records import EventsPage, RunEvent, ToolCallRecord
     from durable_tools.workflows._types import (
         ApprovalDecision,
         AuthorizationCompleted,
-        EventsPage,
         PendingAuthorization,
         PolicyChange,
-        RunEvent,
-        ToolCallRecord,
     )
 from durable_tools.workflows._authorization_gate import check_reissue, reissue
 from durable_tools.workflows._callback_gate import accept_callback_result, check_callback_result

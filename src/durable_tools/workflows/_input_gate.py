@@ -40,8 +40,8 @@ from durable_tools.workflows._limits import (
     MAX_INPUT_ANSWER_BYTES,
     clip,
 )
+from durable_tools.workflows._records import ToolCallRecord
 from durable_tools.workflows._state import RunState
-from durable_tools.workflows._types import ToolCallRecord
 from durable_tools.workflows._validate import ValidCall
 from durable_tools.workflows._wait import (
     accept,

@@ -29,11 +29,11 @@ from durable_tools.workflows._execute import Executed, execute
 from durable_tools.workflows._limits import clip
 from durable_tools.workflows._model_turn import advertised, has_deferred
 from durable_tools.workflows._record import cancelled_result, record_outcome
+from durable_tools.workflows._records import ToolCallRecord
 from durable_tools.workflows._run_catalog import find_tools
 from durable_tools.workflows._state import CallSkipped, RunState
 from durable_tools.workflows._steering import skipped_message
 from durable_tools.workflows._tool_search import SEARCH_TOOL
-from durable_tools.workflows._types import ToolCallRecord
 from durable_tools.workflows._validate import ValidCall, open_record, validate_call
 
 __all__ = ["TOO_MANY_CALLS", "refuse_over_turn_limit", "run_calls"]

@@ -9,8 +9,8 @@ from durable_tools.tools import Cancelled, ToolOutcome
 from durable_tools.tools._classify import error_message_for_model
 from durable_tools.workflows._audit import bounded_details, transport_of
 from durable_tools.workflows._execute import Executed
+from durable_tools.workflows._records import ToolCallRecord
 from durable_tools.workflows._state import RunState
-from durable_tools.workflows._types import ToolCallRecord
 
 __all__ = ["cancelled_result", "record_outcome"]
 

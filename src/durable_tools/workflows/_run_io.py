@@ -18,13 +18,12 @@ from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows._callback_types import PendingCallback
 from durable_tools.workflows._input_types import PendingInput
 from durable_tools.workflows._policy_types import ApprovalPolicy, StandingGrant
+from durable_tools.workflows._records import RunEvent, ToolCallRecord
 from durable_tools.workflows._types import (
     AgentConfig,
     PendingApproval,
     PendingAuthorization,
-    RunEvent,
     RunStatus,
-    ToolCallRecord,
 )
 
 __all__ = [

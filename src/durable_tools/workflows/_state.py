@@ -26,6 +26,7 @@ from durable_tools.workflows._event_names import EventName
 from durable_tools.workflows._input_types import InputAnswer, PendingInput
 from durable_tools.workflows._options import ToolActivityOptions
 from durable_tools.workflows._policy_types import StandingGrant
+from durable_tools.workflows._records import RunEvent, ToolCallRecord
 from durable_tools.workflows._run_io import AgentInput, CarriedState
 from durable_tools.workflows._types import (
     AgentConfig,
@@ -34,9 +35,7 @@ from durable_tools.workflows._types import (
     AuthorizationCompleted,
     PendingApproval,
     PendingAuthorization,
-    RunEvent,
     RunStatus,
-    ToolCallRecord,
     Transport,
 )
 from durable_tools.workflows._wait_maps import APPROVAL, AUTHORIZATION, CALLBACK, INPUT, Waits

@@ -16,8 +16,9 @@ from durable_tools.tools._formatting import abridge_arguments, redact_arguments
 from durable_tools.tools._names import alias_provider
 from durable_tools.tools._validation import parse_arguments, validate_arguments
 from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES, payload_bytes
+from durable_tools.workflows._records import ToolCallRecord
 from durable_tools.workflows._state import EndRun, RunState
-from durable_tools.workflows._types import RunStatus, ToolCallRecord
+from durable_tools.workflows._types import RunStatus
 
 __all__ = ["ValidCall", "open_record", "validate_call"]
 
