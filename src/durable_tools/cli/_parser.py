@@ -9,10 +9,11 @@ from ._answer import add_answer_command
 from ._artifact import cmd_artifact_get
 from ._callbacks import add_callbacks_command
 from ._codec import add_codec_server_command
-from ._commands import cmd_pending, cmd_run, cmd_runs, cmd_show, cmd_tools
+from ._commands import cmd_run, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
 from ._events import cmd_events
 from ._flags import add_connection_flags, add_json_flag
+from ._lists import cmd_pending, cmd_runs
 from ._oauth import cmd_auth_reissue
 from ._policy import add_policy_commands
 from ._policy_flags import add_run_policy_flags
