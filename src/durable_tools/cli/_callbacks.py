@@ -40,6 +40,13 @@ def add_callbacks_command(sub: Any) -> None:
     q.add_argument(
         "--poll-interval", type=float, default=0.5, metavar="SECONDS", help="default 0.5"
     )
+    q.add_argument(
+        "--prefix",
+        default="",
+        metavar="PREFIX",
+        help="for an agent loop embedded in a workflow of yours: RUN_ID is that workflow's "
+        "id and PREFIX the loop's handler prefix (`AgentLoop.register_handlers`)",
+    )
     add_connection_flags(q)
     q.set_defaults(handler=cmd_callbacks_serve)
 
@@ -64,7 +71,11 @@ async def cmd_callbacks_serve(args: argparse.Namespace) -> int:
     await describe_open_run(run)
     echo(f"serving callback tools {', '.join(sorted(handlers))} for run {run.run_id}")
     answered = await serve_callbacks(
-        run.handle, handlers, poll_interval=args.poll_interval, on_answer=_said
+        run.handle,
+        handlers,
+        poll_interval=args.poll_interval,
+        on_answer=_said,
+        prefix=args.prefix,
     )
     ended = await describe_run(run)
     echo(f"run {run.run_id} ended ({status_name(ended)}); {answered} calls answered here")
