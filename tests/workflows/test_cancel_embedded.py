@@ -16,9 +16,9 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.tools import ToolContext, ToolRegistry
     from durable_tools.workflows import AgentConfig, AgentInput, AgentLoop, RunEvent
 
-from support import answer, calls, running_worker, write_script
-
-CANCEL_GRACE_SECONDS = AgentConfig.model_fields["cancel_grace_seconds"].default  # the default
+    # Through too: the sandbox re-imports this module to check the host workflow, and the
+    # support helpers import native extensions (cryptography) that must not load twice.
+    from support import answer, calls, running_worker, write_script
 
 NEVER = 300
 
@@ -64,14 +64,15 @@ async def test_embedded_loop_records_a_stubborn_tool_that_ends_after_the_cancel(
         return "done after all"
 
     model = write_script(tmp_path, [calls(("s1", "stubborn", {})), answer("never")])
-    agent_input = AgentInput(prompt="work", config=AgentConfig(model=model))
+    config = AgentConfig(model=model)
+    agent_input = AgentInput(prompt="work", config=config)
     async with running_worker(client, registry, task_queue, workflows=[OutlivingHost]):
         handle = await client.start_workflow(
             OutlivingHost.run, agent_input, id=f"host-{task_queue}", task_queue=task_queue
         )
         await asyncio.wait_for(asyncio.to_thread(started.wait), 20)
         await handle.signal("agent_cancel", "changed my mind")
-        for _ in range(int((CANCEL_GRACE_SECONDS + 10) / 0.1)):
+        for _ in range(int((config.cancel_grace_seconds + 10) / 0.1)):
             if await handle.query(OutlivingHost.loop_status) != "running":
                 break
             await asyncio.sleep(0.1)
