@@ -37,11 +37,14 @@ from durable_tools.workflows import (
 )
 
 __all__ = [
+    "ENCRYPTED_NOTE",
     "QUERY_TIMEOUT",
     "ApprovalHandler",
     "Outcome",
+    "PayloadsEncrypted",
     "RunWatcher",
     "has_workers",
+    "is_encrypted_payload_error",
     "progress_quietly",
     "query_quietly",
     "render_progress",
@@ -127,7 +130,29 @@ async def query_quietly(
         timeline = await asyncio.wait_for(run.timeline(), timeout)
     except (WorkflowQueryFailedError, RPCError, TimeoutError):
         return None
+    except KeyError as error:
+        if is_encrypted_payload_error(error):
+            raise PayloadsEncrypted(ENCRYPTED_NOTE) from None
+        raise
     return snapshot, timeline
+
+
+ENCRYPTED_NOTE = (
+    "its payloads are encrypted and this machine has no keys to read them: set "
+    "DURABLE_TOOLS_CODEC_KEYS (or DURABLE_TOOLS_CODEC_KEY_FILE) as the workers have it "
+    "(see docs/encryption.md)"
+)
+"""What an operator without the codec keys is told about an encrypted run."""
+
+
+class PayloadsEncrypted(Exception):
+    """The run's payloads are encrypted and this client has no codec to read them."""
+
+
+def is_encrypted_payload_error(error: BaseException) -> bool:
+    """Whether `error` is the SDK's refusal of a payload encoding it has no codec for
+    (`KeyError: 'Unknown payload encoding binary/encrypted'`)."""
+    return isinstance(error, KeyError) and "payload encoding" in str(error)
 
 
 async def progress_quietly(run: AgentRun, timeout: float = QUERY_TIMEOUT) -> list[ToolProgress]:

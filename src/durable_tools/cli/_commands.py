@@ -27,6 +27,7 @@ from durable_tools._render import (
     terminal_safe,
     tool_json,
 )
+from durable_tools._run_watch import ENCRYPTED_NOTE, PayloadsEncrypted, is_encrypted_payload_error
 from durable_tools.client import AgentRun, DurableTools
 from durable_tools.tools._catalog import filter_specs
 from durable_tools.tools._context import Identity
@@ -202,7 +203,10 @@ async def cmd_show(args: argparse.Namespace) -> int:
     tools = await tools_for(args)
     run = tools.run(args.run_id)
     description = await describe_run(run)
-    polled = await query_quietly(run, task_queue=description.task_queue)
+    try:
+        polled = await query_quietly(run, task_queue=description.task_queue)
+    except PayloadsEncrypted:
+        return await _show_from_server(run, description, args.json, encrypted=True)
     if polled is not None:
         snapshot, timeline = polled
         timeline = await _with_decisions(run, timeline)
@@ -274,7 +278,11 @@ def status_name(description: WorkflowExecutionDescription) -> str:
 
 
 async def _show_from_server(
-    run: AgentRun, description: WorkflowExecutionDescription, as_json: bool
+    run: AgentRun,
+    description: WorkflowExecutionDescription,
+    as_json: bool,
+    *,
+    encrypted: bool = False,
 ) -> int:
     execution = status_name(description)
     attributes = _attributes(description)
@@ -288,7 +296,15 @@ async def _show_from_server(
             failure = str(error.cause or error)
         except TimeoutError:
             failure = "the result could not be read in time"
-    note = no_worker(description.task_queue, "answered the status query") + " for the full view"
+        except KeyError as error:
+            if not is_encrypted_payload_error(error):
+                raise
+            encrypted = True
+    note = (
+        f"only what the server shows in plain: {ENCRYPTED_NOTE}"
+        if encrypted
+        else no_worker(description.task_queue, "answered the status query") + " for the full view"
+    )
     if as_json:
         dump_json(
             {

@@ -12,6 +12,7 @@ from durable_tools._render import (
     render_table,
     terminal_safe,
 )
+from durable_tools._run_watch import ENCRYPTED_NOTE, PayloadsEncrypted
 from durable_tools.client import RunSummary
 from durable_tools.workflows import (
     RunSnapshot,
@@ -24,6 +25,9 @@ from ._output import dump_json, echo
 from ._watch import query_quietly
 
 __all__ = ["PENDING_QUERIES_AT_ONCE", "cmd_pending", "cmd_runs"]
+
+ENCRYPTED = "encrypted"
+"""What `pending` notes for a run whose payloads this machine cannot decrypt."""
 
 
 def _summary_rows(summaries: list[RunSummary]) -> str:
@@ -76,9 +80,12 @@ async def cmd_pending(args: argparse.Namespace) -> int:
     summaries = summaries[: args.limit]
     gate = asyncio.Semaphore(PENDING_QUERIES_AT_ONCE)
 
-    async def poll(run_id: str) -> tuple[RunSnapshot, list[ToolCallRecord]] | None:
+    async def poll(run_id: str) -> tuple[RunSnapshot, list[ToolCallRecord]] | str | None:
         async with gate:
-            return await query_quietly(tools.run(run_id), 3.0)
+            try:
+                return await query_quietly(tools.run(run_id), 3.0)
+            except PayloadsEncrypted:
+                return ENCRYPTED  # one run this machine cannot read: say so, list the rest
 
     polls = await asyncio.gather(*(poll(s.run_id) for s in summaries))
     if cut:
@@ -91,7 +98,9 @@ async def cmd_pending(args: argparse.Namespace) -> int:
         entries = []
         for summary, polled in zip(summaries, polls, strict=True):
             entry = summary.model_dump(mode="json")
-            if polled is not None:
+            if polled is ENCRYPTED:
+                entry["encrypted"] = True
+            elif polled is not None and not isinstance(polled, str):
                 entry["approvals"] = [
                     a.model_dump(mode="json") for a in polled[0].pending_approvals
                 ]
@@ -112,6 +121,9 @@ async def cmd_pending(args: argparse.Namespace) -> int:
         echo(f"{summary.run_id}  agent {summary.agent or '?'}  {summary.status}")
         if polled is None:
             echo("  (no worker answers: start one to see the pending calls)")
+            continue
+        if isinstance(polled, str):
+            echo(f"  (encrypted: {ENCRYPTED_NOTE})")
             continue
         for approval in polled[0].pending_approvals:
             echo("  " + render_approval(summary.run_id, approval).replace("\n", "\n  "))
