@@ -16,8 +16,6 @@ from temporalio import workflow
 
 from durable_tools._activities._types import PREFLIGHT_ACTIVITY, PreflightRequest, PreflightResult
 from durable_tools.messages import Message, ToolCall
-from durable_tools.tools import Denied
-from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import redact_arguments
 from durable_tools.workflows._approvals import arguments_hash, static_approval
 from durable_tools.workflows._decisions import PENDING_REFIT_PATCH
@@ -27,6 +25,7 @@ from durable_tools.workflows._notify import notify_approval
 from durable_tools.workflows._policy import Verdict, criteria_for, screen
 from durable_tools.workflows._policy_auto import evaluate_call
 from durable_tools.workflows._records import ToolCallRecord
+from durable_tools.workflows._replies import denied_reply
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._types import ApprovalDecision, PendingApproval, RunStatus
 from durable_tools.workflows._validate import ValidCall
@@ -117,8 +116,7 @@ def _refuse(state: RunState, valid: ValidCall, record: ToolCallRecord, text: str
     record.result = text[:300]
     if state.policy.on_deny == "end_run":
         raise EndRun(RunStatus.FAILED, f"tool call {call.id} ({spec.name}) {text}")
-    refusal = error_message_for_model(call.id, spec.name, Denied(text))
-    return Gate(refusal=Message.tool(call.id, spec.name, refusal))
+    return Gate(refusal=denied_reply(call.id, spec.name, text))
 
 
 async def _await_decision(state: RunState, valid: ValidCall, verdict: Verdict) -> ApprovalDecision:

@@ -20,11 +20,11 @@ from temporalio.exceptions import ApplicationError
 
 from durable_tools._activities._types import PreflightResult
 from durable_tools.messages import Message
-from durable_tools.tools import ErrorKind, NeedsAuthorization
-from durable_tools.tools._classify import error_message_for_model
+from durable_tools.tools import ErrorKind
 from durable_tools.workflows._approval_gate import preflight
 from durable_tools.workflows._notify import notify_authorization
 from durable_tools.workflows._records import ToolCallRecord
+from durable_tools.workflows._replies import unauthorized_reply
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._types import AuthorizationCompleted, PendingAuthorization, RunStatus
 from durable_tools.workflows._validate import ValidCall
@@ -118,10 +118,7 @@ async def authorize(
         record.status = "failed"
         record.error_kind = ErrorKind.UNAUTHORIZED.value
         record.result = f"authorization failed: {completed.error}"[:300]
-        refused = NeedsAuthorization(f"authorization failed: {completed.error}")
-        return Message.tool(
-            call.id, spec.name, error_message_for_model(call.id, spec.name, refused)
-        )
+        return unauthorized_reply(call.id, spec.name, completed.error)
     return completed.grant_ref
 
 

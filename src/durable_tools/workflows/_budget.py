@@ -12,20 +12,11 @@ from __future__ import annotations
 from durable_tools.messages import Message
 from durable_tools.tools import ErrorKind
 from durable_tools.workflows._records import ToolCallRecord
+from durable_tools.workflows._replies import over_budget_reply
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._validate import ValidCall
 
-__all__ = ["budget_message", "spend_budget"]
-
-
-def budget_message(call_id: str, tool: str, limit: int) -> str:
-    """What the model reads about a call over the tool's budget."""
-    return (
-        f"Tool call {call_id} to {tool!r} was not run: the budget of {limit} "
-        f"call{'s' if limit != 1 else ''} for tool {tool!r} in this run is used up. "
-        f"Do not call {tool!r} again in this run; go on with the results you have "
-        "or another tool."
-    )
+__all__ = ["spend_budget"]
 
 
 def spend_budget(state: RunState, valid: ValidCall, record: ToolCallRecord) -> Message | None:
@@ -42,4 +33,4 @@ def spend_budget(state: RunState, valid: ValidCall, record: ToolCallRecord) -> M
     record.error_kind = ErrorKind.BUDGET_EXHAUSTED.value
     record.result = f"budget of {limit} calls per run used up"
     state.event("tool.budget_exhausted", call, detail=record.result)
-    return Message.tool(call.id, spec.name, budget_message(call.id, spec.name, limit))
+    return over_budget_reply(call.id, spec.name, limit)

@@ -30,7 +30,6 @@ from durable_tools._activities._types import ToolInvocation
 from durable_tools.flows._call import run_flow
 from durable_tools.messages import ToolCall
 from durable_tools.tools import (
-    Cancelled,
     ErrorKind,
     ToolExecutionError,
     ToolOutcome,
@@ -44,6 +43,7 @@ from durable_tools.workflows._input_gate import ask_user, needs_input
 from durable_tools.workflows._input_types import InputResume
 from durable_tools.workflows._options import ToolActivityOptions, activity_options_for
 from durable_tools.workflows._records import ToolCallRecord
+from durable_tools.workflows._replies import cancelled_outcome
 from durable_tools.workflows._run_io import AgentInput, AgentResult
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._tool_activity import (
@@ -344,14 +344,14 @@ def _outcome_unknown(state: RunState, valid: ValidCall, attempts: int, how: str)
         f"outcome unknown: the tool {how} after the cancel, so it may have taken effect "
         f"(and may still be running); cancel reason: {reason}"
     )
-    outcome = error_outcome(valid.call.id, valid.spec.name, Cancelled(unknown))
+    outcome = cancelled_outcome(valid.call.id, valid.spec.name, unknown)
     outcome.error_kind = OUTCOME_UNKNOWN
     return Executed(outcome, attempts + 1, outcome_unknown=unknown)
 
 
 def _cancelled(state: RunState, valid: ValidCall) -> Executed:
     reason = state.cancel_reason or "cancelled"
-    outcome = error_outcome(valid.call.id, valid.spec.name, Cancelled(reason))
+    outcome = cancelled_outcome(valid.call.id, valid.spec.name, reason)
     return Executed(outcome, 0, cancelled=True)
 
 
@@ -371,7 +371,7 @@ def _failure_outcome(valid: ValidCall, err: ActivityError) -> ToolOutcome:
         effect = "" if spec.safety.safe_to_repeat else "; it may or may not have taken effect"
         return error_outcome(call.id, spec.name, ToolTimeout(f"{which} timeout{effect}"))
     elif isinstance(cause, CancelledError):
-        return error_outcome(call.id, spec.name, Cancelled("the call was cancelled"))
+        return cancelled_outcome(call.id, spec.name, "the call was cancelled")
     else:
         return error_outcome(call.id, spec.name, ToolExecutionError(str(cause or err)))
     return ToolOutcome(

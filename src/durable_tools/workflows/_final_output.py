@@ -31,6 +31,7 @@ from durable_tools.tools._validation import (
 )
 from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES
 from durable_tools.workflows._records import ToolCallRecord
+from durable_tools.workflows._replies import final_answer_repair_reply
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._types import AgentConfig, RunStatus
 
@@ -199,13 +200,7 @@ def accept_final_calls(state: RunState, finals: list[ToolCall]) -> bool:
         # One turn's invalid calls are one invalid answer: counted once.
         _reject(state, call.id, call.arguments, problems, count=index == len(checked) - 1)
     state.conversation.extend(
-        Message.tool(
-            call.id,
-            FINAL_ANSWER_TOOL,
-            _listing(schema, problems)
-            + f"\nCall `{FINAL_ANSWER_TOOL}` again with corrected arguments.",
-            is_error=True,
-        )
+        final_answer_repair_reply(call.id, FINAL_ANSWER_TOOL, _listing(schema, problems))
         for call, _, problems in checked
     )
     return False

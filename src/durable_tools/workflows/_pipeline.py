@@ -6,6 +6,7 @@
 
 Each stage lives in its own module (`_validate`, `_approval_gate`, `_authorization_gate`,
 `_execute`, `_record`) and works on the run's `RunState`; this module only wires them.
+Every tool message the model reads, whichever stage answered, is built by `_replies`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from temporalio.exceptions import ActivityError, FailureError
 
 from durable_tools.messages import Message, ToolCall
 from durable_tools.tools import ErrorKind, InvalidArguments, ToolExecutionError
-from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import error_outcome
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.tools._validation import parse_arguments
@@ -28,8 +28,15 @@ from durable_tools.workflows._budget import spend_budget
 from durable_tools.workflows._execute import Executed, execute
 from durable_tools.workflows._limits import clip
 from durable_tools.workflows._model_turn import advertised, has_deferred
-from durable_tools.workflows._record import cancelled_result, record_outcome
+from durable_tools.workflows._record import mark_cancelled, record_outcome
 from durable_tools.workflows._records import ToolCallRecord
+from durable_tools.workflows._replies import (
+    cancelled_reply,
+    invalid_reply,
+    over_turn_limit_reply,
+    result_reply,
+    search_reply,
+)
 from durable_tools.workflows._run_catalog import find_tools
 from durable_tools.workflows._state import CallSkipped, RunState
 from durable_tools.workflows._steering import skipped_message
@@ -82,13 +89,7 @@ def refuse_over_turn_limit(state: RunState, over: list[ToolCall]) -> list[Messag
             f"not run: {asked} calls in one turn, over max_tool_calls_per_turn ({limit})"
         )
         state.event("tool.invalid_args", call, detail=record.result, error_kind=TOO_MANY_CALLS)
-        text = (
-            f"Tool call {call.id} to {call.name[:64]!r} was not run: you asked for {asked} "
-            f"tool calls in one message, and at most {limit} run per turn "
-            f"(max_tool_calls_per_turn); the first {limit} ran. Call it again in a later "
-            "message if you still need it."
-        )
-        messages.append(Message.tool(call.id, call.name, text, is_error=True, at=workflow.now()))
+        messages.append(over_turn_limit_reply(call.id, call.name, asked, limit, workflow.now()))
     return messages
 
 
@@ -141,18 +142,16 @@ async def run_call(state: RunState, call: ToolCall, offered: dict[str, ToolSpec]
     try:
         gate = await approve(state, valid, record)
         if gate.refusal is not None:
-            return _as_error(gate.refusal)
+            return gate.refusal
         checked = gate.preflight
         while True:
             grant = await authorize(state, valid, record, checked)
             if isinstance(grant, Message):
-                return _as_error(grant)
+                return grant
             executed = await execute(state, valid, record, grant)
             outcome = record_outcome(state, valid.call, record, executed)
             if outcome.error_kind != ErrorKind.UNAUTHORIZED.value or valid.spec.oauth is None:
-                return Message.tool(
-                    call.id, valid.spec.name, outcome.content, is_error=outcome.is_error
-                )
+                return result_reply(call.id, valid.spec.name, outcome)
             # The token was revoked or lacks a scope: ask the user again, then retry.
             state.event("tool.unauthorized", call, detail="token rejected; re-authorizing")
             checked = await preflight(state, valid, force=True)
@@ -168,7 +167,7 @@ def _unprepared(
     failure = ToolExecutionError(f"the call could not be prepared: {why}")
     outcome = error_outcome(valid.call.id, valid.spec.name, failure)
     record_outcome(state, valid.call, record, Executed(outcome, 0))
-    return Message.tool(valid.call.id, valid.spec.name, outcome.content, is_error=True)
+    return result_reply(valid.call.id, valid.spec.name, outcome)
 
 
 def _assign_keys(state: RunState, calls: list[ToolCall]) -> set[int]:
@@ -202,8 +201,7 @@ async def _duplicate(state: RunState, call: ToolCall) -> Message:
         errors=[f"$: call id {call.id!r} is not unique in this turn; give each call its own id"],
     )
     state.event("tool.invalid_args", call, detail=error.message)
-    text = error_message_for_model(call.id, call.name, error)
-    return Message.tool(call.id, call.name, text, is_error=True, at=workflow.now())
+    return invalid_reply(call.id, call.name, error, at=workflow.now())
 
 
 async def _bounded(
@@ -226,13 +224,10 @@ async def _bounded(
 
 
 def _cancelled_message(state: RunState, call: ToolCall) -> Message:
-    text = cancelled_result(state, call)
-    return Message.tool(call.id, call.name, text, is_error=True, at=workflow.now())
-
-
-def _as_error(message: Message) -> Message:
-    """A gate's answer (a refusal, a missing authorization): the call did not run."""
-    return message.model_copy(update={"is_error": True})
+    """Answer a call that the run's cancel stopped before it ran; record it as cancelled."""
+    mark_cancelled(state, call)
+    reason = state.cancel_reason or "the run was cancelled"
+    return cancelled_reply(call.id, call.name, reason, workflow.now())
 
 
 def _search_tools(state: RunState, call: ToolCall, record: ToolCallRecord) -> Message:
@@ -241,8 +236,7 @@ def _search_tools(state: RunState, call: ToolCall, record: ToolCallRecord) -> Me
         query = str(arguments.get("query", ""))[:500]
     except InvalidArguments as error:
         record.status = "invalid"
-        text = error_message_for_model(call.id, call.name, error)
-        return Message.tool(call.id, call.name, text, is_error=True)
+        return invalid_reply(call.id, call.name, error)
     found = find_tools(state, query, limit=5)
     # Worst first: when only the latest finds stay advertised, the best one stays longest.
     limit = state.max_advertised
@@ -260,9 +254,4 @@ def _search_tools(state: RunState, call: ToolCall, record: ToolCallRecord) -> Me
     state.event("tool.search", call, detail=record.result)
     # The summary line only: the full description comes with the definition next turn.
     lines = [f"- {s.name}: {clip(s.description.strip().split(chr(10))[0], 300)}" for s in found]
-    text = (
-        "Tools found (callable from your next message):\n" + "\n".join(lines)
-        if found
-        else f"No tool matches {query!r}."
-    )
-    return Message.tool(call.id, call.name, text, is_error=False)
+    return search_reply(call.id, call.name, lines, query)

@@ -5,14 +5,13 @@ from __future__ import annotations
 from temporalio import workflow
 
 from durable_tools.messages import ToolCall
-from durable_tools.tools import Cancelled, ToolOutcome
-from durable_tools.tools._classify import error_message_for_model
+from durable_tools.tools import ToolOutcome
 from durable_tools.workflows._audit import bounded_details, transport_of
 from durable_tools.workflows._execute import Executed
 from durable_tools.workflows._records import ToolCallRecord
 from durable_tools.workflows._state import RunState
 
-__all__ = ["cancelled_result", "record_outcome"]
+__all__ = ["mark_cancelled", "record_outcome"]
 
 
 def record_outcome(
@@ -92,8 +91,8 @@ def record_outcome(
     return outcome
 
 
-def cancelled_result(state: RunState, call: ToolCall) -> str:
-    """The model-facing text for a call that the run's cancel stopped before it ran."""
+def mark_cancelled(state: RunState, call: ToolCall) -> None:
+    """Record a call that the run's cancel stopped before it ran (or while it waited)."""
     record = state.records.get(call.id)
     if record is not None and record.status in (
         "running",
@@ -102,5 +101,3 @@ def cancelled_result(state: RunState, call: ToolCall) -> str:
         "awaiting_input",
     ):
         record.status = "cancelled"
-    cancelled = Cancelled(state.cancel_reason or "the run was cancelled")
-    return error_message_for_model(call.id, call.name, cancelled)

@@ -22,14 +22,12 @@ from temporalio import workflow
 
 from durable_tools.messages import Message, ToolCall
 from durable_tools.workflows._limits import MAX_PENDING_STEERS, MAX_STEER_CHARS, clip
+from durable_tools.workflows._replies import skipped_reply
 from durable_tools.workflows._state import RunState
 from durable_tools.workflows._types import Steer
 from durable_tools.workflows._validate import open_record
 
-__all__ = ["SKIPPED_PREFIX", "InvalidSteer", "accept_steer", "parse_steer", "skipped_message"]
-
-SKIPPED_PREFIX = "skipped: the user steered: "
-"""Start of the result a skipped call gets; the (shortened) instruction follows."""
+__all__ = ["InvalidSteer", "accept_steer", "parse_steer", "skipped_message"]
 
 _SHORT_CHARS = 200
 """The instruction is cut to this length in a skipped call's result and in events."""
@@ -104,14 +102,14 @@ def skipped_message(state: RunState, call: ToolCall) -> Message:
     """Answer a call that a skip-steer stopped before it ran; record it as skipped."""
     instruction = " ".join((state.skip_steer or "").split())
     short = clip(instruction, _SHORT_CHARS)
-    text = SKIPPED_PREFIX + short
+    reply = skipped_reply(call.id, call.name, short, workflow.now())
     record = state.records.get(call.id)
     if record is None:
         record = open_record(state, call)
     elif record.status == "awaiting_approval":
         state.event("approval.withdrawn", call, detail="the user steered: " + short)
     record.status = "skipped"
-    record.result = text[:300]
+    record.result = (reply.content or "")[:300]
     record.finished_at = workflow.now()
     state.event("tool.skipped", call, detail=short)
-    return Message.tool(call.id, call.name, text, is_error=True, at=workflow.now())
+    return reply

@@ -11,12 +11,12 @@ from typing import Any
 
 from durable_tools.messages import Message, ToolCall
 from durable_tools.tools import InvalidArguments, ToolNotFound, ToolSpec
-from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import abridge_arguments, redact_arguments
 from durable_tools.tools._names import alias_provider
 from durable_tools.tools._validation import parse_arguments, validate_arguments
 from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES, payload_bytes
 from durable_tools.workflows._records import ToolCallRecord
+from durable_tools.workflows._replies import invalid_reply
 from durable_tools.workflows._state import EndRun, RunState
 from durable_tools.workflows._types import RunStatus
 
@@ -78,8 +78,7 @@ def validate_call(
                 f"invalid tool call {call.id[:64]!r} to {call.name[:64]!r}: {error.message[:300]}",
             ) from None
         available = sorted(s.aliases.get(provider, s.name) for s in offered.values())
-        message = error_message_for_model(call.id, call.name, error, available=available)
-        return Message.tool(call.id, call.name, message, is_error=True)
+        return invalid_reply(call.id, call.name, error, available=available)
     record.arguments = abridge_arguments(redact_arguments(arguments, spec.safety.redact))
     if call.name != spec.name:  # called by its alias: every later stage sees the tool's name
         record.tool = spec.name

@@ -1,0 +1,165 @@
+"""Every message the model reads for one of its tool calls, built in one place.
+
+A model pairs a result with its call by the call id, so every call of a turn gets
+exactly one tool message, whatever happened to it. Each kind of answer has its own
+function here, and these are the only code in the workflow that builds a tool message:
+the wording the model reads is decided here, not at the stage that answered.
+
+The wording is part of the contract: tests assert on it, and it is in the model
+activity's input of every later turn, so changing a text changes what every replayed
+run's model activities were given. The error texts themselves come from
+`error_message_for_model`, the formatter the tool activities use too.
+
+`at` is passed by the caller: a reply the pipeline stamps later (`_pipeline._bounded`)
+leaves it unset, a reply that skips that step stamps it itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from durable_tools.messages import Message
+from durable_tools.tools import (
+    Cancelled,
+    Denied,
+    InvalidArguments,
+    NeedsAuthorization,
+    ToolNotFound,
+    ToolOutcome,
+)
+from durable_tools.tools._classify import error_message_for_model
+from durable_tools.tools._formatting import error_outcome
+
+__all__ = [
+    "SKIPPED_PREFIX",
+    "cancelled_outcome",
+    "cancelled_reply",
+    "denied_reply",
+    "final_answer_repair_reply",
+    "invalid_reply",
+    "over_budget_reply",
+    "over_turn_limit_reply",
+    "result_reply",
+    "search_reply",
+    "skipped_reply",
+    "unauthorized_reply",
+]
+
+SKIPPED_PREFIX = "skipped: the user steered: "
+"""Start of the result a skipped call gets; the (shortened) instruction follows."""
+
+
+def _reply(
+    call_id: str, tool: str, text: str, *, is_error: bool | None, at: datetime | None
+) -> Message:
+    """The one place a tool message is constructed."""
+    return Message.tool(call_id, tool, text, is_error=is_error, at=at)
+
+
+def result_reply(call_id: str, tool: str, outcome: ToolOutcome) -> Message:
+    """The outcome of a call that was scheduled: its result, or its error text."""
+    return _reply(call_id, tool, outcome.content, is_error=outcome.is_error, at=None)
+
+
+def invalid_reply(
+    call_id: str,
+    tool: str,
+    error: InvalidArguments | ToolNotFound,
+    *,
+    available: Sequence[str] = (),
+    at: datetime | None = None,
+) -> Message:
+    """A call that was not run because it is invalid; the text says how to repair it.
+
+    Args:
+        call_id: The model's id for the call.
+        tool: The tool name as the model wrote it.
+        error: What is wrong with the call.
+        available: Tool names to suggest when the tool does not exist.
+        at: When the reply was made, if the pipeline does not stamp it.
+    """
+    text = error_message_for_model(call_id, tool, error, available=available)
+    return _reply(call_id, tool, text, is_error=True, at=at)
+
+
+def over_turn_limit_reply(call_id: str, tool: str, asked: int, limit: int, at: datetime) -> Message:
+    """A call over `max_tool_calls_per_turn`: not run, and it may be asked for again."""
+    text = (
+        f"Tool call {call_id} to {tool[:64]!r} was not run: you asked for {asked} "
+        f"tool calls in one message, and at most {limit} run per turn "
+        f"(max_tool_calls_per_turn); the first {limit} ran. Call it again in a later "
+        "message if you still need it."
+    )
+    return _reply(call_id, tool, text, is_error=True, at=at)
+
+
+def over_budget_reply(call_id: str, tool: str, limit: int) -> Message:
+    """A call over its tool's `max_calls_per_run`: not run, and not to be asked for again.
+
+    `is_error` stays unset, as it always was for this reply: an adapter that forwards
+    the flag (Anthropic's) does not mark it as an error.
+    """
+    text = (
+        f"Tool call {call_id} to {tool!r} was not run: the budget of {limit} "
+        f"call{'s' if limit != 1 else ''} for tool {tool!r} in this run is used up. "
+        f"Do not call {tool!r} again in this run; go on with the results you have "
+        "or another tool."
+    )
+    return _reply(call_id, tool, text, is_error=None, at=None)
+
+
+def denied_reply(call_id: str, tool: str, why: str) -> Message:
+    """A call its approval refused (`why` names who denied it and why)."""
+    text = error_message_for_model(call_id, tool, Denied(why))
+    return _reply(call_id, tool, text, is_error=True, at=None)
+
+
+def unauthorized_reply(call_id: str, tool: str, why: str | None) -> Message:
+    """A call that did not run because the user's authorization failed or never came."""
+    refused = NeedsAuthorization(f"authorization failed: {why}")
+    text = error_message_for_model(call_id, tool, refused)
+    return _reply(call_id, tool, text, is_error=True, at=None)
+
+
+def cancelled_outcome(call_id: str, tool: str, reason: str) -> ToolOutcome:
+    """The outcome of a scheduled call that a cancel stopped (error kind `Cancelled`).
+
+    The caller names the reason; the defaults differ by where the cancel was seen
+    ("the call was cancelled" for the activity's own cancel, the run's cancel reason
+    otherwise), and each is kept as it always read.
+    """
+    return error_outcome(call_id, tool, Cancelled(reason))
+
+
+def cancelled_reply(call_id: str, tool: str, reason: str, at: datetime) -> Message:
+    """A call that the run's cancel stopped before it was scheduled."""
+    text = error_message_for_model(call_id, tool, Cancelled(reason))
+    return _reply(call_id, tool, text, is_error=True, at=at)
+
+
+def skipped_reply(call_id: str, tool: str, instruction: str, at: datetime) -> Message:
+    """A call a skip-steer stopped before it ran; `instruction` is already shortened."""
+    return _reply(call_id, tool, SKIPPED_PREFIX + instruction, is_error=True, at=at)
+
+
+def search_reply(call_id: str, tool: str, found: Sequence[str], query: str) -> Message:
+    """The answer to a tool search: one summary line per tool found, or that none matched."""
+    text = (
+        "Tools found (callable from your next message):\n" + "\n".join(found)
+        if found
+        else f"No tool matches {query!r}."
+    )
+    return _reply(call_id, tool, text, is_error=False, at=None)
+
+
+def final_answer_repair_reply(call_id: str, tool: str, problems: str) -> Message:
+    """A final-answer call whose arguments do not match the output schema.
+
+    Args:
+        call_id: The model's id for the call.
+        tool: The final-answer tool's name.
+        problems: The listing of what does not match (`_final_output._listing`).
+    """
+    text = problems + f"\nCall `{tool}` again with corrected arguments."
+    return _reply(call_id, tool, text, is_error=True, at=None)
