@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import Literal
 
 from durable_tools._input_client import render_pending_input
 from durable_tools._render import (
@@ -12,22 +13,17 @@ from durable_tools._render import (
     render_table,
     terminal_safe,
 )
-from durable_tools._run_watch import ENCRYPTED_NOTE, PayloadsEncrypted
+from durable_tools._run_watch import ENCRYPTED_NOTE, PayloadsEncrypted, status_quietly
 from durable_tools.client import RunSummary
 from durable_tools.workflows import (
     RunSnapshot,
-    ToolCallRecord,
 )
 
 from ._commands import tools_for
 from ._errors import CliError, translate_rpc_errors
 from ._output import dump_json, echo
-from ._watch import query_quietly
 
 __all__ = ["PENDING_QUERIES_AT_ONCE", "cmd_pending", "cmd_runs"]
-
-ENCRYPTED = "encrypted"
-"""What `pending` notes for a run whose payloads this machine cannot decrypt."""
 
 
 def _summary_rows(summaries: list[RunSummary]) -> str:
@@ -80,12 +76,12 @@ async def cmd_pending(args: argparse.Namespace) -> int:
     summaries = summaries[: args.limit]
     gate = asyncio.Semaphore(PENDING_QUERIES_AT_ONCE)
 
-    async def poll(run_id: str) -> tuple[RunSnapshot, list[ToolCallRecord]] | str | None:
+    async def poll(run_id: str) -> RunSnapshot | Literal["encrypted"] | None:
         async with gate:
             try:
-                return await query_quietly(tools.run(run_id), 3.0)
+                return await status_quietly(tools.run(run_id), 3.0)
             except PayloadsEncrypted:
-                return ENCRYPTED  # one run this machine cannot read: say so, list the rest
+                return "encrypted"  # one run this machine cannot read: say so, list the rest
 
     polls = await asyncio.gather(*(poll(s.run_id) for s in summaries))
     if cut:
@@ -98,19 +94,15 @@ async def cmd_pending(args: argparse.Namespace) -> int:
         entries = []
         for summary, polled in zip(summaries, polls, strict=True):
             entry = summary.model_dump(mode="json")
-            if polled is ENCRYPTED:
+            if polled == "encrypted":
                 entry["encrypted"] = True
-            elif polled is not None and not isinstance(polled, str):
-                entry["approvals"] = [
-                    a.model_dump(mode="json") for a in polled[0].pending_approvals
-                ]
+            elif polled is not None:
+                entry["approvals"] = [a.model_dump(mode="json") for a in polled.pending_approvals]
                 entry["authorizations"] = [
-                    a.model_dump(mode="json") for a in polled[0].pending_authorizations
+                    a.model_dump(mode="json") for a in polled.pending_authorizations
                 ]
-                entry["inputs"] = [i.model_dump(mode="json") for i in polled[0].pending_inputs]
-                entry["callbacks"] = [
-                    c.model_dump(mode="json") for c in polled[0].pending_callbacks
-                ]
+                entry["inputs"] = [i.model_dump(mode="json") for i in polled.pending_inputs]
+                entry["callbacks"] = [c.model_dump(mode="json") for c in polled.pending_callbacks]
             entries.append(entry)
         dump_json(entries)
         return 0
@@ -122,16 +114,16 @@ async def cmd_pending(args: argparse.Namespace) -> int:
         if polled is None:
             echo("  (no worker answers: start one to see the pending calls)")
             continue
-        if isinstance(polled, str):
+        if polled == "encrypted":
             echo(f"  (encrypted: {ENCRYPTED_NOTE})")
             continue
-        for approval in polled[0].pending_approvals:
+        for approval in polled.pending_approvals:
             echo("  " + render_approval(summary.run_id, approval).replace("\n", "\n  "))
-        for authorization in polled[0].pending_authorizations:
+        for authorization in polled.pending_authorizations:
             echo("  " + render_authorization(authorization, summary.run_id).replace("\n", "\n  "))
-        for question in polled[0].pending_inputs:
+        for question in polled.pending_inputs:
             echo("  " + render_pending_input(summary.run_id, question).replace("\n", "\n  "))
-        for published in polled[0].pending_callbacks:
+        for published in polled.pending_callbacks:
             echo(
                 f"  call {terminal_safe(published.call_id)} ({terminal_safe(published.tool)}) "
                 f"waits for a client: durable-tools callbacks serve --tools MODULE "
