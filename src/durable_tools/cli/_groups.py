@@ -12,53 +12,46 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from durable_tools._extras import install_hint
-from durable_tools.server import default_data_dir
 from durable_tools.workflows._deciders import GROUP_PREFIX, may_decide
 
 from ._errors import CliError
 
-__all__ = ["decider_for", "default_tokens_path"]
-
-
-def default_tokens_path() -> Path:
-    """The inbox's tokens file: `$DURABLE_TOOLS_HOME/inbox-tokens.json`."""
-    return default_data_dir() / "inbox-tokens.json"
+__all__ = ["decider_for"]
 
 
 def decider_for(name: str, deciders: Sequence[str], tokens_file: Path | None = None) -> str:
     """The decider name to send for `name` on a call with these `deciders`.
 
     `name` itself when the policy lets it decide (named, or anyone may); `name via group:g`
-    when the policy names a group the tokens file puts `name` in.
+    when the policy names a group the tokens file (default: the inbox's) puts `name` in.
 
     Raises:
         CliError: `name` may decide neither as a person nor through a group it belongs to.
     """
     if may_decide(name, deciders):
         return name
-    groups = [d for d in deciders if d.startswith(GROUP_PREFIX)]
-    path = tokens_file or default_tokens_path()
-    if groups:
-        try:  # the inbox package needs its extra: import it only when a group decides
-            from durable_tools.inbox._tokens import TokenFileError, TokenStore
-        except ImportError as error:
-            raise CliError(
-                f"a group decides this call ({', '.join(groups)}): checking {name!r}'s "
-                f"membership reads the inbox's tokens file, which needs "
-                f"`{install_hint('inbox')}` ({error})"
-            ) from None
-        try:
-            member_of = set(TokenStore(path).groups_of(name)) if path.exists() else set()
-        except TokenFileError as error:
-            raise CliError(f"cannot check {name!r}'s groups: {error}") from None
-        for group in groups:
-            if group[len(GROUP_PREFIX) :] in member_of:
-                return f"{name} via {group}"
     named = ", ".join(deciders)
-    hint = (
-        f"; the tokens file {path} puts {name!r} in none of its groups: decide through the "
-        f"inbox, or add the user (durable-tools inbox token add {name} --group GROUP)"
-        if groups
-        else ""
+    groups = [d for d in deciders if d.startswith(GROUP_PREFIX)]
+    if not groups:
+        raise CliError(f"{name!r} may not decide this call (deciders: {named})")
+    try:  # the inbox package needs its extra: import it only when a group decides
+        from durable_tools.inbox import TokenFileError, TokenStore, default_tokens_file
+    except ImportError as error:
+        raise CliError(
+            f"a group decides this call ({', '.join(groups)}): checking {name!r}'s "
+            f"membership reads the inbox's tokens file, which needs "
+            f"`{install_hint('inbox')}` ({error})"
+        ) from None
+    path = tokens_file or default_tokens_file()
+    try:
+        member_of = set(TokenStore(path).groups_of(name)) if path.exists() else set()
+    except TokenFileError as error:
+        raise CliError(f"cannot check {name!r}'s groups: {error}") from None
+    for group in groups:
+        if group[len(GROUP_PREFIX) :] in member_of:
+            return f"{name} via {group}"
+    raise CliError(
+        f"{name!r} may not decide this call (deciders: {named}); the tokens file {path} puts "
+        f"{name!r} in none of its groups: decide through the inbox, or add the user "
+        f"(durable-tools inbox token add {name} --group GROUP)"
     )
-    raise CliError(f"{name!r} may not decide this call (deciders: {named}){hint}")
