@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection
 from typing import Any
 
 from durable_tools.tools._spec import ToolSpec
@@ -66,20 +66,22 @@ def check_decision(
     hash_required: bool = False,
     identity_grants: bool = False,
     has_identity: bool = True,
+    how_decided: Callable[[str], str] | None = None,
 ) -> PendingApproval:
     """Validate a decision against the run's pending approvals.
 
     Args:
         decision: The decision received.
         pending: The run's pending approvals, by call id.
-        decided: Call ids already decided (and not asked again); a mapping may say how
-            each was decided (`approved by alice at ...`), for the refusal.
+        decided: Call ids already decided (and not asked again).
         hash_required: The call id was used by more than one call in the run (or the
             run no longer knows: `CALL_IDS_CARRIED`), so a decision without the
             arguments hash could be meant for another of them.
         identity_grants: The run's policy lets decisions create identity-scoped grants.
         has_identity: The run acts for an identity (a tenant or a user), which an
             identity-scoped grant is kept under.
+        how_decided: Says how a decided call was decided (`approved by alice at ...`),
+            for the refusal of a second decision; asked only then.
 
     Returns:
         The pending approval the decision answers.
@@ -88,7 +90,7 @@ def check_decision(
         InvalidDecision: naming what is wrong.
     """
     if decision.call_id in decided:
-        how = decided.get(decision.call_id) if isinstance(decided, Mapping) else None
+        how = how_decided(decision.call_id) if how_decided is not None else ""
         raise InvalidDecision(
             f"tool call {decision.call_id!r} was already decided" + (f": {how}" if how else "")
         )

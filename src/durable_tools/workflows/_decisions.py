@@ -51,10 +51,11 @@ def check_decision_of(state: RunState, decision: object) -> None:
     check_decision(
         decision,
         state.pending,
-        {call_id: _how_decided(state, call_id, d) for call_id, d in state.decisions.items()},
+        state.decisions.keys(),
         hash_required=state.call_ids_dropped or state.call_uses.get(decision.call_id, 0) > 1,
         identity_grants=state.policy.identity_grants,
         has_identity=scope_key(state) is not None,
+        how_decided=lambda call_id: _how_decided(state, call_id, state.decisions[call_id]),
     )
 
 
