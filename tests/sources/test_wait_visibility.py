@@ -13,9 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import threading
 from collections.abc import AsyncIterator, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -38,53 +36,18 @@ from durable_tools.workflows import (
     WebhookTarget,
 )
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
+from webhook_support import Receiver, webhook_receiver
 
 SERVER = str(Path(__file__).with_name("mcp_elicit_server.py"))
 GREET = ("g1", "ask__greet", {"greeting": "hello"})
 SECRET = "whsec-visibility-test"
 
 
-class Receiver:
-    """A webhook receiver on 127.0.0.1 recording the event of each notification."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self.url = ""
-
-    async def wait_for(self, event: str, timeout: float = 20) -> dict[str, Any]:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            found = [e for e in self.events if e["event"] == event]
-            if found:
-                return found[0]
-            assert asyncio.get_running_loop().time() < deadline, f"no {event}: {self.events}"
-            await asyncio.sleep(0.1)
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    state = Receiver()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            state.events.append(json.loads(body))
-            self.send_response(204)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with webhook_receiver() as state:
+        state.url += "/hook"  # the config below sends to the receiver's own path
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture

@@ -12,10 +12,7 @@ import asyncio
 import hashlib
 import hmac
 import json
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -41,54 +38,15 @@ from support import (
     wait_for,
     write_script,
 )
+from webhook_support import Received, Receiver, webhook_receiver
 
 SECRET = "whsec-test-5a1f"  # a worker secret: must never reach history
 
 
-@dataclass
-class Received:
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-
-@dataclass
-class Receiver:
-    """A tiny HTTP server that records each POST and answers `status`."""
-
-    status: int = 204
-    requests: list[Received] = field(default_factory=list)
-    url: str = ""
-
-    def events(self, path: str = "/hook") -> list[str]:
-        return [json.loads(r.body)["event"] for r in self.requests if r.path == path]
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    state = Receiver()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            body = self.rfile.read(length)
-            state.requests.append(Received(self.path, dict(self.headers.items()), body))
-            self.send_response(state.status)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with webhook_receiver() as state:
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def verify(secret: str, received: Received) -> dict[str, Any]:
