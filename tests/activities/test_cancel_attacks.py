@@ -44,10 +44,8 @@ class Runs:
         await asyncio.wait_for(asyncio.to_thread(self.started.wait), 20)
 
 
-async def test_cancelling_twice_neither_extends_nor_shortens_the_grace_period(
-    client: Client, task_queue: str, tmp_path: Path
-) -> None:
-    runs, release = Runs(tmp_path), threading.Event()
+def stubborn_registry(runs: Runs, release: threading.Event) -> ToolRegistry:
+    """A tool `stubborn` that ignores cancellation until `release` is set."""
     registry = ToolRegistry()
 
     @registry.tool(read_only=True, local=False, start_to_close_timeout=NEVER)
@@ -57,8 +55,15 @@ async def test_cancelling_twice_neither_extends_nor_shortens_the_grace_period(
         release.wait(NEVER)
         return "done"
 
+    return registry
+
+
+async def test_cancelling_twice_neither_extends_nor_shortens_the_grace_period(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    runs, release = Runs(tmp_path), threading.Event()
     model = write_script(tmp_path, [calls(("s1", "stubborn", {})), answer("never")])
-    async with running_worker(client, registry, task_queue):
+    async with running_worker(client, stubborn_registry(runs, release), task_queue):
         run = await DurableTools(client, task_queue).start("work", model=model)
         await runs.until_started()
         asked = time.monotonic()
@@ -178,17 +183,8 @@ async def test_a_cancel_through_temporal_gives_a_stubborn_tool_the_same_grace_pe
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     runs, release = Runs(tmp_path), threading.Event()
-    registry = ToolRegistry()
-
-    @registry.tool(read_only=True, local=False, start_to_close_timeout=NEVER)
-    def stubborn(ctx: ToolContext) -> str:
-        """Ignore the cancel."""
-        runs.enter()
-        release.wait(NEVER)
-        return "done"
-
     model = write_script(tmp_path, [calls(("s1", "stubborn", {})), answer("never")])
-    async with running_worker(client, registry, task_queue):
+    async with running_worker(client, stubborn_registry(runs, release), task_queue):
         run = await DurableTools(client, task_queue).start("work", model=model)
         await runs.until_started()
         asked = time.monotonic()
