@@ -286,6 +286,11 @@ async def test_a_group_decided_call_is_decided_by_a_member_named_as_such(
         # bob is not in ops: refused before anything is sent, saying what would work.
         code, _, err = await cli(capsys, *decide, "--as", "bob", "--tokens-file", str(tokens))
         assert code == 2 and "bob" in err and "group:ops" in err and "inbox" in err
+        # Naming the group oneself claims a membership nobody checked: refused.
+        code, _, err = await cli(
+            capsys, *decide, "--as", "bob via group:ops", "--tokens-file", str(tokens)
+        )
+        assert code == 2 and "person's name" in err
         # A group is not a person: `--as group:ops` decides nothing.
         code, _, err = await cli(capsys, *decide, "--as", "group:ops", "--tokens-file", str(tokens))
         assert code == 2

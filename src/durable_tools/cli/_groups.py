@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from durable_tools._extras import install_hint
-from durable_tools.workflows._deciders import GROUP_PREFIX, may_decide
+from durable_tools.workflows._deciders import GROUP_PREFIX, may_decide, name_key, person_of
 
 from ._errors import CliError
 
@@ -28,6 +28,12 @@ def decider_for(name: str, deciders: Sequence[str], tokens_file: Path | None = N
     Raises:
         CliError: `name` may decide neither as a person nor through a group it belongs to.
     """
+    if person_of(name) != name_key(name):
+        # `bob via group:ops` would claim a membership nobody checked.
+        raise CliError(
+            f"--as takes a person's name, not {name!r}: the group a member decides through "
+            "is found in the tokens file"
+        )
     if may_decide(name, deciders):
         return name
     named = ", ".join(deciders)
