@@ -100,9 +100,12 @@ def test_the_package_has_no_import_cycles() -> None:
 
 
 def _node(name: str) -> str:
+    """The innermost package holding the module (`durable_tools.workflows.calls`), or the
+    module itself when it sits at the top level (`durable_tools.client`)."""
     parts = name.split(".")
-    if len(parts) > 1 and (ROOT / "durable_tools" / parts[1]).is_dir():
-        return ".".join(parts[:2])
+    for depth in range(len(parts), 1, -1):
+        if (ROOT.joinpath(*parts[:depth])).is_dir():
+            return ".".join(parts[:depth])
     return name
 
 
@@ -117,13 +120,6 @@ def _package_graph() -> dict[str, set[str]]:
 
 
 PACKAGE_CYCLES_LEFT = {
-    ("durable_tools._activities", "durable_tools.flows", "durable_tools.workflows"): (
-        "the agent workflow runs a flow as a child workflow (workflows._execute -> flows._call) "
-        "whose nodes reuse the workflow's tool-call helpers (_tool_activity, _limits, _state); "
-        "the workflow and its activities share the activity contract (_activities._types) and "
-        "the activities read the workflow's policy and limit types. Breaking it means a shared "
-        "contract package under both."
-    ),
     (
         "durable_tools._run_handle",
         "durable_tools.client",
@@ -143,6 +139,31 @@ PACKAGE_CYCLES_LEFT = {
 def test_the_packages_have_only_the_listed_import_cycles() -> None:
     found = {tuple(cycle): "" for cycle in _cycles(_package_graph())}
     assert sorted(found) == sorted(PACKAGE_CYCLES_LEFT)
+
+
+WORKFLOW_LAYERS = ["loop", "calls", "gates", "catalog", "observe", "run"]
+"""`durable_tools.workflows`' role packages, top first: the loop runs a turn's calls, a call
+passes gates, the gates read the catalog and tell operators; `run` (the run's state, its
+wait maps, the validated call, the replies to the model) is under all of them. `flow` (the
+flow workflow) uses the calls' activity helpers."""
+
+
+def test_the_workflow_packages_import_only_downwards() -> None:
+    graph = _package_graph()
+    rank = {f"durable_tools.workflows.{name}": i for i, name in enumerate(WORKFLOW_LAYERS)}
+    rank["durable_tools.workflows.flow"] = -1
+    upward = {
+        (package, target)
+        for package, targets in graph.items()
+        if package in rank
+        for target in targets
+        if target in rank
+        and rank[target] <= rank[package]
+        and {package, target}
+        != {"durable_tools.workflows.catalog", "durable_tools.workflows.observe"}
+    }
+    assert upward == set()
+    assert set(rank) == {n for n in graph if n.startswith("durable_tools.workflows.")}
 
 
 def test_the_tool_layer_imports_no_durable_layer() -> None:

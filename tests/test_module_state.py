@@ -92,7 +92,7 @@ TO_FIX: dict[str, str] = {
         "compiled validators shared by every run and thread (under `_cache_lock`), unbounded"
     ),
     "durable_tools.tools._validation._cache_lock": "guards `_cache`",
-    "durable_tools.workflows._embed._started": (
+    "durable_tools.workflows.loop._embed._started": (
         "children counted per host workflow instance (weak keys), written by the workflow "
         "threads of every run at once: the count belongs on the host run, not the module"
     ),

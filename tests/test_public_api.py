@@ -1,7 +1,9 @@
 """The package exports what it means to export, once, and the top level stays Temporal-free.
 
 A public module is a module or package of `durable_tools` with no leading underscore in any
-part of its dotted path; its `__all__` is its public API. Every public object has exactly one
+part of its dotted path; its `__all__` is its public API. A package whose `__all__` is empty
+only groups private modules by role (`durable_tools.protocol`, `durable_tools.workflows.calls`,
+...) and is not a public module. Every public object has exactly one
 public path: the module whose `__all__` lists it.
 """
 
@@ -28,6 +30,8 @@ def _public_modules() -> list[str]:
         if parts[-1] == "__init__":
             parts = parts[:-1]
         if parts[-1] == "__main__" or any(part.startswith("_") for part in parts):
+            continue
+        if path.name == "__init__.py" and "__all__: list[str] = []" in path.read_text():
             continue
         found.append(".".join(parts))
     return found

@@ -33,12 +33,12 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_tools.workflows._callback_types import (
+from durable_tools.protocol._callback_types import (
     CALLBACK_ALREADY_ANSWERED,
     CALLBACK_UNKNOWN,
     PendingCallback,
 )
-from durable_tools.workflows._limits import (
+from durable_tools.protocol._limits import (
     MAX_CALLBACK_ERROR_CHARS,
     MAX_CALLBACK_RESULT_BYTES,
     check_handler_prefix,

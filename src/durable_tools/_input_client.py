@@ -1,7 +1,7 @@
 """The client side of MCP elicitation: answer a run's pending question.
 
 A tool whose MCP server needs the user's input pauses its run (see
-`workflows/_input_gate.py`); the question shows in `run.status().pending_inputs` and in
+`workflows/gates/_input_gate.py`); the question shows in `run.status().pending_inputs` and in
 `durable-tools show`. `answer_input` sends the user's answer with the run's
 `answer_input` update: the run checks it (content against the server's schema, size,
 a question actually waiting) before it enters history, and resumes the call.
@@ -14,8 +14,8 @@ from typing import Any, Literal, Protocol
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
 from durable_tools._render import terminal_safe
-from durable_tools.workflows._input_types import PendingInput
-from durable_tools.workflows._limits import check_handler_prefix
+from durable_tools.protocol._input_types import PendingInput
+from durable_tools.protocol._limits import check_handler_prefix
 
 __all__ = ["InputAnswerRejected", "answer_input", "render_pending_input"]
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from durable_tools.protocol._policy import describe_policy
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows import (
     PendingApproval,
@@ -24,8 +25,7 @@ from durable_tools.workflows import (
     RunSnapshot,
     ToolCallRecord,
 )
-from durable_tools.workflows._policy import describe_policy
-from durable_tools.workflows._usage import describe_usage
+from durable_tools.workflows.loop._usage import describe_usage
 
 __all__ = [
     "approval_commands",

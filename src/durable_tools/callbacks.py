@@ -16,7 +16,7 @@ from durable_tools._callbacks_client import (
     pending_callbacks,
     serve_callbacks,
 )
-from durable_tools.workflows._callback_types import (
+from durable_tools.protocol._callback_types import (
     CALLBACK_ALREADY_ANSWERED,
     CALLBACK_INVALID,
     CALLBACK_OUTPUT_INVALID,

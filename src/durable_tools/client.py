@@ -23,10 +23,10 @@ from durable_tools._run_handle import AgentRun
 from durable_tools._run_progress import ToolProgress, progress_in
 from durable_tools.connection import ConnectionOptions, connect
 from durable_tools.messages import ModelSettings
+from durable_tools.protocol._run_io import INPUT_REVISION
 from durable_tools.tools._context import Identity
 from durable_tools.worker import task_queue_from_env
 from durable_tools.workflows import AgentConfig, AgentInput, AgentWorkflow, RunStatus
-from durable_tools.workflows._run_io import INPUT_REVISION
 
 __all__ = [
     "AgentRun",

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 
 from durable_tools.client import DurableTools
+from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, MAX_REASON_CHARS, MAX_STEER_CHARS
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import (
     AgentConfig,
@@ -24,7 +25,6 @@ from durable_tools.workflows import (
     ApprovalPolicy,
     RunStatus,
 )
-from durable_tools.workflows._limits import MAX_CALL_ID_CHARS, MAX_REASON_CHARS, MAX_STEER_CHARS
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 MEGA = 1_100_000

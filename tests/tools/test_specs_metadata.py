@@ -17,7 +17,7 @@ from durable_tools.tools import (
 )
 from durable_tools.tools._catalog import IdentityIncomplete
 from durable_tools.tools._classify import apply_retry_spec
-from durable_tools.workflows._model_turn import describe
+from durable_tools.workflows.loop._model_turn import describe
 
 
 def _allowed(exc: Exception, retry: RetrySpec) -> bool:

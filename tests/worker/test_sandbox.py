@@ -17,7 +17,7 @@ from durable_tools.worker import (
     workflow_runner,
 )
 
-PROBED = "durable_tools.workflows._pipeline"
+PROBED = "durable_tools.workflows.calls._pipeline"
 
 
 @workflow.defn(sandboxed=True)
@@ -26,7 +26,7 @@ class ModuleProbe:
 
     @workflow.run
     async def run(self) -> str:
-        import durable_tools.workflows._pipeline as pipeline
+        import durable_tools.workflows.calls._pipeline as pipeline
 
         return str(id(pipeline))
 

@@ -16,7 +16,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from durable_tools.client import DurableTools
 from durable_tools.tools import ToolContext, ToolRegistry
 from durable_tools.workflows import AgentConfig, AgentInput, AgentWorkflow, CarriedState, RunStatus
-from durable_tools.workflows._state import CALL_IDS_CARRIED, RunState
+from durable_tools.workflows.run._state import CALL_IDS_CARRIED, RunState
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 

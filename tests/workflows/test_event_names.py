@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from durable_tools.events import MISSED_EVENT
-from durable_tools.workflows._event_names import EVENT_NAMES, RUN_ENDED
-from durable_tools.workflows._wait_maps import APPROVAL, AUTHORIZATION, CALLBACK, INPUT
+from durable_tools.protocol._event_names import EVENT_NAMES, RUN_ENDED
+from durable_tools.workflows.run._wait_maps import APPROVAL, AUTHORIZATION, CALLBACK, INPUT
 
 ROOT = Path(__file__).resolve().parents[2]
 

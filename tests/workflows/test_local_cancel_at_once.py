@@ -1,5 +1,5 @@
 """A local activity cancelled in the very step it was started is cancelled, not left to
-run unseen (`workflows/_local_activity.start_local`)."""
+run unseen (`workflows/run/_local_activity.start_local`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from temporalio.exceptions import ActivityError
 from temporalio.worker import Worker
 
 with workflow.unsafe.imports_passed_through():
-    from durable_tools.workflows._local_activity import start_local
+    from durable_tools.workflows.run._local_activity import start_local
 
 SECONDS = 2.0
 """How long the activity works when nothing stops it."""

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from durable_tools.protocol._deciders import distinct_people, may_decide, name_key
+from durable_tools.protocol._policy import constraints_hold
 from durable_tools.workflows import Constraint
-from durable_tools.workflows._deciders import distinct_people, may_decide, name_key
-from durable_tools.workflows._policy import constraints_hold
 
 
 def holds(path: str, op: str, value: Any, arguments: dict[str, Any]) -> bool:

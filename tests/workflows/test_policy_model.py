@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from pydantic import ValidationError
 
+from durable_tools.protocol._approvals import InvalidDecision, check_decision
+from durable_tools.protocol._policy import decide
 from durable_tools.tools import Safety, ToolSpec
 from durable_tools.workflows import (
     ApprovalDecision,
@@ -24,8 +26,6 @@ from durable_tools.workflows import (
     PendingApproval,
     StandingGrant,
 )
-from durable_tools.workflows._approvals import InvalidDecision, check_decision
-from durable_tools.workflows._policy import decide
 
 PEOPLE = ("alice", "bob", "carol", "dave")
 GROUPS = ("group:ops", "group:finance")

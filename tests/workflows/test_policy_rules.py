@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
+from durable_tools.protocol._policy import constraints_hold, grant_covers
 from durable_tools.workflows import ApprovalPolicy, Constraint, GrantRequest, StandingGrant
-from durable_tools.workflows._policy import constraints_hold, grant_covers
 
 
 def bound(op: str, value: object, path: str = "amount_cents") -> list[Constraint]:

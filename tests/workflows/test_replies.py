@@ -1,6 +1,6 @@
 """The exact tool messages the model reads, pinned byte for byte.
 
-Every reply is built by `workflows._replies`; these texts are what each stage of the
+Every reply is built by `workflows.run._replies`; these texts are what each stage of the
 call pipeline answered before that module existed. A run's later model activities carry
 them in their input, so a change here is a change to what the model reads.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from durable_tools.tools import InvalidArguments, ToolNotFound, ToolOutcome
-from durable_tools.workflows._replies import (
+from durable_tools.workflows.run._replies import (
     cancelled_outcome,
     cancelled_reply,
     denied_reply,

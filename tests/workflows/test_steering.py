@@ -16,6 +16,7 @@ import cli_support
 from cli_support import cli
 from durable_tools.client import AgentRun, DurableTools
 from durable_tools.models import aclose_shared_clients
+from durable_tools.protocol._limits import MAX_STEER_CHARS
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import (
     AgentConfig,
@@ -25,7 +26,6 @@ from durable_tools.workflows import (
     RunStatus,
     Steer,
 )
-from durable_tools.workflows._limits import MAX_STEER_CHARS
 from fake_openai import FakeOpenAIServer, chat_completion, tool_call
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 

@@ -31,6 +31,7 @@ from durable_tools._activities._types import (
 )
 from durable_tools.messages import Message
 from durable_tools.models import resolve_model
+from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, check_handler_prefix
 from durable_tools.streaming._model import complete_streaming
 from durable_tools.tools._catalog import IdentityIncomplete
 from durable_tools.tools._catalog_pack import (
@@ -43,7 +44,6 @@ from durable_tools.tools._errors import ToolNotFound
 from durable_tools.tools._formatting import valid_text
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import OAuthRequirement, ToolSpec
-from durable_tools.workflows._limits import PAYLOAD_BUDGET_BYTES, check_handler_prefix
 
 __all__ = ["core_activities"]
 

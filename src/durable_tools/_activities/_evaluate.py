@@ -19,7 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from durable_tools.messages import Message, ModelRequest
 from durable_tools.models import resolve_model
-from durable_tools.workflows._policy_types import (
+from durable_tools.protocol._policy_types import (
     EVALUATE_ACTIVITY,
     Evaluation,
     EvaluationRequest,

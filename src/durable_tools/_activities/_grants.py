@@ -21,8 +21,8 @@ from pydantic import TypeAdapter
 from temporalio import activity
 
 from durable_tools._file_lock import lock_file
-from durable_tools.workflows._policy import find_grant
-from durable_tools.workflows._policy_types import (
+from durable_tools.protocol._policy import find_grant
+from durable_tools.protocol._policy_types import (
     GRANT_FIND_ACTIVITY,
     GRANT_SAVE_ACTIVITY,
     GrantLookup,

@@ -1,7 +1,7 @@
 """The notification activity: a signed webhook or a Slack-compatible message, sent once.
 
 The workflow starts one activity per notification and target, without waiting for it
-(`durable_tools.workflows._notify`); Temporal retries it. What crosses the wire (and so
+(`durable_tools.workflows.observe._notify`); Temporal retries it. What crosses the wire (and so
 enters history) is a `NotificationRequest`: the event's facts and the target, never a
 secret and never the arguments of a call. The signing secret and a Slack URL held as a
 secret are resolved here, on the worker.

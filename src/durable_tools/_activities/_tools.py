@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 
 from durable_tools._activities._runtime import ToolRuntime
 from durable_tools._activities._types import ToolInvocation
+from durable_tools.protocol._options import retry_delay
 from durable_tools.tools._classify import (
     apply_retry_spec,
     classify_exception,
@@ -35,7 +36,6 @@ from durable_tools.tools._progress_scrub import scrub_progress
 from durable_tools.tools._registry import RegisteredTool
 from durable_tools.tools._scrub import scrub
 from durable_tools.tools._spec import ToolSpec
-from durable_tools.workflows._options import retry_delay
 
 __all__ = [
     "AUTO_HEARTBEAT_SECONDS",

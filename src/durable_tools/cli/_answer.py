@@ -15,7 +15,7 @@ from durable_tools.cli._commands import describe_open_run, no_worker, tools_for
 from durable_tools.cli._errors import CliError, translate_rpc_errors
 from durable_tools.cli._flags import add_connection_flags
 from durable_tools.cli._output import echo
-from durable_tools.workflows._limits import check_handler_prefix
+from durable_tools.protocol._limits import check_handler_prefix
 
 __all__ = ["ANSWER_TIMEOUT", "add_answer_command", "cmd_answer"]
 

@@ -17,7 +17,7 @@ from durable_tools.cli._commands import describe_open_run, describe_run, status_
 from durable_tools.cli._errors import CliError
 from durable_tools.cli._flags import add_connection_flags
 from durable_tools.cli._output import echo
-from durable_tools.workflows._callback_types import PendingCallback
+from durable_tools.protocol._callback_types import PendingCallback
 
 __all__ = ["add_callbacks_command", "cmd_callbacks_serve"]
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from durable_tools._extras import install_hint
-from durable_tools.workflows._deciders import GROUP_PREFIX, may_decide, name_key, person_of
+from durable_tools.protocol._deciders import GROUP_PREFIX, may_decide, name_key, person_of
 
 from ._errors import CliError
 

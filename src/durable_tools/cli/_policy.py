@@ -8,8 +8,8 @@ from typing import Any
 from temporalio.client import WorkflowUpdateFailedError
 
 from durable_tools._activities import GrantStore
+from durable_tools.protocol._policy import describe_constraints
 from durable_tools.workflows import StandingGrant
-from durable_tools.workflows._policy import describe_constraints
 
 from ._commands import tools_for
 from ._decide import _who

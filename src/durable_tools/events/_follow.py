@@ -21,8 +21,8 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowQ
 from temporalio.service import RPCError
 
 from durable_tools.events._sinks import EventSink
+from durable_tools.protocol._event_names import MISSED_EVENT
 from durable_tools.workflows import EventsPage, RunEvent, RunStatus
-from durable_tools.workflows._event_names import MISSED_EVENT
 
 __all__ = ["MISSED_EVENT", "FollowResult", "FollowableRun", "follow_events"]
 

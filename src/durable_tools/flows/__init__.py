@@ -20,8 +20,7 @@ from durable_tools.tools._flow_model import (
     PlannedNode,
 )
 from durable_tools.tools._flow_plan import FlowBlueprint, plan_flow
-
-from ._workflow import FlowWorkflow
+from durable_tools.workflows.flow._workflow import FlowWorkflow
 
 __all__ = [
     "FLOW_WORKFLOW",

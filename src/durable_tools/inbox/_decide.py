@@ -13,9 +13,9 @@ from temporalio.client import (
 from temporalio.service import RPCError
 
 from durable_tools.client import DurableTools
+from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, MAX_REASON_CHARS
+from durable_tools.protocol._policy_types import GrantRequest
 from durable_tools.workflows import AgentWorkflow, ApprovalDecision, PendingAuthorization
-from durable_tools.workflows._limits import MAX_CALL_ID_CHARS, MAX_REASON_CHARS
-from durable_tools.workflows._policy_types import GrantRequest
 
 from ._auth import decider_for
 from ._pending import QUERY_TIMEOUT

@@ -1,7 +1,7 @@
 """An `OutputSchema` in each provider's native structured-output request field.
 
 The workflow sets `ModelRequest.output` only when the schema should go natively (see
-`workflows/_final_output.py`); otherwise the schema travels as a `final_answer` tool and
+`workflows/loop/_final_output.py`); otherwise the schema travels as a `final_answer` tool and
 the adapters have nothing to do.
 """
 

@@ -4,7 +4,7 @@ On protocol 2026-07-28 a server that needs the user's input (elicitation) answer
 `tools/call` with an `InputRequiredResult`: its questions and an opaque `request_state`.
 Nothing waits inside the activity: it completes with an error outcome whose structured
 value carries the questions and the state (`INPUT_REQUIRED_KEY`); the run pauses for the
-user's answer and runs the call again with it (`workflows/_input_gate.py`).
+user's answer and runs the call again with it (`workflows/gates/_input_gate.py`).
 
 Only form elicitation can be answered this way. A server asking for something else (its
 LLM through sampling, the client's roots, a URL to open) fails the call with a clear,
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from durable_tools.protocol._input_types import INPUT_REQUIRED_KEY, InputQuestion, InputRequired
 from durable_tools.tools import ContentBlock, ToolExecutionError, ToolResult
-from durable_tools.workflows._input_types import INPUT_REQUIRED_KEY, InputQuestion, InputRequired
 
 __all__ = ["is_input_required", "needs_input_result"]
 

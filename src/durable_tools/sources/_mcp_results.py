@@ -16,8 +16,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from durable_tools.protocol._input_types import INPUT_REQUIRED_KEY
 from durable_tools.tools import ArtifactRef, ArtifactStore, ContentBlock, ToolResult
-from durable_tools.workflows._input_types import INPUT_REQUIRED_KEY
 
 __all__ = ["mcp_result_to_tool_result"]
 

@@ -38,7 +38,11 @@ from durable_tools.telemetry._metrics import (
 )
 from durable_tools.telemetry._plugin import TelemetryPlugin
 from durable_tools.telemetry._runtime import prometheus_runtime
-from durable_tools.workflows._metrics import APPROVAL_WAIT, APPROVALS_DECIDED, APPROVALS_REQUESTED
+from durable_tools.workflows.observe._metrics import (
+    APPROVAL_WAIT,
+    APPROVALS_DECIDED,
+    APPROVALS_REQUESTED,
+)
 
 __all__ = [
     "AGENT",

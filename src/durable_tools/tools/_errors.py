@@ -3,7 +3,7 @@
 What a run does with an error is decided where it happens, not here: `retryable` (and
 `retry_after`) feed the retry policy; everything else reaches the model as an error
 message under the call id, except `NeedsAuthorization`, which pauses the run for the
-user's OAuth grant (`workflows/_authorization_gate.py`).
+user's OAuth grant (`workflows/gates/_authorization_gate.py`).
 """
 
 from __future__ import annotations

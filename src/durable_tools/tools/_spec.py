@@ -242,7 +242,7 @@ class ToolSpec(_Frozen):
     callback: bool = False
     """A callback tool: no worker body. The run publishes the call and waits (up to
     `policy.start_to_close_timeout`) for a client attached to it to run the tool and send
-    the result back (`AgentRun.serve_callbacks`); see `workflows/_callback_gate.py`."""
+    the result back (`AgentRun.serve_callbacks`); see `workflows/gates/_callback_gate.py`."""
 
     @property
     def validates_input(self) -> bool:

@@ -3,7 +3,7 @@
 Temporal caps concurrent activities per worker (`max_concurrent_activities`) and rates
 per task queue (`max_task_queue_activities_per_second`, enforced by the server's matching
 service across every worker of the queue), not per activity type. So each limited tool
-gets a task queue of its own (`workflows._options.limited_task_queue`) and one worker
+gets a task queue of its own (`protocol._options.limited_task_queue`) and one worker
 that serves only that tool's activity with the tool's limits. `ToolWorker` is the main
 worker that starts and stops those workers with itself, so `build_worker` keeps
 returning one `Worker` that `run()`, `shutdown()` and `async with` drive as before.
@@ -22,8 +22,8 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from durable_tools.protocol._options import limited_task_queue
 from durable_tools.tools._registered import RegisteredTool
-from durable_tools.workflows._options import limited_task_queue
 
 __all__ = ["ToolWorker", "limited_workers"]
 

@@ -51,7 +51,7 @@ from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._limited import limited_workers
 from durable_tools.worker._sandbox import passthrough_modules, workflow_runner
 from durable_tools.workflows import AgentWorkflow
-from durable_tools.workflows._token_stream import TokenStreamWorkflow
+from durable_tools.workflows.loop._token_stream import TokenStreamWorkflow
 
 __all__ = ["PLUGIN_NAME", "WORKFLOW_TASK_SLOTS", "DurableToolsPlugin"]
 

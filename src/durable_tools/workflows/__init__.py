@@ -1,9 +1,7 @@
 """The agent workflow and the data it takes, keeps and returns."""
 
-from ._agent import AgentWorkflow
-from ._embed import AgentLoop, run_agent, start_agent
-from ._input_types import PendingInput
-from ._policy_types import (
+from durable_tools.protocol._input_types import PendingInput
+from durable_tools.protocol._policy_types import (
     AutoApproval,
     BatchDecision,
     BatchItem,
@@ -15,9 +13,9 @@ from ._policy_types import (
     GrantRevocation,
     StandingGrant,
 )
-from ._records import EventsPage, RunEvent, ToolCallRecord
-from ._run_io import AgentInput, AgentResult, CarriedState, RunSnapshot
-from ._types import (
+from durable_tools.protocol._records import EventsPage, RunEvent, ToolCallRecord
+from durable_tools.protocol._run_io import AgentInput, AgentResult, CarriedState, RunSnapshot
+from durable_tools.protocol._types import (
     AgentConfig,
     ApprovalDecision,
     ApprovalPolicy,
@@ -35,6 +33,9 @@ from ._types import (
     Steer,
     WebhookTarget,
 )
+
+from .loop._agent import AgentWorkflow
+from .loop._embed import AgentLoop, run_agent, start_agent
 
 __all__ = [
     "AgentConfig",

@@ -1,0 +1,337 @@
+"""An agent run's configuration, records and decisions, as data that crosses the wire.
+
+The run's own input, result and views are in `_run_io`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from durable_tools._durations import Seconds
+from durable_tools._wire import WireModel
+from durable_tools.messages import ModelSettings, OutputSchema, Usage
+from durable_tools.protocol._limits import (
+    MAX_CALL_ID_CHARS,
+    MAX_DECIDER_CHARS,
+    MAX_GRANT_REF_CHARS,
+    MAX_REASON_CHARS,
+    MAX_STEER_CHARS,
+)
+from durable_tools.protocol._notification_types import (
+    NotificationConfig,
+    NotificationEvent,
+    SlackTarget,
+    WebhookTarget,
+)
+from durable_tools.protocol._policy_types import (
+    ApprovalPolicy,
+    GrantRequest,
+    PolicyChange,
+)
+from durable_tools.tools._spec import Transport
+
+__all__ = [
+    "AgentConfig",
+    "ApprovalDecision",
+    "ApprovalPolicy",
+    "AuthorizationCompleted",
+    "AuthorizationPolicy",
+    "ExecutionStrategy",
+    "Limits",
+    "ModelSettings",
+    "NotificationConfig",
+    "NotificationEvent",
+    "PendingApproval",
+    "PendingAuthorization",
+    "PolicyChange",
+    "Price",
+    "RunStatus",
+    "SlackTarget",
+    "Steer",
+    "Transport",
+    "WebhookTarget",
+]
+
+"""How a tool call reached its tool: a Python function, an MCP server, an HTTP API, or a
+sub-agent run."""
+
+
+class RunStatus(StrEnum):
+    """Where a run is. The value is what the `AgentStatus` search attribute holds."""
+
+    RUNNING = "running"
+    AWAITING_APPROVAL = "awaiting_approval"
+    AWAITING_AUTHORIZATION = "awaiting_authorization"
+    AWAITING_INPUT = "awaiting_input"
+    """A tool call waits for the user to answer its MCP server's question."""
+    AWAITING_CALLBACK = "awaiting_callback"
+    """A callback tool's call waits for a client to run it."""
+    COMPLETED = "completed"
+    LIMIT_REACHED = "limit_reached"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class ExecutionStrategy(BaseModel):
+    """How the tool calls of one model turn run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Literal["sequential", "parallel", "batched"] = "sequential"
+    """sequential: one after another; parallel: at most `concurrency` at once;
+    batched: groups of `batch_size`, each group in parallel, groups one after another."""
+    concurrency: int = Field(default=4, ge=1)
+    batch_size: int = Field(default=4, ge=1)
+
+
+class Limits(BaseModel):
+    """Bounds on a run. Hitting one ends the run with status `limit_reached`, except
+    `max_tool_calls_per_turn`: the calls over it get a repair message (docs/limits.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_turns: int = Field(default=20, ge=1)
+    """Model calls in the whole run."""
+    max_tool_calls: int = Field(default=100, ge=0)
+    """Tool calls in the whole run."""
+    max_tool_calls_per_turn: int = Field(default=16, ge=0)
+    """Tool calls run from one model answer; each call over it is answered with an error
+    naming the limit (the run ends only with `on_invalid_call="fail"`)."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Input plus output tokens of all model calls of the run (continue-as-new included);
+    None: no bound. Checked after each model turn that asks for tools."""
+    max_cost: float | None = Field(default=None, gt=0)
+    """Cost of the run's model calls, in the currency of `AgentConfig.prices`, which must
+    price the agent's model; None: no bound."""
+
+
+class Price(BaseModel):
+    """What a model's tokens cost, per million (in any one currency)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cached_input_per_mtok: float | None = Field(default=None, ge=0)
+    """For input tokens read from the prompt cache; None prices them as other input."""
+
+    def cost(self, usage: Usage) -> float:
+        """The cost of `usage` (reasoning tokens are part of the output tokens)."""
+        cached = usage.cache_read_tokens
+        cached_price = (
+            self.input_per_mtok
+            if self.cached_input_per_mtok is None
+            else self.cached_input_per_mtok
+        )
+        return (
+            (usage.input_tokens - cached) * self.input_per_mtok
+            + cached * cached_price
+            + usage.output_tokens * self.output_per_mtok
+        ) / 1_000_000
+
+
+class AuthorizationPolicy(BaseModel):
+    """Run-level rules for OAuth pauses: how long a call waits for a person to authorize."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timeout_seconds: Seconds | None = None
+    """How long an authorization may wait; None waits for ever (durably)."""
+    on_timeout: Literal["deny", "fail", "reissue"] = "deny"
+    """deny: the model is told the authorization did not happen; fail: the run ends;
+    reissue: a fresh link is issued and the wait starts again (at most `max_reissues`
+    times, then deny)."""
+    max_reissues: int = Field(default=3, ge=0, le=100)
+    """Automatic re-issues after deadlines (manual ones, `durable-tools auth reissue`, are
+    not counted)."""
+
+    @model_validator(mode="after")
+    def _reissue_needs_deadline(self) -> AuthorizationPolicy:
+        if self.on_timeout != "deny" and self.timeout_seconds is None:
+            raise ValueError(f"on_timeout={self.on_timeout!r} needs timeout_seconds")
+        return self
+
+
+class AgentConfig(WireModel):
+    """What an agent is: instructions, model, tools, strategy and limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="agent", min_length=1, max_length=200)
+    """Shown as the `AgentName` search attribute."""
+    model: str
+    """Adapter and model, e.g. `scripted:steps.json` or `openai:gpt-4o-mini`."""
+    instructions: str | None = None
+    """The system message."""
+    tools: list[str] | None = None
+    """Names of the tools to offer; None offers every tool visible to the run."""
+    strategy: ExecutionStrategy = ExecutionStrategy()
+    limits: Limits = Limits()
+    approval: ApprovalPolicy = ApprovalPolicy()
+    continue_as_new_after_events: int | None = Field(default=None, ge=20)
+    """Continue-as-new after this many history events, besides when the server suggests it."""
+    authorization: AuthorizationPolicy = AuthorizationPolicy()
+    """How OAuth pauses end: deadline and what passing it does."""
+    notifications: NotificationConfig | None = None
+    """Webhooks and Slack messages about approvals, authorizations, questions for the user
+    and callback calls; None sends none."""
+    input_timeout_seconds: float = Field(
+        default=86_400.0, gt=0, le=30 * 86_400.0, allow_inf_nan=False
+    )
+    """How long a tool call waits for the user to answer its MCP server's question when
+    the tool has no `schedule_to_close_timeout` (which bounds it otherwise); then the model
+    reads a timeout error. One day by default, at most 30 days."""
+    output_limit_bytes: int = Field(default=16_000, ge=256)
+    """Largest tool output kept in the conversation; larger ones go to the artifact store."""
+    max_advertised_tools: int = Field(default=64, ge=1, le=1_000)
+    """Most catalog tools offered to the model from the start (providers cap a request's
+    tools: OpenAI at 128). Beyond it, tools are deferred in catalog order and found through
+    `search_tools`; the latest this many tools found are offered too."""
+    max_subagent_depth: int = Field(default=1, ge=0)
+    """How deep sub-agents may nest: 1 lets this agent use sub-agents whose own sub-agent
+    tools are hidden; 0 hides sub-agent tools altogether."""
+    activity_summaries: bool = True
+    """Give each model and tool activity a UI summary (tool, call id, abridged arguments).
+    Operators want them; each costs the SDK a sandboxed payload conversion, so a
+    latency-critical agent may turn them off (about 3 ms a tool call in `make bench`)."""
+    summary_arguments: bool = True
+    """Put a tool call's abridged arguments in its activity summary. Summaries are not
+    encrypted (the server and UI read them as they are): a client with a payload codec
+    starts runs with this off unless it was set explicitly."""
+    model_timeout_seconds: Seconds = 300.0
+    model_max_attempts: int = Field(default=5, ge=0)
+    model_heartbeat_seconds: Seconds = 10.0
+    cancel_grace_seconds: float = Field(default=5.0, ge=0, le=600, allow_inf_nan=False)
+    """How long a cancelled call waits for its tool activity to acknowledge the cancel (a
+    sync tool sees it at its next poll of `ctx.cancelled`, within a heartbeat or two)
+    before the run stops waiting and records the call's outcome as unknown."""
+    """The model activity heartbeats while its call is in flight; one silent this long (its
+    worker or the server died) is retried instead of waiting out `model_timeout_seconds`."""
+    stream_tokens: bool = False
+    """Stream the model's text as it is generated to the run's companion stream workflow
+    (`<run-id>/stream`), for `AgentRun.stream()` and `durable-tools watch`; the run's own
+    history still keeps only final messages. See docs/streaming.md."""
+    on_invalid_call: Literal["repair", "fail"] = "repair"
+    """A call of an unknown tool or with invalid arguments: `repair` tells the model what was
+    wrong under the same call id and goes on; `fail` ends the run FAILED, naming the call."""
+    events_kept: int = Field(default=500, ge=1, le=5_000)
+    """Events the run keeps for the `events` queries; older ones are dropped (and counted).
+    `durable-tools events RUN --follow` receives every event as long as it keeps up."""
+    model_settings: ModelSettings | None = None
+    """Temperature, output length, tool choice, ... for every model call; None sends none
+    (the provider's defaults). `DurableTools.start(model_settings=...)` overrides fields."""
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """Token prices by model spec (as in `model`), for the run's cost and `max_cost`."""
+    output_type: OutputSchema | None = None
+    """The type of the final answer: a pydantic model (dataclass, TypedDict), a JSON schema
+    dict, or an `OutputSchema`; kept as its schema. The model is given the schema, its
+    answer is validated in the workflow, and `AgentResult.output` holds the value (the
+    typed instance through `AgentRun.result()`). None: a free-text answer."""
+    output_retries: int = Field(default=2, ge=0, le=10)
+    """How often the model is asked to repair a final answer that breaks `output_type`;
+    one more invalid answer ends the run `failed`, naming what was wrong."""
+
+    @field_validator("output_type", mode="before")
+    @classmethod
+    def _output_schema(cls, value: Any) -> Any:
+        return OutputSchema.coerce(value)
+
+    @model_validator(mode="after")
+    def _cost_needs_price(self) -> AgentConfig:
+        if self.limits.max_cost is not None and self.model not in self.prices:
+            raise ValueError(
+                f"limits.max_cost needs a price for the model {self.model!r} in `prices`"
+            )
+        return self
+
+
+class PendingApproval(BaseModel):
+    """A tool call waiting for a person."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    """Redacted per the tool's redaction rule."""
+    arguments_hash: str
+    """sha256 of the exact validated arguments: a decision names it to bind itself to them."""
+    deciders: list[str] = Field(default_factory=list)
+    """Who may decide; empty means anyone."""
+    requested_at: datetime
+    deadline: datetime | None = None
+    escalated: bool = False
+    approvals_required: int = 1
+    """Distinct approvals needed (two-person rule)."""
+    approved_by: list[str] = Field(default_factory=list)
+    """Deciders who approved so far, while fewer than `approvals_required`."""
+
+
+class ApprovalDecision(BaseModel):
+    """A person's answer to a pending approval."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str = Field(max_length=MAX_CALL_ID_CHARS)
+    approve: bool
+    decider: str = Field(default="anonymous", max_length=MAX_DECIDER_CHARS)
+    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
+    arguments_hash: str | None = Field(default=None, max_length=64)
+    """Must match the pending call's hash: approving exactly what was shown. Optional only
+    while the call id was used once in the run; a reused id needs it."""
+    grant: GrantRequest | None = None
+    """With an approval: approve and stop asking (a standing grant for this tool)."""
+
+
+class Steer(BaseModel):
+    """A steering instruction for a run, sent with the `steer_turn` signal.
+
+    The instruction reaches the model as a user message before its next turn. With
+    `skip_remaining`, the calls of the current turn that have not started yet are not run:
+    each gets the result `skipped: the user steered: <instruction>`, and calls waiting for
+    approval stop waiting (their approval is withdrawn). Calls already running finish.
+    """
+
+    # Strict: `"skip_remaining": "yes"` is a typo to refuse, not a truthy string to obey.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    instruction: str = Field(min_length=1, max_length=MAX_STEER_CHARS)
+    skip_remaining: bool = False
+    """Skip the current turn's calls that have not started (see above)."""
+
+    @field_validator("instruction")
+    @classmethod
+    def _not_blank(cls, instruction: str) -> str:
+        if not instruction.strip():
+            raise ValueError("the instruction must be non-empty text")
+        return instruction
+
+
+class PendingAuthorization(BaseModel):
+    """A tool call waiting for a person to complete an OAuth authorization."""
+
+    call_id: str
+    tool: str
+    provider: str
+    scopes: list[str] = Field(default_factory=list)
+    authorization_url: str
+    requested_at: datetime
+    expires_at: datetime | None = None
+    """When the link stops working (the OAuth state's lifetime); None if unknown."""
+    deadline: datetime | None = None
+    """When the wait ends by the run's `AuthorizationPolicy`; None waits for ever."""
+    issued: int = 1
+    """How many links were issued for this wait (re-issues count)."""
+
+
+class AuthorizationCompleted(BaseModel):
+    """Sent by the OAuth callback when a person finished (or refused) an authorization."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str = Field(max_length=MAX_CALL_ID_CHARS)
+    grant_ref: str | None = Field(default=None, max_length=MAX_GRANT_REF_CHARS)
+    """Opaque reference to the stored grant; never the token itself."""
+    error: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
+    """Set when the person refused or the exchange failed."""

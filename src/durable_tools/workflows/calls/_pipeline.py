@@ -1,0 +1,257 @@
+"""The call pipeline: how the tool calls of one model turn run, and the route of one call.
+
+    run_calls   strategy (sequential, parallel, batched), idempotency keys, cancellation,
+                steering (a skip-steer answers the calls not yet started, `_steering`)
+      run_call  validate -> gate (approval, authorization) -> execute -> record
+
+Each stage lives in its own module (`_validate`, `_approval_gate`, `_authorization_gate`,
+`_execute`, `_record`) and works on the run's `RunState`; this module only wires them.
+Every tool message the model reads, whichever stage answered, is built by `_replies`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, FailureError
+
+from durable_tools.messages import Message, ToolCall
+from durable_tools.protocol._limits import clip
+from durable_tools.protocol._records import ToolCallRecord
+from durable_tools.tools import ErrorKind, InvalidArguments, ToolExecutionError
+from durable_tools.tools._formatting import error_outcome
+from durable_tools.tools._spec import ToolSpec
+from durable_tools.tools._validation import parse_arguments
+from durable_tools.workflows.calls._budget import spend_budget
+from durable_tools.workflows.calls._execute import Executed, execute
+from durable_tools.workflows.calls._record import mark_cancelled, record_outcome, skipped_message
+from durable_tools.workflows.calls._validate import validate_call
+from durable_tools.workflows.catalog._run_catalog import find_tools
+from durable_tools.workflows.catalog._tool_search import SEARCH_TOOL
+from durable_tools.workflows.catalog._view import advertised, has_deferred
+from durable_tools.workflows.gates._approval_gate import approve, preflight
+from durable_tools.workflows.gates._authorization_gate import authorize
+from durable_tools.workflows.run._replies import (
+    cancelled_reply,
+    invalid_reply,
+    over_turn_limit_reply,
+    result_reply,
+    search_reply,
+)
+from durable_tools.workflows.run._state import CallSkipped, RunState
+from durable_tools.workflows.run._valid_call import ValidCall, open_record
+
+__all__ = ["TOO_MANY_CALLS", "refuse_over_turn_limit", "run_calls"]
+
+TOO_MANY_CALLS = "TooManyCalls"
+"""The error kind of a call over `max_tool_calls_per_turn`: it was not run."""
+
+
+async def run_calls(state: RunState, calls: list[ToolCall]) -> list[Message]:
+    """Run one turn's calls by the agent's strategy; one tool message per call, in order."""
+    strategy = state.config.strategy
+    # The advertised set is fixed for the whole turn: a tool found by search in this
+    # turn becomes callable from the next one.
+    offered = advertised(state)
+    if strategy.mode == "sequential":
+        width, batch = 1, len(calls)
+    elif strategy.mode == "parallel":
+        width, batch = strategy.concurrency, len(calls)
+    else:
+        width, batch = strategy.batch_size, strategy.batch_size
+    gate = asyncio.Semaphore(width)
+    duplicates = _assign_keys(state, calls)
+    state.records = {}
+    state.in_calls = True
+    try:
+        return await _run_groups(state, calls, offered, gate, batch, duplicates)
+    finally:
+        state.in_calls = False
+
+
+def refuse_over_turn_limit(state: RunState, over: list[ToolCall]) -> list[Message]:
+    """Answer the calls over `max_tool_calls_per_turn` with an error naming the limit.
+
+    Like an invalid call, each is in the timeline (status `invalid`) and the events
+    (`tool.invalid_args`), and the model reads, under the call's own id, why it did not
+    run and that it may ask again.
+    """
+    limit = state.config.limits.max_tool_calls_per_turn
+    asked = limit + len(over)
+    messages: list[Message] = []
+    for call in over:
+        record = open_record(state, call)
+        record.status = "invalid"
+        record.error_kind = TOO_MANY_CALLS
+        record.result = (
+            f"not run: {asked} calls in one turn, over max_tool_calls_per_turn ({limit})"
+        )
+        state.event("tool.invalid_args", call, detail=record.result, error_kind=TOO_MANY_CALLS)
+        messages.append(over_turn_limit_reply(call.id, call.name, asked, limit, workflow.now()))
+    return messages
+
+
+async def _run_groups(
+    state: RunState,
+    calls: list[ToolCall],
+    offered: dict[str, ToolSpec],
+    gate: asyncio.Semaphore,
+    batch: int,
+    duplicates: set[int],
+) -> list[Message]:
+    # Sequential calls share one gate of width 1: each waits for the previous one, then
+    # checks for a cancel or a skip-steer before it starts (in `_bounded`). Batches run one
+    # after another, so a later batch's calls check after the earlier batch finished.
+    results: list[Message] = []
+    for start in range(0, len(calls), max(batch, 1)):
+        group = calls[start : start + batch]
+        if state.cancel_reason is not None:
+            results.extend(_cancelled_message(state, call) for call in group)
+            continue
+        tasks = [
+            asyncio.create_task(
+                _duplicate(state, call)
+                if start + i in duplicates
+                else _bounded(state, gate, call, offered)
+            )
+            for i, call in enumerate(group)
+        ]
+        for i, (call, task) in enumerate(zip(group, tasks, strict=True)):
+            if start + i not in duplicates:
+                state.running[call.id] = task
+        try:
+            results.extend(await asyncio.gather(*tasks))
+        finally:
+            for call in group:
+                state.running.pop(call.id, None)
+    return results
+
+
+async def run_call(state: RunState, call: ToolCall, offered: dict[str, ToolSpec]) -> Message:
+    """The route of one call: validate, gate, execute, record."""
+    record = open_record(state, call)
+    if call.name == SEARCH_TOOL and has_deferred(state):
+        return _search_tools(state, call, record)
+    valid = validate_call(state, call, offered, record)
+    if isinstance(valid, Message):
+        return valid
+    if (over_budget := spend_budget(state, valid, record)) is not None:
+        return over_budget
+    try:
+        gate = await approve(state, valid, record)
+        if gate.refusal is not None:
+            return gate.refusal
+        checked = gate.preflight
+        while True:
+            grant = await authorize(state, valid, record, checked)
+            if isinstance(grant, Message):
+                return grant
+            executed = await execute(state, valid, record, grant)
+            outcome = record_outcome(state, valid.call, record, executed)
+            if outcome.error_kind != ErrorKind.UNAUTHORIZED.value or valid.spec.oauth is None:
+                return result_reply(call.id, valid.spec.name, outcome)
+            # The token was revoked or lacks a scope: ask the user again, then retry.
+            state.event("tool.unauthorized", call, detail="token rejected; re-authorizing")
+            checked = await preflight(state, valid, force=True)
+    except ActivityError as err:  # the preflight failed (OAuth not configured, ...)
+        return _unprepared(state, valid, record, err)
+
+
+def _unprepared(
+    state: RunState, valid: ValidCall, record: ToolCallRecord, err: ActivityError
+) -> Message:
+    cause = err.cause
+    why = cause.message if isinstance(cause, FailureError) else str(err)
+    failure = ToolExecutionError(f"the call could not be prepared: {why}")
+    outcome = error_outcome(valid.call.id, valid.spec.name, failure)
+    record_outcome(state, valid.call, record, Executed(outcome, 0))
+    return result_reply(valid.call.id, valid.spec.name, outcome)
+
+
+def _assign_keys(state: RunState, calls: list[ToolCall]) -> set[int]:
+    """Give each call its idempotency key; return the indexes of in-turn duplicates.
+
+    The key is `<workflow id>/<call id>`; a call id the model already used in an
+    earlier turn gets `#<n>` appended, so two different calls never share a key. Once a
+    long chain stopped carrying the ids it used (`CALL_IDS_CARRIED`), the key names the
+    run of the chain instead, `<workflow id>@<run>/<call id>`, and `#<n>` counts the
+    uses in this run: no key of an earlier run has that form.
+    """
+    workflow_id = workflow.info().workflow_id
+    if state.call_ids_dropped:
+        workflow_id = f"{workflow_id}@{state.continued}"
+    seen: set[str] = set()
+    duplicates: set[int] = set()
+    for index, call in enumerate(calls):
+        if call.id in seen:
+            duplicates.add(index)
+            continue
+        seen.add(call.id)
+        uses = state.call_uses.get(call.id, 0)
+        state.call_uses[call.id] = uses + 1
+        state.keys[call.id] = f"{workflow_id}/{call.id}" + (f"#{uses}" if uses else "")
+    return duplicates
+
+
+async def _duplicate(state: RunState, call: ToolCall) -> Message:
+    error = InvalidArguments(
+        f"call id {call.id!r} is used by another call of the same turn",
+        errors=[f"$: call id {call.id!r} is not unique in this turn; give each call its own id"],
+    )
+    state.event("tool.invalid_args", call, detail=error.message)
+    return invalid_reply(call.id, call.name, error, at=workflow.now())
+
+
+async def _bounded(
+    state: RunState, gate: asyncio.Semaphore, call: ToolCall, offered: dict[str, ToolSpec]
+) -> Message:
+    try:
+        async with gate:
+            state.check_call_cancelled()
+            state.check_call_skipped()
+            message = await run_call(state, call, offered)
+            if message.at is None:
+                message = message.model_copy(update={"at": workflow.now()})
+            return message
+    except CallSkipped:  # before it started, or while it waited for approval
+        return skipped_message(state, call)
+    except asyncio.CancelledError:
+        if state.cancel_reason is None:
+            raise  # the whole run is being cancelled through Temporal
+        return _cancelled_message(state, call)
+
+
+def _cancelled_message(state: RunState, call: ToolCall) -> Message:
+    """Answer a call that the run's cancel stopped before it ran; record it as cancelled."""
+    mark_cancelled(state, call)
+    reason = state.cancel_reason or "the run was cancelled"
+    return cancelled_reply(call.id, call.name, reason, workflow.now())
+
+
+def _search_tools(state: RunState, call: ToolCall, record: ToolCallRecord) -> Message:
+    try:
+        arguments: dict[str, Any] = parse_arguments(call.arguments)
+        query = str(arguments.get("query", ""))[:500]
+    except InvalidArguments as error:
+        record.status = "invalid"
+        return invalid_reply(call.id, call.name, error)
+    found = find_tools(state, query, limit=5)
+    # Worst first: when only the latest finds stay advertised, the best one stays longest.
+    limit = state.max_advertised
+    for spec in reversed(found):
+        if spec.name in state.discovered:
+            if limit is None:
+                continue
+            state.discovered.remove(spec.name)  # found again: the latest find again
+        state.discovered.append(spec.name)
+        state.tools_ref = None  # the next model call sends the new set
+    if limit is not None:
+        del state.discovered[:-limit]  # older finds are no longer advertised
+    record.status = "completed"
+    record.result = ", ".join(s.name for s in found) or "no match"
+    state.event("tool.search", call, detail=record.result)
+    # The summary line only: the full description comes with the definition next turn.
+    lines = [f"- {s.name}: {clip(s.description.strip().split(chr(10))[0], 300)}" for s in found]
+    return search_reply(call.id, call.name, lines, query)

@@ -1,0 +1,126 @@
+"""Stage 4 of a call: record what happened in the timeline and the event log."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from durable_tools.messages import Message, ToolCall
+from durable_tools.protocol._limits import clip
+from durable_tools.protocol._records import ToolCallRecord
+from durable_tools.tools import ToolOutcome
+from durable_tools.workflows.calls._audit import bounded_details, transport_of
+from durable_tools.workflows.calls._execute import Executed
+from durable_tools.workflows.run._replies import skipped_reply
+from durable_tools.workflows.run._state import RunState
+from durable_tools.workflows.run._valid_call import open_record
+
+__all__ = ["STEER_NOTE_CHARS", "mark_cancelled", "record_outcome", "skipped_message"]
+
+STEER_NOTE_CHARS = 200
+"""A steer's instruction is cut to this length in a skipped call's result and in events."""
+
+
+def record_outcome(
+    state: RunState, call: ToolCall, record: ToolCallRecord, executed: Executed
+) -> ToolOutcome:
+    """Write the call's final status, result, attempts, artifacts and details; emit its
+    closing event (with transport, attempt, duration, error kind, artifacts, details)."""
+    outcome = executed.outcome
+    record.finished_at = workflow.now()
+    transport = "sub-agent" if record.child_run_id else transport_of(call.name, state.catalog)
+    duration_ms = (
+        (record.finished_at - record.started_at).total_seconds() * 1000
+        if record.started_at is not None
+        else None
+    )
+    if executed.outcome_unknown is not None:
+        # Nobody knows whether it stopped: the error kind says so, and the result leads
+        # with it (`show` clips it). How the tool ends later, its worker logs.
+        record.status = "outcome_unknown"
+        record.attempts = max(executed.attempts, 1)
+        record.result = executed.outcome_unknown[:300]
+        record.error_kind = outcome.error_kind
+        state.event(
+            "tool.outcome_unknown",
+            call,
+            detail=record.result,
+            transport=transport,
+            attempt=record.attempts,
+            duration_ms=duration_ms,
+            error_kind=outcome.error_kind,
+        )
+        return outcome
+    if executed.cancelled:
+        record.status = "cancelled"
+        state.event(
+            "tool.cancelled",
+            call,
+            detail=state.cancel_reason,
+            transport=transport,
+            duration_ms=duration_ms,
+        )
+        return outcome
+    record.attempts = max(executed.attempts, 1)
+    record.result = outcome.content[:300]
+    record.error_kind = outcome.error_kind
+    record.artifacts = list(outcome.artifacts)
+    record.details = bounded_details(outcome.structured)
+    if outcome.skipped is not None:
+        # A before-hook skipped the call: the tool never ran, and `tool.skipped` closes the
+        # call instead of `tool.completed`. Its `tool.started` (the call was scheduled)
+        # stays: a follower may have delivered it already, and an event's `seq` is its
+        # place in the stream, which `events_since` counts on.
+        record.status = "skipped"
+        state.event(
+            "tool.skipped",
+            call,
+            detail=outcome.skipped[:300],
+            transport=transport,
+            duration_ms=duration_ms,
+        )
+        return outcome
+    if outcome.is_error:
+        record.status = "failed"
+    else:
+        record.status = "completed"
+    state.event(
+        "tool.failed" if outcome.is_error else "tool.completed",
+        call,
+        detail=outcome.error_kind,
+        transport=transport,
+        attempt=record.attempts,
+        duration_ms=duration_ms,
+        error_kind=outcome.error_kind,
+        artifacts=record.artifacts,
+        details=record.details,
+    )
+    return outcome
+
+
+def mark_cancelled(state: RunState, call: ToolCall) -> None:
+    """Record a call that the run's cancel stopped before it ran (or while it waited)."""
+    record = state.records.get(call.id)
+    if record is not None and record.status in (
+        "running",
+        "awaiting_approval",
+        "awaiting_authorization",
+        "awaiting_input",
+    ):
+        record.status = "cancelled"
+
+
+def skipped_message(state: RunState, call: ToolCall) -> Message:
+    """Answer a call that a skip-steer stopped before it ran; record it as skipped."""
+    instruction = " ".join((state.skip_steer or "").split())
+    short = clip(instruction, STEER_NOTE_CHARS)
+    reply = skipped_reply(call.id, call.name, short, workflow.now())
+    record = state.records.get(call.id)
+    if record is None:
+        record = open_record(state, call)
+    elif record.status == "awaiting_approval":
+        state.event("approval.withdrawn", call, detail="the user steered: " + short)
+    record.status = "skipped"
+    record.result = (reply.content or "")[:300]
+    record.finished_at = workflow.now()
+    state.event("tool.skipped", call, detail=short)
+    return reply

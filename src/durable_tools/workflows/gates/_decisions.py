@@ -1,0 +1,201 @@
+"""What the run's decision handlers do: check a decision, then apply it to the `RunState`.
+
+The workflow's updates and signals (`decide`, `decision`, `decide_batch`, `set_policy`,
+`revoke_grant`) are one line each over these functions. Checks raise `InvalidDecision`
+(an update's validator turns that into a rejection that never enters history); nothing
+here raises anything else for any input, so no caller can wedge a run through them.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from durable_tools.protocol._approvals import InvalidDecision, check_decision
+from durable_tools.protocol._deciders import may_decide
+from durable_tools.protocol._limits import (
+    MAX_REASON_CHARS,
+    PAYLOAD_BUDGET_BYTES,
+    clip,
+    payload_bytes,
+)
+from durable_tools.protocol._policy_types import BatchDecision, GrantRevocation, PolicyChange
+from durable_tools.protocol._types import ApprovalDecision, PendingApproval
+from durable_tools.workflows.gates._grants import scope_key
+from durable_tools.workflows.observe._visibility import publish
+from durable_tools.workflows.run._state import RunState
+
+__all__ = [
+    "PENDING_REFIT_PATCH",
+    "apply_policy_change",
+    "apply_revocation",
+    "batch_decisions",
+    "check_batch",
+    "check_decision_of",
+    "check_policy_change",
+    "check_revocation",
+    "record_decision",
+]
+
+
+PENDING_REFIT_PATCH = "policy-change-refits-pending"
+"""Marks a run whose `set_policy` reached calls already waiting for a person. Histories
+recorded before then replay with those calls keeping the policy they were asked under."""
+
+
+def check_decision_of(state: RunState, decision: object) -> None:
+    """Refuse anything but a valid decision on a call pending in this run."""
+    if not isinstance(decision, ApprovalDecision):
+        raise InvalidDecision(
+            f"a decision must be an ApprovalDecision, got {type(decision).__name__}"
+        )
+    check_decision(
+        decision,
+        state.pending,
+        state.decisions.keys(),
+        hash_required=state.call_ids_dropped or state.call_uses.get(decision.call_id, 0) > 1,
+        identity_grants=state.policy.identity_grants,
+        has_identity=scope_key(state) is not None,
+        how_decided=lambda call_id: _how_decided(state, call_id, state.decisions[call_id]),
+    )
+
+
+def _how_decided(state: RunState, call_id: str, decision: ApprovalDecision) -> str:
+    """`approved by alice at 2026-...`: what a second decider is told."""
+    verdict = "approved" if decision.approve else "denied"
+    record = state.records.get(call_id)
+    when = record.decided_at if record is not None else None
+    return f"{verdict} by {decision.decider}" + (f" at {when.isoformat()}" if when else "")
+
+
+def record_decision(state: RunState, decision: ApprovalDecision) -> str:
+    """Apply a checked decision; returns the verdict the decider is told."""
+    verdict = "approved" if decision.approve else "denied"
+    detail = f"{verdict} by {decision.decider}" + (
+        f": {decision.reason}" if decision.reason else ""
+    )
+    pending = state.pending.get(decision.call_id)
+    if decision.approve and pending is not None and pending.approvals_required > 1:
+        # Two-person rule: approvals from distinct deciders add up; any denial denies.
+        pending.approved_by.append(decision.decider)
+        count, needed = len(pending.approved_by), pending.approvals_required
+        if count < needed:
+            state.event(
+                "approval.partial",
+                call_id=decision.call_id,
+                detail=f"{detail} ({count} of {needed})",
+            )
+            return f"approved ({count} of {needed})"
+        decision = decision.model_copy(update={"decider": "+".join(pending.approved_by)})
+        detail = f"approved by {decision.decider}" + (
+            f": {decision.reason}" if decision.reason else ""
+        )
+    state.decisions[decision.call_id] = decision
+    state.event("approval.decided", call_id=decision.call_id, detail=detail)
+    return verdict
+
+
+def batch_decisions(batch: BatchDecision) -> list[ApprovalDecision]:
+    """One decision per item of a batch, each bound to its own arguments hash."""
+    return [
+        ApprovalDecision(
+            call_id=item.call_id,
+            approve=item.approve,
+            decider=batch.decider,
+            reason=batch.reason,
+            arguments_hash=item.arguments_hash,
+        )
+        for item in batch.items
+    ]
+
+
+def check_batch(state: RunState, batch: object) -> None:
+    """Check every item of a batch before any applies: one bad item rejects them all."""
+    if not isinstance(batch, BatchDecision):
+        raise InvalidDecision(f"a batch must be a BatchDecision, got {type(batch).__name__}")
+    seen: set[str] = set()
+    for decision in batch_decisions(batch):
+        if decision.call_id in seen:
+            raise InvalidDecision(f"tool call {decision.call_id!r} appears twice in the batch")
+        seen.add(decision.call_id)
+        check_decision_of(state, decision)
+
+
+def check_policy_change(change: object) -> None:
+    """Refuse anything but a `PolicyChange` small enough to carry."""
+    if not isinstance(change, PolicyChange):
+        raise InvalidDecision(
+            f"a policy change must be a PolicyChange, got {type(change).__name__}"
+        )
+    if payload_bytes(change) > PAYLOAD_BUDGET_BYTES // 16:
+        raise InvalidDecision("the policy is too large")
+
+
+def apply_policy_change(state: RunState, change: PolicyChange) -> str:
+    """Make `change.policy` the live policy, its deny list and deciders also for calls
+    already waiting for a person (`refit_pending`); audited in the run's events."""
+    state.policy = change.policy
+    detail = f"by {change.changed_by}" + (f": {change.reason}" if change.reason else "")
+    state.event("policy.changed", detail=clip(detail, MAX_REASON_CHARS))
+    if state.pending and workflow.patched(PENDING_REFIT_PATCH):
+        for approval in list(state.pending.values()):
+            refit_pending(state, approval)
+    publish(state)  # the UI's current details show the live policy
+    return "policy changed"
+
+
+def refit_pending(state: RunState, approval: PendingApproval) -> None:
+    """Hold a call already waiting for a person to the live policy's deny list and deciders.
+
+    An operator who tightens a policy mid-run (an incident) means the call on screen too:
+    a tool the policy now denies is denied, and deciders it names replace the call's, so
+    approvals from people it no longer names stop counting (an empty list, anyone, keeps
+    the call's deciders: a change never opens a waiting call to more people). The number
+    of approvals the call needs stays as it was asked (a quorum raised with nobody named
+    could leave it unreachable); the quorum rules the calls asked from then on.
+    """
+    policy, call_id = state.policy, approval.call_id
+    if approval.tool in policy.deny_tools:
+        state.decisions[call_id] = ApprovalDecision(
+            call_id=call_id,
+            approve=False,
+            decider="policy",
+            reason=f"{approval.tool} is in the policy's deny_tools (set while it waited)",
+            arguments_hash=approval.arguments_hash,
+        )
+        state.event("approval.refitted", call_id=call_id, detail="denied by the new policy")
+        return
+    named = policy.escalate_to if approval.escalated and policy.escalate_to else policy.deciders
+    deciders = list(named) or approval.deciders
+    if deciders == approval.deciders:
+        return
+    kept = [name for name in approval.approved_by if may_decide(name, deciders)]
+    dropped = [name for name in approval.approved_by if name not in kept]
+    approval.deciders, approval.approved_by = deciders, kept
+    detail = "deciders " + ", ".join(deciders)
+    if dropped:
+        detail += f"; approvals no longer counted: {', '.join(dropped)}"
+    state.event("approval.refitted", call_id=call_id, detail=clip(detail, MAX_REASON_CHARS))
+
+
+def check_revocation(state: RunState, revocation: object) -> None:
+    """Refuse a revocation of a grant the run does not hold (or no longer holds)."""
+    if not isinstance(revocation, GrantRevocation):
+        raise InvalidDecision(
+            f"a revocation must be a GrantRevocation, got {type(revocation).__name__}"
+        )
+    live = [g.grant_id for g in state.standing_grants if g.revoked_at is None]
+    if revocation.grant_id not in live:
+        raise InvalidDecision(
+            f"no live run-scoped grant {revocation.grant_id!r} (live: {', '.join(live) or 'none'})"
+        )
+
+
+def apply_revocation(state: RunState, revocation: GrantRevocation) -> str:
+    """Revoke a run-scoped standing grant: its tool's calls are asked again."""
+    for index, grant in enumerate(state.standing_grants):
+        if grant.grant_id == revocation.grant_id:
+            state.standing_grants[index] = grant.model_copy(
+                update={"revoked_at": workflow.now(), "revoked_by": revocation.revoked_by}
+            )
+    state.event("grant.revoked", detail=f"{revocation.grant_id} by {revocation.revoked_by}")
+    return "revoked"

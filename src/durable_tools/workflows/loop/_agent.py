@@ -1,0 +1,58 @@
+"""The agent loop as a Temporal workflow: the loop from `_runner`, the handlers from
+`_handlers.RunHandlers`.
+
+Model call -> the turn's tool calls through the call pipeline (`_pipeline`: validate ->
+gate -> execute -> record) -> results back to the model, until the model answers without
+tool calls or a limit is hit (`_runner.run_agent_loop`, which an `AgentLoop` embedded in
+a user's workflow runs too). All state lives in one `RunState`. Everything here is
+deterministic: tools, models and token stores are reached only through activities, and
+the tools a run may use come from the catalog activity, recorded in history at start.
+
+The handlers (decisions, steering, authorization, callbacks, questions, queries) are
+inherited from `RunHandlers`, the one table an embedded `AgentLoop` registers too.
+"""
+
+# No `from __future__ import annotations` here: the sandbox re-imports this module for
+# every run in strict mode, and string annotations would be evaluated anew each time.
+
+import asyncio
+
+from pydantic import ValidationError
+from temporalio import workflow
+from temporalio.exceptions import FailureError
+
+from durable_tools.protocol._run_io import AgentInput, AgentResult
+from durable_tools.workflows.loop._handlers import MAX_EVENTS_PAGE, RunHandlers
+from durable_tools.workflows.loop._runner import run_agent_loop
+from durable_tools.workflows.loop._token_stream import close_stream
+from durable_tools.workflows.run._state import RunState
+
+__all__ = ["MAX_EVENTS_PAGE", "AgentWorkflow"]
+
+
+# A start whose input does not validate (a hand-written `temporal workflow start`, say)
+# fails the run with the validation error instead of failing its first task for ever.
+@workflow.defn(name="AgentWorkflow", failure_exception_types=[ValidationError])
+class AgentWorkflow(RunHandlers):
+    """A durable agent run. Start it with an `AgentInput`; it returns an `AgentResult`.
+
+    Its handlers (`decide`, `steer`, `status`, ...) are `RunHandlers`', unprefixed.
+    """
+
+    @workflow.init
+    def __init__(self, input: AgentInput) -> None:
+        self._state = RunState.start(input)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        if not self._state.config.stream_tokens:
+            return await run_agent_loop(self._state)
+        # A streaming run ends its companion stream when it ends (not when it continues
+        # as new: that is no FailureError nor a cancellation, and the stream carries on).
+        try:
+            result = await run_agent_loop(self._state)
+        except (FailureError, asyncio.CancelledError):
+            await close_stream(workflow.info().workflow_id)
+            raise
+        await close_stream(workflow.info().workflow_id)
+        return result

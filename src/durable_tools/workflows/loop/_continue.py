@@ -1,0 +1,67 @@
+"""Continue-as-new: when a run's history grows long, carry its state into a fresh one.
+
+What is carried does not grow with the chain's age, so neither does each run's history
+(the carried input is recorded twice: in this run's continued-as-new event and in the
+next run's started event): the conversation the snapshot holds is carried by reference
+only (the new run carries just the messages after it), and of the timeline and events
+only what this run added. The carried input is measured before it leaves: if it still
+would not fit, the kept timeline and events shrink, and an input that still would not
+fit ends the run with a reason instead of wedging it.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from durable_tools.messages import Message
+from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, payload_bytes
+from durable_tools.protocol._run_io import AgentInput
+from durable_tools.protocol._types import RunStatus
+from durable_tools.workflows.run._state import CARRY_LIMIT, EndRun, RunState
+
+__all__ = ["maybe_continue_as_new"]
+
+
+async def maybe_continue_as_new(state: RunState) -> None:
+    """Continue-as-new when the server suggests it or the configured event count is reached."""
+    info = workflow.info()
+    limit = state.config.continue_as_new_after_events
+    if not (
+        info.is_continue_as_new_suggested()
+        or (limit is not None and info.get_current_history_length() >= limit)
+    ):
+        return
+    # Handlers may still be mid-flight (an update that arrived this task): let them end,
+    # so nothing a caller was promised is dropped by the new run.
+    await workflow.wait_condition(workflow.all_handlers_finished)
+    state.event("run.continuing_as_new", detail=f"{info.get_current_history_length()} events")
+    conversation, offset = state.conversation, state.offset
+    if state.snapshot is not None:
+        # What the snapshot holds is carried by reference only: the model activity reads
+        # it from the store, and `AgentRun.conversation()` joins it to the rest.
+        conversation = conversation[state.snapshot_length - offset :]
+        offset = state.snapshot_length
+    workflow.continue_as_new(_fitting_input(state, conversation, offset))
+
+
+def _fitting_input(state: RunState, conversation: list[Message], offset: int) -> AgentInput:
+    size = 0
+    for keep in (CARRY_LIMIT, 50, 0):
+        next_input = AgentInput(
+            prompt=state.input.prompt,
+            config=state.config,
+            identity=state.input.identity,
+            granted_scopes=state.input.granted_scopes,
+            carried=state.carried(conversation, offset, keep=keep),
+        )
+        size = payload_bytes(next_input)
+        if size <= PAYLOAD_BUDGET_BYTES:
+            if keep < CARRY_LIMIT:
+                # Said in this run's history: the next run starts with fewer records.
+                state.event("run.carried_less", detail=f"kept the last {keep} timeline entries")
+            return next_input
+    raise EndRun(
+        RunStatus.FAILED,
+        f"cannot continue-as-new: the carried state is {size:,} bytes, over the "
+        f"{PAYLOAD_BUDGET_BYTES:,}-byte payload budget",
+    )

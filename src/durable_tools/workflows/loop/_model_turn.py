@@ -1,0 +1,187 @@
+"""One model turn: what the model is offered and the model activity that answers.
+
+Only the messages added since the last conversation snapshot cross into history; the
+activity rebuilds the rest from the artifact store. Tool definitions are sent once per
+advertised set, then by reference.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from durable_tools._activities._types import MODEL_ACTIVITY, SNAPSHOT_MISSING, ModelCall, ModelTurn
+from durable_tools.messages import Message, ModelRequest, ModelResponse, ToolDefinition
+from durable_tools.protocol._limits import (
+    MAX_CALL_ID_CHARS,
+    PAYLOAD_BUDGET_BYTES,
+    payload_bytes,
+    short_call_id,
+)
+from durable_tools.protocol._types import RunStatus
+from durable_tools.tools import ArtifactRef, ToolSpec
+from durable_tools.tools._names import alias_provider
+from durable_tools.workflows.catalog._tool_search import search_definition
+from durable_tools.workflows.catalog._view import advertised, has_deferred
+from durable_tools.workflows.loop._final_output import native_output, output_tools
+from durable_tools.workflows.run._state import EndRun, RunState
+
+__all__ = ["call_model", "describe"]
+
+# Below this many characters of new messages the model activity's input cannot reach the
+# payload budget (JSON escapes at most 6 bytes a character), so it is not measured.
+_UNMEASURED_CHARS = (PAYLOAD_BUDGET_BYTES - 64_000) // 6
+
+
+def describe(spec: ToolSpec) -> str:
+    """The description the model reads: the tool's own, then its examples as JSON lines.
+
+    No adapter has a field for examples (Anthropic's `input_examples` is not wired), so
+    they travel in the description, where every provider shows them to the model.
+    """
+    if not spec.examples:
+        return spec.description
+    lines = [json.dumps(example, ensure_ascii=False, sort_keys=True) for example in spec.examples]
+    head = spec.description.rstrip()
+    return (head + "\n\n" if head else "") + "Examples:\n" + "\n".join(lines)
+
+
+def _tool_definitions(state: RunState) -> list[ToolDefinition]:
+    offered = advertised(state)
+    key = tuple(offered)
+    if state.definitions is None or state.definitions[0] != key:
+        provider = alias_provider(state.config.model)
+        definitions = [
+            ToolDefinition(
+                # The name the run's provider knows it by (validation maps it back).
+                name=spec.aliases.get(provider, spec.name),
+                description=describe(spec),
+                parameters=spec.input_schema,
+                strict=spec.strict,
+            )
+            for spec in offered.values()
+        ]
+        if has_deferred(state):
+            definitions.append(search_definition())
+        definitions += output_tools(state)  # structured output's `final_answer`, if any
+        state.definitions = (key, definitions)
+    return state.definitions[1]
+
+
+async def call_model(state: RunState) -> ModelResponse:
+    """Ask the model for its next message; call ids come back bounded in length."""
+    new = state.conversation[state.snapshot_length - state.offset :]
+    try:
+        turn = await _model_activity(
+            state, new, state.snapshot, state.snapshot_length, state.tools_ref
+        )
+    except ActivityError as err:
+        cause = err.cause
+        if not (
+            isinstance(cause, ApplicationError)
+            and cause.type == SNAPSHOT_MISSING
+            and state.offset == 0
+        ):
+            raise _model_failure(err) from err
+        # This worker cannot see the snapshot (a store not shared between machines):
+        # send the conversation in full once, which starts a new chain.
+        state.event("model.snapshot_missing", detail=cause.message[:200])
+        try:
+            turn = await _model_activity(state, state.conversation, None, 0, None)
+        except ActivityError as again:
+            raise _model_failure(again) from again
+    state.snapshot = turn.snapshot
+    state.snapshot_length = turn.snapshot_length
+    if turn.tools_ref is not None:
+        state.tools_ref = turn.tools_ref
+    _bound_call_ids(state, turn.response.message)
+    return turn.response
+
+
+async def _model_activity(
+    state: RunState,
+    messages: list[Message],
+    base: ArtifactRef | None,
+    base_length: int,
+    tools_ref: ArtifactRef | None,
+) -> ModelTurn:
+    config = state.config
+    request = ModelRequest(
+        model=config.model,
+        messages=messages,
+        tools=[] if tools_ref is not None else _tool_definitions(state),
+        turn=state.turn,
+        run_id=workflow.info().workflow_id,
+        settings=config.model_settings,
+        output=native_output(config),
+    )
+    call = ModelCall(
+        request=request,
+        base=base,
+        base_length=base_length,
+        tools_ref=tools_ref,
+        stream=config.stream_tokens,
+    )
+    _check_input_size(call, messages)
+    turn: ModelTurn = await workflow.execute_activity(
+        MODEL_ACTIVITY,
+        call,
+        result_type=ModelTurn,
+        start_to_close_timeout=timedelta(seconds=config.model_timeout_seconds),
+        # A model call whose completion was lost (worker or server killed) is retried
+        # within seconds instead of waiting out the whole start-to-close timeout.
+        heartbeat_timeout=timedelta(seconds=config.model_heartbeat_seconds),
+        retry_policy=RetryPolicy(maximum_attempts=config.model_max_attempts),
+        summary=(
+            f"model {config.model} turn {state.turn + 1}" if config.activity_summaries else None
+        ),
+    )
+    return turn
+
+
+def _check_input_size(call: ModelCall, messages: list[Message]) -> None:
+    """End the run with a reason instead of scheduling an input Temporal would refuse."""
+    chars = sum(
+        len(m.content or "") + sum(len(c.arguments) for c in m.tool_calls) for m in messages
+    )
+    if chars < _UNMEASURED_CHARS:
+        return
+    size = payload_bytes(call)
+    if size > PAYLOAD_BUDGET_BYTES:
+        raise EndRun(
+            RunStatus.FAILED,
+            f"the model call's input would be {size:,} bytes, over the {PAYLOAD_BUDGET_BYTES:,}"
+            "-byte payload budget (the messages since the last conversation snapshot are too "
+            "large to send)",
+        )
+
+
+def _model_failure(err: ActivityError) -> ApplicationError:
+    cause = err.cause
+    detail = cause.message if isinstance(cause, ApplicationError) else str(cause or err)
+    return ApplicationError(f"model call failed: {detail}", type="ModelError", non_retryable=True)
+
+
+def _bound_call_ids(state: RunState, message: Message) -> None:
+    """Shorten call ids (and tool names) too long to repeat safely in the model's message.
+
+    The id and name are repeated in the tool message, the timeline, events and activity
+    inputs: a megabyte id would push those payloads over Temporal's limit. The assistant
+    message is rewritten too, so the conversation stays well formed for the provider.
+    """
+    for call in message.tool_calls:
+        if len(call.id) > MAX_CALL_ID_CHARS:
+            short = short_call_id(call.id)
+            state.event(
+                "model.call_id_shortened",
+                call_id=short,
+                detail=f"the model sent a call id of {len(call.id):,} characters",
+            )
+            call.id = short
+        if len(call.name) > MAX_CALL_ID_CHARS:
+            # No tool has such a name (names are at most 64 characters): it stays unknown.
+            call.name = short_call_id(call.name)

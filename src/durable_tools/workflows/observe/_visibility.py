@@ -1,0 +1,151 @@
+"""What operators see of a run: search attributes and the UI's current details."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeUpdate
+
+from durable_tools import search_attributes as sa
+from durable_tools.protocol._callback_types import PendingCallback
+from durable_tools.protocol._input_types import PendingInput
+from durable_tools.protocol._limits import MAX_REASON_CHARS, clip
+from durable_tools.protocol._policy import describe_policy
+from durable_tools.protocol._policy_types import ApprovalPolicy
+from durable_tools.protocol._run_io import REVISION_SHORT_START
+from durable_tools.protocol._types import PendingApproval, PendingAuthorization, RunStatus
+from durable_tools.workflows.run._state import RunState
+
+__all__ = ["FINAL", "publish", "unless_evicted"]
+
+FINAL = frozenset(
+    {RunStatus.COMPLETED, RunStatus.LIMIT_REACHED, RunStatus.FAILED, RunStatus.CANCELLED}
+)
+
+
+def _current_status(state: RunState) -> RunStatus:
+    if state.status in FINAL:
+        return state.status
+    for waits in state.waits():
+        if waits.shown and waits.pending:
+            return waits.kind.status
+    return RunStatus.RUNNING
+
+
+def _awaiting_tool(state: RunState) -> str:
+    """The tool of the first call waiting, of the first kind that has one shown."""
+    for waits in state.waits():
+        if waits.shown:
+            for pending in waits.pending.values():
+                tool: str = pending.tool
+                return tool
+    return ""
+
+
+def publish(state: RunState, doing: str | None = None) -> None:
+    """Keep search attributes and the UI's current details in step with the run.
+
+    Search attributes are upserted only when their values change: each upsert is a
+    command in history.
+    """
+    state.status = _current_status(state)
+    awaiting = _awaiting_tool(state)
+    values = (state.status.value, len(state.pending), awaiting)
+    if (
+        state.published is None
+        and state.input.revision >= REVISION_SHORT_START
+        and not state.started_by_older_worker
+    ):
+        state.published = _started_with(state)
+    if values != state.published:
+        state.published = values
+        updates: list[SearchAttributeUpdate[Any]] = [
+            sa.AGENT_STATUS.value_set(state.status.value),
+            sa.AGENT_NAME.value_set(state.config.name),
+            sa.PENDING_APPROVALS.value_set(len(state.pending)),
+            sa.AWAITING_TOOL.value_set(awaiting),
+        ]
+        # Tokens ride along in the same command (no extra event), and only on runs that
+        # started with the attribute: the client sets it when the namespace registers it.
+        if workflow.info().typed_search_attributes.get(sa.TOKENS) is not None:
+            usage = state.usage
+            updates.append(sa.TOKENS.value_set(usage.input_tokens + usage.output_tokens))
+        workflow.upsert_search_attributes(updates)
+    workflow.set_current_details(_details(state, doing))
+
+
+def _started_with(state: RunState) -> tuple[str, int, str] | None:
+    """The values the run's start event already holds, if it holds all of them.
+
+    `DurableTools.start` sets every attribute `publish` writes, so a run it started need
+    not upsert until something changes. Called before the run's first upsert, while
+    `workflow.info()` still shows the start event's attributes, and only for runs whose
+    input says a current client started them (`AgentInput.revision`): runs started
+    otherwise (older clients, `temporal workflow start`, sub-agents, continued runs, whose
+    start attributes are their predecessor's) upsert as before, on replay too.
+    """
+    started = workflow.info().typed_search_attributes
+    status = started.get(sa.AGENT_STATUS)
+    pending = started.get(sa.PENDING_APPROVALS)
+    awaiting = started.get(sa.AWAITING_TOOL)
+    if status is None or pending is None or awaiting is None:
+        return None
+    if started.get(sa.AGENT_NAME) != state.config.name:
+        return None
+    return (status, pending, awaiting)
+
+
+_DEFAULT_POLICY = ApprovalPolicy()
+
+
+def _details(state: RunState, doing: str | None) -> str:
+    run_id = workflow.info().workflow_id
+    lines = [f"**{state.status.value}** · turn {state.turn} · {state.tool_calls} tool calls"]
+    if state.policy != _DEFAULT_POLICY:
+        lines.append(f"approval policy: {describe_policy(state.policy)}")
+    for waits in state.waits():
+        lines.extend(_how_to_resume(run_id, pending) for pending in waits.pending.values())
+    if doing:
+        lines.append(doing)
+    if state.reason:
+        lines.append(clip(state.reason, MAX_REASON_CHARS))
+    return "\n".join(lines)
+
+
+def _how_to_resume(run_id: str, pending: object) -> str:
+    """One line of the UI's details: what a waiting call waits for, and how to answer."""
+    if isinstance(pending, PendingApproval):
+        return (
+            f"- waiting for approval of `{pending.tool}` (call `{pending.call_id}`): "
+            f"`durable-tools approve {run_id} {pending.call_id} --hash "
+            f"{pending.arguments_hash}` or `durable-tools deny ...`"
+        )
+    if isinstance(pending, PendingAuthorization):
+        return (
+            f"- waiting for {pending.provider} authorization for `{pending.tool}` (call "
+            f"`{pending.call_id}`): the user opens {pending.authorization_url}"
+        )
+    if isinstance(pending, PendingInput):
+        return (
+            f"- waiting for the user to answer the question of `{pending.tool}` (call "
+            f"`{pending.call_id}`): `durable-tools answer {run_id} {pending.call_id} "
+            "--accept '{...}' | --decline | --cancel`"
+        )
+    assert isinstance(pending, PendingCallback)
+    return (
+        f"- waiting for a client to run `{pending.tool}` (call `{pending.call_id}`): "
+        f"`durable-tools callbacks serve --tools MODULE {run_id}`"
+    )
+
+
+def unless_evicted(publish: Callable[[], None]) -> None:
+    """Run `publish` unless the workflow is being evicted from the worker's cache.
+
+    On eviction the SDK closes pending coroutines (GeneratorExit runs their `finally`
+    blocks) outside the workflow event loop, where workflow calls would raise.
+    """
+    if workflow.in_workflow() and not isinstance(sys.exception(), GeneratorExit):
+        publish()

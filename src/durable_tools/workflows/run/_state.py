@@ -1,0 +1,383 @@
+"""The state of one agent run, as one dataclass.
+
+Every stage of the loop and of the call pipeline reads and writes a `RunState`; the part
+of it that outlives a history (conversation, timeline, counters, pending steering, ...)
+is what continue-as-new carries (`RunState.carried`), and `RunState.start` rebuilds the
+rest from an `AgentInput`. Pending decisions and running tools are never carried: a run
+continues-as-new only between turns, when none are open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio import workflow
+
+from durable_tools.messages import Message, ToolCall, ToolDefinition, Usage
+from durable_tools.protocol._callback_types import CallbackResult, PendingCallback
+from durable_tools.protocol._event_names import EventName
+from durable_tools.protocol._input_types import InputAnswer, PendingInput
+from durable_tools.protocol._options import ToolActivityOptions
+from durable_tools.protocol._policy_types import StandingGrant
+from durable_tools.protocol._records import RunEvent, ToolCallRecord
+from durable_tools.protocol._run_io import AgentInput, CarriedState
+from durable_tools.protocol._types import (
+    AgentConfig,
+    ApprovalDecision,
+    ApprovalPolicy,
+    AuthorizationCompleted,
+    PendingApproval,
+    PendingAuthorization,
+    RunStatus,
+    Transport,
+)
+from durable_tools.tools._catalog_pack import PackedCatalog, unpack
+from durable_tools.tools._context import Identity
+from durable_tools.tools._results import ArtifactRef
+from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows.run._wait_maps import APPROVAL, AUTHORIZATION, CALLBACK, INPUT, Waits
+
+__all__ = ["CALL_IDS_CARRIED", "CARRY_FLOOR", "CARRY_LIMIT", "CallSkipped", "EndRun", "RunState"]
+
+CARRY_LIMIT = 500
+"""Most timeline entries and events kept across continue-as-new; older ones stay readable
+in the earlier runs' histories."""
+
+CARRY_FLOOR = 50
+"""Timeline entries and events a continued run carries even when it added fewer itself."""
+
+CALL_IDS_CARRIED = 2_000
+"""Most call ids a continued run carries (about 12 B each). A chain that used more stops
+carrying them: from its next run on, idempotency keys name the run of the chain (so they
+stay distinct without the list) and every approval decision must carry its arguments hash.
+Without the bound, a chain of some 150,000 calls would carry more than Temporal accepts as
+one payload (2 MB) and could not continue."""
+
+
+_NOBODY = Identity()
+
+
+class EndRun(Exception):
+    """Raised anywhere in the loop to end the run with a status (limit, policy, cancel)."""
+
+    def __init__(self, status: RunStatus, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class CallSkipped(Exception):
+    """Raised inside a call's route when a steer asked to skip the turn's remaining calls
+    (a call waiting for approval stops waiting); the pipeline answers it as skipped."""
+
+
+@dataclass
+class RunState:
+    """Everything one run knows. Carried fields first, then what lives in one history."""
+
+    input: AgentInput
+    config: AgentConfig
+    conversation: list[Message]
+    """Messages from index `offset` of the whole conversation on."""
+    catalog: list[ToolSpec]
+    """The tools this run may use, from the catalog activity (recorded in history)."""
+    turn: int = 0
+    tool_calls: int = 0
+    timeline: list[ToolCallRecord] = field(default_factory=list)
+    events: list[RunEvent] = field(default_factory=list)
+    """The last `config.events_kept` events; `events_total` counts all of them."""
+    events_total: int = 0
+    """Events emitted by the whole chain: the next event's `seq`."""
+    steer: list[str] = field(default_factory=list)
+    """Steering instructions waiting for the next model turn."""
+    discovered: list[str] = field(default_factory=list)
+    """Deferred tools found through `search_tools`, advertised from then on."""
+    continued: int = 0
+    offset: int = 0
+    """Messages before this index live only in the conversation snapshot."""
+    snapshot: ArtifactRef | None = None
+    snapshot_length: int = 0
+    call_uses: dict[str, int] = field(default_factory=dict)
+    """How often each call id was used: a model that reuses ids across turns must not give
+    two different calls one idempotency key (or one approval)."""
+    call_ids_dropped: bool = False
+    """An earlier run of the chain stopped carrying `call_uses` (`CALL_IDS_CARRIED`)."""
+    policy: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    """The live approval policy: the config's, until a `set_policy` update changes it."""
+    standing_grants: list[StandingGrant] = field(default_factory=list)
+    """Run-scoped standing grants ("approve and stop asking"), revoked ones kept."""
+    budget_used: dict[str, int] = field(default_factory=dict)
+    """Calls made of each tool with a `max_calls_per_run` budget (see `_budget`)."""
+    usage: Usage = field(default_factory=Usage)
+    """Tokens of every model call of the chain so far (see `_usage`)."""
+    output_repairs: int = 0
+    """Final answers that broke the output schema so far (see `_final_output`)."""
+    packed_catalog: PackedCatalog | None = None
+    """`catalog` as the packed catalog activity sent it; carried instead of the specs."""
+
+    # Not carried: rebuilt, or empty between turns.
+    timeline_carried_in: int = 0
+    """Timeline entries this run started with (carried from the run before it)."""
+    events_carried_in: int = 0
+    """`events_total` when this run started: events after it are this run's own."""
+    depth: int = 0
+    max_depth: int = 1
+    status: RunStatus = RunStatus.RUNNING
+    final_answer: str | None = None
+    output: Any = None
+    """The validated structured final answer (with `AgentConfig.output_type`)."""
+    reason: str | None = None
+    cancel_reason: str | None = None
+    skip_steer: str | None = None
+    """The instruction of a steer that asked to skip the current turn's remaining calls;
+    cleared when the pending steers are delivered to the model. Never carried: a run
+    continues-as-new only between turns, and the next delivery would clear it anyway."""
+    in_calls: bool = False
+    """True while the tool calls of a turn run (a steer then arrives "mid-turn")."""
+    keys: dict[str, str] = field(default_factory=dict)
+    """Idempotency key of each call id of the current turn."""
+    approvals: Waits[PendingApproval, ApprovalDecision] = field(
+        default_factory=functools.partial(Waits, APPROVAL)
+    )
+    """Calls waiting for a person's decision, and the decisions (kept for the turn)."""
+    authorization_waits: Waits[PendingAuthorization, AuthorizationCompleted] = field(
+        default_factory=functools.partial(Waits, AUTHORIZATION)
+    )
+    """Calls waiting for an OAuth authorization, and the completed ones."""
+    reissue: set[str] = field(default_factory=set)
+    """Call ids whose authorization link a person asked to re-issue."""
+    input_waits: Waits[PendingInput, InputAnswer] = field(
+        default_factory=functools.partial(Waits, INPUT)
+    )
+    """Calls waiting for the user to answer their MCP server's questions (`_input_gate`)."""
+    callback_waits: Waits[PendingCallback, CallbackResult] = field(
+        default_factory=functools.partial(Waits, CALLBACK)
+    )
+    """Callback calls published and waiting for a client (see `_callback_gate`)."""
+    notifications: int = 0
+    """Notifications started in this history (numbers their delivery ids)."""
+    notifying: set[asyncio.Task[None]] = field(default_factory=set)
+    """Notifications still being sent; never awaited by the loop."""
+    running: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
+    records: dict[str, ToolCallRecord] = field(default_factory=dict)
+    """Timeline records of the current turn's calls, by call id."""
+    definitions: tuple[tuple[str, ...], list[ToolDefinition]] | None = None
+    """Tool definitions for the advertised set they were built for."""
+    tools_ref: ArtifactRef | None = None
+    """Where the model activity stored the current definitions; later calls send this."""
+    options: dict[str, ToolActivityOptions] = field(default_factory=dict)
+    max_advertised: int | None = None
+    """Most tools advertised up front (the config's, for runs with a packed catalog); None
+    for runs that started before automatic deferral: all their tools are advertised."""
+    search_index: Any = None
+    """The BM25 index over the deferred tools, built at the first search."""
+    published: tuple[str, int, str] | None = None
+    """Search attribute values last upserted, so unchanged ones are not sent again."""
+    handler_prefix: str = ""
+    """What the run's handler names start with: "" for an agent workflow, the prefix of an
+    embedded `AgentLoop`'s `register_handlers`. Parties outside the workflow are told it
+    (the OAuth callback signals `handler_prefix + "authorization_completed"`)."""
+    started_by_older_worker: bool = False
+    """A run whose input has `revision` 1 had its first task run by a worker that ignores
+    the revision (see `_run_catalog.load_catalog`): it records what runs before it did."""
+
+    def waits(self) -> tuple[Waits[Any, Any], ...]:
+        """Every kind of wait, in the order the run's status and details show them."""
+        return (self.approvals, self.authorization_waits, self.input_waits, self.callback_waits)
+
+    # The maps by their older names, which the decision and steering stages use.
+    @property
+    def pending(self) -> dict[str, PendingApproval]:
+        """Approvals pending, by call id."""
+        return self.approvals.pending
+
+    @property
+    def decisions(self) -> dict[str, ApprovalDecision]:
+        """Decisions of this turn's calls, by call id."""
+        return self.approvals.answered
+
+    @property
+    def authorizations(self) -> dict[str, PendingAuthorization]:
+        """Authorizations pending, by call id."""
+        return self.authorization_waits.pending
+
+    @property
+    def grants(self) -> dict[str, AuthorizationCompleted]:
+        """Completed authorizations not yet taken by their call."""
+        return self.authorization_waits.answered
+
+    @property
+    def callbacks(self) -> dict[str, PendingCallback]:
+        """Callback calls published and waiting for a client."""
+        return self.callback_waits.pending
+
+    @property
+    def inputs(self) -> dict[str, PendingInput]:
+        """Calls waiting for the user's answer to their server's questions."""
+        return self.input_waits.pending
+
+    @classmethod
+    def start(cls, input: AgentInput) -> RunState:
+        """The state of a new run, or of a run continued from `input.carried`."""
+        config = input.config
+        max_depth = input.max_depth if input.max_depth is not None else config.max_subagent_depth
+        carried = input.carried
+        if carried is None:
+            return cls(
+                input=input,
+                config=config,
+                conversation=[],
+                catalog=[],
+                policy=config.approval,
+                depth=input.depth,
+                max_depth=max_depth,
+            )
+        packed = carried.catalog_packed
+        return cls(
+            input=input,
+            config=config,
+            conversation=list(carried.conversation),
+            catalog=unpack(packed) if packed is not None else list(carried.catalog),
+            packed_catalog=packed,
+            max_advertised=config.max_advertised_tools if packed is not None else None,
+            turn=carried.turn,
+            tool_calls=carried.tool_calls,
+            timeline=list(carried.timeline),
+            events=list(carried.events),
+            events_total=(
+                carried.events_total if carried.events_total is not None else len(carried.events)
+            ),
+            steer=list(carried.pending_steer),
+            discovered=list(carried.discovered),
+            continued=carried.continued,
+            offset=carried.conversation_offset,
+            snapshot=carried.snapshot,
+            snapshot_length=carried.snapshot_length,
+            call_uses=dict(carried.call_uses),
+            call_ids_dropped=carried.call_ids_dropped,
+            policy=carried.policy or config.approval,
+            standing_grants=list(carried.standing_grants),
+            budget_used=dict(carried.budget_used),
+            usage=carried.usage or Usage(),
+            output_repairs=carried.output_repairs,
+            timeline_carried_in=len(carried.timeline),
+            events_carried_in=(
+                carried.events_total if carried.events_total is not None else len(carried.events)
+            ),
+            depth=input.depth,
+            max_depth=max_depth,
+        )
+
+    def carried(
+        self, conversation: list[Message], offset: int, *, keep: int = CARRY_LIMIT
+    ) -> CarriedState:
+        """What the next run of this chain starts from.
+
+        Of the timeline and events, the entries this run added are carried, or the last
+        `CARRY_FLOOR` when it added fewer, and at most `keep`: carrying all that is kept
+        would make each run's input, and so its history, grow with the chain's age until
+        `keep` is reached. Older ones stay readable in the earlier runs' histories.
+        """
+        drop_ids = self.call_ids_dropped or len(self.call_uses) > CALL_IDS_CARRIED
+        own_timeline = len(self.timeline) - self.timeline_carried_in
+        own_events = self.events_total - self.events_carried_in
+        keep_timeline = min(keep, max(own_timeline, CARRY_FLOOR))
+        keep_events = min(keep, max(own_events, CARRY_FLOOR))
+        return CarriedState(
+            conversation=conversation,
+            conversation_offset=offset,
+            snapshot=self.snapshot,
+            snapshot_length=self.snapshot_length,
+            turn=self.turn,
+            tool_calls=self.tool_calls,
+            catalog=[] if self.packed_catalog is not None else self.catalog,
+            catalog_packed=self.packed_catalog,
+            timeline=self.timeline[-keep_timeline:] if keep_timeline else [],
+            events=self.events[-keep_events:] if keep_events else [],
+            events_total=self.events_total,
+            pending_steer=self.steer,
+            discovered=self.discovered,
+            call_uses={} if drop_ids else self.call_uses,
+            call_ids_dropped=drop_ids,
+            budget_used=self.budget_used,
+            usage=self.usage,
+            output_repairs=self.output_repairs,
+            continued=self.continued + 1,
+            policy=None if self.policy == self.config.approval else self.policy,
+            standing_grants=self.standing_grants,
+        )
+
+    def event(
+        self,
+        name: EventName,
+        call: ToolCall | None = None,
+        *,
+        tool: str | None = None,
+        call_id: str | None = None,
+        detail: str | None = None,
+        transport: Transport | None = None,
+        attempt: int | None = None,
+        duration_ms: float | None = None,
+        error_kind: str | None = None,
+        artifacts: list[ArtifactRef] | None = None,
+        details: Any = None,
+    ) -> None:
+        """Append to the run's audit stream, keeping the last `config.events_kept` events.
+
+        Events live in workflow memory (queries read them), never as history events; the
+        ones dropped here were readable through `events_since` while they were kept.
+        """
+        identity = self.input.identity
+        self.events.append(
+            RunEvent(
+                at=workflow.now(),
+                event=name,
+                call_id=call.id if call else call_id,
+                tool=call.name if call else tool,
+                detail=detail,
+                seq=self.events_total,
+                identity=None if identity == _NOBODY else identity,
+                transport=transport,
+                attempt=attempt,
+                duration_ms=duration_ms,
+                error_kind=error_kind,
+                artifacts=list(artifacts or ()),
+                details=details,
+            )
+        )
+        self.events_total += 1
+        excess = len(self.events) - self.config.events_kept
+        if excess > 0:
+            del self.events[:excess]
+
+    def check_cancelled(self) -> None:
+        """End the run if a cancel was requested."""
+        if self.cancel_reason is not None:
+            raise EndRun(RunStatus.CANCELLED, self.cancel_reason)
+
+    def check_call_cancelled(self) -> None:
+        """Stop the current call (not the loop) if a cancel was requested."""
+        if self.cancel_reason is not None:
+            raise asyncio.CancelledError(self.cancel_reason)
+
+    def check_call_skipped(self) -> None:
+        """Stop the current call before it runs if a steer asked to skip the rest."""
+        if self.skip_steer is not None:
+            raise CallSkipped(self.skip_steer)
+
+    def cancel_running(self, reason: str) -> None:
+        """Ask every running call's task to stop (activities learn it through heartbeats)."""
+        for task in self.running.values():
+            if not task.done():
+                task.cancel(reason)
+
+    def running_calls(self) -> list[str]:
+        """Call ids whose tool is executing now (not waiting, not finished)."""
+        return sorted(
+            call_id
+            for call_id, record in self.records.items()
+            if record.status == "running" and call_id in self.running
+        )

@@ -1,0 +1,91 @@
+"""The maps of a durable wait: the calls waiting for one kind of answer, and the answers.
+
+A run pauses a tool call for four kinds of answer: a person's approval, an OAuth
+authorization, a client's callback result, a user's answer to an MCP server's question.
+Each kind is a `WaitKind` (how a run shows it, which events it emits, whether a steer
+withdraws it) and each run holds one `Waits` per kind (`RunState.approvals`, ...); the
+primitive that opens, waits on and closes them is `_wait`. This module is data only, so
+that `_state` can hold the maps without importing the workflow code that uses them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from durable_tools.protocol._notification_types import NotificationEvent
+from durable_tools.protocol._types import RunStatus
+
+__all__ = ["APPROVAL", "AUTHORIZATION", "CALLBACK", "INPUT", "WaitKind", "Waits"]
+
+Pending = TypeVar("Pending")
+Answer = TypeVar("Answer")
+
+
+@dataclass(frozen=True)
+class WaitKind:
+    """One kind of durable wait: what it shows and emits while a call waits."""
+
+    name: str
+    """What is awaited, in words: "approval", "authorization", ..."""
+    status: RunStatus
+    """The run's `AgentStatus` while a call waits (and no wait of a higher kind does)."""
+    requested: NotificationEvent
+    """The event (and notification) when a call starts waiting."""
+    expired: NotificationEvent
+    """The event (and notification) when the deadline passes first."""
+    skippable: bool = False
+    """A steer that skips the turn's remaining calls withdraws the wait."""
+    always_shown: bool = True
+    """False for the kinds runs did not show before `_wait.WAITS_SHOWN_PATCH`: a run
+    recorded before it replays them unseen (no status, no notification, no default
+    deadline), as it ran."""
+    published_unshown: bool = False
+    """An unshown wait still publishes on open and close (a callback did: it changed the
+    UI's details), so that its replay upserts where the recorded run did."""
+
+
+APPROVAL = WaitKind(
+    "approval",
+    RunStatus.AWAITING_APPROVAL,
+    "approval.requested",
+    "approval.expired",
+    skippable=True,
+)
+AUTHORIZATION = WaitKind(
+    "authorization",
+    RunStatus.AWAITING_AUTHORIZATION,
+    "authorization.requested",
+    "authorization.expired",
+)
+INPUT = WaitKind(
+    "input", RunStatus.AWAITING_INPUT, "input.requested", "input.expired", always_shown=False
+)
+CALLBACK = WaitKind(
+    "callback",
+    RunStatus.AWAITING_CALLBACK,
+    "callback.published",
+    "callback.expired",
+    always_shown=False,
+    published_unshown=True,
+)
+
+
+class Waits(Generic[Pending, Answer]):
+    """The calls of one kind waiting now, and the answers they have not taken yet.
+
+    Never carried over continue-as-new: a run continues only between turns, when no call
+    waits.
+    """
+
+    __slots__ = ("answered", "kind", "pending", "shown")
+
+    def __init__(self, kind: WaitKind) -> None:
+        self.kind = kind
+        self.pending: dict[str, Pending] = {}
+        """What each waiting call waits for, by call id (queries show it)."""
+        self.answered: dict[str, Answer] = {}
+        """Accepted answers, by call id, until the waiting call takes its own (approvals
+        keep their decisions for the turn: a second decision is refused by them)."""
+        self.shown = kind.always_shown
+        """Whether this run shows waits of this kind (status, notifications)."""
