@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 from temporalio.client import (
@@ -19,6 +19,8 @@ from durable_tools._run_decisions import with_decisions
 from durable_tools._run_progress import ToolProgress, progress_in
 from durable_tools.events import EventSink, FollowResult, follow_events
 from durable_tools.messages import Message
+from durable_tools.protocol._limits import check_handler_prefix
+from durable_tools.protocol._run_io import ConversationView
 from durable_tools.server import ui_url
 from durable_tools.streaming import StreamEvent
 from durable_tools.streaming._watch import follow_stream
@@ -45,6 +47,8 @@ from durable_tools.workflows import (
 
 __all__ = ["AgentRun"]
 
+_T = TypeVar("_T")
+
 # Statuses a call reaches without ever being put to a person.
 _NEVER_DECIDED = ("invalid", "awaiting_approval")
 
@@ -52,20 +56,47 @@ _NEVER_DECIDED = ("invalid", "awaiting_approval")
 class AgentRun:
     """A handle on one agent run (a workflow id).
 
+    An agent loop embedded in a workflow of your own (`AgentLoop.register_handlers`) is
+    reached the same way: `run_id` is the host workflow's id and `prefix` the loop's
+    handler prefix. Everything but `result()` works on it (the host's result is the
+    host's own).
+
     Args:
         client: The client the run is reached through.
         run_id: The run's workflow id.
         output_type: The Python type of the run's structured final answer, for
             `result()` to turn `AgentResult.output` into.
+        prefix: The handler prefix of an embedded loop; "" for an agent workflow.
+
+    Raises:
+        ValueError: `prefix` is not a handler prefix a loop can have.
     """
 
-    def __init__(self, client: Client, run_id: str, output_type: Any = None) -> None:
+    def __init__(
+        self, client: Client, run_id: str, output_type: Any = None, *, prefix: str = ""
+    ) -> None:
         self.client = client
         self.run_id = run_id
         self.output_type = output_type
+        self.prefix = check_handler_prefix(prefix)
         self.handle: WorkflowHandle[AgentWorkflow, AgentResult] = client.get_workflow_handle_for(
             AgentWorkflow.run, run_id
         )
+
+    async def _query(self, name: str, result_type: type[_T], *args: Any) -> _T:
+        """Ask the run's query `name` (under the loop's prefix)."""
+        answer: _T = await self.handle.query(self.prefix + name, args=args, result_type=result_type)
+        return answer
+
+    async def _update(self, name: str, argument: Any, result_type: type[_T]) -> _T:
+        """Send the run's update `name` (under the loop's prefix); its verdict."""
+        verdict: _T = await self.handle.execute_update(
+            self.prefix + name, argument, result_type=result_type
+        )
+        return verdict
+
+    async def _signal(self, name: str, argument: Any) -> None:
+        await self.handle.signal(self.prefix + name, argument)
 
     @property
     def ui_url(self) -> str:
@@ -84,6 +115,12 @@ class AgentRun:
             pydantic.ValidationError: The answer matched the run's JSON schema but not
                 the type (a validator of the type that the schema cannot express).
         """
+        if self.prefix:
+            raise TypeError(
+                f"run {self.run_id!r} is an agent loop embedded under the prefix "
+                f"{self.prefix!r}: its host workflow's result is the host's own; ask "
+                "client.get_workflow_handle(run_id).result(), or status() for the loop"
+            )
         result = await self.handle.result()
         wanted = output_type if output_type is not None else self.output_type
         if wanted is not None and result.output is not None:
@@ -92,18 +129,20 @@ class AgentRun:
 
     async def status(self) -> RunSnapshot:
         """What the run is doing now (a query; needs a worker, also for ended runs)."""
-        return await self.handle.query(AgentWorkflow.status)
+        return await self._query("status", RunSnapshot)
 
     async def serve_callbacks(
         self, handlers: Mapping[str, Callable[..., Any]], *, poll_interval: float = 0.5
     ) -> int:
         """Run this run's callback tools here until it ends (see `_callbacks_client`):
         `handlers` maps tool names to callables taking the arguments as keywords."""
-        return await serve_callbacks(self.handle, handlers, poll_interval=poll_interval)
+        return await serve_callbacks(
+            self.handle, handlers, poll_interval=poll_interval, prefix=self.prefix
+        )
 
     async def timeline(self) -> list[ToolCallRecord]:
         """Every tool call of the run so far."""
-        return await self.handle.query(AgentWorkflow.timeline)
+        return await self._query("timeline", list[ToolCallRecord])
 
     async def decided_timeline(
         self, timeline: list[ToolCallRecord] | None = None
@@ -132,10 +171,10 @@ class AgentRun:
             SnapshotMissing: the store does not hold the snapshot.
         """
         try:
-            view = await self.handle.query(AgentWorkflow.conversation_view)
+            view = await self._query("conversation_view", ConversationView)
         except WorkflowQueryFailedError:
             # A worker from before the query: it answers what its run holds.
-            return await self.handle.query(AgentWorkflow.conversation)
+            return await self._query("conversation", list[Message])
         return await whole_conversation(
             view.snapshot, view.snapshot_length, view.offset, view.messages, store
         )
@@ -160,11 +199,11 @@ class AgentRun:
 
     async def events(self) -> list[RunEvent]:
         """The run's kept events (the last `AgentConfig.events_kept`)."""
-        return await self.handle.query(AgentWorkflow.events)
+        return await self._query("events", list[RunEvent])
 
     async def events_since(self, cursor: int) -> EventsPage:
         """The kept events from event index `cursor` on, and the cursor to ask from next."""
-        return await self.handle.query(AgentWorkflow.events_since, cursor)
+        return await self._query("events_since", EventsPage, cursor)
 
     async def follow_events(
         self, sink: EventSink, *, cursor: int = 0, interval: float = 0.5
@@ -278,7 +317,7 @@ class AgentRun:
 
     async def send_decision(self, decision: ApprovalDecision) -> str:
         """Send a decision to this very run (no sub-agent lookup); returns the verdict."""
-        return await self.handle.execute_update(AgentWorkflow.decide, decision)
+        return await self._update("decide", decision, str)
 
     async def approve(
         self,
@@ -332,7 +371,7 @@ class AgentRun:
             decider=decider,
             reason=reason,
         )
-        return await self.handle.execute_update(AgentWorkflow.decide_batch, batch)
+        return await self._update("decide_batch", batch, list[str])
 
     async def policy(self) -> ApprovalPolicy | None:
         """The run's live approval policy."""
@@ -343,7 +382,7 @@ class AgentRun:
     ) -> str:
         """Replace the run's live approval policy (recorded in its events with who and why)."""
         change = PolicyChange(policy=policy, changed_by=changed_by, reason=reason)
-        return await self.handle.execute_update(AgentWorkflow.set_policy, change)
+        return await self._update("set_policy", change, str)
 
     async def grants(self) -> list[StandingGrant]:
         """The run's run-scoped standing grants (revoked ones included)."""
@@ -352,7 +391,7 @@ class AgentRun:
     async def revoke_grant(self, grant_id: str, *, revoked_by: str = "anonymous") -> str:
         """Revoke a run-scoped standing grant; the tool's next calls are asked again."""
         revocation = GrantRevocation(grant_id=grant_id, revoked_by=revoked_by)
-        return await self.handle.execute_update(AgentWorkflow.revoke_grant, revocation)
+        return await self._update("revoke_grant", revocation, str)
 
     async def steer(self, instruction: str, *, skip_remaining: bool = False) -> None:
         """Give the model a new instruction before its next turn.
@@ -370,11 +409,11 @@ class AgentRun:
         """
         steer = Steer(instruction=instruction, skip_remaining=skip_remaining)
         if skip_remaining:
-            await self.handle.signal(AgentWorkflow.steer_turn, steer)
+            await self._signal("steer_turn", steer)
         else:
             # The plain signal: workers deployed before `steer_turn` existed understand it.
-            await self.handle.signal(AgentWorkflow.steer, steer.instruction)
+            await self._signal("steer", steer.instruction)
 
     async def cancel(self, reason: str | None = None) -> None:
         """End the run cleanly, cancelling running tools."""
-        await self.handle.signal(AgentWorkflow.cancel, reason)
+        await self._signal("cancel", reason)

@@ -17,14 +17,14 @@ import pytest
 from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.api.sdk.v1 import WorkflowMetadata
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 
 with workflow.unsafe.imports_passed_through():
     # The sandbox re-imports this module for its host workflows: what it imports (the
     # CLI and the OAuth callback server included) is imported once, outside the sandbox.
     from cli_support import cli, cli_env  # noqa: F401  (a fixture)
     from durable_tools.callbacks import serve_callbacks
-    from durable_tools.client import DurableTools
+    from durable_tools.client import AgentRun, DurableTools
     from durable_tools.oauth import OAuthBroker
     from durable_tools.sources import McpPool, McpStdio, attach_mcp
     from durable_tools.tools import Identity, OAuthRequirement, ToolContext, ToolRegistry
@@ -174,6 +174,39 @@ async def test_an_embedded_loop_has_every_handler_of_the_agent_workflow(
         assert (await run.result()).status == RunStatus.COMPLETED
         await assert_not_wedged(host)
     assert ran == ["A1", "A1"]
+
+
+async def test_an_agent_run_handle_reaches_an_embedded_loop_by_its_prefix(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+    step = calls(("r1", "refund", {"order_id": "B2"}))
+    agent_input = AgentInput(
+        prompt="refund B2",
+        config=AgentConfig(model=write_script(tmp_path, [step, answer("done")])),
+    )
+    async with running_worker(
+        client, refund_registry(ran), task_queue, workflows=[EmbeddingWorkflow]
+    ):
+        host = await client.start_workflow(
+            EmbeddingWorkflow.run, agent_input, id=f"host-{task_queue}", task_queue=task_queue
+        )
+        run = AgentRun(client, host.id, prefix="agent_")
+        snapshot = await wait_for(run, lambda s: bool(s.pending_approvals))
+        pending = snapshot.pending_approvals[0]
+        assert (await run.timeline())[0].status == "awaiting_approval"
+        assert "approval.requested" in [e.event for e in await run.events()]
+        with pytest.raises(WorkflowUpdateFailedError):  # the loop's own validator answers
+            await run.approve("r1", decider="alice", arguments_hash="0" * 64)
+        verdict = await run.approve("r1", decider="alice", arguments_hash=pending.arguments_hash)
+        assert verdict == "approved"
+        assert await host.result() == "completed: done"
+        assert (await run.timeline())[0].decided_by == "alice"
+        with pytest.raises(TypeError, match="embedded under the prefix 'agent_'"):
+            await run.result()
+    assert ran == ["B2"]
+    with pytest.raises(ValueError, match="only ASCII letters"):
+        AgentRun(client, host.id, prefix="agent \n")
 
 
 async def test_a_prefix_that_cannot_work_is_refused_at_registration(

@@ -36,6 +36,7 @@ from ._mcp_connection import (
     require_mcp_sdk,
 )
 from ._mcp_servers import McpServer, worker_secrets
+from ._mcp_watch import ToolListWatch, ToolsChanged
 
 # The MCP SDK is the optional `mcp` extra: without it this package still imports (its
 # other sources work) and using an MCP server says what to install (require_mcp_sdk).
@@ -49,13 +50,9 @@ logger = logging.getLogger("durable_tools.sources.mcp")
 
 _MAX_USER_SESSIONS = 32
 """Sessions opened with users' tokens kept per pool; the least recently used closes first."""
-_SETTLE_TIMEOUT = 30.0
-"""Longest a call waits for the catalog refresh that the server's tool-list change started."""
 
 ProgressFn = Callable[[float, float | None, str | None], None]
 """Receives an MCP progress notification: progress, total (if known), message."""
-ToolsChanged = Callable[[], Awaitable[None]]
-"""Called (in a task of its own) after the server said its tool list changed."""
 _Slot = tuple[asyncio.AbstractEventLoop, str, str]
 """A session's place in the pool: its loop, the server's key, and a user token's digest."""
 
@@ -73,52 +70,20 @@ class McpPool:
         self._locks: dict[_Slot, asyncio.Lock] = {}
         self._listings: dict[str, list[dict[str, Any]]] = {}
         self._offered: dict[str, frozenset[str]] = {}
-        self._watchers: dict[str, list[ToolsChanged]] = {}
-        self._refreshing: dict[str, asyncio.Task[None]] = {}
-        self._again: set[str] = set()
+        self._watch = ToolListWatch()
         self._user_slots: OrderedDict[_Slot, None] = OrderedDict()
         self.connects: Counter[str] = Counter()
         """Sessions opened so far, by server label (for tests and operators)."""
-        self.tool_list_changes: Counter[str] = Counter()
-        """Tool-list changes handled so far (notifications and reconnects), by server label."""
 
     def watch_tools(self, server: McpServer, callback: ToolsChanged) -> None:
-        """Call `callback` whenever `server` says its tool list changed, and after a reconnect.
+        """Call `callback` whenever `server` says its tool list changed, and after a reconnect
+        (see `ToolListWatch.watch`)."""
+        self._watch.watch(server, callback)
 
-        A notification is handled while a session to the server is open (the first call
-        or discovery opens one); a new session may have missed changes, so it counts as
-        one too. Callbacks run one change at a time, in a task of their own.
-        """
-        self._watchers.setdefault(server.key(), []).append(callback)
-
-    def _tools_changed(self, server: McpServer) -> None:
-        key = server.key()
-        if not self._watchers.get(key):
-            return
-        running = self._refreshing.get(key)
-        if running is not None and not running.done():
-            self._again.add(key)  # changed again during a refresh: one more pass after it
-            return
-        self._refreshing[key] = asyncio.get_running_loop().create_task(
-            self._run_watchers(server), name=f"mcp-refresh:{server.label}"
-        )
-
-    async def _run_watchers(self, server: McpServer) -> None:
-        key = server.key()
-        while True:
-            self._again.discard(key)
-            self.tool_list_changes[server.label] += 1
-            for callback in list(self._watchers.get(key, ())):
-                try:
-                    await callback()
-                except Exception as exc:  # a refresh must never take the session down
-                    logger.warning(
-                        "refreshing the tools of MCP server %s failed: %s",
-                        server.label,
-                        _describe(exc),
-                    )
-            if key not in self._again:
-                return
+    @property
+    def tool_list_changes(self) -> Counter[str]:
+        """Tool-list changes handled so far (notifications and reconnects), by server label."""
+        return self._watch.changes
 
     def offers(self, server: McpServer, mcp_name: str) -> bool:
         """Whether the server's latest listing has the tool (True before any listing)."""
@@ -127,11 +92,7 @@ class McpPool:
 
     async def settled(self, server: McpServer) -> None:
         """Wait for a tool-list refresh of `server` that is under way, if any (bounded)."""
-        running = self._refreshing.get(server.key())
-        if running is None or running.done() or running is asyncio.current_task():
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(running), _SETTLE_TIMEOUT)
+        await self._watch.settled(server)
 
     def _slot(self, server: McpServer, bearer: str | None) -> _Slot:
         loop = asyncio.get_running_loop()
@@ -182,7 +143,7 @@ class McpPool:
             connection = _Connection(
                 server,
                 worker_secrets(secrets),
-                lambda: self._tools_changed(server),
+                lambda: self._watch.changed(server),
                 bearer=bearer,
             )
             self.connects[server.label] += 1
@@ -191,7 +152,7 @@ class McpPool:
             if bearer is None:
                 # A new session may have missed changes (a lost session, or discovery
                 # that ran on another loop): followers list again (if any follow).
-                self._tools_changed(server)
+                self._watch.changed(server)
             else:
                 await self._evict_users()
             return connection

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
 from durable_tools.tools._spec import ToolSpec, Transport
@@ -17,12 +16,9 @@ Both are carried over continue-as-new (up to 500 entries each), so a bigger valu
 crowd the carried input; it stays available in the tool's artifacts when it was stored."""
 
 
-def transport_of(name: str, catalog: Iterable[ToolSpec]) -> Transport:
-    """How calls to tool `name` travel (the spec's catalog metadata, set by its source)."""
-    for spec in catalog:
-        if spec.name == name:
-            return "sub-agent" if spec.subagent is not None else spec.transport
-    return "function"
+def transport_of(spec: ToolSpec) -> Transport:
+    """How calls to the tool travel (the spec's catalog metadata, set by its source)."""
+    return "sub-agent" if spec.subagent is not None else spec.transport
 
 
 def bounded_details(value: Any) -> Any:

@@ -35,12 +35,9 @@ from durable_tools.protocol._run_io import AgentInput, AgentResult
 from durable_tools.protocol._types import AgentConfig, RunStatus
 from durable_tools.tools import (
     ErrorKind,
-    ToolExecutionError,
     ToolOutcome,
     ToolSpec,
-    ToolTimeout,
 )
-from durable_tools.tools._formatting import error_outcome
 from durable_tools.workflows.calls._audit import transport_of
 from durable_tools.workflows.calls._flow_call import run_flow
 from durable_tools.workflows.calls._tool_activity import (
@@ -53,7 +50,15 @@ from durable_tools.workflows.calls._tool_activity import (
 from durable_tools.workflows.gates._callback_gate import await_client
 from durable_tools.workflows.gates._input_gate import ask_user, needs_input
 from durable_tools.workflows.observe._visibility import unless_evicted
-from durable_tools.workflows.run._replies import cancelled_outcome
+from durable_tools.workflows.run._replies import (
+    activity_error_outcome,
+    cancelled_outcome,
+    failure_outcome,
+    outcome_unknown_text,
+    subagent_failure_outcome,
+    subagent_outcome,
+    timeout_outcome,
+)
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 
@@ -117,7 +122,7 @@ async def _run_activity(
     info = workflow.info()
     shown = f" {record.arguments}" if state.config.summary_arguments else ""
     summary = f"{spec.name} {call.id}{shown}"[:200] if state.config.activity_summaries else None
-    state.event("tool.started", call, transport=transport_of(spec.name, (spec,)), attempt=1)
+    state.event("tool.started", call, transport=transport_of(spec), attempt=1)
     attempts = 0
     resume: InputResume | None = None  # the user's answers to the server's last questions
     rounds = 0
@@ -213,27 +218,16 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
             parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
         )
     except ChildWorkflowError as err:
-        return Executed(error_outcome(call.id, spec.name, _child_failure(err, child_id)), 1)
+        timed_out = isinstance(err.cause, TimeoutError)
+        failed = subagent_failure_outcome(
+            call.id, spec.name, child_id, err.cause or err, timed_out=timed_out
+        )
+        return Executed(failed, 1)
     ok = result.status == RunStatus.COMPLETED
     answer = result.final_answer if ok else f"ended {result.status.value}: {result.reason}"
-    outcome = ToolOutcome(
-        call_id=call.id,
-        tool_name=spec.name,
-        content=f"{answer}\n\n[sub-agent run {child_id}: {result.status.value}]",
-        is_error=not ok,
-        error_kind=None if ok else ErrorKind.EXECUTION.value,
+    return Executed(
+        subagent_outcome(call.id, spec.name, child_id, result.status.value, answer, ok=ok), 1
     )
-    return Executed(outcome, 1)
-
-
-def _child_failure(err: ChildWorkflowError, child_id: str) -> ToolExecutionError | ToolTimeout:
-    """What the model reads about a sub-agent run that did not end by itself."""
-    if isinstance(err.cause, TimeoutError):
-        return ToolTimeout(
-            f"sub-agent run {child_id} did not finish within its timeout and was ended; "
-            "its answer is lost, and tool calls it made may have taken effect"
-        )
-    return ToolExecutionError(f"sub-agent run {child_id} failed: {err.cause or err}")
 
 
 _Ended = ToolOutcome | ActivityError | Literal["cancelled", "unknown"]
@@ -340,10 +334,7 @@ def _after_cancel(state: RunState, valid: ValidCall, ended: _Ended, attempts: in
 
 def _outcome_unknown(state: RunState, valid: ValidCall, attempts: int, how: str) -> Executed:
     reason = state.cancel_reason or "the run was cancelled"
-    unknown = (
-        f"outcome unknown: the tool {how} after the cancel, so it may have taken effect "
-        f"(and may still be running); cancel reason: {reason}"
-    )
+    unknown = outcome_unknown_text(how, reason)
     outcome = cancelled_outcome(valid.call.id, valid.spec.name, unknown)
     outcome.error_kind = OUTCOME_UNKNOWN
     return Executed(outcome, attempts + 1, outcome_unknown=unknown)
@@ -361,19 +352,12 @@ def _failure_outcome(valid: ValidCall, err: ActivityError) -> ToolOutcome:
     if isinstance(cause, ApplicationError):
         kind = cause.type or ErrorKind.EXECUTION.value
         details: Any = cause.details
-        text = (
-            details[0]
-            if details and isinstance(details[0], str)
-            else f"Error [{kind}] tool call {call.id} ({spec.name}) failed: {cause.message}"
-        )
-    elif isinstance(cause, TimeoutError):
+        text = details[0] if details and isinstance(details[0], str) else None
+        return activity_error_outcome(call.id, spec.name, kind, cause.message, text)
+    if isinstance(cause, TimeoutError):
         which = cause.type.name.lower().replace("_", "-") if cause.type else "activity"
-        effect = "" if spec.safety.safe_to_repeat else "; it may or may not have taken effect"
-        return error_outcome(call.id, spec.name, ToolTimeout(f"{which} timeout{effect}"))
-    elif isinstance(cause, CancelledError):
+        safe = spec.safety.safe_to_repeat
+        return timeout_outcome(call.id, spec.name, which, safe_to_repeat=safe)
+    if isinstance(cause, CancelledError):
         return cancelled_outcome(call.id, spec.name, "the call was cancelled")
-    else:
-        return error_outcome(call.id, spec.name, ToolExecutionError(str(cause or err)))
-    return ToolOutcome(
-        call_id=call.id, tool_name=spec.name, content=text, is_error=True, error_kind=kind
-    )
+    return failure_outcome(call.id, spec.name, str(cause or err))

@@ -20,8 +20,7 @@ from temporalio.exceptions import ActivityError, FailureError
 from durable_tools.messages import Message, ToolCall
 from durable_tools.protocol._limits import clip
 from durable_tools.protocol._records import ToolCallRecord
-from durable_tools.tools import ErrorKind, InvalidArguments, ToolExecutionError
-from durable_tools.tools._formatting import error_outcome
+from durable_tools.tools import ErrorKind, InvalidArguments
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.tools._validation import parse_arguments
 from durable_tools.workflows.calls._budget import spend_budget
@@ -39,6 +38,7 @@ from durable_tools.workflows.run._replies import (
     over_turn_limit_reply,
     result_reply,
     search_reply,
+    unprepared_outcome,
 )
 from durable_tools.workflows.run._state import CallSkipped, RunState
 from durable_tools.workflows.run._valid_call import ValidCall, open_record
@@ -149,7 +149,7 @@ async def run_call(state: RunState, call: ToolCall, offered: dict[str, ToolSpec]
             if isinstance(grant, Message):
                 return grant
             executed = await execute(state, valid, record, grant)
-            outcome = record_outcome(state, valid.call, record, executed)
+            outcome = record_outcome(state, valid, record, executed)
             if outcome.error_kind != ErrorKind.UNAUTHORIZED.value or valid.spec.oauth is None:
                 return result_reply(call.id, valid.spec.name, outcome)
             # The token was revoked or lacks a scope: ask the user again, then retry.
@@ -164,9 +164,8 @@ def _unprepared(
 ) -> Message:
     cause = err.cause
     why = cause.message if isinstance(cause, FailureError) else str(err)
-    failure = ToolExecutionError(f"the call could not be prepared: {why}")
-    outcome = error_outcome(valid.call.id, valid.spec.name, failure)
-    record_outcome(state, valid.call, record, Executed(outcome, 0))
+    outcome = unprepared_outcome(valid.call.id, valid.spec.name, why)
+    record_outcome(state, valid, record, Executed(outcome, 0))
     return result_reply(valid.call.id, valid.spec.name, outcome)
 
 

@@ -12,7 +12,7 @@ from durable_tools.workflows.calls._audit import bounded_details, transport_of
 from durable_tools.workflows.calls._execute import Executed
 from durable_tools.workflows.run._replies import skipped_reply
 from durable_tools.workflows.run._state import RunState
-from durable_tools.workflows.run._valid_call import open_record
+from durable_tools.workflows.run._valid_call import ValidCall, open_record
 
 __all__ = ["STEER_NOTE_CHARS", "mark_cancelled", "record_outcome", "skipped_message"]
 
@@ -21,13 +21,17 @@ STEER_NOTE_CHARS = 200
 
 
 def record_outcome(
-    state: RunState, call: ToolCall, record: ToolCallRecord, executed: Executed
+    state: RunState, valid: ValidCall, record: ToolCallRecord, executed: Executed
 ) -> ToolOutcome:
     """Write the call's final status, result, attempts, artifacts and details; emit its
-    closing event (with transport, attempt, duration, error kind, artifacts, details)."""
+    closing event (with transport, attempt, duration, error kind, artifacts, details).
+
+    It works from the validated call: the tool is the one validation resolved (an alias
+    the model used included), not looked up again by the name the model wrote."""
+    call = valid.call
     outcome = executed.outcome
     record.finished_at = workflow.now()
-    transport = "sub-agent" if record.child_run_id else transport_of(call.name, state.catalog)
+    transport = transport_of(valid.spec)
     duration_ms = (
         (record.finished_at - record.started_at).total_seconds() * 1000
         if record.started_at is not None

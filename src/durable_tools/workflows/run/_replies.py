@@ -23,27 +23,37 @@ from durable_tools.messages import Message
 from durable_tools.tools import (
     Cancelled,
     Denied,
+    ErrorKind,
     InvalidArguments,
     NeedsAuthorization,
+    ToolExecutionError,
     ToolNotFound,
     ToolOutcome,
+    ToolTimeout,
 )
 from durable_tools.tools._classify import error_message_for_model
 from durable_tools.tools._formatting import error_outcome
 
 __all__ = [
     "SKIPPED_PREFIX",
+    "activity_error_outcome",
     "cancelled_outcome",
     "cancelled_reply",
     "denied_reply",
+    "failure_outcome",
     "final_answer_repair_reply",
     "invalid_reply",
+    "outcome_unknown_text",
     "over_budget_reply",
     "over_turn_limit_reply",
     "result_reply",
     "search_reply",
     "skipped_reply",
+    "subagent_failure_outcome",
+    "subagent_outcome",
+    "timeout_outcome",
     "unauthorized_reply",
+    "unprepared_outcome",
 ]
 
 SKIPPED_PREFIX = "skipped: the user steered: "
@@ -163,3 +173,72 @@ def final_answer_repair_reply(call_id: str, tool: str, problems: str) -> Message
     """
     text = problems + f"\nCall `{tool}` again with corrected arguments."
     return _reply(call_id, tool, text, is_error=True, at=None)
+
+
+def activity_error_outcome(
+    call_id: str, tool: str, kind: str, message: str, text: str | None
+) -> ToolOutcome:
+    """A tool activity that failed with an application error of type `kind`.
+
+    `text` is the message the activity already wrote for the model (its failure's first
+    detail), if it wrote one.
+    """
+    content = (
+        text
+        if text is not None
+        else f"Error [{kind}] tool call {call_id} ({tool}) failed: {message}"
+    )
+    return ToolOutcome(
+        call_id=call_id, tool_name=tool, content=content, is_error=True, error_kind=kind
+    )
+
+
+def timeout_outcome(call_id: str, tool: str, which: str, *, safe_to_repeat: bool) -> ToolOutcome:
+    """A tool activity that timed out (`which`: start-to-close, schedule-to-close, ...)."""
+    effect = "" if safe_to_repeat else "; it may or may not have taken effect"
+    return error_outcome(call_id, tool, ToolTimeout(f"{which} timeout{effect}"))
+
+
+def failure_outcome(call_id: str, tool: str, why: str) -> ToolOutcome:
+    """A tool activity that failed in a way no other builder names."""
+    return error_outcome(call_id, tool, ToolExecutionError(why))
+
+
+def unprepared_outcome(call_id: str, tool: str, why: str) -> ToolOutcome:
+    """A call whose preparation (the OAuth preflight) failed before it was scheduled."""
+    return failure_outcome(call_id, tool, f"the call could not be prepared: {why}")
+
+
+def outcome_unknown_text(how: str, reason: str) -> str:
+    """What the model (and the timeline) reads of a call cancelled while it ran."""
+    return (
+        f"outcome unknown: the tool {how} after the cancel, so it may have taken effect "
+        f"(and may still be running); cancel reason: {reason}"
+    )
+
+
+def subagent_outcome(
+    call_id: str, tool: str, child_id: str, status: str, answer: str | None, *, ok: bool
+) -> ToolOutcome:
+    """A sub-agent run that ended by itself: its answer (or how it ended) and its run id."""
+    return ToolOutcome(
+        call_id=call_id,
+        tool_name=tool,
+        content=f"{answer}\n\n[sub-agent run {child_id}: {status}]",
+        is_error=not ok,
+        error_kind=None if ok else ErrorKind.EXECUTION.value,
+    )
+
+
+def subagent_failure_outcome(
+    call_id: str, tool: str, child_id: str, cause: object, *, timed_out: bool
+) -> ToolOutcome:
+    """A sub-agent run that did not end by itself: it timed out, or it failed."""
+    if timed_out:
+        error: ToolExecutionError | ToolTimeout = ToolTimeout(
+            f"sub-agent run {child_id} did not finish within its timeout and was ended; "
+            "its answer is lost, and tool calls it made may have taken effect"
+        )
+    else:
+        error = ToolExecutionError(f"sub-agent run {child_id} failed: {cause}")
+    return error_outcome(call_id, tool, error)
