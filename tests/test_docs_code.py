@@ -1,4 +1,4 @@
-"""Every code block in README.md and docs/**/*.md runs as written.
+"""Every code block in README.md, examples/README.md and docs/**/*.md runs as written.
 
 - ```python blocks run as programs (`__name__ == "__main__"`), all in one interpreter, each
   in fresh globals, from a folder that holds a copy of examples/myapp, against the session's
@@ -41,7 +41,11 @@ from durable_tools.cli import build_parser
 from test_examples import EXAMPLES, PROGRAM, myapp_environment, myapp_worker
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "examples" / "README.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
+]
 
 PYTHON = {"python"}
 SHELL = {"sh", "bash"}
@@ -237,6 +241,10 @@ def test_shell_commands_are_real(block: Block) -> None:
         args = _durable_tools_args(words)
         if args is not None:
             _parses(block, args)
+        elif (script := _python_script(words)) is not None:
+            where = (ROOT / block.page).parent / script  # run from the page's folder
+            file = str(where.resolve().relative_to(ROOT))
+            assert file in TESTED_FILES, f"{block.where}: python {script}: no test runs {file}"
         elif words[0] == "make":
             targets = [w for w in words[1:] if "=" not in w]
             assert set(targets) <= _make_targets(), f"{block.where}: make {targets}"
@@ -265,6 +273,13 @@ def _parses(block: Block, args: list[str]) -> None:
 def _cheap(args: list[str]) -> bool:
     """Commands that answer at once and change nothing: run them, not only parse them."""
     return args == ["--version"] or (args[:1] == ["tools"] and "--tools" in args)
+
+
+def _python_script(words: list[str]) -> str | None:
+    """The example a `python FILE.py` command runs (tests/test_examples.py runs each)."""
+    if words[0] in ("python", "python3") and len(words) == 2 and words[1].endswith(".py"):
+        return words[1]
+    return None
 
 
 def test_cheap_commands_run(env: WorkflowEnvironment, tmp_path: Path) -> None:
