@@ -13,11 +13,12 @@ from ._commands import cmd_run, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
 from ._events import cmd_events
 from ._flags import add_connection_flags, add_json_flag
+from ._inbox_tokens import add_token_commands
 from ._lists import cmd_pending, cmd_runs
 from ._oauth import cmd_auth_reissue
 from ._policy import add_policy_commands
 from ._policy_flags import add_run_policy_flags
-from ._serve import cmd_serve, cmd_token_add
+from ._serve import cmd_serve
 from ._services import cmd_demo, cmd_server, cmd_worker
 from ._telemetry import add_telemetry_flags
 from ._watch import cmd_watch
@@ -121,14 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_codec_server_command(sub)
 
     p = sub.add_parser("inbox", help="manage the web inbox's users")
-    inbox = p.add_subparsers(title="inbox commands", metavar="COMMAND")
-    p = inbox.add_parser("token", help="API tokens")
-    token = p.add_subparsers(title="token commands", metavar="COMMAND")
-    p = token.add_parser("add", help="make a new token for USER, print it once, store its hash")
-    p.add_argument("user", metavar="USER", help="the user's name (letters, digits, ._@+-)")
-    p.add_argument("--group", action="append", metavar="G", help="a group USER belongs to")
-    p.add_argument("--tokens-file", metavar="FILE", help="default $DURABLE_TOOLS_HOME/...")
-    p.set_defaults(handler=cmd_token_add)
+    add_token_commands(p.add_subparsers(title="inbox commands", metavar="COMMAND", required=True))
 
     p = sub.add_parser("run", help="start an agent run")
     p.add_argument("prompt", help="the user's request")
