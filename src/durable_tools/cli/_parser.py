@@ -18,6 +18,7 @@ from ._lists import cmd_pending, cmd_runs
 from ._oauth import cmd_auth_reissue
 from ._policy import add_policy_commands
 from ._policy_flags import add_run_policy_flags
+from ._run_filters import add_filter_flags
 from ._serve import cmd_serve
 from ._services import cmd_demo, cmd_server, cmd_worker
 from ._telemetry import add_telemetry_flags
@@ -183,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("runs", help="recent runs")
     p.add_argument("--status", help="only runs with this AgentStatus (e.g. awaiting_approval)")
     p.add_argument("--limit", type=_positive, default=20, help="most runs listed (default 20)")
+    add_filter_flags(p)
     add_json_flag(p)
     add_connection_flags(p)
     p.set_defaults(handler=cmd_runs)
@@ -194,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=200,
         help="most runs listed (default 200); a cut list says so",
     )
+    add_filter_flags(p)
     add_json_flag(p)
     add_connection_flags(p)
     p.set_defaults(handler=cmd_pending)
