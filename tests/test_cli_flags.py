@@ -21,7 +21,17 @@ from support import answer, running_worker, write_script
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
 
 # Commands that never reach a Temporal server (the rest must take the connection flags).
-_OFFLINE = {"server", "codec-server", "inbox token add", "artifact get", "tools", "demo"}
+_OFFLINE = {
+    "server",
+    "codec-server",
+    "inbox token add",
+    "inbox token list",
+    "inbox token rotate",
+    "inbox token remove",
+    "artifact get",
+    "tools",
+    "demo",
+}
 
 
 def _commands(
