@@ -56,7 +56,7 @@ _STARTS_READ_AT_ONCE = 16
 # own ways (the SQLite one here matches neither, however escaped); control characters
 # have no business in a name. Refused, so a filter never silently matches the wrong runs.
 _UNMATCHABLE = re.compile(r'[\\"\x00-\x1f\x7f-\x9f\u2028\u2029]')
-_AGO = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+_AGO = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 
 
@@ -139,11 +139,13 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
         return now - timedelta(seconds=seconds)
     try:
         moment = datetime.fromisoformat(text.strip())
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except ValueError:
         raise CliError(
             f"--since {text[:60]!a} is neither an age (30m, 2h, 7d, 1w) nor an ISO 8601 time"
         ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError:  # an offset that pushes year 1 or 9999 out of range
+        raise CliError(f"--since {text[:60]!a} is out of range") from None
 
 
 def filters_from(args: argparse.Namespace) -> RunFilters:
@@ -182,7 +184,9 @@ def visibility_query(
     if filters.tool is not None and tool_attribute:
         clauses.append(f"{sa.AWAITING_TOOL.name} = {literal(filters.tool, '--tool')}")
     if filters.since is not None:
-        moment = filters.since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        # isoformat, not strftime: %Y does not pad years before 1000 to four digits.
+        moment = filters.since.astimezone(UTC).isoformat(timespec="microseconds")
+        moment = moment.replace("+00:00", "Z")
         clauses.append(f"StartTime >= '{moment}'")
     return " AND ".join(clauses)
 
