@@ -156,3 +156,18 @@ async def test_a_running_inbox_follows_rotate_and_remove(
             assert code == 0 and await status(bob) == 401
     finally:
         await server.stop()
+
+
+async def test_a_planted_lock_symlink_is_not_followed(tmp_path: Path, capsys: Any) -> None:
+    path = tmp_path / "tokens.json"
+    add_token(path, "alice")
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    lock = tmp_path / ".tokens.json.lock"
+    lock.unlink()
+    lock.symlink_to(victim)
+    code, out, err = await cli(
+        capsys, "inbox", "token", "rotate", "alice", "--tokens-file", str(path)
+    )
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert victim.read_text() == "keep me"

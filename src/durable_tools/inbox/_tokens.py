@@ -286,7 +286,9 @@ def _locked(path: Path) -> Iterator[None]:
     The lock is a sibling file, not the tokens file itself, which each change replaces.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    # O_NOFOLLOW: a lock file planted as a symlink opens nothing else in its place.
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path.with_name(f".{path.name}.lock"), flags, 0o600)
     try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
