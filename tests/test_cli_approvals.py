@@ -299,3 +299,45 @@ async def test_a_group_decided_call_is_decided_by_a_member_named_as_such(
         assert (await run.result()).status == RunStatus.COMPLETED
         [record] = await run.timeline()
     assert record.decided_by == "alice via group:ops"
+
+
+async def test_approving_twice_says_who_decided_and_when(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    # Alice approves c1; Bob, a moment late, approves it too. He must learn that Alice
+    # decided it and when, not that nothing is pending (as if it never had been).
+    model = write_script(
+        tmp_path,
+        [
+            calls(("c1", "pay", {"amount_cents": 5}), ("c2", "pay", {"amount_cents": 7})),
+            answer("ok"),
+        ],
+    )
+    async with running_worker(client, pay_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start("pay", model=model)
+        first = (await wait_for(run, lambda s: bool(s.pending_approvals))).pending_approvals[0]
+        assert first.call_id == "c1"
+        code, _, err = await cli(
+            capsys,
+            "approve",
+            run.run_id,
+            "c1",
+            "--as",
+            "alice",
+            "--reason",
+            "small",
+            "--hash",
+            first.arguments_hash,
+        )
+        assert code == 0, err
+        await wait_for(run, lambda s: [a.call_id for a in s.pending_approvals] == ["c2"])
+        for verb in ("approve", "deny"):
+            code, _, err = await cli(
+                capsys, verb, run.run_id, "c1", "--as", "bob", "--hash", first.arguments_hash
+            )
+            assert code == 2
+            assert f"call c1 of run {run.run_id} was already approved by alice at 20" in err
+            assert "UTC: small" in err and "Traceback" not in err
+        assert [d["decider"] for d in await decisions_sent(run)] == ["alice"]
+        await run.cancel("test over")
+        await run.result()

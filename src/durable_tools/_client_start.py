@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import weakref
 from typing import Any
 
@@ -12,9 +13,57 @@ from temporalio.service import RPCError
 
 from durable_tools import search_attributes as sa
 from durable_tools.messages import ModelSettings, OutputSchema
+from durable_tools.models import registered_model_prefixes
 from durable_tools.workflows import AgentConfig, RunStatus
 
-__all__ = ["start_attributes", "start_config"]
+__all__ = ["MAX_MODEL_SPEC_CHARS", "check_model_spec", "start_attributes", "start_config"]
+
+MAX_MODEL_SPEC_CHARS = 4096
+"""The longest model spec a run starts with (a scripted model's path included)."""
+
+# Control characters (C0, DEL, C1) and the Unicode line and paragraph separators: no
+# provider's model name or file path holds one, and they would garble what operators read.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def check_model_spec(spec: str) -> None:
+    """Refuse a model spec that no worker could resolve, before a run exists.
+
+    The spec is `PROVIDER:MODEL` (`pydantic-ai:PROVIDER:MODEL`), with a provider this
+    process knows: the built-in ones and those given to `register_model_adapter` here (a
+    custom provider is registered where runs start as well as on the workers). Only the
+    form is checked: whether a worker has the provider's SDK is the worker's to say.
+
+    Raises:
+        ValueError: one line naming what is wrong and the accepted forms.
+    """
+    if len(spec) > MAX_MODEL_SPEC_CHARS:
+        raise ValueError(
+            f"model spec too long ({len(spec)} characters, at most {MAX_MODEL_SPEC_CHARS})"
+        )
+    # The message stays one short plain line whatever the spec holds.
+    shown = ascii(spec if len(spec) <= 200 else spec[:200] + "...")
+    if _CONTROL.search(spec):
+        raise ValueError(f"model spec {shown} holds control characters")
+    prefix, colon, rest = spec.partition(":")
+    known = registered_model_prefixes()
+    if not colon or not prefix:
+        raise ValueError(
+            f"model spec {shown} is not PROVIDER:MODEL (providers: {', '.join(known)})"
+        )
+    if prefix not in known:
+        raise ValueError(
+            f"unknown model provider {prefix[:60]!a} in {shown}: expected one of "
+            f"{', '.join(known)} (a custom one is registered with register_model_adapter "
+            "where runs start, too)"
+        )
+    if prefix == "pydantic-ai":
+        provider, _, name = rest.partition(":")
+        parts, form = [provider, name], "pydantic-ai:PROVIDER:MODEL"
+    else:
+        parts, form = [rest], f"{prefix}:MODEL"
+    if not all(part and part == part.strip() for part in parts):
+        raise ValueError(f"model spec {shown} is incomplete or padded: expected {form}")
 
 
 def start_config(
@@ -28,12 +77,14 @@ def start_config(
     """The config a run starts with: `config` (or one for `model`) with the overrides applied.
 
     Raises:
-        ValueError: neither `model` nor `config` is given.
+        ValueError: neither `model` nor `config` is given, or a model spec no worker could
+            resolve (`check_model_spec`).
     """
     if config is None:
         if model is None:
             raise ValueError("give either model= or config=")
         config = AgentConfig(model=model)
+    check_model_spec(config.model)
     if model_settings is not None:
         base = config.model_settings or ModelSettings()
         config = config.model_copy(update={"model_settings": base.merged(model_settings)})

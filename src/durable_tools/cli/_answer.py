@@ -26,8 +26,8 @@ ANSWER_TIMEOUT = 30.0
 def add_answer_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `answer RUN CALL_ID --accept JSON | --decline | --cancel`."""
     p = sub.add_parser("answer", help="answer a question a tool's MCP server asks the user")
-    p.add_argument("run_id", metavar="RUN_ID")
-    p.add_argument("call_id", metavar="CALL_ID")
+    p.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
+    p.add_argument("call_id", metavar="CALL_ID", help="the tool call, as `pending` lists it")
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument(
         "--accept", metavar="JSON", help="the answer: a JSON object matching the question"

@@ -27,7 +27,7 @@ def add_callbacks_command(sub: Any) -> None:
     p = sub.add_parser("callbacks", help="run a run's callback tools on this machine")
     verbs = p.add_subparsers(title="actions", metavar="ACTION", required=True)
     q = verbs.add_parser("serve", help="answer a run's callback calls until it ends")
-    q.add_argument("run_id", metavar="RUN_ID")
+    q.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
     # Not `dest="tools"`: that name is loaded as a tool registry before the command runs.
     q.add_argument(
         "--tools",

@@ -18,6 +18,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from durable_tools import search_attributes as sa
+from durable_tools._client_start import check_model_spec
 from durable_tools._input_client import render_pending_input
 from durable_tools._render import (
     render_approval,
@@ -99,6 +100,10 @@ async def tools_for(args: argparse.Namespace) -> DurableTools:
 
 
 def _config(args: argparse.Namespace) -> AgentConfig:
+    try:  # before connecting: a spec no worker could resolve never becomes a run
+        check_model_spec(args.model)
+    except ValueError as error:
+        raise CliError(str(error)) from None
     names = None
     if args.tools:
         names = [spec.name for spec in _registry(args).specs()]

@@ -14,7 +14,7 @@ from temporalio.client import (
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 
-from durable_tools._render import terminal_safe
+from durable_tools._render import render_decision, terminal_safe
 from durable_tools._run_watch import has_workers
 from durable_tools.client import AgentRun
 from durable_tools.workflows import ApprovalDecision, PendingApproval
@@ -63,6 +63,12 @@ async def _request_named(
     """
     waiting = [(run_id, a) for run_id, a in await run.pending_approvals() if a.call_id == call_id]
     if not waiting:
+        decided = await _how_decided(run, call_id)
+        if decided:
+            raise CliError(
+                f"call {terminal_safe(call_id)} of run {run.run_id} was already {decided}; "
+                "nothing is pending under it"
+            )
         raise CliError(
             f"no approval is pending for call {terminal_safe(call_id)} "
             f"in run {run.run_id} (see `durable-tools pending`)"
@@ -79,6 +85,13 @@ async def _request_named(
         )
     run_id, approval = waiting[0]
     return (run if run_id == run.run_id else AgentRun(run.client, run_id)), approval
+
+
+async def _how_decided(run: AgentRun, call_id: str) -> str:
+    """`approved by alice at ...` for the latest decided call `call_id` of `run` (empty if
+    none): a second decider learns who was first, and when."""
+    decided = [r for r in await run.decided_timeline() if r.call_id == call_id and r.decided_by]
+    return render_decision(decided[-1]) if decided else ""
 
 
 async def cmd_decide(args: argparse.Namespace) -> int:

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
+from temporalio.client import Client, WorkflowExecution
+
+from durable_tools import search_attributes as sa
 from durable_tools._input_client import render_pending_input
 from durable_tools._render import (
     render_approval,
@@ -15,13 +19,20 @@ from durable_tools._render import (
 )
 from durable_tools._run_watch import ENCRYPTED_NOTE, PayloadsEncrypted, status_quietly
 from durable_tools.client import RunSummary
-from durable_tools.workflows import (
-    RunSnapshot,
-)
+from durable_tools.workflows import RunSnapshot, RunStatus
 
 from ._commands import tools_for
-from ._errors import CliError, translate_rpc_errors
+from ._errors import translate_rpc_errors
 from ._output import dump_json, echo
+from ._run_filters import (
+    RunFilters,
+    Scan,
+    filters_from,
+    identity_of,
+    scan_runs,
+    summary_of,
+    visibility_query,
+)
 
 __all__ = ["PENDING_QUERIES_AT_ONCE", "cmd_pending", "cmd_runs"]
 
@@ -44,46 +55,138 @@ def _summary_rows(summaries: list[RunSummary]) -> str:
     )
 
 
+_AGENT_RUNS = "WorkflowType = 'AgentWorkflow'"
+_WAITING = ", ".join(
+    f"'{status.value}'"
+    for status in (
+        RunStatus.AWAITING_APPROVAL,
+        RunStatus.AWAITING_AUTHORIZATION,
+        RunStatus.AWAITING_INPUT,
+        RunStatus.AWAITING_CALLBACK,
+    )
+)
+
+
+def _identity_check(
+    client: Client, filters: RunFilters
+) -> Callable[[WorkflowExecution], Awaitable[bool | None]] | None:
+    if not filters.identity_wanted():
+        return None
+
+    async def matches(execution: WorkflowExecution) -> bool | None:
+        identity = await identity_of(client, execution)
+        return None if identity is None else filters.identity_matches(identity)
+
+    return matches
+
+
+def _scan_notes(scan: Scan, what: str) -> None:
+    """Say on stderr what a filtered listing could not look at."""
+    if scan.unread:
+        echo(f"note: {scan.unread} {what} could not be read to check --user/--tenant", err=True)
+    if scan.stopped_at is not None:
+        echo(
+            f"note: the filters read the newest {scan.stopped_at} {what} and stopped; "
+            "narrow with --since or --agent to reach older ones",
+            err=True,
+        )
+
+
 async def cmd_runs(args: argparse.Namespace) -> int:
     """Recent runs, newest first."""
+    filters = filters_from(args)
+    query = visibility_query(_AGENT_RUNS, filters, status=args.status)
     tools = await tools_for(args)
     async with translate_rpc_errors():
-        try:
-            summaries = await tools.runs(status=args.status, limit=args.limit)
-        except ValueError as error:
-            raise CliError(str(error)) from None
+        scan = await scan_runs(
+            tools.client, query, args.limit, _identity_check(tools.client, filters)
+        )
+    summaries = [summary_of(execution) for execution in scan.runs]
+    _scan_notes(scan, "runs")
     if args.json:
         dump_json([s.model_dump(mode="json") for s in summaries])
     elif summaries:
         echo(_summary_rows(summaries))
     else:
-        echo("no runs" + (f" with status {args.status}" if args.status else ""))
+        echo("no runs" + (f" with status {args.status}" if args.status else "") + " match")
     return 0
 
 
 PENDING_QUERIES_AT_ONCE = 16
 """Runs `durable-tools pending` queries at once (each asks a worker for the run's calls)."""
 
+_Polled = RunSnapshot | Literal["encrypted"] | None
+
+
+def _only_tool(snapshot: RunSnapshot, tool: str) -> RunSnapshot:
+    """The snapshot with only the waiting calls of `tool`."""
+    return snapshot.model_copy(
+        update={
+            name: [item for item in getattr(snapshot, name) if item.tool == tool]
+            for name in (
+                "pending_approvals",
+                "pending_authorizations",
+                "pending_inputs",
+                "pending_callbacks",
+            )
+        }
+    )
+
+
+def _waits_on(snapshot: RunSnapshot) -> bool:
+    return bool(
+        snapshot.pending_approvals
+        or snapshot.pending_authorizations
+        or snapshot.pending_inputs
+        or snapshot.pending_callbacks
+    )
+
 
 async def cmd_pending(args: argparse.Namespace) -> int:
     """Every run waiting on someone (a person's approval, authorization or answer, a
     callback client), with its waiting calls when a worker answers."""
+    filters = filters_from(args)
+    # --tool is checked against every waiting call a worker reports, not only the one
+    # `AwaitingTool` names: a run waits on several calls at once.
+    query = visibility_query(
+        f"{_AGENT_RUNS} AND ExecutionStatus = 'Running' AND {sa.AGENT_STATUS.name} IN ({_WAITING})",
+        filters,
+        tool_attribute=False,
+    )
     tools = await tools_for(args)
-    async with translate_rpc_errors():
-        # One more than shown: whether the list was cut is said, never silently dropped.
-        summaries = await tools.pending(limit=args.limit + 1)
-    cut = len(summaries) > args.limit
-    summaries = summaries[: args.limit]
     gate = asyncio.Semaphore(PENDING_QUERIES_AT_ONCE)
+    polls: dict[str, _Polled] = {}
+    same_person = _identity_check(tools.client, filters)
 
-    async def poll(run_id: str) -> RunSnapshot | Literal["encrypted"] | None:
+    async def poll(execution: WorkflowExecution) -> _Polled:
         async with gate:
             try:
-                return await status_quietly(tools.run(run_id), 3.0)
+                return await status_quietly(
+                    tools.run(execution.id), 3.0, task_queue=execution.task_queue
+                )
             except PayloadsEncrypted:
                 return "encrypted"  # one run this machine cannot read: say so, list the rest
 
-    polls = await asyncio.gather(*(poll(s.run_id) for s in summaries))
+    async def keep(execution: WorkflowExecution) -> bool | None:
+        if same_person is not None:
+            matches = await same_person(execution)
+            if not matches:
+                return matches
+        polled = polls[execution.id] = await poll(execution)
+        if filters.tool is None:
+            return True
+        if isinstance(polled, RunSnapshot):
+            polled = polls[execution.id] = _only_tool(polled, filters.tool)
+            return _waits_on(polled)
+        # No worker answers: the server's `AwaitingTool` is all there is to go by.
+        return execution.typed_search_attributes.get(sa.AWAITING_TOOL) == filters.tool
+
+    async with translate_rpc_errors():
+        scan = await scan_runs(tools.client, query, args.limit, keep)
+    summaries = [summary_of(execution) for execution in scan.runs]
+    polled_runs = [polls[s.run_id] for s in summaries]
+    _scan_notes(scan, "waiting runs")
+    cut = scan.more
     if cut:
         echo(
             f"showing the first {args.limit} runs waiting on a person; more are waiting "
@@ -92,7 +195,7 @@ async def cmd_pending(args: argparse.Namespace) -> int:
         )
     if args.json:
         entries = []
-        for summary, polled in zip(summaries, polls, strict=True):
+        for summary, polled in zip(summaries, polled_runs, strict=True):
             entry = summary.model_dump(mode="json")
             if polled == "encrypted":
                 entry["encrypted"] = True
@@ -109,7 +212,7 @@ async def cmd_pending(args: argparse.Namespace) -> int:
     if not summaries:
         echo("nothing is waiting on anyone")
         return 0
-    for summary, polled in zip(summaries, polls, strict=True):
+    for summary, polled in zip(summaries, polled_runs, strict=True):
         echo(f"{summary.run_id}  agent {summary.agent or '?'}  {summary.status}")
         if polled is None:
             echo("  (no worker answers: start one to see the pending calls)")

@@ -13,11 +13,13 @@ from ._commands import cmd_run, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
 from ._events import cmd_events
 from ._flags import add_connection_flags, add_json_flag
+from ._inbox_tokens import add_token_commands
 from ._lists import cmd_pending, cmd_runs
 from ._oauth import cmd_auth_reissue
 from ._policy import add_policy_commands
 from ._policy_flags import add_run_policy_flags
-from ._serve import cmd_serve, cmd_token_add
+from ._run_filters import add_filter_flags
+from ._serve import cmd_serve
 from ._services import cmd_demo, cmd_server, cmd_worker
 from ._telemetry import add_telemetry_flags
 from ._watch import cmd_watch
@@ -65,7 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("worker", help="run a worker for a tool registry until Ctrl-C/SIGTERM")
     p.add_argument("--tools", required=True, metavar="MODULE[:ATTR]", help="the tool registry")
     p.add_argument("--task-queue", help="default DURABLE_TOOLS_TASK_QUEUE or durable-tools")
-    p.add_argument("--max-concurrent-activities", type=_positive, metavar="N")
+    p.add_argument(
+        "--max-concurrent-activities",
+        type=_positive,
+        metavar="N",
+        help="most tool and model activities this worker runs at once (default: the SDK's)",
+    )
     p.add_argument(
         "--graceful-shutdown",
         type=float,
@@ -116,25 +123,25 @@ def build_parser() -> argparse.ArgumentParser:
     add_codec_server_command(sub)
 
     p = sub.add_parser("inbox", help="manage the web inbox's users")
-    inbox = p.add_subparsers(title="inbox commands", metavar="COMMAND")
-    p = inbox.add_parser("token", help="API tokens")
-    token = p.add_subparsers(title="token commands", metavar="COMMAND")
-    p = token.add_parser("add", help="make a new token for USER, print it once, store its hash")
-    p.add_argument("user", metavar="USER")
-    p.add_argument("--group", action="append", metavar="G", help="a group USER belongs to")
-    p.add_argument("--tokens-file", metavar="FILE", help="default $DURABLE_TOOLS_HOME/...")
-    p.set_defaults(handler=cmd_token_add)
+    add_token_commands(p.add_subparsers(title="inbox commands", metavar="COMMAND", required=True))
 
     p = sub.add_parser("run", help="start an agent run")
-    p.add_argument("prompt")
+    p.add_argument("prompt", help="the user's request")
     p.add_argument("--model", required=True, help="e.g. scripted:steps.json or openai:gpt-4o-mini")
     p.add_argument("--tools", metavar="MODULE[:ATTR]", help="offer only this registry's tools")
     p.add_argument("--id", dest="run_id", metavar="RUN_ID", help="the run (workflow) id")
     p.add_argument("--name", default="agent", metavar="AGENT", help="agent name (default agent)")
     p.add_argument("--instructions", help="the system message")
-    p.add_argument("--strategy", choices=("sequential", "parallel", "batched"), default=None)
-    p.add_argument("--concurrency", type=_positive, metavar="N")
-    p.add_argument("--max-turns", type=_positive, metavar="N")
+    p.add_argument(
+        "--strategy",
+        choices=("sequential", "parallel", "batched"),
+        default=None,
+        help="how a turn's tool calls run (default sequential)",
+    )
+    p.add_argument(
+        "--concurrency", type=_positive, metavar="N", help="most tool calls at once (or per batch)"
+    )
+    p.add_argument("--max-turns", type=_positive, metavar="N", help="most model turns of the run")
     p.add_argument("--user", help="the user the run acts for")
     p.add_argument("--tenant", help="the tenant the run acts for")
     p.add_argument("--scope", action="append", default=[], metavar="S", help="granted scope")
@@ -146,13 +153,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("show", help="status, approvals, timeline and answer of a run")
-    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
     add_json_flag(p)
     add_connection_flags(p)
     p.set_defaults(handler=cmd_show)
 
     p = sub.add_parser("events", help="a run's audit stream (kept events, or --follow)")
-    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
     p.add_argument("--follow", action="store_true", help="keep printing until the run ends")
     p.add_argument(
         "--sink",
@@ -165,17 +172,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--from", dest="cursor", type=int, default=0, metavar="N", help="first event index"
     )
     p.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_connection_flags(p)
     p.set_defaults(handler=cmd_events)
 
     p = sub.add_parser("watch", help="a run live: the model's text as generated, tool progress")
-    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
     p.add_argument("--json", action="store_true", help="one JSON object per event")
     add_connection_flags(p)
     p.set_defaults(handler=cmd_watch)
 
     p = sub.add_parser("runs", help="recent runs")
     p.add_argument("--status", help="only runs with this AgentStatus (e.g. awaiting_approval)")
-    p.add_argument("--limit", type=_positive, default=20)
+    p.add_argument("--limit", type=_positive, default=20, help="most runs listed (default 20)")
+    add_filter_flags(p)
     add_json_flag(p)
     add_connection_flags(p)
     p.set_defaults(handler=cmd_runs)
@@ -187,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=200,
         help="most runs listed (default 200); a cut list says so",
     )
+    add_filter_flags(p)
     add_json_flag(p)
     add_connection_flags(p)
     p.set_defaults(handler=cmd_pending)
@@ -200,10 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
             "at the terminal and decided only if you answer y, and without a terminal "
             "nothing is decided.",
         )
-        p.add_argument("run_id", metavar="RUN_ID")
-        p.add_argument("call_id", metavar="CALL_ID")
+        p.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
+        p.add_argument("call_id", metavar="CALL_ID", help="the tool call, as `pending` lists it")
         p.add_argument("--as", dest="decider", metavar="WHO", help="who decides (default $USER)")
-        p.add_argument("--reason", help="why")
+        p.add_argument("--reason", help="why (kept in the run's history)")
         p.add_argument(
             "--hash",
             dest="arguments_hash",
@@ -234,8 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = auth.add_subparsers(title="auth commands", metavar="ACTION", required=True).add_parser(
         "reissue", help="a fresh authorization link for a waiting call"
     )
-    p.add_argument("run_id", metavar="RUN_ID")
-    p.add_argument("call_id", metavar="CALL_ID")
+    p.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
+    p.add_argument("call_id", metavar="CALL_ID", help="the tool call, as `pending` lists it")
     add_connection_flags(p)
     p.set_defaults(handler=cmd_auth_reissue)
 
@@ -252,8 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_artifact_get)
 
     p = sub.add_parser("steer", help="give a run a new instruction before its next turn")
-    p.add_argument("run_id", metavar="RUN_ID")
-    p.add_argument("text")
+    p.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
+    p.add_argument("text", help="the instruction the model reads before its next turn")
     p.add_argument(
         "--skip-remaining",
         action="store_true",
@@ -263,13 +273,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_steer)
 
     p = sub.add_parser("cancel", help="end a run cleanly")
-    p.add_argument("run_id", metavar="RUN_ID")
-    p.add_argument("--reason")
+    p.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
+    p.add_argument("--reason", help="why (kept in the run's history)")
     add_connection_flags(p)
     p.set_defaults(handler=cmd_cancel)
 
     p = sub.add_parser("tools", help="print the model-visible schemas of a registry")
-    p.add_argument("--tools", required=True, metavar="MODULE[:ATTR]")
+    p.add_argument("--tools", required=True, metavar="MODULE[:ATTR]", help="the tool registry")
     add_json_flag(p)
     p.add_argument("--transport", help="only tools reached this way (function, mcp, http, ...)")
     p.add_argument("--source", help="only tools whose source matches this glob")

@@ -33,9 +33,22 @@ def add_run_policy_flags(p: argparse.ArgumentParser) -> None:
     """The approval flags of `run`."""
     p.add_argument("--approval-policy", metavar="FILE", help="approval policy (JSON or TOML)")
     p.add_argument("--decider", action="append", default=[], metavar="WHO", help="may decide")
-    p.add_argument("--approval-deadline", type=float, metavar="SECONDS")
-    p.add_argument("--on-timeout", choices=("deny", "escalate", "fail"))
-    p.add_argument("--on-deny", choices=("tell_model", "end_run"))
+    p.add_argument(
+        "--approval-deadline",
+        type=float,
+        metavar="SECONDS",
+        help="how long an approval may wait (default: for ever, durably)",
+    )
+    p.add_argument(
+        "--on-timeout",
+        choices=("deny", "escalate", "fail"),
+        help="what the approval deadline passing does (default deny)",
+    )
+    p.add_argument(
+        "--on-deny",
+        choices=("tell_model", "end_run"),
+        help="a denial is told to the model (default) or ends the run",
+    )
 
 
 def approval_policy(args: argparse.Namespace) -> ApprovalPolicy:

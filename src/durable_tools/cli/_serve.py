@@ -1,24 +1,18 @@
-"""`durable-tools serve` (the web inbox, and the OAuth callback) and `inbox token add`."""
+"""`durable-tools serve`: the web inbox, and the OAuth callback."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from durable_tools._extras import install_hint
 from durable_tools.cli._commands import tools_for
 from durable_tools.cli._errors import CliError
+from durable_tools.cli._inbox_tokens import tokens_path
 from durable_tools.cli._oauth import oauth_manager
 from durable_tools.cli._output import echo
 from durable_tools.cli._signals import stop_on_signals
 
-__all__ = ["cmd_serve", "cmd_token_add"]
-
-
-def _tokens_path(args: argparse.Namespace) -> Path:
-    from durable_tools.inbox import default_tokens_file
-
-    return Path(args.tokens_file) if args.tokens_file else default_tokens_file()
+__all__ = ["cmd_serve"]
 
 
 async def cmd_serve(args: argparse.Namespace) -> int:
@@ -37,7 +31,7 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(f"the inbox needs `{install_hint('inbox')}` ({error})") from None
     from durable_tools.oauth import make_callback_app, run_notifier
 
-    tokens_file = _tokens_path(args)
+    tokens_file = tokens_path(args)
     try:
         auth = AuthConfig(
             TokenStore(tokens_file),
@@ -75,18 +69,4 @@ async def cmd_serve(args: argparse.Namespace) -> int:
         await stop.wait()
     finally:
         await server.stop()
-    return 0
-
-
-async def cmd_token_add(args: argparse.Namespace) -> int:
-    """Make a token for a user, store its hash, print the token once."""
-    from durable_tools.inbox import TokenFileError, add_token
-
-    path = _tokens_path(args)
-    try:
-        token = add_token(path, args.user, args.group or None)
-    except (TokenFileError, OSError) as error:
-        raise CliError(str(error)) from None
-    echo(token)
-    echo(f"stored the hash for {args.user} in {path}; the token is not shown again", err=True)
     return 0

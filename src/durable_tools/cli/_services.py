@@ -9,7 +9,12 @@ from datetime import timedelta
 from typing import Any
 
 from durable_tools.server import DevServer, DevServerError
-from durable_tools.worker import build_worker, secrets_from_env, task_queue_from_env
+from durable_tools.worker import (
+    build_worker,
+    missing_extras,
+    secrets_from_env,
+    task_queue_from_env,
+)
 
 from ._commands import load_tools
 from ._errors import CliError, connect_or_explain
@@ -91,6 +96,8 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         "Ctrl-C or SIGTERM to stop",
         flush=True,
     )
+    for missing in missing_extras(registry):
+        echo(f"warning: {missing}", err=True, flush=True)
     run = asyncio.ensure_future(worker.run())
     stopping = asyncio.ensure_future(stop.wait())
     await asyncio.wait({run, stopping}, return_when=asyncio.FIRST_COMPLETED)

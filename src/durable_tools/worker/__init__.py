@@ -19,6 +19,7 @@ from ._build import (
     task_queue_from_env,
 )
 from ._limited import ToolWorker
+from ._missing import missing_extras
 from ._sandbox import PASSTHROUGH_MODULES, STRICT_SANDBOX_ENV, passthrough_modules, workflow_runner
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "ToolWorker",
     "build_worker",
     "load_registry",
+    "missing_extras",
     "passthrough_modules",
     "secrets_from_env",
     "task_queue_from_env",
