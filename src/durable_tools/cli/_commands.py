@@ -100,13 +100,13 @@ async def tools_for(args: argparse.Namespace) -> DurableTools:
 
 
 def _config(args: argparse.Namespace) -> AgentConfig:
+    names = None
+    if args.tools:  # first: the module may register a model adapter of its own
+        names = [spec.name for spec in _registry(args).specs()]
     try:  # before connecting: a spec no worker could resolve never becomes a run
         check_model_spec(args.model)
     except ValueError as error:
         raise CliError(str(error)) from None
-    names = None
-    if args.tools:
-        names = [spec.name for spec in _registry(args).specs()]
     strategy: dict[str, Any] = {}
     if args.strategy:
         strategy["mode"] = args.strategy
