@@ -146,9 +146,9 @@ class DurableTools:
         schema = config.output_type
         return self.run(run_id, output_type=schema.python_type if schema else None)
 
-    def run(self, run_id: str, *, output_type: Any = None) -> AgentRun:
+    def run(self, run_id: str, *, output_type: Any = None, prefix: str = "") -> AgentRun:
         """A handle on an existing run; `output_type` as for `AgentRun`."""
-        return AgentRun(self.client, run_id, output_type)
+        return AgentRun(self.client, run_id, output_type, prefix=prefix)
 
     async def runs(self, status: str | None = None, limit: int = 50) -> list[RunSummary]:
         """Recent runs, newest first, optionally only those with an `AgentStatus`."""

@@ -209,6 +209,51 @@ async def test_an_agent_run_handle_reaches_an_embedded_loop_by_its_prefix(
         AgentRun(client, host.id, prefix="agent \n")
 
 
+@pytest.mark.usefixtures("cli_env")
+async def test_the_cli_shows_decides_and_steers_an_embedded_loop_by_its_prefix(
+    client: Client, task_queue: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran: list[str] = []
+    step = calls(("r1", "refund", {"order_id": "C3"}))
+    agent_input = AgentInput(
+        prompt="refund C3",
+        config=AgentConfig(model=write_script(tmp_path, [step, answer("done")])),
+    )
+    async with running_worker(
+        client, refund_registry(ran), task_queue, workflows=[EmbeddingWorkflow]
+    ):
+        host = await client.start_workflow(
+            EmbeddingWorkflow.run, agent_input, id=f"host-{task_queue}", task_queue=task_queue
+        )
+        run = AgentRun(client, host.id, prefix="agent_")
+        pending = (await wait_for(run, lambda s: bool(s.pending_approvals))).pending_approvals[0]
+        code, out, err = await cli(capsys, "show", host.id, "--prefix", "agent_")
+        assert code == 0, err
+        assert "r1" in out and "refund" in out and pending.arguments_hash[:12] in out
+        code, _, err = await cli(capsys, "show", host.id, "--prefix", "agent \n")
+        assert code == 2 and "only ASCII letters" in err
+        code, _, err = await cli(capsys, "steer", host.id, "say thanks", "--prefix", "agent_")
+        assert code == 0, err
+        code, out, err = await cli(
+            capsys,
+            "approve",
+            host.id,
+            "r1",
+            "--hash",
+            pending.arguments_hash,
+            "--as",
+            "alice",
+            "--prefix",
+            "agent_",
+        )
+        assert code == 0, err
+        assert await host.result() == "completed: done"
+        code, out, err = await cli(capsys, "events", host.id, "--prefix", "agent_")
+        assert code == 0, err
+        assert "run.steered" in out and "approval.decided" in out and "by alice" in out
+    assert ran == ["C3"]
+
+
 async def test_a_prefix_that_cannot_work_is_refused_at_registration(
     client: Client, task_queue: str
 ) -> None:

@@ -11,11 +11,10 @@ from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 
 from durable_tools._input_client import InputAnswerRejected, answer_input
 from durable_tools._render import terminal_safe
-from durable_tools.cli._commands import describe_open_run, no_worker, tools_for
+from durable_tools.cli._commands import describe_open_run, no_worker, run_of, tools_for
 from durable_tools.cli._errors import CliError, translate_rpc_errors
-from durable_tools.cli._flags import add_connection_flags
+from durable_tools.cli._flags import add_connection_flags, add_prefix_flag
 from durable_tools.cli._output import echo
-from durable_tools.protocol._limits import check_handler_prefix
 
 __all__ = ["ANSWER_TIMEOUT", "add_answer_command", "cmd_answer"]
 
@@ -34,13 +33,7 @@ def add_answer_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     how.add_argument("--decline", action="store_true", help="refuse to answer")
     how.add_argument("--cancel", action="store_true", help="dismiss the question")
-    p.add_argument(
-        "--prefix",
-        default="",
-        metavar="PREFIX",
-        help="RUN_ID is a workflow of yours with an agent loop embedded under this handler "
-        "prefix (AgentLoop.register_handlers)",
-    )
+    add_prefix_flag(p)
     add_connection_flags(p)
     p.set_defaults(handler=cmd_answer)
 
@@ -58,12 +51,9 @@ async def cmd_answer(args: argparse.Namespace) -> int:
     action: Literal["accept", "decline", "cancel"] = (
         "accept" if args.accept is not None else "decline" if args.decline else "cancel"
     )
-    try:
-        prefix = check_handler_prefix(args.prefix)
-    except ValueError as error:
-        raise CliError(f"--prefix: {terminal_safe(str(error))}", 2) from None
+    prefix = args.prefix
     tools = await tools_for(args)
-    run = tools.run(args.run_id)
+    run = run_of(tools, args)
     description = await describe_open_run(run)
     try:
         async with translate_rpc_errors(run.run_id):

@@ -13,9 +13,15 @@ from typing import Any
 
 from durable_tools._callbacks_client import handlers_from_module, serve_callbacks
 from durable_tools._render import terminal_safe
-from durable_tools.cli._commands import describe_open_run, describe_run, status_name, tools_for
+from durable_tools.cli._commands import (
+    describe_open_run,
+    describe_run,
+    run_of,
+    status_name,
+    tools_for,
+)
 from durable_tools.cli._errors import CliError
-from durable_tools.cli._flags import add_connection_flags
+from durable_tools.cli._flags import add_connection_flags, add_prefix_flag
 from durable_tools.cli._output import echo
 from durable_tools.protocol._callback_types import PendingCallback
 
@@ -40,13 +46,7 @@ def add_callbacks_command(sub: Any) -> None:
     q.add_argument(
         "--poll-interval", type=float, default=0.5, metavar="SECONDS", help="default 0.5"
     )
-    q.add_argument(
-        "--prefix",
-        default="",
-        metavar="PREFIX",
-        help="for an agent loop embedded in a workflow of yours: RUN_ID is that workflow's "
-        "id and PREFIX the loop's handler prefix (`AgentLoop.register_handlers`)",
-    )
+    add_prefix_flag(q)
     add_connection_flags(q)
     q.set_defaults(handler=cmd_callbacks_serve)
 
@@ -67,7 +67,7 @@ async def cmd_callbacks_serve(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise CliError(str(error)) from None
     tools = await tools_for(args)
-    run = tools.run(args.run_id)
+    run = run_of(tools, args)
     await describe_open_run(run)
     echo(f"serving callback tools {', '.join(sorted(handlers))} for run {run.run_id}")
     answered = await serve_callbacks(

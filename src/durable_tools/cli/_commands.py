@@ -57,6 +57,7 @@ __all__ = [
     "load_tools",
     "no_worker",
     "preload_tools",
+    "run_of",
     "status_name",
     "tools_for",
 ]
@@ -89,6 +90,14 @@ def preload_tools(args: argparse.Namespace) -> None:
 def _registry(args: argparse.Namespace) -> ToolRegistry:
     registry = getattr(args, "registry", None)
     return registry if isinstance(registry, ToolRegistry) else load_tools(args.tools)
+
+
+def run_of(tools: DurableTools, args: argparse.Namespace) -> AgentRun:
+    """The handle on RUN_ID (an embedded loop's with `--prefix`)."""
+    try:
+        return tools.run(args.run_id, prefix=getattr(args, "prefix", ""))
+    except ValueError as error:  # a prefix no loop can have
+        raise CliError(f"--prefix: {terminal_safe(str(error))}", 2) from None
 
 
 async def tools_for(args: argparse.Namespace) -> DurableTools:
@@ -206,7 +215,7 @@ async def describe_open_run(
 async def cmd_show(args: argparse.Namespace) -> int:
     """A run's status, approvals, timeline and answer; the server's view without a worker."""
     tools = await tools_for(args)
-    run = tools.run(args.run_id)
+    run = run_of(tools, args)
     description = await describe_run(run)
     try:
         polled = await query_quietly(run, task_queue=description.task_queue)

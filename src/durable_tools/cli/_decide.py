@@ -19,7 +19,7 @@ from durable_tools._run_watch import has_workers
 from durable_tools.client import AgentRun
 from durable_tools.workflows import ApprovalDecision, PendingApproval
 
-from ._commands import describe_open_run, no_worker, tools_for
+from ._commands import describe_open_run, no_worker, run_of, tools_for
 from ._confirm import (
     DECLINED_EXIT_CODE,
     confirm,
@@ -109,7 +109,7 @@ async def cmd_decide(args: argparse.Namespace) -> int:
     if getattr(args, "inbox", None):
         return await decide_via_inbox(args, digest)
     tools = await tools_for(args)
-    run = tools.run(args.run_id)
+    run = run_of(tools, args)
     description = await describe_open_run(run, "no decision")
     if not await has_workers(tools.client, description.task_queue):
         raise CliError(no_worker(description.task_queue, "to take the decision"))
@@ -157,7 +157,7 @@ async def cmd_decide(args: argparse.Namespace) -> int:
 async def cmd_steer(args: argparse.Namespace) -> int:
     """Signal a new instruction."""
     tools = await tools_for(args)
-    run = tools.run(args.run_id)
+    run = run_of(tools, args)
     try:
         async with translate_rpc_errors(run.run_id):
             await run.steer(args.text, skip_remaining=args.skip_remaining)
@@ -172,7 +172,7 @@ async def cmd_steer(args: argparse.Namespace) -> int:
 async def cmd_cancel(args: argparse.Namespace) -> int:
     """Signal a clean cancellation."""
     tools = await tools_for(args)
-    run = tools.run(args.run_id)
+    run = run_of(tools, args)
     async with translate_rpc_errors(run.run_id):
         await run.cancel(args.reason)
     echo(f"cancellation requested for run {run.run_id}")

@@ -12,7 +12,7 @@ from durable_tools._render import terminal_safe
 from durable_tools.events import EventSink, MultiSink, follow_events, sink_from_spec
 from durable_tools.workflows import RunEvent
 
-from ._commands import tools_for
+from ._commands import run_of, tools_for
 from ._output import echo
 
 __all__ = ["cmd_events", "render_event"]
@@ -21,7 +21,8 @@ __all__ = ["cmd_events", "render_event"]
 def render_event(event: RunEvent) -> str:
     """One line for an event: index, time, name, call, detail."""
     seq = f"#{event.seq} " if event.seq is not None else ""
-    call = f" {event.tool} {event.call_id}" if event.call_id else ""
+    call = " ".join(part for part in (event.tool, event.call_id) if part) if event.call_id else ""
+    call = f" {call}" if call else ""
     extra: list[str] = []
     if event.transport:
         extra.append(event.transport)
@@ -54,7 +55,7 @@ class _Printer:
 async def cmd_events(args: argparse.Namespace) -> int:
     """Print a run's kept events from `--from`, or follow them until the run ends."""
     tools = await tools_for(args)
-    run = tools.run(args.run_id)
+    run = run_of(tools, args)
     sinks: list[EventSink] = [_Printer(args.json)]
     try:
         sinks += [sink_from_spec(spec) for spec in args.sink]

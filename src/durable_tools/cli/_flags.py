@@ -1,4 +1,5 @@
-"""Flags shared by many commands: the `temporal` CLI's connection flags and `-o json`."""
+"""Flags shared by many commands: the `temporal` CLI's connection flags, `-o json` and an
+embedded loop's `--prefix`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from durable_tools.connection import ConnectionOptions
 
-__all__ = ["add_connection_flags", "add_json_flag", "connection_options"]
+__all__ = ["add_connection_flags", "add_json_flag", "add_prefix_flag", "connection_options"]
 
 _CONNECTION_FIELDS = (
     "address",
@@ -78,4 +79,15 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
         choices=("text", "json"),
         action=_OutputFormat,
         help="output format; `-o json` is --json",
+    )
+
+
+def add_prefix_flag(parser: argparse.ArgumentParser) -> None:
+    """`--prefix`: RUN_ID is a workflow of the user's with an agent loop embedded in it."""
+    parser.add_argument(
+        "--prefix",
+        default="",
+        metavar="PREFIX",
+        help="for an agent loop embedded in a workflow of yours: RUN_ID is that workflow's "
+        "id and PREFIX the loop's handler prefix (AgentLoop.register_handlers)",
     )

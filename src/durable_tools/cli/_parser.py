@@ -12,7 +12,7 @@ from ._codec import add_codec_server_command
 from ._commands import cmd_run, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
 from ._events import cmd_events
-from ._flags import add_connection_flags, add_json_flag
+from ._flags import add_connection_flags, add_json_flag, add_prefix_flag
 from ._inbox_tokens import add_token_commands
 from ._lists import cmd_pending, cmd_runs
 from ._oauth import cmd_auth_reissue
@@ -154,12 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", help="status, approvals, timeline and answer of a run")
     p.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
+    add_prefix_flag(p)
     add_json_flag(p)
     add_connection_flags(p)
     p.set_defaults(handler=cmd_show)
 
     p = sub.add_parser("events", help="a run's audit stream (kept events, or --follow)")
     p.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
+    add_prefix_flag(p)
     p.add_argument("--follow", action="store_true", help="keep printing until the run ends")
     p.add_argument(
         "--sink",
@@ -212,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
         p.add_argument("call_id", metavar="CALL_ID", help="the tool call, as `pending` lists it")
+        add_prefix_flag(p)
         p.add_argument("--as", dest="decider", metavar="WHO", help="who decides (default $USER)")
         p.add_argument("--reason", help="why (kept in the run's history)")
         p.add_argument(
@@ -263,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("steer", help="give a run a new instruction before its next turn")
     p.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
+    add_prefix_flag(p)
     p.add_argument("text", help="the instruction the model reads before its next turn")
     p.add_argument(
         "--skip-remaining",
@@ -274,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("cancel", help="end a run cleanly")
     p.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
+    add_prefix_flag(p)
     p.add_argument("--reason", help="why (kept in the run's history)")
     add_connection_flags(p)
     p.set_defaults(handler=cmd_cancel)

@@ -81,6 +81,7 @@ def record_decision(state: RunState, decision: ApprovalDecision) -> str:
         if count < needed:
             state.event(
                 "approval.partial",
+                tool=pending.tool,
                 call_id=decision.call_id,
                 detail=f"{detail} ({count} of {needed})",
             )
@@ -90,7 +91,8 @@ def record_decision(state: RunState, decision: ApprovalDecision) -> str:
             f": {decision.reason}" if decision.reason else ""
         )
     state.decisions[decision.call_id] = decision
-    state.event("approval.decided", call_id=decision.call_id, detail=detail)
+    tool = pending.tool if pending is not None else None
+    state.event("approval.decided", tool=tool, call_id=decision.call_id, detail=detail)
     return verdict
 
 
