@@ -9,9 +9,12 @@ from pydantic import TypeAdapter
 from temporalio.client import (
     Client,
     WorkflowExecutionDescription,
+    WorkflowFailureError,
     WorkflowHandle,
     WorkflowQueryFailedError,
 )
+from temporalio.exceptions import CancelledError
+from temporalio.service import RPCError
 
 from durable_tools._activities._conversation import whole_conversation
 from durable_tools._callbacks_client import serve_callbacks
@@ -40,6 +43,7 @@ from durable_tools.workflows import (
     PolicyChange,
     RunEvent,
     RunSnapshot,
+    RunStatus,
     StandingGrant,
     Steer,
     ToolCallRecord,
@@ -121,11 +125,31 @@ class AgentRun:
                 f"{self.prefix!r}: its host workflow's result is the host's own; ask "
                 "client.get_workflow_handle(run_id).result(), or status() for the loop"
             )
-        result = await self.handle.result()
+        try:
+            result = await self.handle.result()
+        except WorkflowFailureError as error:
+            if not isinstance(error.cause, CancelledError):
+                raise
+            result = await self._cancelled_result(error.cause)
         wanted = output_type if output_type is not None else self.output_type
         if wanted is not None and result.output is not None:
             result.output = TypeAdapter(wanted).validate_python(result.output)
         return result
+
+    async def _cancelled_result(self, cause: CancelledError) -> AgentResult:
+        """How a run that ended CANCELED ended: from its last state (a query, which needs a
+        worker), else from Temporal's cancellation alone."""
+        try:
+            snapshot = await self.status()
+        except (WorkflowQueryFailedError, RPCError):
+            return AgentResult(status=RunStatus.CANCELLED, reason=cause.message or "cancelled")
+        return AgentResult(
+            status=RunStatus.CANCELLED,
+            final_answer=snapshot.final_answer,
+            reason=snapshot.reason,
+            turns=snapshot.turn,
+            tool_calls=snapshot.tool_calls,
+        )
 
     async def status(self) -> RunSnapshot:
         """What the run is doing now (a query; needs a worker, also for ended runs)."""
@@ -415,5 +439,15 @@ class AgentRun:
             await self._signal("steer", steer.instruction)
 
     async def cancel(self, reason: str | None = None) -> None:
-        """End the run cleanly, cancelling running tools."""
-        await self._signal("cancel", reason)
+        """End the run cleanly, cancelling running tools; it closes CANCELED in Temporal.
+
+        Temporal's cancellation request, with `reason`: the run stops the clean way (calls
+        not started never start, waits stop, running tools get their grace period), and
+        the execution then closes as cancelled, so the UI's status filter and `runs
+        --status` find it; `result()` still reads how it ended. An embedded loop gets the
+        `cancel` signal instead: its host workflow decides how the host ends.
+        """
+        if self.prefix:
+            await self._signal("cancel", reason)
+        else:
+            await self.handle.cancel(reason=reason or "")

@@ -192,14 +192,16 @@ async def test_a_cancel_through_temporal_gives_a_stubborn_tool_the_same_grace_pe
             # What a parent run closing over its sub-agent does (`temporal workflow cancel`).
             await run.handle.cancel()
             with pytest.raises(WorkflowFailureError) as failure:
-                await asyncio.wait_for(run.result(), CANCEL_GRACE_SECONDS + SLACK)
+                await asyncio.wait_for(run.handle.result(), CANCEL_GRACE_SECONDS + SLACK)
             took = time.monotonic() - asked
             status = await run.status()
             record = (await run.timeline())[0]
+            result = await run.result()  # how it ended, read from its state
         finally:
             release.set()
-    assert isinstance(failure.value.cause, CancelledError)
+    assert isinstance(failure.value.cause, CancelledError)  # the execution closed CANCELED
     assert took < CANCEL_GRACE_SECONDS + SLACK
     assert status.status == RunStatus.CANCELLED
+    assert result.status == RunStatus.CANCELLED
     assert record.error_kind == "OutcomeUnknown"
     assert runs.count() == 1

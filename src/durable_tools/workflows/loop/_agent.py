@@ -22,12 +22,13 @@ from temporalio import workflow
 from temporalio.exceptions import FailureError
 
 from durable_tools.protocol._run_io import AgentInput, AgentResult
+from durable_tools.protocol._types import RunStatus
 from durable_tools.workflows.loop._handlers import MAX_EVENTS_PAGE, RunHandlers
-from durable_tools.workflows.loop._runner import run_agent_loop
+from durable_tools.workflows.loop._runner import request_cancel, run_agent_loop
 from durable_tools.workflows.loop._token_stream import close_stream
 from durable_tools.workflows.run._state import RunState
 
-__all__ = ["MAX_EVENTS_PAGE", "AgentWorkflow"]
+__all__ = ["CLEAN_CANCEL_PATCH", "MAX_EVENTS_PAGE", "AgentWorkflow"]
 
 
 # A start whose input does not validate (a hand-written `temporal workflow start`, say)
@@ -45,6 +46,29 @@ class AgentWorkflow(RunHandlers):
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
+        # Temporal's cancellation (AgentRun.cancel, `temporal workflow cancel`, a parent
+        # closing) ends the run the clean way the `cancel` signal does, then the execution
+        # closes CANCELED: the loop runs in a task the cancellation cannot cut.
+        loop = asyncio.ensure_future(self._run())
+        cleanly = False
+        while True:
+            try:
+                result = await asyncio.shield(loop)
+            except asyncio.CancelledError:
+                if loop.done():
+                    raise
+                if not workflow.patched(CLEAN_CANCEL_PATCH):
+                    loop.cancel()  # as before: the cancellation cut the loop where it was
+                    return await loop
+                cleanly = True
+                reason = workflow.cancellation_reason() or "cancelled through Temporal"
+                request_cancel(self._state, reason)
+                continue
+            if cleanly and result.status == RunStatus.CANCELLED:
+                raise asyncio.CancelledError(result.reason)
+            return result
+
+    async def _run(self) -> AgentResult:
         if not self._state.config.stream_tokens:
             return await run_agent_loop(self._state)
         # A streaming run ends its companion stream when it ends (not when it continues
@@ -56,3 +80,8 @@ class AgentWorkflow(RunHandlers):
             raise
         await close_stream(workflow.info().workflow_id)
         return result
+
+
+CLEAN_CANCEL_PATCH = "temporal-cancel-is-clean"
+"""Asked when Temporal's cancellation arrives: the run ends cleanly, then closes CANCELED
+(a run cancelled before it replays the old way: the cancellation cut the loop)."""

@@ -81,8 +81,9 @@ async def run_agent_loop(state: RunState, *, continue_as_new: bool = True) -> Ag
     except asyncio.CancelledError:
         # The run was cancelled through Temporal itself: record it, then let the engine
         # mark the execution cancelled.
-        state.cancel_running("run cancelled")
-        _finish(state, RunStatus.CANCELLED, reason="run cancelled")
+        reason = state.cancel_reason or workflow.cancellation_reason() or "run cancelled"
+        state.cancel_running(reason)
+        _finish(state, RunStatus.CANCELLED, reason=reason)
         raise
     except FailureError as failure:  # fails the execution; say so in AgentStatus first
         _finish(state, RunStatus.FAILED, reason=failure.message)

@@ -1,0 +1,84 @@
+"""A cancelled run closes CANCELED in Temporal, and how it ended stays readable.
+
+On a real dev server: a run waiting for an approval is cancelled through `AgentRun.cancel`
+and through the CLI; the UI's status filter (a visibility query on `ExecutionStatus`) finds
+it, `result()` still says how it ended, and the cancel's reason is the run's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from cli_support import cli, cli_env  # noqa: F401  (a fixture)
+from durable_tools.client import DurableTools
+from durable_tools.tools import ToolRegistry
+from durable_tools.workflows import RunStatus
+from support import answer, calls, running_worker, wait_for, write_script
+
+
+def refund_registry(ran: list[str]) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True)
+    def refund(order_id: str) -> str:
+        """Refund an order (needs approval)."""
+        ran.append(order_id)
+        return f"refunded {order_id}"
+
+    return registry
+
+
+async def canceled_ids(client: Client, run_id: str) -> list[str]:
+    """The run's id once the visibility store lists it as Canceled (it lags a little)."""
+    query = f"WorkflowId = '{run_id}' AND ExecutionStatus = 'Canceled'"
+    deadline = asyncio.get_running_loop().time() + 10
+    while True:
+        found = [w.id async for w in client.list_workflows(query)]
+        if found or asyncio.get_running_loop().time() > deadline:
+            return found
+        await asyncio.sleep(0.2)
+
+
+async def test_a_cancelled_run_closes_canceled_and_reads_how_it_ended(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+    model = write_script(tmp_path, [calls(("r1", "refund", {"order_id": "A1"})), answer("no")])
+    async with running_worker(client, refund_registry(ran), task_queue):
+        run = await DurableTools(client, task_queue).start("refund A1", model=model)
+        await wait_for(run, lambda s: bool(s.pending_approvals))
+        await run.cancel("the customer withdrew")
+        result = await run.result()
+        description = await run.handle.describe()
+        record = (await run.timeline())[0]
+        found = await canceled_ids(client, run.run_id)
+    assert description.status == WorkflowExecutionStatus.CANCELED
+    assert result.status == RunStatus.CANCELLED
+    assert result.reason == "the customer withdrew"
+    assert record.status == "cancelled"
+    assert found == [run.run_id]  # what the UI's "Canceled" filter asks
+    assert ran == []  # the waiting call never ran
+
+
+@pytest.mark.usefixtures("cli_env")
+async def test_the_cli_cancels_a_run_and_says_it_ended_canceled(
+    client: Client, task_queue: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran: list[str] = []
+    model = write_script(tmp_path, [calls(("r1", "refund", {"order_id": "A2"})), answer("no")])
+    async with running_worker(client, refund_registry(ran), task_queue):
+        run = await DurableTools(client, task_queue).start("refund A2", model=model)
+        await wait_for(run, lambda s: bool(s.pending_approvals))
+        code, _, err = await cli(capsys, "cancel", run.run_id, "--reason", "duplicate")
+        assert code == 0, err
+        result = await run.result()
+        code, out, err = await cli(capsys, "show", run.run_id)
+    assert result.status == RunStatus.CANCELLED and result.reason == "duplicate"
+    assert (await run.handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    assert code == 0, err
+    assert "cancelled" in out and "duplicate" in out
+    assert ran == []
