@@ -5,6 +5,7 @@ payloads this inbox cannot decrypt, what the server shows in plain (`EncryptedRu
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -119,6 +120,9 @@ async def find_call(
         readable(run.events()),
         _record(records, run_id, snapshot.continued),
     )
+    if record.prompt is None:  # the history unread: the conversation may still hold it
+        first = next((m.content for m in conversation if m.role == "user"), None)
+        record = dataclasses.replace(record, prompt=first)
     spec = record.spec(approval.tool)
     source: SpecSource = "run" if spec is not None else "unknown"
     if spec is None and registry is not None and approval.tool in registry.names():
