@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 # pyproject.toml keeps the ranges users get; `make lock` refreshes this file from them.
 CONSTRAINTS := constraints.txt
 
-.PHONY: install lock test lint typecheck unit test-slow test-sandbox demo bench server clean bytecode browser docs
+.PHONY: install lock test lint typecheck unit test-slow test-sandbox demo bench server clean bytecode browser docs screenshots
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	python3 -m venv $(VENV)
@@ -80,6 +80,11 @@ test-slow: bytecode
 ## the sandbox (re-imported and checked in every run), where a non-deterministic call fails.
 test-sandbox: bytecode
 	DURABLE_TOOLS_STRICT_SANDBOX=1 $(VENV)/bin/pytest -q tests/workflows tests/flows tests/streaming
+
+## make screenshots: the inbox pictures of the docs (docs/inbox-*.png), taken by the browser
+## tests that check what they show (DURABLE_TOOLS_SCREENSHOTS names the directory).
+screenshots: bytecode browser
+	DURABLE_TOOLS_SCREENSHOTS=$(CURDIR)/docs $(VENV)/bin/pytest -q tests/inbox/test_inbox_approver_browser.py
 
 ## make docs: the docs site in site/, built strictly (broken links and references fail).
 docs: $(STAMP)

@@ -36,3 +36,14 @@ def require_browser() -> Any:
             f"no chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True
         )
     return api
+
+
+SCREENSHOTS_ENV = "DURABLE_TOOLS_SCREENSHOTS"
+"""A directory: the browser tests save the pictures of the docs there (`make screenshots`)."""
+
+
+async def screenshot(page: Any, name: str, *, full_page: bool = False) -> None:
+    """Save `page` as `$DURABLE_TOOLS_SCREENSHOTS/name` when that is set (else nothing)."""
+    directory = os.environ.get(SCREENSHOTS_ENV)
+    if directory:
+        await page.screenshot(path=os.path.join(directory, name), full_page=full_page)

@@ -168,11 +168,16 @@ def _when(moment: datetime | None) -> str:
 
 
 def render_approval(run_id: str, approval: PendingApproval, *, commands: bool = True) -> str:
-    """A pending approval: what, arguments (redacted), hash, who and until when."""
+    """A pending approval: what (the tool's summary first, when it gives one), arguments
+    (redacted), hash, who and until when."""
     # JSON with ASCII escapes: an argument value shows exactly what it holds.
     args = json.dumps(approval.arguments, ensure_ascii=True, sort_keys=True)
+    call = f"{approval.tool} {args} (call {approval.call_id})"
+    head = [f"approval needed: {call}"]
+    if approval.summary:
+        head = [f"approval needed: {approval.summary}", f"  call: {call}"]
     lines = [
-        f"approval needed: {approval.tool} {args} (call {approval.call_id})",
+        *head,
         f"  arguments hash: {approval.arguments_hash}",
         f"  deciders: {', '.join(approval.deciders) or 'anyone'}"
         f"   deadline: {_when(approval.deadline)}"

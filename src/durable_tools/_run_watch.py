@@ -21,6 +21,11 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowQueryFailedE
 from temporalio.exceptions import CancelledError as TemporalCancelledError
 from temporalio.service import RPCError
 
+from durable_tools._encrypted import (
+    ENCRYPTED_NOTE,
+    PayloadsEncrypted,
+    is_encrypted_payload_error,
+)
 from durable_tools._render import (
     render_approval,
     render_authorization,
@@ -154,24 +159,6 @@ async def _quietly(query: Awaitable[_T], timeout: float) -> _T | None:
         if is_encrypted_payload_error(error):
             raise PayloadsEncrypted(ENCRYPTED_NOTE) from None
         raise
-
-
-ENCRYPTED_NOTE = (
-    "its payloads are encrypted and this machine has no keys to read them: set "
-    "DURABLE_TOOLS_CODEC_KEYS (or DURABLE_TOOLS_CODEC_KEY_FILE) as the workers have it "
-    "(see docs/encryption.md)"
-)
-"""What an operator without the codec keys is told about an encrypted run."""
-
-
-class PayloadsEncrypted(Exception):
-    """The run's payloads are encrypted and this client has no codec to read them."""
-
-
-def is_encrypted_payload_error(error: BaseException) -> bool:
-    """Whether `error` is the SDK's refusal of a payload encoding it has no codec for
-    (`KeyError: 'Unknown payload encoding binary/encrypted'`)."""
-    return isinstance(error, KeyError) and "payload encoding" in str(error)
 
 
 async def progress_quietly(run: AgentRun, timeout: float = QUERY_TIMEOUT) -> list[ToolProgress]:

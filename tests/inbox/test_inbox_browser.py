@@ -1,13 +1,9 @@
 """A real browser (Debian's chromium, driven by Playwright) approves a real pending call
 through the inbox served by uvicorn; the history names the signed-in user.
-
-Set `DURABLE_TOOLS_INBOX_SCREENSHOT=PATH` to save the pending page (docs/inbox-pending.png
-is made this way).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from inbox_support import pay_registry, pending_call, start_pending
@@ -56,9 +52,6 @@ async def test_a_browser_approves_a_pending_call(
                         client, task_queue, tmp_path, agent=agent, deciders=("group:ops",)
                     )
                     await playwright_api.expect(rows).to_have_count(2, timeout=30_000)
-                    shot = os.environ.get("DURABLE_TOOLS_INBOX_SCREENSHOT")
-                    if shot:
-                        await page.screenshot(path=shot)
                     row = rows.filter(has_text=run.run_id)
                     await row.locator("a.call").click()
                     hash_shown = await page.inner_text("#arguments-hash")

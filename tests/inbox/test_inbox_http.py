@@ -8,6 +8,7 @@ from pathlib import Path
 from inbox_support import (
     assert_undecided_then_cancel,
     cancel_and_check,
+    csrf_token,
     decide_by_form,
     http,
     login,
@@ -199,8 +200,14 @@ async def test_approve_and_stop_asking_grants_the_tool_for_the_rest_of_the_run(
                 "action": "remember",
                 "arguments_hash": snapshot.pending_approvals[0].arguments_hash,
             }
-            page, decided = await decide_by_form(browser, run.run_id, "c1", fields)
+            page, asked = await decide_by_form(browser, run.run_id, "c1", fields)
             assert 'value="remember"' in page
+            # No one-click grant: the first post only says what the grant allows.
+            assert asked.status_code == 200, asked.text
+            assert "until the run ends" in asked.text and 'name="confirm"' in asked.text
+            assert await decisions_sent(run) == []
+            confirmed = {**fields, "confirm": "yes", "csrf_token": csrf_token(asked.text)}
+            decided = await browser.post(f"/runs/{run.run_id}/calls/c1/decide", data=confirmed)
             assert decided.status_code == 303, decided.text
         result = await run.result()
         timeline = {r.call_id: r for r in await run.timeline()}

@@ -33,6 +33,7 @@ from durable_tools.messages import Message
 from durable_tools.models import resolve_model
 from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, check_handler_prefix
 from durable_tools.streaming._model import complete_streaming
+from durable_tools.tools._approval_summary import summarize_call
 from durable_tools.tools._catalog import IdentityIncomplete
 from durable_tools.tools._catalog_pack import (
     CATALOG_PACKED_ACTIVITY,
@@ -236,15 +237,22 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
     @activity.defn(name=PREFLIGHT_ACTIVITY)
     async def preflight(request: PreflightRequest) -> PreflightResult:
         try:
-            spec = registry.get(request.tool_name).spec
+            tool = registry.get(request.tool_name)
         except ToolNotFound as error:
             raise ApplicationError(
                 error.message, type=error.kind.value, non_retryable=True
             ) from None
+        spec = tool.spec
         result = PreflightResult(
             approval_required=spec.approval == "conditional"
             and registry.requires_approval(spec.name, request.arguments)
         )
+        # A conditional tool whose predicate asks nobody needs no summary.
+        asks = spec.approval != "conditional" or result.approval_required
+        if tool.approval_summary is not None and asks:
+            result.summary = await summarize_call(
+                spec, tool.approval_summary, request.arguments, runtime.secret_values()
+            )
         if spec.oauth is None:
             return result
         if runtime.oauth is None:

@@ -3,7 +3,9 @@
 The workflow starts one activity per notification and target, without waiting for it
 (`durable_tools.workflows.observe._notify`); Temporal retries it. What crosses the wire (and so
 enters history) is a `NotificationRequest`: the event's facts and the target, never a
-secret and never the arguments of a call. The signing secret and a Slack URL held as a
+secret and never the arguments of a call; an approval carries the tool's one-line summary
+of the call when it has one (built from the arguments an approver is shown, secret-marked
+ones never in it). The signing secret and a Slack URL held as a
 secret are resolved here, on the worker.
 
 A webhook request carries:
@@ -74,6 +76,8 @@ class Notification(BaseModel):
     provider: str | None = None
     """For authorizations: the OAuth provider."""
     link_expires_at: datetime | None = None
+    summary: str | None = None
+    """For approvals: what the call does, in the tool's words (`approval_summary`)."""
     inbox_url: str | None = None
     """Where a person acts on it, when the agent names an inbox."""
 
@@ -123,6 +127,8 @@ def _slack_message(note: Notification) -> dict[str, Any]:
         "callback.expired": "was not run by a client in time",
     }.get(note.event, note.event)
     text = f"{note.agent}: `{note.tool}` (call {note.call_id}, run {note.run_id}) {what}"
+    if note.summary:
+        text += f": {_slack_escape(note.summary)}"
     if note.decider:
         text += f" by {note.decider}"
     if note.deciders:
@@ -145,6 +151,12 @@ def _slack_message(note: Notification) -> dict[str, Any]:
             }
         )
     return {"text": text, "blocks": blocks}
+
+
+def _slack_escape(text: str) -> str:
+    """Text Slack shows as written: `<url|label>` in an argument must not become a link,
+    nor `<!channel>` a mention (Slack's own escaping: &, < and >)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _fail_on(response: httpx.Response, url: str) -> None:

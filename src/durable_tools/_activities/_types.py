@@ -116,3 +116,5 @@ class PreflightResult(WireModel):
     authorization_expires_at: datetime | None = None
     """When `authorization_url` stops working, if the broker says."""
     grant_ref: str | None = None
+    summary: str | None = None
+    """The tool's summary function's line for the approver (`approval_summary_on_worker`)."""

@@ -19,10 +19,12 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from durable_tools._encrypted import PayloadsEncrypted
 from durable_tools.client import DurableTools
 from durable_tools.oauth import CallbackApp
 from durable_tools.tools import ToolRegistry
 
+from ._api import BodyRefused, decision_body, pending_json
 from ._auth import (
     SESSION_ID,
     SESSION_ISSUED,
@@ -33,7 +35,7 @@ from ._auth import (
 )
 from ._body import body_limit
 from ._csrf import CSRF_FIELD, CSRF_HEADER, csrf_token, valid_csrf
-from ._data import find_call, load_run
+from ._data import find_call, load_run, what_server_shows
 from ._decide import DecisionRefused, decide, reissue
 from ._errors import NotAuthenticated, error_handlers
 from ._pending import (
@@ -43,6 +45,7 @@ from ._pending import (
     RunQueries,
     list_pending,
 )
+from ._run_record import RunRecords
 from ._sessions import SESSION_AGE
 from ._tokens import User, hash_token
 from ._web import HERE, SecurityHeaders, callback_route, make_templates, safe_next
@@ -62,7 +65,8 @@ class InboxConfig:
         auth: Tokens file and trusted proxies.
         session_secret: Signs the session cookie; a random one (sessions end when the
             process does) when empty.
-        registry: The tools, for their descriptions and safety classes on the call page.
+        registry: The tools, for their descriptions and safety classes on the call page
+            when a run's own recorded catalog cannot be read (it is read first).
         ui_base: The Temporal UI's base URL for run links (default TEMPORAL_UI_URL).
         refresh_seconds: How often the pending page refreshes itself.
         secure_cookies: Send the session cookie over HTTPS only (set behind TLS).
@@ -100,6 +104,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
     if not 1 <= config.page_size <= 1000:
         raise ValueError("page_size must be between 1 and 1000")
     queries = RunQueries(tools, config.query_concurrency)
+    records = RunRecords(tools)
 
     def user_of(request: Request) -> User:
         user = authenticate(request, auth)
@@ -207,10 +212,18 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
             refresh=config.refresh_seconds,
         )
 
+    async def encrypted_page(request: Request, user: User, run_id: str) -> Response:
+        # The run is there, this inbox has no keys: say so, and show what is in plain.
+        shown = await what_server_shows(tools, run_id, config.ui_base)
+        return render(request, "encrypted.html", user=user, view=shown)
+
     async def call_page(request: Request) -> Response:
         user = user_of(request)
         run_id, call_id = request.path_params["run_id"], request.path_params["call_id"]
-        view = await find_call(tools, run_id, call_id, config.registry)
+        try:
+            view = await find_call(tools, run_id, call_id, config.registry, records)
+        except PayloadsEncrypted:
+            return await encrypted_page(request, user, run_id)
         if view is None:
             return render(request, "gone.html", 404, user=user, run_id=run_id, call_id=call_id)
         return render(
@@ -223,7 +236,11 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
 
     async def run_page(request: Request) -> Response:
         user = user_of(request)
-        view = await load_run(tools, request.path_params["run_id"], config.ui_base)
+        run_id = request.path_params["run_id"]
+        try:
+            view = await load_run(tools, run_id, config.ui_base)
+        except PayloadsEncrypted:
+            return await encrypted_page(request, user, run_id)
         return render(request, "run.html", user=user, view=view)
 
     async def decide_form(request: Request) -> Response:
@@ -231,6 +248,9 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         action = form.get("action")
         if action not in ("approve", "deny", "remember"):
             raise HTTPException(400, "action must be approve, deny or remember")
+        if action == "remember" and form.get("confirm") != "yes":
+            # No one-click grant: say what it allows, and ask again.
+            return await confirm_grant_page(request, user, form, run_id, call_id)
         try:
             verdict = await decide(
                 tools,
@@ -247,41 +267,43 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         request.session["flash"] = f"{verdict}: call {call_id}"[:300]
         return RedirectResponse(f"/runs/{quote(run_id, safe='')}", 303)
 
+    async def confirm_grant_page(
+        request: Request, user: User, form: FormData, run_id: str, call_id: str
+    ) -> Response:
+        try:
+            view = await find_call(tools, run_id, call_id, config.registry, records)
+        except PayloadsEncrypted:
+            return await encrypted_page(request, user, run_id)
+        if view is None:
+            return render(request, "gone.html", 404, user=user, run_id=run_id, call_id=call_id)
+        if view.approval.arguments_hash != form.get("arguments_hash"):
+            message = "the call's arguments changed since you saw them: look at it again"
+            return refused_page(request, user, DecisionRefused(409, message), run_id, call_id)
+        reason = form.get("reason")
+        return render(
+            request,
+            "confirm_grant.html",
+            user=user,
+            view=view,
+            reason=reason if isinstance(reason, str) else "",
+        )
+
     # ------------------------------------------------------------------ JSON API
 
     async def api_pending(request: Request) -> Response:
         user = user_of(request)
         found = await pending_of(request, user, filters(request))
-        return JSONResponse(
-            {
-                "user": user.name,
-                "pending": [
-                    {
-                        "run_id": item.run_id,
-                        "agent": item.agent,
-                        **item.approval.model_dump(mode="json"),
-                        "may_decide": item.may_decide,
-                    }
-                    for item in found.items
-                ],
-                "unreachable_runs": found.unreachable,
-                "hidden": found.hidden,
-                "next_cursor": found.next_cursor,
-            }
-        )
+        return JSONResponse(pending_json(user.name, found))
 
     async def api_decide(request: Request) -> Response:
         user = user_of(request)
         try:
-            body = await request.json()
+            approve, arguments_hash, reason = decision_body(await request.json())
+        except BodyRefused as refused:
+            return JSONResponse({"error": str(refused)}, 400)
         except (ValueError, RecursionError):  # RecursionError: nested too deep
             return JSONResponse({"error": "the body must be a JSON object"}, 400)
-        if not isinstance(body, dict):
-            return JSONResponse({"error": "the body must be a JSON object"}, 400)
         require_csrf(request, user, request.headers.get(CSRF_HEADER))
-        approve = body.get("approve")
-        if not isinstance(approve, bool):
-            return JSONResponse({"error": "approve must be true or false"}, 400)
         run_id, call_id = request.path_params["run_id"], request.path_params["call_id"]
         try:
             verdict = await decide(
@@ -290,8 +312,8 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
                 call_id,
                 user,
                 approve=approve,
-                arguments_hash=body.get("arguments_hash"),
-                reason=body.get("reason"),
+                arguments_hash=arguments_hash,
+                reason=reason,
             )
         except DecisionRefused as refused:
             return JSONResponse({"error": refused.message}, refused.status)

@@ -1,11 +1,20 @@
 """What the inbox shows of one run, read through the client API: a call with its context,
-a run with its timeline (the pending list across runs is `_pending`)."""
+a run with its timeline (the pending list across runs is `_pending`), or, for a run whose
+payloads this inbox cannot decrypt, what the server shows in plain (`EncryptedRun`)."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeVar
 
+from temporalio.service import RPCError
+
+from durable_tools import search_attributes as sa
+from durable_tools._encrypted import ENCRYPTED_NOTE, PayloadsEncrypted, is_encrypted_payload_error
 from durable_tools.client import DurableTools
 from durable_tools.messages import Message
 from durable_tools.server import ui_url
@@ -13,9 +22,36 @@ from durable_tools.tools import ToolRegistry
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows import PendingApproval, RunEvent, RunSnapshot, ToolCallRecord
 
+from ._explain import acts_for, at_deadline, grant_offer, short_prompt
 from ._pending import QUERY_TIMEOUT
+from ._run_record import RunRecord, RunRecords
 
-__all__ = ["CallView", "RunView", "find_call", "load_run"]
+__all__ = [
+    "CallView",
+    "EncryptedRun",
+    "RunView",
+    "find_call",
+    "load_run",
+    "readable",
+    "what_server_shows",
+]
+
+_T = TypeVar("_T")
+SpecSource = Literal["run", "inbox", "unknown"]
+
+
+async def readable(query: Awaitable[_T]) -> _T:
+    """A run query's answer, within `QUERY_TIMEOUT`.
+
+    Raises:
+        PayloadsEncrypted: the run's payloads are encrypted and this inbox has no keys.
+    """
+    try:
+        return await asyncio.wait_for(query, QUERY_TIMEOUT)
+    except KeyError as error:
+        if is_encrypted_payload_error(error):
+            raise PayloadsEncrypted(ENCRYPTED_NOTE) from None
+        raise
 
 
 @dataclass(frozen=True)
@@ -25,37 +61,114 @@ class CallView:
     run_id: str
     approval: PendingApproval
     snapshot: RunSnapshot
-    prompt: str | None
+    record: RunRecord
     recent: list[Message]
     trail: list[RunEvent]
     spec: ToolSpec | None
+    spec_source: SpecSource
+    """Where `spec` comes from: the run's recorded catalog, the inbox's `--tools`, or nowhere."""
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def acts_for(self) -> str:
+        """Whom the run acts for, in words."""
+        return acts_for(self.record.identity)
+
+    @property
+    def prompt(self) -> tuple[str, bool]:
+        """The prompt the run started with (cut), and whether it was cut."""
+        return short_prompt(self.record.prompt)
+
+    @property
+    def at_deadline(self) -> str:
+        """What happens if nobody decides in time."""
+        return at_deadline(self.approval, self.snapshot.policy, self.now)
+
+    @property
+    def grant_offer(self) -> str | None:
+        """What "Approve and stop asking" would allow; None when not offered."""
+        return grant_offer(self.approval)
+
+
+async def _record(records: RunRecords, run_id: str, continued: int) -> RunRecord:
+    # The page is still worth showing without it (history unreadable): say "not known".
+    try:
+        return await asyncio.wait_for(records.record(run_id, continued), QUERY_TIMEOUT)
+    except (RPCError, KeyError, TimeoutError):
+        return RunRecord()
 
 
 async def find_call(
-    tools: DurableTools, run_id: str, call_id: str, registry: ToolRegistry | None
+    tools: DurableTools,
+    run_id: str,
+    call_id: str,
+    registry: ToolRegistry | None,
+    records: RunRecords,
 ) -> CallView | None:
-    """The pending approval of `call_id` in run `run_id` with its context, or None."""
+    """The pending approval of `call_id` in run `run_id` with its context, or None.
+
+    Raises:
+        PayloadsEncrypted: the run's payloads are encrypted and this inbox has no keys.
+    """
     run = tools.run(run_id)
-    snapshot = await asyncio.wait_for(run.status(), QUERY_TIMEOUT)
+    snapshot = await readable(run.status())
     approval = next((a for a in snapshot.pending_approvals if a.call_id == call_id), None)
     if approval is None:
         return None
-    conversation, events = await asyncio.gather(
-        asyncio.wait_for(run.conversation(), QUERY_TIMEOUT),
-        asyncio.wait_for(run.events(), QUERY_TIMEOUT),
+    conversation, events, record = await asyncio.gather(
+        readable(run.conversation()),
+        readable(run.events()),
+        _record(records, run_id, snapshot.continued),
     )
-    prompt = next((m.content for m in conversation if m.role == "user"), None)
-    spec = None
-    if registry is not None and approval.tool in registry.names():
-        spec = registry.get(approval.tool).spec
+    if record.prompt is None:  # the history unread: the conversation may still hold it
+        first = next((m.content for m in conversation if m.role == "user"), None)
+        record = dataclasses.replace(record, prompt=first)
+    spec = record.spec(approval.tool)
+    source: SpecSource = "run" if spec is not None else "unknown"
+    if spec is None and registry is not None and approval.tool in registry.names():
+        spec, source = registry.get(approval.tool).spec, "inbox"
     return CallView(
         run_id=run_id,
         approval=approval,
         snapshot=snapshot,
-        prompt=prompt,
+        record=record,
         recent=conversation[-8:],
         trail=[e for e in events if e.call_id == call_id],
         spec=spec,
+        spec_source=source,
+    )
+
+
+@dataclass(frozen=True)
+class EncryptedRun:
+    """What the server shows in plain of a run whose payloads are encrypted."""
+
+    run_id: str
+    note: str
+    execution: str
+    started_at: datetime | None
+    task_queue: str
+    attributes: dict[str, Any]
+    ui_url: str
+
+
+async def what_server_shows(tools: DurableTools, run_id: str, ui_base: str | None) -> EncryptedRun:
+    """The plain part of an encrypted run: status, search attributes (agent, status,
+    waiting tool, pending count), start time and task queue.
+
+    Raises:
+        RPCError: the run could not be described.
+    """
+    description = await asyncio.wait_for(tools.run(run_id).handle.describe(), QUERY_TIMEOUT)
+    found = {key.name: description.typed_search_attributes.get(key) for key in sa.SEARCH_ATTRIBUTES}
+    return EncryptedRun(
+        run_id=run_id,
+        note=ENCRYPTED_NOTE,
+        execution=description.status.name if description.status is not None else "UNKNOWN",
+        started_at=description.start_time,
+        task_queue=description.task_queue,
+        attributes={name: value for name, value in found.items() if value not in (None, "")},
+        ui_url=ui_url(tools.client.namespace, run_id, base=ui_base),
     )
 
 
@@ -74,9 +187,7 @@ async def load_run(tools: DurableTools, run_id: str, ui_base: str | None) -> Run
     """A run's status, timeline with deciders, and events."""
     run = tools.run(run_id)
     snapshot, timeline, events = await asyncio.gather(
-        asyncio.wait_for(run.status(), QUERY_TIMEOUT),
-        asyncio.wait_for(run.timeline(), QUERY_TIMEOUT),
-        asyncio.wait_for(run.events(), QUERY_TIMEOUT),
+        readable(run.status()), readable(run.timeline()), readable(run.events())
     )
     return RunView(
         run_id=run_id,

@@ -12,6 +12,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
+from durable_tools._encrypted import ENCRYPTED_NOTE, is_encrypted_payload_error
 from durable_tools.client import DurableTools
 from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, MAX_REASON_CHARS
 from durable_tools.protocol._policy_types import GrantRequest
@@ -59,8 +60,8 @@ async def decide(
 
     Raises:
         DecisionRefused: a malformed request (400), a user who may not decide (403), no
-            such pending call (404), a changed call or a rejection by the run (409), or no
-            worker answering (503).
+            such pending call (404), a changed call or a rejection by the run (409), no
+            worker answering or a run whose payloads this inbox has no keys for (503).
     """
     if not isinstance(arguments_hash, str) or not _HASH.fullmatch(arguments_hash):
         raise DecisionRefused(400, "arguments_hash (the 64-hex hash you were shown) is required")
@@ -77,6 +78,11 @@ async def decide(
         raise DecisionRefused(503, f"run {run_id} did not answer (is a worker running?)") from None
     except (RPCError, WorkflowQueryFailedError) as error:
         raise DecisionRefused(404, f"run {run_id} could not be read: {error}") from None
+    except KeyError as error:
+        if not is_encrypted_payload_error(error):
+            raise
+        message = f"this inbox cannot read run {run_id}: {ENCRYPTED_NOTE}"
+        raise DecisionRefused(503, message) from None
     approval = next((a for a in snapshot.pending_approvals if a.call_id == call_id), None)
     if approval is None:
         raise DecisionRefused(404, f"no approval is pending for call {call_id} in run {run_id}")

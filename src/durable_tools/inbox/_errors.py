@@ -13,6 +13,8 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
+from durable_tools._encrypted import PayloadsEncrypted
+
 from ._pending import PageRequestError
 
 __all__ = ["NotAuthenticated", "error_handlers"]
@@ -62,7 +64,14 @@ def error_handlers(max_body_bytes: int) -> dict[Any, Handler]:
             return JSONResponse({"error": message}, status)
         return Response(f"{message}\n", status, media_type="text/plain")
 
+    async def encrypted(request: Request, exc: Exception) -> Response:
+        message = f"this inbox cannot read the run: {exc}"
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": message}, 503)
+        return Response(f"{message}\n", 503, media_type="text/plain")
+
     return {
+        PayloadsEncrypted: encrypted,
         NotAuthenticated: not_authenticated,
         HTTPException: http_error,
         PageRequestError: bad_page_request,

@@ -21,6 +21,7 @@ from temporalio.client import WorkflowExecution
 from temporalio.service import RPCError
 
 from durable_tools import search_attributes as sa
+from durable_tools._encrypted import is_encrypted_payload_error
 from durable_tools.client import DurableTools
 from durable_tools.workflows import PendingApproval
 
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "DEFAULT_QUERY_CONCURRENCY",
     "QUERY_TIMEOUT",
+    "EncryptedPending",
     "PageRequestError",
     "PendingItem",
     "PendingList",
@@ -68,6 +70,18 @@ class PendingItem:
         return self.approval.requested_at
 
 
+@dataclass(frozen=True)
+class EncryptedPending:
+    """A waiting run whose payloads this inbox cannot decrypt: what the server shows of it."""
+
+    run_id: str
+    agent: str | None
+    tool: str | None
+    """The tool of its first waiting call (`AwaitingTool`)."""
+    approvals: int
+    """How many calls wait on a person (`PendingApprovals`)."""
+
+
 @dataclass
 class PendingList:
     """One page of pending approvals, newest first.
@@ -75,12 +89,14 @@ class PendingList:
     Attributes:
         items: The approvals shown.
         unreachable: Runs of the page that did not answer.
+        encrypted: Runs of the page whose payloads are encrypted and the inbox has no keys.
         hidden: Approvals of the page left out because the user may not decide them.
         next_cursor: Where the next page starts; None when this is the last page.
     """
 
     items: list[PendingItem] = field(default_factory=list)
     unreachable: list[str] = field(default_factory=list)
+    encrypted: list[EncryptedPending] = field(default_factory=list)
     hidden: int = 0
     next_cursor: str | None = None
 
@@ -224,10 +240,21 @@ async def list_pending(
     )
     result = PendingList(next_cursor=next_cursor)
     for run, answer in zip(runs, answers, strict=True):
+        name = run.typed_search_attributes.get(sa.AGENT_NAME)
+        if isinstance(answer, BaseException) and is_encrypted_payload_error(answer):
+            attributes = run.typed_search_attributes
+            result.encrypted.append(
+                EncryptedPending(
+                    run.id,
+                    name,
+                    attributes.get(sa.AWAITING_TOOL) or None,
+                    attributes.get(sa.PENDING_APPROVALS) or 0,
+                )
+            )
+            continue
         if isinstance(answer, BaseException):
             result.unreachable.append(run.id)
             continue
-        name = run.typed_search_attributes.get(sa.AGENT_NAME)
         for approval in answer:
             if tool and approval.tool != tool:
                 continue

@@ -14,6 +14,7 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from durable_tools._encrypted import ENCRYPTED_NOTE
 from durable_tools.oauth import CallbackApp
 
 __all__ = ["HERE", "SecurityHeaders", "callback_route", "make_templates", "safe_next"]
@@ -62,6 +63,7 @@ def make_templates() -> Jinja2Templates:
     env.filters["when"] = lambda value: value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
     env.filters["q"] = lambda value: quote(str(value), safe="")
     env.filters["query"] = _query_string
+    env.globals["encrypted_note"] = ENCRYPTED_NOTE
     return Jinja2Templates(env=env)
 
 

@@ -266,6 +266,9 @@ class PendingApproval(BaseModel):
     """Distinct approvals needed (two-person rule)."""
     approved_by: list[str] = Field(default_factory=list)
     """Deciders who approved so far, while fewer than `approvals_required`."""
+    summary: str | None = None
+    """What the call does, in a line, from the tool's `approval_summary` (secret-marked
+    arguments never in it; at most 300 characters); None when the tool gives none."""
 
 
 class ApprovalDecision(BaseModel):

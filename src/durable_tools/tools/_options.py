@@ -16,6 +16,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+from ._approval_summary import SummaryFunction, SummaryTemplateError, check_template
 from ._auto_local import resolve_local
 from ._context import Identity
 from ._docstrings import parse_docstring
@@ -92,6 +93,11 @@ class ToolOptions(TypedDict, total=False):
     approval: bool | ApprovalPredicate
     """True: always ask a person; a predicate over the validated arguments: ask when it
     returns True (or raises). The predicate stays on the worker."""
+    approval_summary: str | SummaryFunction | None
+    """What a call does, in a line, for the person asked to approve it: a template of the
+    arguments (`"Refund {amount_cents:money} on order {order_id}"`; see
+    `tools._approval_summary` for its formatters) or a function of the arguments (run on
+    the worker, never in workflow code). Secret-marked arguments never reach it."""
     oauth: OAuthRequirement | None
     aliases: Mapping[str, str]
     """Provider key (a model spec prefix, lowercase) -> another name the tool answers to
@@ -236,6 +242,11 @@ def build_tool(
             f"tool {name!r}: invalid options: {exc}", rule="options", tool_name=name
         ) from None
     _check_examples(spec)
+    summary_function = _approval_summary(options.get("approval_summary"), spec)
+    if summary_function is not None:
+        spec = spec.model_copy(update={"approval_summary_on_worker": True})
+    elif options.get("approval_summary") is not None:
+        spec = spec.model_copy(update={"approval_summary": options["approval_summary"]})
     spec = resolve_local(spec, plan)
     tool_class = RegisteredTool if given_schema is None else SchemaTool
     tool = tool_class(
@@ -244,8 +255,36 @@ def build_tool(
         plan=plan,
         approval_predicate=predicate,
         visible_to=options.get("visible_to"),
+        approval_summary=summary_function,
     )
     return tool
+
+
+def _approval_summary(option: object, spec: ToolSpec) -> SummaryFunction | None:
+    """The summary function, if `option` is one; a template is checked against `spec`.
+
+    Raises:
+        ToolRegistrationError: a template the summary language refuses (or one naming an
+            argument the tool does not take, or a secret-marked one), or neither text nor
+            a function.
+    """
+    if option is None:
+        return None
+    if callable(option):
+        return option  # type: ignore[return-value]
+    if not isinstance(option, str):
+        raise ToolRegistrationError(
+            f"tool {spec.name!r}: approval_summary must be a template (text) or a function",
+            rule="options",
+            tool_name=spec.name,
+        )
+    try:
+        check_template(option, spec)
+    except SummaryTemplateError as error:
+        raise ToolRegistrationError(
+            f"tool {spec.name!r}: {error}", rule="options", tool_name=spec.name
+        ) from None
+    return None
 
 
 def _output_schema(

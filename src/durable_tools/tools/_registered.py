@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 
+from ._approval_summary import SummaryFunction
 from ._context import Identity, MissingResource, ToolContext
 from ._errors import InvalidArguments, ToolExecutionError
 from ._schema import SignaturePlan
@@ -39,6 +40,8 @@ class RegisteredTool:
     """Set when `spec.approval == "conditional"`."""
     visible_to: Callable[[Identity], bool] | None = None
     """Hides the tool from runs whose identity it rejects."""
+    approval_summary: SummaryFunction | None = None
+    """Writes a call's summary for its approver (`spec.approval_summary_on_worker`)."""
 
     @property
     def name(self) -> str:

@@ -239,6 +239,13 @@ class ToolSpec(_Frozen):
     """Catalog metadata: how a call reaches the tool."""
     mime_types: tuple[str, ...] = ()
     """Catalog metadata: MIME types the tool reads or produces ("application/pdf")."""
+    approval_summary: str | None = Field(default=None, max_length=500)
+    """A template of the arguments that says in a line what a call does, for the person
+    asked to approve it: `"Refund {amount_cents:money} on order {order_id}"`. Rendered in
+    the workflow when the call starts waiting (see `tools._approval_summary`)."""
+    approval_summary_on_worker: bool = False
+    """A function on the worker writes the summary instead (the preflight activity runs
+    it, since workflow code must not run the tool author's code)."""
     callback: bool = False
     """A callback tool: no worker body. The run publishes the call and waits (up to
     `policy.start_to_close_timeout`) for a client attached to it to run the tool and send

@@ -20,6 +20,7 @@ from durable_tools.protocol._approvals import arguments_hash, static_approval
 from durable_tools.protocol._policy import Verdict, criteria_for, screen
 from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.protocol._types import ApprovalDecision, PendingApproval, RunStatus
+from durable_tools.tools._approval_summary import call_summary
 from durable_tools.tools._formatting import redact_arguments
 from durable_tools.workflows.gates._decisions import PENDING_REFIT_PATCH
 from durable_tools.workflows.gates._grants import grant_from_decision, policy_verdict
@@ -86,7 +87,12 @@ async def approve(state: RunState, valid: ValidCall, record: ToolCallRecord) -> 
         return _refuse(state, valid, record, f"denied by policy ({screened.layer})")
     rules_ask = False if screened is not None else static_approval(spec, state.policy)
     checked: PreflightResult | None = None
-    if rules_ask is None or spec.oauth is not None:
+    # A summary function runs on the worker, in the preflight, when a person may be asked.
+    if (
+        rules_ask is None
+        or spec.oauth is not None
+        or (rules_ask and spec.approval_summary_on_worker)
+    ):
         checked = await preflight(state, valid, force=False)
         if rules_ask is None:
             rules_ask = checked.approval_required
@@ -98,7 +104,7 @@ async def approve(state: RunState, valid: ValidCall, record: ToolCallRecord) -> 
             state.event("policy.allowed", valid.call, detail=detail)
         return Gate(preflight=checked)
     record.status = "awaiting_approval"
-    decision = await _await_decision(state, valid, verdict)
+    decision = await _await_decision(state, valid, verdict, checked)
     record.policy_layer = "auto" if decision.decider.startswith("auto:") else "person"
     record.decided_by = decision.decider
     record.decided_at = workflow.now()
@@ -119,7 +125,9 @@ def _refuse(state: RunState, valid: ValidCall, record: ToolCallRecord, text: str
     return Gate(refusal=denied_reply(call.id, spec.name, text))
 
 
-async def _await_decision(state: RunState, valid: ValidCall, verdict: Verdict) -> ApprovalDecision:
+async def _await_decision(
+    state: RunState, valid: ValidCall, verdict: Verdict, checked: PreflightResult | None
+) -> ApprovalDecision:
     call, spec = valid.call, valid.spec
     policy = state.policy
     now = workflow.now()
@@ -133,13 +141,15 @@ async def _await_decision(state: RunState, valid: ValidCall, verdict: Verdict) -
         requested_at=now,
         deadline=now + timedelta(seconds=timeout) if timeout else None,
         approvals_required=verdict.approvals_required,
+        summary=call_summary(spec, valid.arguments, checked.summary if checked else None),
     )
     waits = state.approvals
     approval_requested(spec.name)
     open_wait(state, waits, call, pending, detail=f"hash {pending.arguments_hash[:12]}")
     evaluation = _start_evaluation(state, valid, pending)
     try:
-        while not await wait_for_answer(state, waits, call.id, timeout):
+        shown = f"approval of {spec.name}: {pending.summary or call.id}"
+        while not await wait_for_answer(state, waits, call.id, timeout, summary=shown):
             if state.policy is not policy and workflow.patched(PENDING_REFIT_PATCH):
                 policy = state.policy  # changed while the call waited: it rules now
             if policy.on_timeout == "escalate" and not pending.escalated and policy.escalate_to:

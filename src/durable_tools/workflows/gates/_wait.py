@@ -105,9 +105,11 @@ async def wait_for_answer(
     timeout: float | timedelta | None,
     *,
     wake: Callable[[], bool] | None = None,
+    summary: str | None = None,
 ) -> bool:
     """Wait durably until the call is answered, the run cancelled, the wait withdrawn by
     a steer (skippable kinds), or `wake` says so: True. False when `timeout` passed first.
+    `summary` names the deadline's timer in the Temporal UI.
     """
     skippable = waits.kind.skippable
     try:
@@ -119,6 +121,7 @@ async def wait_for_answer(
                 or (wake is not None and wake())
             ),
             timeout=timeout,
+            timeout_summary=summary,
         )
     except builtins.TimeoutError:
         return False

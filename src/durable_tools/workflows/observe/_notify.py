@@ -58,6 +58,7 @@ def notify(
     approved: bool | None = None,
     provider: str | None = None,
     link_expires_at: datetime | None = None,
+    summary: str | None = None,
 ) -> None:
     """Tell the agent's notification targets about `event`, in the background."""
     config = state.config.notifications
@@ -80,6 +81,7 @@ def notify(
         approved=approved,
         provider=provider,
         link_expires_at=link_expires_at,
+        summary=summary,
         inbox_url=_inbox_link(config, run_id),
     )
     for webhook in config.webhooks:
@@ -159,6 +161,7 @@ def notify_approval(
         deadline=pending.deadline,
         decider=decision.decider if decision else None,
         approved=decision.approve if decision else None,
+        summary=pending.summary,
     )
 
 

@@ -118,8 +118,10 @@ def _details(state: RunState, doing: str | None) -> str:
 def _how_to_resume(run_id: str, pending: object) -> str:
     """One line of the UI's details: what a waiting call waits for, and how to answer."""
     if isinstance(pending, PendingApproval):
+        # In a code span: the details are markdown, and a summary must not make a link.
+        said = f" `{pending.summary.replace('`', chr(39))}`" if pending.summary else ""
         return (
-            f"- waiting for approval of `{pending.tool}` (call `{pending.call_id}`): "
+            f"- waiting for approval of `{pending.tool}` (call `{pending.call_id}`){said}: "
             f"`durable-tools approve {run_id} {pending.call_id} --hash "
             f"{pending.arguments_hash}` or `durable-tools deny ...`"
         )

@@ -1,0 +1,308 @@
+"""A call's human summary for the person asked to approve it.
+
+A tool gives one with `approval_summary=`: a template such as
+`"Refund {amount_cents:money} on order {order_id}"`, or a function of the arguments.
+
+A template is plain data on the spec (recorded with the run's catalog) and is rendered in
+workflow code when the call starts waiting: parsing and filling it is a pure function of
+the template and the arguments, so it is deterministic and never raises (anything it
+cannot render gives no summary). Its language is deliberately small: `{name}` or
+`{name:formatter}` for a top-level argument, `{{`/`}}` for braces. No attribute or index
+access (`{0.__class__}`, `{x[0]}`), no conversions (`!r`), no widths or precisions (a
+`{x:999999999}` would build a gigabyte): only the formatters in `FORMATTERS`.
+
+A function is worker code: it never runs in workflow code (it could do anything, and a
+workflow must be deterministic). The preflight activity runs it when the call is about to
+ask a person (`summarize_call`), and the workflow records its answer.
+
+Either way a summary is not a secret channel: it is built from the arguments the approver
+is shown anyway, with every secret-marked field (`redact=`, and `writeOnly` or `password`
+fields of the schema) already replaced by `[redacted]`; a template may not name one at
+all; a function's answer is scrubbed of the worker's secrets. It is one line, without
+control or bidirectional-formatting characters, at most `MAX_SUMMARY_CHARS` long.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import string
+import unicodedata
+from collections.abc import Callable, Collection, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from ._formatting import redact_value
+from ._scrub import scrub
+from ._spec import ToolSpec
+
+__all__ = [
+    "FORMATTERS",
+    "MAX_SUMMARY_CHARS",
+    "MAX_TEMPLATE_CHARS",
+    "SUMMARY_FUNCTION_TIMEOUT",
+    "SummaryFunction",
+    "SummaryTemplateError",
+    "call_summary",
+    "check_template",
+    "clean_summary",
+    "render_summary",
+    "secret_fields",
+    "summarize_call",
+]
+
+MAX_SUMMARY_CHARS = 300
+"""Longest summary; a longer one is cut and ends with `…`."""
+MAX_TEMPLATE_CHARS = 500
+"""Longest template a tool may register."""
+SUMMARY_FUNCTION_TIMEOUT = 5.0
+"""Seconds a summary function may take before the call is shown without a summary."""
+_MAX_VALUE_CHARS = 120
+_NOT_GIVEN = "(not given)"
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+SummaryFunction = Callable[[dict[str, Any]], str]
+"""Writes a call's summary from its arguments (secret-marked ones already redacted)."""
+
+
+class SummaryTemplateError(ValueError):
+    """A template the summary language does not allow; the message says what."""
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, int | float):
+        return str(value)
+    return _json(value)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _money(value: Any) -> str:
+    """Minor units (cents) as a decimal amount: 123450 -> `1,234.50`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        whole, cents = divmod(abs(value), 100)
+        return f"{'-' if value < 0 else ''}{whole:,}.{cents:02d}"
+    if isinstance(value, float) and math.isfinite(value):
+        return f"{value / 100:,.2f}"
+    return _plain(value)
+
+
+def _number(value: Any) -> str:
+    """A number with thousands separators: 1234567 -> `1,234,567`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, float) and math.isfinite(value):
+        return f"{value:,.6g}" if abs(value) >= 1e15 else f"{value:,.2f}".rstrip("0").rstrip(".")
+    return _plain(value)
+
+
+def _count(value: Any) -> str:
+    """How many items a list (or keys an object, characters a text) holds."""
+    if isinstance(value, list | tuple | dict | str):
+        return f"{len(value):,}"
+    return _plain(value)
+
+
+FORMATTERS: Mapping[str, Callable[[Any], str]] = MappingProxyType(
+    {"money": _money, "number": _number, "count": _count, "json": _json}
+)
+"""The formatters a template may name after a colon: `money` (minor units such as cents
+as `1,234.50`), `number` (`1,234,567`), `count` (items of a list) and `json` (compact
+JSON). A value a formatter does not apply to is shown as it is."""
+
+_Part = tuple[str, str | None, str | None]
+
+
+def _parse(template: str) -> list[_Part]:
+    """The template as (literal text, field, formatter) parts.
+
+    Raises:
+        SummaryTemplateError: naming the first thing the language does not allow.
+    """
+    if not isinstance(template, str):
+        raise SummaryTemplateError("an approval summary template must be text")
+    if len(template) > MAX_TEMPLATE_CHARS:
+        raise SummaryTemplateError(
+            f"the approval summary template is over {MAX_TEMPLATE_CHARS} characters"
+        )
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as error:  # unbalanced braces
+        raise SummaryTemplateError(f"approval summary template: {error}") from None
+    parts: list[_Part] = []
+    for literal, field, spec, conversion in parsed:
+        if field is None:
+            parts.append((literal, None, None))
+            continue
+        if not _FIELD.fullmatch(field):
+            raise SummaryTemplateError(
+                f"approval summary template: {{{field}}} is not an argument name (only "
+                "`{name}` of a top-level argument: no positions, attributes or indexes)"
+            )
+        if conversion is not None:
+            raise SummaryTemplateError(
+                f"approval summary template: {{{field}!{conversion}}}: conversions are not allowed"
+            )
+        if spec and spec not in FORMATTERS:
+            raise SummaryTemplateError(
+                f"approval summary template: {{{field}:{spec}}}: {spec!r} is not a formatter "
+                f"(one of: {', '.join(FORMATTERS)}; no widths or precisions)"
+            )
+        parts.append((literal, field, spec or None))
+    return parts
+
+
+def _schema_secrets(schema: Any, found: set[str]) -> None:
+    if isinstance(schema, Mapping):
+        properties = schema.get("properties")
+        if isinstance(properties, Mapping):
+            for name, prop in properties.items():
+                if isinstance(prop, Mapping) and (
+                    prop.get("writeOnly") is True or prop.get("format") == "password"
+                ):
+                    found.add(str(name).lower())
+        for child in schema.values():
+            _schema_secrets(child, found)
+    elif isinstance(schema, list):
+        for child in schema:
+            _schema_secrets(child, found)
+
+
+def secret_fields(spec: ToolSpec) -> frozenset[str]:
+    """Argument names (lower-case, at any depth) a summary must never show: the tool's
+    `redact=` names and the schema's `writeOnly` or `password` fields (`SecretStr`)."""
+    found = {name.lower() for name in spec.safety.redact}
+    _schema_secrets(spec.input_schema, found)
+    return frozenset(found)
+
+
+def check_template(template: str, spec: ToolSpec) -> None:
+    """Refuse, at registration, a template that could not render or would show a secret.
+
+    Raises:
+        SummaryTemplateError: a syntax the language does not allow, an argument the tool
+            does not take, or a secret-marked one.
+    """
+    properties = spec.input_schema.get("properties")
+    known = set(properties) if isinstance(properties, Mapping) else set()
+    secrets = secret_fields(spec)
+    for _, field, _ in _parse(template):
+        if field is None:
+            continue
+        if field not in known:
+            raise SummaryTemplateError(
+                f"approval summary template: {{{field}}} is not an argument of the tool "
+                f"(arguments: {', '.join(sorted(known)) or 'none'})"
+            )
+        if field.lower() in secrets:
+            raise SummaryTemplateError(
+                f"approval summary template: {{{field}}} is a secret-marked argument "
+                "(redact= or a password field): a summary must not show it"
+            )
+
+
+def clean_summary(text: object) -> str | None:
+    """`text` as one bounded line: control, formatting (bidirectional overrides, zero-width)
+    and separator characters become spaces, runs of spaces one, cut at `MAX_SUMMARY_CHARS`.
+    None for anything but non-blank text."""
+    if not isinstance(text, str):
+        return None
+    text = text[: MAX_SUMMARY_CHARS * 4]  # enough to fill the line once cleaned
+    kept = "".join(
+        " " if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp") else ch
+        for ch in text
+    )
+    line = " ".join(kept.split())
+    if not line:
+        return None
+    if len(line) > MAX_SUMMARY_CHARS:
+        line = line[: MAX_SUMMARY_CHARS - 1] + "…"
+    return line
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 1] + "…"
+
+
+def render_summary(
+    template: str, arguments: Mapping[str, Any], secrets: Collection[str] = ()
+) -> str | None:
+    """The summary `template` makes of `arguments`, or None when it cannot make one.
+
+    Pure and total (workflow code calls it): a template the language refuses gives None;
+    an argument not given reads `(not given)`; each value is cut at 120 characters.
+
+    Args:
+        template: The tool's template.
+        arguments: The call's arguments.
+        secrets: Argument names to redact first (`secret_fields`), at any depth.
+    """
+    try:
+        parts = _parse(template)
+        shown = redact_value(dict(arguments), secrets)
+        out: list[str] = []
+        for literal, field, formatter in parts:
+            out.append(literal)
+            if field is None:
+                continue
+            if field not in shown:
+                out.append(_NOT_GIVEN)
+                continue
+            value = shown[field]
+            out.append(_clip(FORMATTERS[formatter](value) if formatter else _plain(value)))
+        return clean_summary("".join(out))
+    except Exception:  # deep nesting, a value the encoder refuses: no summary, never a crash
+        return None
+
+
+def call_summary(
+    spec: ToolSpec, arguments: Mapping[str, Any], from_worker: str | None = None
+) -> str | None:
+    """The summary a pending call shows: the worker function's (`from_worker`, when the
+    tool has one), else the tool's template rendered, else None. Pure: workflow code."""
+    if spec.approval_summary_on_worker:
+        return clean_summary(from_worker)
+    if spec.approval_summary is None:
+        return None
+    return render_summary(spec.approval_summary, arguments, secret_fields(spec))
+
+
+async def summarize_call(
+    spec: ToolSpec,
+    function: SummaryFunction,
+    arguments: Mapping[str, Any],
+    worker_secrets: Iterable[str] = (),
+    *,
+    timeout: float = SUMMARY_FUNCTION_TIMEOUT,
+) -> str | None:
+    """Run a tool's summary function on the worker (the preflight activity does).
+
+    It gets the arguments with their secret-marked fields redacted and runs in a thread
+    (it may block); what it returns is scrubbed of the worker's secrets and cleaned. A
+    function that raises, times out or returns anything but text gives None: the call
+    then shows without a summary, and still waits for its decision.
+    """
+    shown = redact_value(dict(arguments), secret_fields(spec))
+    try:
+        text = await asyncio.wait_for(asyncio.to_thread(function, shown), timeout)
+    except Exception:
+        return None
+    if not isinstance(text, str):
+        return None
+    # Scrubbed whole (up to a bound far past what is shown), then cut: a cut first could
+    # leave part of a secret that no longer matches.
+    return clean_summary(scrub(text[:65_536], worker_secrets))

@@ -1,0 +1,173 @@
+"""The call page's explanations and its attacks, over HTTP against the real app and run:
+a summary that tries to be HTML, a grant confirmed on arguments that changed, a second
+"stop asking" without its confirmation, an encrypted run over the JSON API, a catalog
+that inflates without end; and the sentences themselves (`_explain`), one by one.
+"""
+
+from __future__ import annotations
+
+import base64
+import zlib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from inbox_support import (
+    csrf_token,
+    decide_by_form,
+    http,
+    login,
+    make_app,
+    make_users,
+)
+from temporalio.client import Client
+
+from durable_tools.client import DurableTools
+from durable_tools.codec import EncryptionCodec, KeyRing, data_converter
+from durable_tools.inbox._explain import acts_for, at_deadline, grant_offer, short_prompt
+from durable_tools.inbox._run_record import MAX_CATALOG_BYTES, _unpack
+from durable_tools.tools import Identity, ToolRegistry
+from durable_tools.workflows import ApprovalPolicy, PendingApproval
+from support import answer, calls, decisions_sent, running_worker, wait_for, write_script
+
+
+def refund_registry() -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, approval_summary="Refund {amount_cents:money} on {order_id}")
+    def refund(amount_cents: int, order_id: str) -> str:
+        """Refund an order."""
+        return "ok"
+
+    return registry
+
+
+async def test_a_summary_is_escaped_and_a_grant_needs_its_confirmation_on_the_same_call(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    hostile = {"amount_cents": 5, "order_id": "<script>alert(1)</script>"}
+    model = write_script(tmp_path, [calls(("c1", "refund", hostile)), answer("done")])
+    async with running_worker(client, refund_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start("refund", model=model)
+        [pending] = (await wait_for(run, lambda s: bool(s.pending_approvals))).pending_approvals
+        async with http(make_app(client, task_queue, users)) as browser:
+            await login(browser, users.alice)
+            page = await browser.get(f"/runs/{run.run_id}/calls/c1")
+            assert "<script>alert" not in page.text
+            assert "Refund 0.05 on &lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+            listed = (await browser.get("/pending/rows")).text
+            assert "<script>alert" not in listed and "Refund 0.05 on &lt;script&gt;" in listed
+            # The confirmation is for the arguments shown: another hash is refused there.
+            stale = {"action": "remember", "arguments_hash": "0" * 64}
+            _, refused = await decide_by_form(browser, run.run_id, "c1", stale)
+            assert refused.status_code == 409 and "changed" in refused.text
+            # Confirmed with a hash that is not the call's: the decision is refused too.
+            forged = {**stale, "confirm": "yes", "csrf_token": csrf_token(page.text)}
+            decided = await browser.post(f"/runs/{run.run_id}/calls/c1/decide", data=forged)
+            assert decided.status_code == 409
+            # `confirm` other than "yes" is no confirmation.
+            almost = {
+                "action": "remember",
+                "arguments_hash": pending.arguments_hash,
+                "confirm": "YES",
+                "csrf_token": csrf_token(page.text),
+            }
+            asked = await browser.post(f"/runs/{run.run_id}/calls/c1/decide", data=almost)
+            assert asked.status_code == 200 and 'id="confirm-grant"' in asked.text
+            assert await decisions_sent(run) == []
+        await run.cancel("test over")
+
+
+async def test_an_encrypted_run_over_the_api_is_named_and_refused_cleanly(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    codec = EncryptionCodec(KeyRing({"api-test": bytes(range(1, 33))}))
+    secure = await Client.connect(
+        client.service_client.config.target_host,
+        namespace=client.namespace,
+        data_converter=data_converter(codec),
+    )
+    model = write_script(tmp_path, [calls(("c1", "refund", {"amount_cents": 1, "order_id": "x"}))])
+    async with running_worker(secure, refund_registry(), task_queue):
+        run = await DurableTools(secure, task_queue).start("refund", model=model)
+        [pending] = (await wait_for(run, lambda s: bool(s.pending_approvals))).pending_approvals
+        bearer = {"Authorization": f"Bearer {users.alice}"}
+        async with http(make_app(client, task_queue, users)) as api:
+            for _ in range(100):  # visibility is eventually consistent
+                listed = (await api.get(f"/api/pending?run={run.run_id}", headers=bearer)).json()
+                if listed["encrypted_runs"]:
+                    break
+            [encrypted] = listed["encrypted_runs"]
+            assert encrypted["run_id"] == run.run_id and encrypted["awaiting_tool"] == "refund"
+            assert listed["unreachable_runs"] == [] and listed["pending"] == []
+            decided = await api.post(
+                f"/api/runs/{run.run_id}/calls/c1/decide",
+                json={"approve": True, "arguments_hash": pending.arguments_hash},
+                headers=bearer,
+            )
+            assert decided.status_code == 503
+            assert "DURABLE_TOOLS_CODEC_KEYS" in decided.json()["error"]
+        await run.cancel("test over")
+
+
+def test_a_catalog_that_inflates_past_the_bound_is_not_read() -> None:
+    bomb = zlib.compress(b"[" + b" " * (MAX_CATALOG_BYTES + 10) + b"]", 9)
+    assert len(bomb) < 100_000
+    assert _unpack({"data": base64.b64encode(bomb).decode()}) == []
+    assert _unpack({"data": "not base64!"}) == []
+    assert _unpack({"data": base64.b64encode(b"not zlib").decode()}) == []
+    good = zlib.compress(b'[{"name": "pay"}]')
+    assert _unpack({"data": base64.b64encode(good).decode()}) == [{"name": "pay"}]
+
+
+def approval(**changes: object) -> PendingApproval:
+    now = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+    fields: dict[str, object] = {
+        "call_id": "c1",
+        "tool": "refund",
+        "arguments": {},
+        "arguments_hash": "0" * 64,
+        "requested_at": now,
+        "deadline": now + timedelta(hours=2),
+    }
+    return PendingApproval.model_validate({**fields, **changes})
+
+
+NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def test_what_happens_at_the_deadline_is_said_plainly() -> None:
+    assert "No deadline" in at_deadline(approval(deadline=None), None, NOW)
+    denied = at_deadline(approval(), ApprovalPolicy(timeout_seconds=7200), NOW)
+    assert denied.startswith("At 2030-01-01 14:00:00 UTC (in 2 h 0 min)")
+    assert "it is denied (the agent is told" in denied
+    ends = ApprovalPolicy(timeout_seconds=7200, on_deny="end_run")
+    assert "denied and the run ends" in at_deadline(approval(), ends, NOW)
+    fails = ApprovalPolicy(timeout_seconds=7200, on_timeout="fail")
+    assert "the run fails" in at_deadline(approval(), fails, NOW)
+    escalates = ApprovalPolicy(
+        timeout_seconds=7200, on_timeout="escalate", escalate_to=("carol", "group:leads")
+    )
+    said = at_deadline(approval(), escalates, NOW)
+    assert "escalated to carol, group:leads" in said and "2 h 0 min later" in said
+    again = at_deadline(approval(escalated=True), escalates, NOW)
+    assert "it is denied" in again and "escalated already" in again
+    late = at_deadline(approval(), ApprovalPolicy(timeout_seconds=1), NOW + timedelta(days=1))
+    assert "(now)" in late
+
+
+def test_whom_the_run_acts_for_and_the_prompt_cut() -> None:
+    assert acts_for(Identity(tenant="acme", user="dana")) == "user dana of tenant acme"
+    assert acts_for(Identity(tenant="acme")) == "tenant acme"
+    assert "no particular user" in acts_for(Identity())
+    assert short_prompt("hi") == ("hi", False)
+    cut, was_cut = short_prompt("x" * 5000)
+    assert was_cut and len(cut) == 600 and cut.endswith("…")
+    assert "not known" in short_prompt(None)[0]
+
+
+def test_a_grant_is_not_offered_where_it_would_be_refused() -> None:
+    offer = grant_offer(approval())
+    assert offer is not None and "until the run ends" in offer and "any arguments" in offer
+    assert grant_offer(approval(approvals_required=2)) is None

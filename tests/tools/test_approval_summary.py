@@ -1,0 +1,173 @@
+"""A tool's approval summary: the template language, attacked, and what registration refuses.
+
+The template renders in workflow code, so it must be total (never raise) and bounded;
+it is not a secret channel, so a secret-marked argument can neither be named nor shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from durable_tools.tools import ToolRegistrationError, ToolRegistry
+from durable_tools.tools._approval_summary import (
+    MAX_SUMMARY_CHARS,
+    SummaryTemplateError,
+    call_summary,
+    check_template,
+    clean_summary,
+    render_summary,
+    summarize_call,
+)
+from durable_tools.tools._spec import ToolSpec
+
+
+def refund_registry(summary: Any) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, redact=("card",), approval_summary=summary)
+    def refund(
+        amount_cents: int, order_id: str, card: str = "", items: list[str] | None = None
+    ) -> str:
+        """Refund an order."""
+        return "ok"
+
+    return registry
+
+
+def spec_of(summary: Any) -> ToolSpec:
+    return refund_registry(summary).get("refund").spec
+
+
+def test_a_template_renders_money_and_the_order() -> None:
+    spec = spec_of("Refund {amount_cents:money} on order {order_id}")
+    assert spec.approval_summary == "Refund {amount_cents:money} on order {order_id}"
+    assert not spec.approval_summary_on_worker
+    shown = call_summary(spec, {"amount_cents": 123450, "order_id": "A-17"})
+    assert shown == "Refund 1,234.50 on order A-17"
+    assert call_summary(spec, {"amount_cents": -5, "order_id": "x"}) == "Refund -0.05 on order x"
+
+
+@pytest.mark.parametrize(
+    ("template", "says"),
+    [
+        ("{0.__class__}", "not an argument name"),
+        ("{order_id.__class__.__mro__}", "not an argument name"),
+        ("{items[0]}", "not an argument name"),
+        ("{}", "not an argument name"),
+        ("{0}", "not an argument name"),
+        ("{ order_id }", "not an argument name"),
+        ("{order_id!r}", "conversions are not allowed"),
+        ("{order_id:999999999}", "not a formatter"),
+        ("{amount_cents:>{order_id}}", "not a formatter"),
+        ("{amount_cents:,.2f}", "not a formatter"),
+        ("{nope}", "not an argument of the tool"),
+        ("{card}", "secret-marked"),
+        ("{CARD}", "not an argument of the tool"),
+        ("{ordér_id}", "not an argument name"),  # a Unicode look-alike is no identifier here
+        ("Refund {amount_cents", "approval summary template"),
+        ("x" * 501, "over 500 characters"),
+    ],
+)
+def test_registration_refuses_templates_that_could_reach_anything_else(
+    template: str, says: str
+) -> None:
+    with pytest.raises(ToolRegistrationError, match="refund") as refused:
+        refund_registry(template)
+    assert says in str(refused.value)
+
+
+def test_a_schema_password_field_cannot_be_named() -> None:
+    registry = ToolRegistry()
+    with pytest.raises(ToolRegistrationError, match="secret-marked"):
+
+        @registry.tool(approval=True, approval_summary="Log in as {user} with {password}")
+        def login(user: str, password: SecretStr) -> str:
+            """Log in."""
+            return "ok"
+
+
+def test_rendering_is_total_whatever_the_template_or_arguments() -> None:
+    # A template that never passed registration (a hand-edited catalog): no summary, no crash.
+    for bad in ("{0.__class__}", "{x[0]}", "{x:999999999}", "{x!r}", "{", 42):
+        assert render_summary(bad, {"x": 1}) is None  # type: ignore[arg-type]
+    nested: Any = []
+    for _ in range(100_000):
+        nested = [nested]
+    assert render_summary("{x:json}", {"x": nested}) is None  # too deep to encode
+    assert render_summary("{x}", {}) == "(not given)"
+    assert render_summary("{x:money} {y:money}", {"x": float("nan"), "y": True}) == "NaN true"
+    assert render_summary("{x:number}", {"x": 10**4000}) is not None
+    assert render_summary("{x:count} items", {"x": ["a", "b"]}) == "2 items"
+
+
+def test_a_summary_is_one_bounded_line_without_control_or_bidi_characters() -> None:
+    spoof = "A-17\u202egnp.exe\n\x1b[31mFAKE\u200b"
+    shown = render_summary("order {order_id}", {"order_id": spoof})
+    assert shown is not None
+    assert "\u202e" not in shown and "\n" not in shown and "\x1b" not in shown
+    assert "\u200b" not in shown
+    huge = render_summary("{a} {b} {c} {d}", dict.fromkeys("abcd", "y" * 10_000))
+    assert huge is not None and len(huge) <= MAX_SUMMARY_CHARS and huge.endswith("…")
+    assert clean_summary(" \n\t ") is None and clean_summary(7) is None
+
+
+def test_redacted_values_never_reach_a_summary_even_nested() -> None:
+    spec = spec_of("{order_id}: {items:json}")
+    arguments = {"order_id": {"card": "4111-SECRET"}, "items": [{"Card": "4111-SECRET"}]}
+    shown = call_summary(spec, arguments)
+    assert shown is not None and "4111" not in shown and "[redacted]" in shown
+
+
+async def test_a_function_runs_on_redacted_arguments_and_is_scrubbed() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def summary(arguments: dict[str, Any]) -> str:
+        seen.append(arguments)
+        return f"Refund {arguments['amount_cents']} with key TOPSECRET-123 card {arguments['card']}"
+
+    registry = refund_registry(summary)
+    tool = registry.get("refund")
+    assert tool.spec.approval_summary_on_worker and tool.spec.approval_summary is None
+    arguments = {"amount_cents": 5, "order_id": "o", "card": "4111"}
+    shown = await summarize_call(tool.spec, summary, arguments, ["TOPSECRET-123"])
+    assert seen == [{"amount_cents": 5, "order_id": "o", "card": "[redacted]"}]
+    assert shown == "Refund 5 with key [redacted] card [redacted]"
+    # The workflow takes the worker's line (cleaned again), never the template's.
+    assert call_summary(tool.spec, arguments, "  a\nline ") == "a line"
+
+
+async def test_a_function_that_fails_hangs_or_lies_gives_no_summary() -> None:
+    spec = spec_of(lambda arguments: "x")
+
+    def boom(arguments: dict[str, Any]) -> str:
+        raise RuntimeError("no")
+
+    released = threading.Event()
+
+    def slow(arguments: dict[str, Any]) -> str:
+        released.wait(5)
+        return "late"
+
+    assert await summarize_call(spec, boom, {}) is None
+    assert await summarize_call(spec, lambda a: 42, {}) is None  # type: ignore[arg-type,return-value]
+    started = time.monotonic()
+    assert await summarize_call(spec, slow, {}, timeout=0.2) is None
+    assert time.monotonic() - started < 2
+    released.set()
+    await asyncio.sleep(0)
+
+
+def test_neither_text_nor_function_is_refused() -> None:
+    with pytest.raises(ToolRegistrationError, match=r"template \(text\) or a function"):
+        refund_registry(42)
+
+
+def test_check_template_names_the_problem() -> None:
+    with pytest.raises(SummaryTemplateError, match="formatter"):
+        check_template("{order_id:upper}", spec_of(None))
