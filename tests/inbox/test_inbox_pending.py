@@ -22,8 +22,10 @@ from inbox_support import (
 )
 from temporalio.client import Client
 
-from durable_tools.client import AgentRun
-from support import running_worker
+from durable_tools.client import AgentRun, DurableTools
+from durable_tools.tools import ToolRegistry
+from durable_tools.workflows import AgentConfig
+from support import answer, calls, running_worker, wait_for, write_script
 
 RUNS = 5
 PAGE = 2
@@ -125,3 +127,48 @@ async def test_a_user_sees_what_they_may_decide_and_concurrent_lists_share_queri
         assert app.state.run_queries.peak <= 2
         for run in runs:
             await cancel_and_check(run)
+
+
+def callback_registry() -> ToolRegistry:
+    registry = pay_registry()
+    registry.callback_tool(
+        "get_location",
+        description="Where the user's device is.",
+        parameters={"type": "object", "properties": {"precise": {"type": "boolean"}}},
+        timeout=600,
+    )
+    return registry
+
+
+async def test_the_pending_list_shows_every_wait_not_only_approvals(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    agent = f"waits-{uuid.uuid4().hex[:8]}"
+    app = make_app(client, task_queue, users)
+    step = calls(("g1", "get_location", {"precise": True}))
+    model = write_script(tmp_path, [step, answer("here")])
+    async with running_worker(client, callback_registry(), task_queue):
+        waiting = await DurableTools(client, task_queue).start(
+            "where am I", model=model, config=AgentConfig(name=agent, model=model)
+        )
+        await wait_for(waiting, lambda s: bool(s.pending_callbacks))
+        approving, _, _ = await start_pending(client, task_queue, tmp_path, agent=agent)
+        async with http(app) as script:
+            answer_json = await script.get(
+                f"/api/pending?agent={agent}", headers={"Authorization": f"Bearer {users.alice}"}
+            )
+            await login(script, users.alice)
+            page = await script.get(f"/?agent={agent}")
+        await cancel_and_check(waiting)
+        await cancel_and_check(approving)
+    body = answer_json.json()
+    assert [item["run_id"] for item in body["pending"]] == [approving.run_id]
+    [wait] = body["other_waits"]
+    assert wait["run_id"] == waiting.run_id and wait["kind"] == "callback"
+    assert wait["tool"] == "get_location" and wait["call_id"] == "g1"
+    assert wait["resume"].startswith(f"durable-tools callbacks serve {waiting.run_id}")
+    # The page lists it under "Other waits", with what answers it.
+    assert page.status_code == 200
+    assert 'id="other-waits"' in page.text and "get_location" in page.text
+    assert f"durable-tools callbacks serve {waiting.run_id}" in page.text

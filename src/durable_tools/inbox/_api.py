@@ -26,6 +26,20 @@ def pending_json(user: str, found: PendingList) -> dict[str, Any]:
             }
             for item in found.items
         ],
+        "other_waits": [
+            {
+                "run_id": wait.run_id,
+                "agent": wait.agent,
+                "kind": wait.kind,
+                "call_id": wait.call_id,
+                "tool": wait.tool,
+                "waiting_for": wait.waiting_for,
+                "resume": wait.resume,
+                "since": wait.since.isoformat(),
+                "deadline": wait.deadline.isoformat() if wait.deadline else None,
+            }
+            for wait in found.waits
+        ],
         "unreachable_runs": found.unreachable,
         "encrypted_runs": [
             {

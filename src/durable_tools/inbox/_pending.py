@@ -1,10 +1,12 @@
-"""The pending list: approvals waiting on a person, one page of runs at a time.
+"""The pending list: approvals waiting on a person, one page of runs at a time, and the
+run's other waits (a question for the user, an OAuth grant, a callback client).
 
 The runs come from Temporal's visibility store, filtered there by the search attributes
-(`PendingApprovals > 0`, `AgentName`, the workflow id), newest first, one page per request
-with an opaque cursor for the next. Only the runs of that page are asked for their pending
-approvals, through `RunQueries`: a bounded number of queries at once for the whole app,
-and one query per run however many requests want it at the same moment.
+(`PendingApprovals > 0` or an `AgentStatus` that waits, `AgentName`, the workflow id),
+newest first, one page per request with an opaque cursor for the next. Only the runs of
+that page are asked what they wait for, through `RunQueries`: a bounded number of queries
+at once for the whole app, and one query per run however many requests want it at the
+same moment.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from temporalio.service import RPCError
 from durable_tools import search_attributes as sa
 from durable_tools._encrypted import is_encrypted_payload_error
 from durable_tools.client import DurableTools
-from durable_tools.workflows import PendingApproval
+from durable_tools.workflows import PendingApproval, RunSnapshot, RunStatus
 
 from ._auth import decider_for
 from ._tokens import User
@@ -33,6 +35,7 @@ __all__ = [
     "DEFAULT_QUERY_CONCURRENCY",
     "QUERY_TIMEOUT",
     "EncryptedPending",
+    "OtherWait",
     "PageRequestError",
     "PendingItem",
     "PendingList",
@@ -82,6 +85,85 @@ class EncryptedPending:
     """How many calls wait on a person (`PendingApprovals`)."""
 
 
+@dataclass(frozen=True)
+class OtherWait:
+    """A call that waits on someone other than an approver: the user's answer to an MCP
+    server's question, the user's OAuth grant, or a client that runs a callback tool.
+
+    Attributes:
+        run_id: The run that waits.
+        agent: Its agent.
+        kind: `question`, `authorization` or `callback`.
+        call_id: The waiting call.
+        tool: Its tool.
+        waiting_for: What it waits for, in words (the question, the provider and scopes).
+        resume: How it goes on: the command or party that answers it.
+        since: When it started waiting.
+        deadline: When it stops waiting, if ever.
+    """
+
+    run_id: str
+    agent: str | None
+    kind: str
+    call_id: str
+    tool: str
+    waiting_for: str
+    resume: str
+    since: datetime
+    deadline: datetime | None
+
+
+def other_waits(run_id: str, agent: str | None, snapshot: RunSnapshot) -> list[OtherWait]:
+    """The run's waits that are not approvals, each with how it is resumed."""
+    waits = []
+    for asked in snapshot.pending_inputs:
+        questions = "; ".join(q.message for q in asked.questions)[:500]
+        waits.append(
+            OtherWait(
+                run_id,
+                agent,
+                "question",
+                asked.call_id,
+                asked.tool,
+                questions,
+                f"durable-tools answer {run_id} {asked.call_id} --accept '{{...}}'",
+                asked.requested_at,
+                asked.deadline,
+            )
+        )
+    for auth in snapshot.pending_authorizations:
+        scopes = f" ({', '.join(auth.scopes)})" if auth.scopes else ""
+        waits.append(
+            OtherWait(
+                run_id,
+                agent,
+                "authorization",
+                auth.call_id,
+                auth.tool,
+                f"the user's grant for {auth.provider}{scopes}",
+                f"the user opens the link sent to them; a new one: durable-tools auth "
+                f"reissue {run_id} {auth.call_id}",
+                auth.requested_at,
+                auth.deadline,
+            )
+        )
+    for published in snapshot.pending_callbacks:
+        waits.append(
+            OtherWait(
+                run_id,
+                agent,
+                "callback",
+                published.call_id,
+                published.tool,
+                "a client that runs this callback tool",
+                f"durable-tools callbacks serve {run_id} MODULE (or AgentRun.serve_callbacks)",
+                published.published_at,
+                published.deadline,
+            )
+        )
+    return waits
+
+
 @dataclass
 class PendingList:
     """One page of pending approvals, newest first.
@@ -91,10 +173,12 @@ class PendingList:
         unreachable: Runs of the page that did not answer.
         encrypted: Runs of the page whose payloads are encrypted and the inbox has no keys.
         hidden: Approvals of the page left out because the user may not decide them.
+        waits: The page's runs' other waits (questions, grants, callback clients).
         next_cursor: Where the next page starts; None when this is the last page.
     """
 
     items: list[PendingItem] = field(default_factory=list)
+    waits: list[OtherWait] = field(default_factory=list)
     unreachable: list[str] = field(default_factory=list)
     encrypted: list[EncryptedPending] = field(default_factory=list)
     hidden: int = 0
@@ -102,7 +186,7 @@ class PendingList:
 
 
 class RunQueries:
-    """Asks runs for their pending approvals, bounded and shared.
+    """Asks runs what they wait for (their `status`), bounded and shared.
 
     At most `concurrency` queries run at once (the rest wait their turn; a run's
     `QUERY_TIMEOUT` starts when its query is sent, so waiting does not make it
@@ -119,15 +203,15 @@ class RunQueries:
             raise ValueError("query concurrency must be at least 1")
         self._tools = tools
         self._slots = asyncio.Semaphore(concurrency)
-        self._in_flight: dict[str, asyncio.Task[list[PendingApproval]]] = {}
+        self._in_flight: dict[str, asyncio.Task[RunSnapshot]] = {}
         self.sent = 0
         """Queries sent so far."""
         self.peak = 0
         """The most queries that were in flight at once."""
         self._running = 0
 
-    async def approvals(self, run_id: str) -> list[PendingApproval]:
-        """The approvals run `run_id` itself waits for (its sub-agents are runs of their own)."""
+    async def snapshot(self, run_id: str) -> RunSnapshot:
+        """What run `run_id` itself waits for (its sub-agents are runs of their own)."""
         task = self._in_flight.get(run_id)
         if task is None:
             task = asyncio.ensure_future(self._ask(run_id))
@@ -136,13 +220,13 @@ class RunQueries:
         # Shielded: one request going away must not cancel the query others wait on.
         return await asyncio.shield(task)
 
-    def _forget(self, run_id: str, done: asyncio.Task[list[PendingApproval]]) -> None:
+    def _forget(self, run_id: str, done: asyncio.Task[RunSnapshot]) -> None:
         if self._in_flight.get(run_id) is done:
             del self._in_flight[run_id]
         if not done.cancelled():
             done.exception()  # retrieved, so an answer nobody waited for logs nothing
 
-    async def _ask(self, run_id: str) -> list[PendingApproval]:
+    async def _ask(self, run_id: str) -> RunSnapshot:
         async with self._slots:
             self.sent += 1
             self._running += 1
@@ -152,7 +236,7 @@ class RunQueries:
                 snapshot = await asyncio.wait_for(run.status(), QUERY_TIMEOUT)
             finally:
                 self._running -= 1
-        return list(snapshot.pending_approvals)
+        return snapshot
 
 
 def _literal(name: str, value: str) -> str:
@@ -161,10 +245,20 @@ def _literal(name: str, value: str) -> str:
     return f"'{value}'"
 
 
+_OTHER_WAITS = ", ".join(
+    f"'{status.value}'"
+    for status in (
+        RunStatus.AWAITING_INPUT,
+        RunStatus.AWAITING_AUTHORIZATION,
+        RunStatus.AWAITING_CALLBACK,
+    )
+)
+
+
 def _visibility_query(agent: str | None, run_id: str | None) -> str:
     query = (
         "WorkflowType = 'AgentWorkflow' AND ExecutionStatus = 'Running' "
-        f"AND {sa.PENDING_APPROVALS.name} > 0"
+        f"AND ({sa.PENDING_APPROVALS.name} > 0 OR {sa.AGENT_STATUS.name} IN ({_OTHER_WAITS}))"
     )
     if agent:
         query += f" AND {sa.AGENT_NAME.name} = {_literal('agent', agent)}"
@@ -236,7 +330,7 @@ async def list_pending(
     query = _visibility_query(agent, run_id)
     runs, next_cursor = await _page_of_runs(tools, query, page_size, cursor)
     answers = await asyncio.gather(
-        *(queries.approvals(run.id) for run in runs), return_exceptions=True
+        *(queries.snapshot(run.id) for run in runs), return_exceptions=True
     )
     result = PendingList(next_cursor=next_cursor)
     for run, answer in zip(runs, answers, strict=True):
@@ -255,7 +349,8 @@ async def list_pending(
         if isinstance(answer, BaseException):
             result.unreachable.append(run.id)
             continue
-        for approval in answer:
+        result.waits += [w for w in other_waits(run.id, name, answer) if not tool or w.tool == tool]
+        for approval in answer.pending_approvals:
             if tool and approval.tool != tool:
                 continue
             if decider and approval.deciders and decider not in approval.deciders:
@@ -266,4 +361,5 @@ async def list_pending(
                 continue
             result.items.append(PendingItem(run.id, name, approval, may_decide=mine))
     result.items.sort(key=lambda item: item.requested_at, reverse=True)
+    result.waits.sort(key=lambda wait: wait.since, reverse=True)
     return result
