@@ -404,7 +404,8 @@ async def test_cancel_while_idle_and_a_limit_inside_a_message(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     model = write_script(
-        tmp_path, [answer("ready"), calls(("a", "lookup", {"q": "1"})), calls(("b", "lookup", {"q": "2"}))]
+        tmp_path,
+        [answer("ready"), calls(("a", "lookup", {"q": "1"})), calls(("b", "lookup", {"q": "2"}))],
     )
     config = session_config(model, limits=Limits(max_turns=1))
     tools = DurableTools(client, task_queue)
