@@ -30,7 +30,6 @@ from durable_tools.workflows import (
 )
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
-
 LONE = b'"\\ud800 x"'
 """A JSON string holding a lone surrogate (no UTF-8 encoding exists for it)."""
 

@@ -37,8 +37,8 @@ from durable_tools.workflows.run._state import EndRun, RunState
 __all__ = [
     "MESSAGES_PER_RUN",
     "check_close",
-    "refusal",
     "check_message",
+    "refusal",
     "reply_to",
     "request_close",
     "run_session",
@@ -52,7 +52,6 @@ of one workflow run (2,000 by default, decisions and other updates included)."""
 
 _NOTE_CHARS = 200
 """Characters of a message or answer an event's detail holds (events live in memory)."""
-
 
 
 async def run_session(
