@@ -357,6 +357,8 @@ async def test_refusals(client: Client, task_queue: str, tmp_path: Path) -> None
         with pytest.raises(WorkflowUpdateFailedError) as refused:
             await run.handle.execute_update("close", 7, result_type=str)
         assert "must be text" in str(refused.value.cause)
+        with pytest.raises(SessionRefused, match="the limit is 500"):
+            await run.close("x" * 1_000_000)
         sent = await run.start_send("work")
         with pytest.raises(SessionRefused, match="answering message 2"):
             await run.send("and more")

@@ -247,11 +247,17 @@ def check_close(state: RunState, reason: object) -> None:
 
     Raises:
         ApplicationError: (`REFUSED`) not a session, already ended, cancelled or
-            closing, or the reason is not text.
+            closing, or the reason is not text or longer than `MAX_CANCEL_REASON_CHARS`.
     """
     _check_open(state)
     if reason is not None and not isinstance(reason, str):
         raise refusal(f"a close reason must be text, got {type(reason).__name__}")
+    # An update's argument is recorded in history: refused when long, not cut after.
+    if isinstance(reason, str) and len(reason) > MAX_CANCEL_REASON_CHARS:
+        raise refusal(
+            f"the close reason has {len(reason):,} characters; "
+            f"the limit is {MAX_CANCEL_REASON_CHARS:,}"
+        )
 
 
 def request_close(state: RunState, reason: object) -> str:
