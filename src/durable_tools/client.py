@@ -21,18 +21,33 @@ from durable_tools._input_client import InputAnswerRejected, answer_input
 from durable_tools._run_decisions import with_decisions
 from durable_tools._run_handle import AgentRun
 from durable_tools._run_progress import ToolProgress, progress_in
+from durable_tools._session_client import (
+    SentMessage,
+    SessionRefused,
+    send_with_start,
+    start_operation,
+)
 from durable_tools.connection import ConnectionOptions, connect
 from durable_tools.messages import ModelSettings
 from durable_tools.protocol._run_io import INPUT_REVISION
 from durable_tools.tools._context import Identity
 from durable_tools.worker import task_queue_from_env
-from durable_tools.workflows import AgentConfig, AgentInput, AgentWorkflow, RunStatus
+from durable_tools.workflows import (
+    AgentConfig,
+    AgentInput,
+    AgentWorkflow,
+    RunStatus,
+    SessionConfig,
+    SessionReply,
+)
 
 __all__ = [
     "AgentRun",
     "DurableTools",
     "InputAnswerRejected",
     "RunSummary",
+    "SentMessage",
+    "SessionRefused",
     "ToolProgress",
     "answer_input",
     "progress_in",
@@ -44,6 +59,7 @@ _WAITING = (
     RunStatus.AWAITING_AUTHORIZATION.value,
     RunStatus.AWAITING_INPUT.value,
     RunStatus.AWAITING_CALLBACK.value,
+    RunStatus.AWAITING_MESSAGE.value,
 )
 
 
@@ -121,6 +137,27 @@ class DurableTools:
             output_type: The type of the final answer (see `AgentConfig.output_type`);
                 replaces the config's. `(await run.result()).output` is then an instance.
         """
+        run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
+        run_input, options = await self._start_args(
+            prompt, model, config, identity, granted_scopes, model_settings, output_type
+        )
+        await self.client.start_workflow(
+            AgentWorkflow.run, run_input, id=run_id, task_queue=self.task_queue, **options
+        )
+        schema = run_input.config.output_type
+        return self.run(run_id, output_type=schema.python_type if schema else None)
+
+    async def _start_args(
+        self,
+        prompt: str,
+        model: str | None,
+        config: AgentConfig | None,
+        identity: Identity | None,
+        granted_scopes: Sequence[str],
+        model_settings: ModelSettings | None,
+        output_type: Any,
+    ) -> tuple[AgentInput, dict[str, Any]]:
+        """A run's input, and the start options besides its id and task queue."""
         config = start_config(
             self.client,
             model=model,
@@ -128,23 +165,86 @@ class DurableTools:
             model_settings=model_settings,
             output_type=output_type,
         )
-        run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
-        await self.client.start_workflow(
-            AgentWorkflow.run,
-            AgentInput(
-                prompt=prompt,
-                config=config,
-                identity=identity or Identity(),
-                granted_scopes=list(granted_scopes),
-                revision=INPUT_REVISION,
-            ),
-            id=run_id,
-            task_queue=self.task_queue,
-            static_summary=f"{config.name}: {prompt[:120]}",
-            search_attributes=await start_attributes(self.client, config),
+        run_input = AgentInput(
+            prompt=prompt,
+            config=config,
+            identity=identity or Identity(),
+            granted_scopes=list(granted_scopes),
+            revision=INPUT_REVISION,
         )
-        schema = config.output_type
-        return self.run(run_id, output_type=schema.python_type if schema else None)
+        options = {
+            "static_summary": f"{config.name}: {prompt[:120]}" if prompt else config.name,
+            "search_attributes": await start_attributes(self.client, config),
+        }
+        return run_input, options
+
+    async def send(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        model: str | None = None,
+        config: AgentConfig | None = None,
+        message_id: str | None = None,
+        identity: Identity | None = None,
+        granted_scopes: Sequence[str] = (),
+        model_settings: ModelSettings | None = None,
+    ) -> SessionReply:
+        """Send a message to the session `session_id`, starting it first if it is not
+        running, and wait for the answer: one call per message for a chat front end.
+
+        `start_send` returns once the run took the message instead (see
+        docs/sessions.md). The start arguments matter only when the call starts the
+        session; a session that ended is not started again under its id.
+
+        Args:
+            session_id: The session's workflow id.
+            text: The user's message.
+            model, config, identity, granted_scopes, model_settings: As for `start`;
+                `config.session` defaults to `SessionConfig()`.
+            message_id: As for `AgentRun.start_send`.
+
+        Raises:
+            SessionRefused: the run refused the message, or the session has ended.
+        """
+        sent = await self.start_send(
+            session_id,
+            text,
+            model=model,
+            config=config,
+            message_id=message_id,
+            identity=identity,
+            granted_scopes=granted_scopes,
+            model_settings=model_settings,
+        )
+        return await sent.result()
+
+    async def start_send(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        model: str | None = None,
+        config: AgentConfig | None = None,
+        message_id: str | None = None,
+        identity: Identity | None = None,
+        granted_scopes: Sequence[str] = (),
+        model_settings: ModelSettings | None = None,
+    ) -> SentMessage:
+        """`send`, returning once the run took the message (update-with-start)."""
+        if config is None:
+            if model is None:
+                raise ValueError("give either model= or config=")
+            config = AgentConfig(model=model)
+        if config.session is None:
+            config = config.model_copy(update={"session": SessionConfig()})
+        run_input, options = await self._start_args(
+            "", None, config, identity, granted_scopes, model_settings, None
+        )
+        start = start_operation(
+            AgentWorkflow.run, run_input, id=session_id, task_queue=self.task_queue, **options
+        )
+        return await send_with_start(self.client, start, session_id, text, message_id)
 
     def run(self, run_id: str, *, output_type: Any = None, prefix: str = "") -> AgentRun:
         """A handle on an existing run; `output_type` as for `AgentRun`."""
@@ -159,7 +259,8 @@ class DurableTools:
 
     async def pending(self, limit: int = 200) -> list[RunSummary]:
         """Every run waiting on someone: a person's approval, authorization or answer to an
-        MCP server's question, or a client to run a callback tool's call."""
+        MCP server's question, a client to run a callback tool's call, or a session's
+        user for the next message."""
         statuses = ", ".join(f"'{s}'" for s in _WAITING)
         query = (
             f"WorkflowType = 'AgentWorkflow' AND ExecutionStatus = 'Running' "

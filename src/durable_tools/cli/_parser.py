@@ -21,6 +21,7 @@ from ._policy_flags import add_run_policy_flags
 from ._run_filters import add_filter_flags
 from ._serve import cmd_serve
 from ._services import cmd_demo, cmd_server, cmd_worker
+from ._session import add_session_commands
 from ._telemetry import add_telemetry_flags
 from ._watch import cmd_watch
 
@@ -243,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_policy_commands(sub)
     add_callbacks_command(sub)
     add_answer_command(sub)
+    add_session_commands(sub)
     auth = sub.add_parser("auth", help="OAuth waits: re-issue an expired link")
     p = auth.add_subparsers(title="auth commands", metavar="ACTION", required=True).add_parser(
         "reissue", help="a fresh authorization link for a waiting call"

@@ -29,6 +29,11 @@ EventName = Literal[
     "run.limit_reached",
     "run.failed",
     "run.cancelled",
+    # session
+    "session.message",
+    "session.answered",
+    "session.close_requested",
+    "session.closed",
     # tool
     "tool.started",
     "tool.retrying",

@@ -26,6 +26,7 @@ __all__ = [
     "MAX_GRANT_REF_CHARS",
     "MAX_HANDLER_PREFIX_CHARS",
     "MAX_INPUT_ANSWER_BYTES",
+    "MAX_MESSAGE_CHARS",
     "MAX_PENDING_STEERS",
     "MAX_REASON_CHARS",
     "MAX_REFUSED_CALLS",
@@ -70,6 +71,10 @@ broken, and the run ends `limit_reached` as it would with `on_invalid_call="fail
 
 MAX_STEER_CHARS = 32_000
 """Longest steering instruction."""
+
+MAX_MESSAGE_CHARS = 32_000
+"""Longest user message a session takes (`send_message`), like a steering instruction: it
+is recorded in history with its update and becomes one message of the conversation."""
 
 MAX_PENDING_STEERS = 20
 """Steering instructions waiting for the next model turn; more are refused until it runs."""

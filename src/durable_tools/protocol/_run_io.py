@@ -15,6 +15,7 @@ from durable_tools.protocol._callback_types import PendingCallback
 from durable_tools.protocol._input_types import PendingInput
 from durable_tools.protocol._policy_types import ApprovalPolicy, StandingGrant
 from durable_tools.protocol._records import RunEvent, ToolCallRecord
+from durable_tools.protocol._session_types import SessionCarried, SessionView
 from durable_tools.protocol._types import (
     AgentConfig,
     PendingApproval,
@@ -85,6 +86,8 @@ class CarriedState(WireModel):
     """Tokens used by the chain's model calls so far (None before usage was counted)."""
     output_repairs: int = 0
     """Final answers that broke `output_type` so far (bounded by `output_retries`)."""
+    session: SessionCarried | None = None
+    """A session's count and idle deadline (None for a run that is no session)."""
 
 
 class AgentInput(WireModel):
@@ -153,6 +156,8 @@ class RunSnapshot(BaseModel):
     """Callback calls waiting for a client to run them."""
     pending_inputs: list[PendingInput] = Field(default_factory=list)
     """Tool calls waiting for the user to answer their MCP server's questions."""
+    session: SessionView | None = None
+    """A session's messages and wait (None for a run that is no session)."""
 
 
 class ConversationView(BaseModel):

@@ -31,6 +31,7 @@ from durable_tools.protocol._policy_types import (
     GrantRequest,
     PolicyChange,
 )
+from durable_tools.protocol._session_types import SessionConfig
 from durable_tools.tools._spec import Transport
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "PolicyChange",
     "Price",
     "RunStatus",
+    "SessionConfig",
     "SlackTarget",
     "Steer",
     "Transport",
@@ -69,6 +71,8 @@ class RunStatus(StrEnum):
     """A tool call waits for the user to answer its MCP server's question."""
     AWAITING_CALLBACK = "awaiting_callback"
     """A callback tool's call waits for a client to run it."""
+    AWAITING_MESSAGE = "awaiting_message"
+    """A session answered and waits for the user's next message (docs/sessions.md)."""
     COMPLETED = "completed"
     LIMIT_REACHED = "limit_reached"
     FAILED = "failed"
@@ -233,6 +237,11 @@ class AgentConfig(WireModel):
     output_retries: int = Field(default=2, ge=0, le=10)
     """How often the model is asked to repair a final answer that breaks `output_type`;
     one more invalid answer ends the run `failed`, naming what was wrong."""
+    session: SessionConfig | None = None
+    """Make the run a session: after each answer it waits durably for the next user
+    message (`AgentRun.send`) until closed or idle too long; None: the run ends at its
+    answer. In a session, `max_turns`, `max_tool_calls` and `output_retries` count per
+    message; token and cost budgets count the whole session. See docs/sessions.md."""
 
     @field_validator("output_type", mode="before")
     @classmethod

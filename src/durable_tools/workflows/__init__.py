@@ -15,6 +15,7 @@ from durable_tools.protocol._policy_types import (
 )
 from durable_tools.protocol._records import EventsPage, RunEvent, ToolCallRecord
 from durable_tools.protocol._run_io import AgentInput, AgentResult, CarriedState, RunSnapshot
+from durable_tools.protocol._session_types import SessionConfig, SessionReply, SessionView
 from durable_tools.protocol._types import (
     AgentConfig,
     ApprovalDecision,
@@ -69,6 +70,9 @@ __all__ = [
     "RunEvent",
     "RunSnapshot",
     "RunStatus",
+    "SessionConfig",
+    "SessionReply",
+    "SessionView",
     "SlackTarget",
     "StandingGrant",
     "Steer",

@@ -70,15 +70,22 @@ class AgentWorkflow(RunHandlers):
 
     async def _run(self) -> AgentResult:
         if not self._state.config.stream_tokens:
-            return await run_agent_loop(self._state)
+            return await self._run_loop()
         # A streaming run ends its companion stream when it ends (not when it continues
         # as new: that is no FailureError nor a cancellation, and the stream carries on).
         try:
-            result = await run_agent_loop(self._state)
+            result = await self._run_loop()
         except (FailureError, asyncio.CancelledError):
             await close_stream(workflow.info().workflow_id)
             raise
         await close_stream(workflow.info().workflow_id)
+        return result
+
+    async def _run_loop(self) -> AgentResult:
+        result = await run_agent_loop(self._state)
+        if self._state.session is not None:
+            # A session's `send_message` updates take their replies before the run ends.
+            await workflow.wait_condition(workflow.all_handlers_finished)
         return result
 
 

@@ -19,21 +19,36 @@ from durable_tools.protocol._run_io import AgentInput
 from durable_tools.protocol._types import RunStatus
 from durable_tools.workflows.run._state import CARRY_LIMIT, EndRun, RunState
 
-__all__ = ["maybe_continue_as_new"]
+__all__ = ["continue_as_new_due", "continue_now", "maybe_continue_as_new"]
 
 
 async def maybe_continue_as_new(state: RunState) -> None:
     """Continue-as-new when the server suggests it or the configured event count is reached."""
-    info = workflow.info()
-    limit = state.config.continue_as_new_after_events
-    if not (
-        info.is_continue_as_new_suggested()
-        or (limit is not None and info.get_current_history_length() >= limit)
-    ):
+    if not continue_as_new_due(state):
         return
     # Handlers may still be mid-flight (an update that arrived this task): let them end,
     # so nothing a caller was promised is dropped by the new run.
     await workflow.wait_condition(workflow.all_handlers_finished)
+    continue_now(state)
+
+
+def continue_as_new_due(state: RunState) -> bool:
+    """Whether the server suggests continue-as-new or the configured event count is reached."""
+    info = workflow.info()
+    limit = state.config.continue_as_new_after_events
+    return info.is_continue_as_new_suggested() or (
+        limit is not None and info.get_current_history_length() >= limit
+    )
+
+
+def continue_now(state: RunState) -> None:
+    """Continue the run as new, carrying its state; the caller has let its handlers end.
+
+    Raises:
+        ContinueAsNewError: always (how the SDK continues a workflow as new).
+        EndRun: the carried state would not fit in one payload.
+    """
+    info = workflow.info()
     state.event("run.continuing_as_new", detail=f"{info.get_current_history_length()} events")
     conversation, offset = state.conversation, state.offset
     if state.snapshot is not None:

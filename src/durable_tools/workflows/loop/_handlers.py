@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.protocol._callback_types import PendingCallback
     from durable_tools.protocol._policy_types import BatchDecision, GrantRevocation
     from durable_tools.protocol._records import EventsPage, RunEvent, ToolCallRecord
+    from durable_tools.protocol._session_types import SessionReply
     from durable_tools.protocol._types import (
         ApprovalDecision,
         AuthorizationCompleted,
@@ -53,6 +54,13 @@ from durable_tools.workflows.gates._decisions import (
 )
 from durable_tools.workflows.gates._input_gate import accept_answer, check_answer
 from durable_tools.workflows.loop._runner import request_cancel, signal_decision, snapshot
+from durable_tools.workflows.loop._session import (
+    check_close,
+    check_message,
+    reply_to,
+    request_close,
+    take_message,
+)
 from durable_tools.workflows.loop._steering import accept_steer
 from durable_tools.workflows.run._state import RunState
 
@@ -181,6 +189,33 @@ class RunHandlers:
         """End the run cleanly: running tools are cancelled (through their heartbeats).
         A reason that is not text is replaced by a generic one."""
         request_cancel(self._state, reason)
+
+    # ---------------------------------------------------------------- sessions
+
+    # Typed `Any` so that whatever a client sends reaches the validator's checks.
+    @workflow.update
+    async def send_message(self, message: Any) -> SessionReply:
+        """The user's next message to a session; returns its answer once the model gave it
+        (the update waits durably: through approvals, for days if need be).
+
+        Refused (before it enters history) when the run is not a session, has ended or is
+        closing, is answering a message already, or the text is empty or too long.
+        """
+        number = take_message(self._state, message)
+        return await reply_to(self._state, number)
+
+    @send_message.validator
+    def _validate_message(self, message: Any) -> None:
+        check_message(self._state, message)
+
+    @workflow.update
+    async def close(self, reason: Any = None) -> str:
+        """End a session: now when it awaits a message, else after the current answer."""
+        return request_close(self._state, reason)
+
+    @close.validator
+    def _validate_close(self, reason: Any = None) -> None:
+        check_close(self._state, reason)
 
     # ------------------------------------------------ callback tools, questions
 

@@ -36,6 +36,7 @@ from durable_tools.workflows.loop._final_output import (
     split_final_calls,
 )
 from durable_tools.workflows.loop._model_turn import call_model
+from durable_tools.workflows.loop._session import run_session
 from durable_tools.workflows.loop._usage import run_cost, spend_tokens
 from durable_tools.workflows.observe._visibility import publish
 from durable_tools.workflows.run._state import EndRun, RunState
@@ -69,12 +70,18 @@ async def run_agent_loop(state: RunState, *, continue_as_new: bool = True) -> Ag
             return _finish(state, end.status, reason=end.reason)
         if state.config.instructions:
             state.conversation.append(Message.system(state.config.instructions))
-        state.conversation.append(Message.user(input.prompt))
+        if input.prompt or state.session is None:  # a session may start awaiting a message
+            state.conversation.append(Message.user(input.prompt))
         state.event("run.started", detail=catalog_summary(state))
     else:
         state.event("run.continued", detail=f"continued-as-new #{state.continued}")
     try:
-        await _loop(state, continue_as_new=continue_as_new)
+        if state.session is None:
+            await _loop(state, continue_as_new=continue_as_new)
+        else:  # a session never continues-as-new mid-message: its update waits there
+            await run_session(
+                state, lambda: _loop(state, continue_as_new=False), continue_as_new=continue_as_new
+            )
         return _finish(state, RunStatus.COMPLETED)
     except EndRun as end:
         return _finish(state, end.status, reason=end.reason)
@@ -94,7 +101,7 @@ async def _loop(state: RunState, *, continue_as_new: bool) -> None:
     limits = state.config.limits
     while True:
         state.check_cancelled()
-        if state.turn >= limits.max_turns:
+        if state.turn - state.turn_base >= limits.max_turns:  # a session's count per message
             raise EndRun(RunStatus.LIMIT_REACHED, f"max_turns ({limits.max_turns}) reached")
         while state.steer:
             state.conversation.append(Message.user(state.steer.pop(0)))
@@ -157,7 +164,7 @@ def _check_turn_limits(
                 f"max_tool_calls_per_turn is {per_turn}",
             )
         calls, over = calls[:per_turn], calls[per_turn:]
-    if state.tool_calls + len(calls) > limits.max_tool_calls:
+    if state.tool_calls - state.tool_calls_base + len(calls) > limits.max_tool_calls:
         raise EndRun(RunStatus.LIMIT_REACHED, f"max_tool_calls ({limits.max_tool_calls}) reached")
     return calls, over
 
@@ -231,4 +238,5 @@ def snapshot(state: RunState) -> RunSnapshot:
         cost=run_cost(state),
         pending_callbacks=list(state.callbacks.values()),
         pending_inputs=list(state.inputs.values()),
+        session=state.session.view() if state.session is not None else None,
     )

@@ -32,6 +32,8 @@ def _current_status(state: RunState) -> RunStatus:
     for waits in state.waits():
         if waits.shown and waits.pending:
             return waits.kind.status
+    if state.session is not None and not state.session.busy:
+        return RunStatus.AWAITING_MESSAGE
     return RunStatus.RUNNING
 
 
@@ -108,6 +110,12 @@ def _details(state: RunState, doing: str | None) -> str:
         lines.append(f"approval policy: {describe_policy(state.policy)}")
     for waits in state.waits():
         lines.extend(_how_to_resume(run_id, pending) for pending in waits.pending.values())
+    session = state.session
+    if state.status is RunStatus.AWAITING_MESSAGE and session and session.idle_deadline:
+        lines.append(
+            f"- waiting for the next message until {session.idle_deadline:%Y-%m-%d %H:%M:%S} "
+            f'UTC: `durable-tools send {run_id} "..."`, or `durable-tools close {run_id}`'
+        )
     if doing:
         lines.append(doing)
     if state.reason:

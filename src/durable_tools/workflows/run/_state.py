@@ -38,6 +38,7 @@ from durable_tools.tools._catalog_pack import PackedCatalog, unpack
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows.run._session import Session
 from durable_tools.workflows.run._wait_maps import APPROVAL, AUTHORIZATION, CALLBACK, INPUT, Waits
 
 __all__ = ["CALL_IDS_CARRIED", "CARRY_FLOOR", "CARRY_LIMIT", "CallSkipped", "EndRun", "RunState"]
@@ -117,8 +118,15 @@ class RunState:
     """Final answers that broke the output schema so far (see `_final_output`)."""
     packed_catalog: PackedCatalog | None = None
     """`catalog` as the packed catalog activity sent it; carried instead of the specs."""
+    session: Session | None = None
+    """With `AgentConfig.session`: the session's messages and wait (see loop `_session`)."""
 
     # Not carried: rebuilt, or empty between turns.
+    turn_base: int = 0
+    """`turn` when the message being answered arrived: a session's limits count per message
+    (0 for a run that is no session, whose limits count the whole run)."""
+    tool_calls_base: int = 0
+    """`tool_calls` when the message being answered arrived (as `turn_base`)."""
     timeline_carried_in: int = 0
     """Timeline entries this run started with (carried from the run before it)."""
     events_carried_in: int = 0
@@ -225,6 +233,11 @@ class RunState:
         config = input.config
         max_depth = input.max_depth if input.max_depth is not None else config.max_subagent_depth
         carried = input.carried
+        session = None
+        if config.session is not None:
+            session = Session.start(
+                config.session, carried.session if carried else None, input.prompt
+            )
         if carried is None:
             return cls(
                 input=input,
@@ -234,6 +247,7 @@ class RunState:
                 policy=config.approval,
                 depth=input.depth,
                 max_depth=max_depth,
+                session=session,
             )
         packed = carried.catalog_packed
         return cls(
@@ -269,6 +283,9 @@ class RunState:
             ),
             depth=input.depth,
             max_depth=max_depth,
+            session=session,
+            final_answer=carried.session.answer if carried.session else None,
+            output=carried.session.output if carried.session else None,
         )
 
     def carried(
@@ -308,6 +325,11 @@ class RunState:
             continued=self.continued + 1,
             policy=None if self.policy == self.config.approval else self.policy,
             standing_grants=self.standing_grants,
+            session=(
+                self.session.carried(self.final_answer, self.output)
+                if self.session is not None
+                else None
+            ),
         )
 
     def event(

@@ -1,0 +1,94 @@
+"""A session's wire types: its configuration, what it carries and shows, and one reply.
+
+A run started with `AgentConfig(session=SessionConfig(...))` does not end at its answer:
+it waits, durably, for the next user message (docs/sessions.md).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from durable_tools._durations import Seconds
+from durable_tools._wire import WireModel
+
+__all__ = [
+    "CARRIED_ANSWER_CHARS",
+    "DEFAULT_IDLE_TIMEOUT_SECONDS",
+    "REFUSED",
+    "SessionCarried",
+    "SessionConfig",
+    "SessionReply",
+    "SessionView",
+]
+
+DEFAULT_IDLE_TIMEOUT_SECONDS = 7 * 86_400.0
+"""A week: how long a session waits for its next message unless configured."""
+
+
+REFUSED = "SessionRefused"
+"""The `ApplicationError` type a session fails a `send_message` or `close` update with when
+it refuses it (the client raises `SessionRefused`)."""
+
+
+CARRIED_ANSWER_CHARS = 64_000
+"""Most characters of the last answer a session carries over continue-as-new."""
+
+
+class SessionConfig(BaseModel):
+    """Makes a run a session: after each answer it waits for the next user message."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    idle_timeout_seconds: Seconds = DEFAULT_IDLE_TIMEOUT_SECONDS
+    """How long the session waits for the next message after an answer (a durable timer,
+    kept across continue-as-new); then it ends `completed`, saying it was idle."""
+
+
+class SessionCarried(WireModel):
+    """What a session carries over continue-as-new (it continues only while idle)."""
+
+    messages: int = 0
+    """Messages received so far (the start prompt, when there was one, is message 1)."""
+    idle_deadline: datetime | None = None
+    """When the wait for the next message times out: not restarted by continue-as-new."""
+    answer: str | None = None
+    """The last answer (cut to `CARRIED_ANSWER_CHARS`): the run's final answer if the
+    session ends before the next one. The whole text stays in the conversation."""
+    output: Any = None
+    """The last answer's structured output (with `AgentConfig.output_type`)."""
+
+
+class SessionView(BaseModel):
+    """A session's part of the `status` query."""
+
+    messages: int = 0
+    """Messages received so far."""
+    answering: int | None = None
+    """The number of the message being answered; None while the session awaits one."""
+    idle_deadline: datetime | None = None
+    """While it awaits a message: when it stops waiting and ends."""
+    closing: str | None = None
+    """A close was asked while a message was being answered: it ends after the answer."""
+
+
+class SessionReply(BaseModel):
+    """What `send_message` returns: the answer to one message, and where the run is now."""
+
+    message: int
+    """The message's number in the session (1 is the first)."""
+    status: str
+    """`awaiting_message` when the session goes on; else how the run ended (a limit, a
+    cancel, a close asked while this message was being answered: `completed`)."""
+    answer: str | None = None
+    """The model's final text for this message (None when the run ended without one)."""
+    output: Any = None
+    """With `AgentConfig.output_type`: the validated answer as a JSON object."""
+    reason: str | None = None
+    """Why the run ended, when this message ended it."""
+    turns: int = Field(default=0, ge=0)
+    """Model turns this message took."""
+    tool_calls: int = Field(default=0, ge=0)
+    """Tool calls this message made."""
