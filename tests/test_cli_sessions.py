@@ -46,6 +46,7 @@ async def test_send_prints_the_answer_and_close_ends_the_session(
             "hi", config=AgentConfig(model=write_script(tmp_path, [answer("a")]))
         )
         await wait_for(run, lambda s: s.status == RunStatus.AWAITING_MESSAGE)
+        waiting = await cli(capsys, "pending")
         sent = await cli(capsys, "send", run.run_id, "look up x")
         blank = await cli(capsys, "send", run.run_id, "   ")
         no_wait = await cli(
@@ -57,6 +58,7 @@ async def test_send_prints_the_answer_and_close_ends_the_session(
         again = await cli(capsys, "send", run.run_id, "more")
         await plain.result()
         not_session = await cli(capsys, "send", plain.run_id, "hello")
+    assert waiting[0] == 0 and f"durable-tools send {run.run_id}" in waiting[1], waiting
     assert sent[0] == 0 and sent[1].strip() == "x is found", sent
     assert blank[0] == 2 and "non-empty" in blank[2], blank
     assert no_wait[0] == 0 and "message m-3 taken" in no_wait[1], no_wait

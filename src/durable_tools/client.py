@@ -30,13 +30,13 @@ from durable_tools._session_client import (
 from durable_tools.connection import ConnectionOptions, connect
 from durable_tools.messages import ModelSettings
 from durable_tools.protocol._run_io import INPUT_REVISION
+from durable_tools.protocol._types import WAITING_STATUSES, status_in
 from durable_tools.tools._context import Identity
 from durable_tools.worker import task_queue_from_env
 from durable_tools.workflows import (
     AgentConfig,
     AgentInput,
     AgentWorkflow,
-    RunStatus,
     SessionConfig,
     SessionReply,
 )
@@ -53,14 +53,6 @@ __all__ = [
     "progress_in",
     "with_decisions",
 ]
-
-_WAITING = (
-    RunStatus.AWAITING_APPROVAL.value,
-    RunStatus.AWAITING_AUTHORIZATION.value,
-    RunStatus.AWAITING_INPUT.value,
-    RunStatus.AWAITING_CALLBACK.value,
-    RunStatus.AWAITING_MESSAGE.value,
-)
 
 
 class RunSummary(BaseModel):
@@ -261,10 +253,9 @@ class DurableTools:
         """Every run waiting on someone: a person's approval, authorization or answer to an
         MCP server's question, a client to run a callback tool's call, or a session's
         user for the next message."""
-        statuses = ", ".join(f"'{s}'" for s in _WAITING)
         query = (
             f"WorkflowType = 'AgentWorkflow' AND ExecutionStatus = 'Running' "
-            f"AND AgentStatus IN ({statuses})"
+            f"AND {status_in(WAITING_STATUSES)}"
         )
         return await self._list(query, limit)
 

@@ -167,7 +167,7 @@ async def test_the_pending_list_shows_every_wait_not_only_approvals(
     [wait] = body["other_waits"]
     assert wait["run_id"] == waiting.run_id and wait["kind"] == "callback"
     assert wait["tool"] == "get_location" and wait["call_id"] == "g1"
-    assert wait["resume"].startswith(f"durable-tools callbacks serve {waiting.run_id}")
+    assert wait["resume"].startswith(f"durable-tools callbacks serve {waiting.run_id} --tools")
     # The page lists it under "Other waits", with what answers it.
     assert page.status_code == 200
     assert 'id="other-waits"' in page.text and "get_location" in page.text

@@ -19,6 +19,7 @@ from durable_tools._render import (
 )
 from durable_tools._run_watch import ENCRYPTED_NOTE, PayloadsEncrypted, status_quietly
 from durable_tools.client import RunSummary
+from durable_tools.protocol._types import WAITING_STATUSES, status_in
 from durable_tools.workflows import RunSnapshot, RunStatus
 
 from ._commands import tools_for
@@ -56,15 +57,6 @@ def _summary_rows(summaries: list[RunSummary]) -> str:
 
 
 _AGENT_RUNS = "WorkflowType = 'AgentWorkflow'"
-_WAITING = ", ".join(
-    f"'{status.value}'"
-    for status in (
-        RunStatus.AWAITING_APPROVAL,
-        RunStatus.AWAITING_AUTHORIZATION,
-        RunStatus.AWAITING_INPUT,
-        RunStatus.AWAITING_CALLBACK,
-    )
-)
 
 
 def _identity_check(
@@ -149,7 +141,7 @@ async def cmd_pending(args: argparse.Namespace) -> int:
     # --tool is checked against every waiting call a worker reports, not only the one
     # `AwaitingTool` names: a run waits on several calls at once.
     query = visibility_query(
-        f"{_AGENT_RUNS} AND ExecutionStatus = 'Running' AND {sa.AGENT_STATUS.name} IN ({_WAITING})",
+        f"{_AGENT_RUNS} AND ExecutionStatus = 'Running' AND {status_in(WAITING_STATUSES)}",
         filters,
         tool_attribute=False,
     )
@@ -226,6 +218,12 @@ async def cmd_pending(args: argparse.Namespace) -> int:
             echo("  " + render_authorization(authorization, summary.run_id).replace("\n", "\n  "))
         for question in polled.pending_inputs:
             echo("  " + render_pending_input(summary.run_id, question).replace("\n", "\n  "))
+        if polled.status is RunStatus.AWAITING_MESSAGE:
+            echo(
+                "  a session waiting for the next message: durable-tools send "
+                f'{terminal_safe(summary.run_id)} "..." (or close it: durable-tools close '
+                f"{terminal_safe(summary.run_id)})"
+            )
         for published in polled.pending_callbacks:
             echo(
                 f"  call {terminal_safe(published.call_id)} ({terminal_safe(published.tool)}) "

@@ -25,6 +25,7 @@ from temporalio.service import RPCError
 from durable_tools import search_attributes as sa
 from durable_tools._encrypted import is_encrypted_payload_error
 from durable_tools.client import DurableTools
+from durable_tools.protocol._types import status_in
 from durable_tools.workflows import PendingApproval, RunSnapshot, RunStatus
 
 from ._auth import decider_for
@@ -156,7 +157,8 @@ def other_waits(run_id: str, agent: str | None, snapshot: RunSnapshot) -> list[O
                 published.call_id,
                 published.tool,
                 "a client that runs this callback tool",
-                f"durable-tools callbacks serve {run_id} MODULE (or AgentRun.serve_callbacks)",
+                f"durable-tools callbacks serve {run_id} --tools MODULE "
+                "(or AgentRun.serve_callbacks)",
                 published.published_at,
                 published.deadline,
             )
@@ -245,20 +247,19 @@ def _literal(name: str, value: str) -> str:
     return f"'{value}'"
 
 
-_OTHER_WAITS = ", ".join(
-    f"'{status.value}'"
-    for status in (
-        RunStatus.AWAITING_INPUT,
-        RunStatus.AWAITING_AUTHORIZATION,
-        RunStatus.AWAITING_CALLBACK,
-    )
+_OTHER_WAITS = (
+    RunStatus.AWAITING_INPUT,
+    RunStatus.AWAITING_AUTHORIZATION,
+    RunStatus.AWAITING_CALLBACK,
 )
+"""What a run may wait for beside approvals that the pending list shows (not a session's
+next message: the user's chat front end sends it, not someone reading the inbox)."""
 
 
 def _visibility_query(agent: str | None, run_id: str | None) -> str:
     query = (
         "WorkflowType = 'AgentWorkflow' AND ExecutionStatus = 'Running' "
-        f"AND ({sa.PENDING_APPROVALS.name} > 0 OR {sa.AGENT_STATUS.name} IN ({_OTHER_WAITS}))"
+        f"AND ({sa.PENDING_APPROVALS.name} > 0 OR {status_in(_OTHER_WAITS)})"
     )
     if agent:
         query += f" AND {sa.AGENT_NAME.name} = {_literal('agent', agent)}"

@@ -32,9 +32,11 @@ from durable_tools.protocol._policy_types import (
     PolicyChange,
 )
 from durable_tools.protocol._session_types import SessionConfig
+from durable_tools.search_attributes import AGENT_STATUS
 from durable_tools.tools._spec import Transport
 
 __all__ = [
+    "WAITING_STATUSES",
     "AgentConfig",
     "ApprovalDecision",
     "ApprovalPolicy",
@@ -55,6 +57,7 @@ __all__ = [
     "Steer",
     "Transport",
     "WebhookTarget",
+    "status_in",
 ]
 
 """How a tool call reached its tool: a Python function, an MCP server, an HTTP API, or a
@@ -77,6 +80,22 @@ class RunStatus(StrEnum):
     LIMIT_REACHED = "limit_reached"
     FAILED = "failed"
     CANCELLED = "cancelled"
+
+
+WAITING_STATUSES = (
+    RunStatus.AWAITING_APPROVAL,
+    RunStatus.AWAITING_AUTHORIZATION,
+    RunStatus.AWAITING_INPUT,
+    RunStatus.AWAITING_CALLBACK,
+    RunStatus.AWAITING_MESSAGE,
+)
+"""The statuses of a run that waits on someone: a person, a callback client, a session's user."""
+
+
+def status_in(statuses: tuple[RunStatus, ...]) -> str:
+    """A visibility query's `AgentStatus IN (...)` clause for `statuses`."""
+    values = ", ".join(f"'{status.value}'" for status in statuses)
+    return f"{AGENT_STATUS.name} IN ({values})"
 
 
 class ExecutionStrategy(BaseModel):
