@@ -18,6 +18,7 @@ from temporalio import workflow
 
 from durable_tools.messages import Message, ToolCall, ToolDefinition, Usage
 from durable_tools.protocol._callback_types import CallbackResult, PendingCallback
+from durable_tools.protocol._compaction import ContextView
 from durable_tools.protocol._event_names import EventName
 from durable_tools.protocol._input_types import InputAnswer, PendingInput
 from durable_tools.protocol._options import ToolActivityOptions
@@ -117,6 +118,12 @@ class RunState:
     """Final answers that broke the output schema so far (see `_final_output`)."""
     packed_catalog: PackedCatalog | None = None
     """`catalog` as the packed catalog activity sent it; carried instead of the specs."""
+    context: ContextView | None = None
+    """What the model is sent once its context was compacted (see `_compaction`)."""
+    context_tokens: int = 0
+    """The model's context after the last model call, in tokens: reported, else estimated."""
+    compactions: int = 0
+    """Compactions of the chain so far (numbers the summariser's calls)."""
 
     # Not carried: rebuilt, or empty between turns.
     timeline_carried_in: int = 0
@@ -180,6 +187,9 @@ class RunState:
     """What the run's handler names start with: "" for an agent workflow, the prefix of an
     embedded `AgentLoop`'s `register_handlers`. Parties outside the workflow are told it
     (the OAuth callback signals `handler_prefix + "authorization_completed"`)."""
+    compaction_blocked_at: int = -1
+    """The conversation's length when a compaction found nothing to summarise: not tried
+    again until it grows (not carried: a continued run tries once more)."""
     started_by_older_worker: bool = False
     """A run whose input has `revision` 1 had its first task run by a worker that ignores
     the revision (see `_run_catalog.load_catalog`): it records what runs before it did."""
@@ -263,6 +273,9 @@ class RunState:
             budget_used=dict(carried.budget_used),
             usage=carried.usage or Usage(),
             output_repairs=carried.output_repairs,
+            context=carried.context,
+            context_tokens=carried.context_tokens,
+            compactions=carried.compactions,
             timeline_carried_in=len(carried.timeline),
             events_carried_in=(
                 carried.events_total if carried.events_total is not None else len(carried.events)
@@ -305,6 +318,9 @@ class RunState:
             budget_used=self.budget_used,
             usage=self.usage,
             output_repairs=self.output_repairs,
+            context=self.context,
+            context_tokens=self.context_tokens,
+            compactions=self.compactions,
             continued=self.continued + 1,
             policy=None if self.policy == self.config.approval else self.policy,
             standing_grants=self.standing_grants,
