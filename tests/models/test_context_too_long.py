@@ -108,7 +108,7 @@ def test_compaction_takes_the_known_window_and_records_it_with_the_config() -> N
 
 
 def test_compaction_of_a_model_with_no_known_window_must_say_the_window() -> None:
-    with pytest.raises(ValueError, match="compaction needs window_tokens.*'openai:my-llama'"):
+    with pytest.raises(ValueError, match=r"compaction needs window_tokens.*'openai:my-llama'"):
         AgentConfig(model="openai:my-llama", compaction=CompactionConfig())
 
 
