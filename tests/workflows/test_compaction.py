@@ -13,9 +13,19 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from durable_tools.client import DurableTools
+from durable_tools.messages import Message, ModelResponse, Usage
 from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
 from durable_tools.worker import workflow_runner
-from durable_tools.workflows import AgentConfig, AgentWorkflow, CompactionConfig, Limits, RunStatus
+from durable_tools.workflows import (
+    AgentConfig,
+    AgentInput,
+    AgentWorkflow,
+    CompactionConfig,
+    Limits,
+    RunStatus,
+)
+from durable_tools.workflows.loop._compaction import note_context
+from durable_tools.workflows.run._state import RunState
 from fake_anthropic import FakeAnthropicServer, message, text, tool_use
 from fake_openai import (
     FakeOpenAIServer,
@@ -291,3 +301,24 @@ async def test_a_summariser_that_fails_ends_the_run_naming_it(
     assert "context compaction failed" in (status.reason or "")
     assert "answered without text" in (status.reason or "")
     assert max(sent_tokens(r) for r in server.requests) <= WINDOW  # it stopped in time
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        ({"input_tokens": 1_000, "output_tokens": 50}, 1_050),
+        # Reasoning tokens are not sent back; the answer itself still counts.
+        ({"input_tokens": 1_000, "output_tokens": 500, "reasoning_tokens": 480}, 1_020),
+        # Nothing reported: the projection plus the answer's estimate.
+        ({}, 700 + 8),
+        # An adapter's odd figures cannot make the context look smaller than its answer.
+        ({"input_tokens": 1_000, "output_tokens": -(10**9)}, 1_008),
+        ({"input_tokens": -5}, 700 + 8),
+    ],
+)
+def test_the_context_size_after_a_call(usage: dict[str, int], expected: int) -> None:
+    agent = config(CompactionConfig(window_tokens=WINDOW))
+    state = RunState.start(AgentInput(prompt="read", config=agent))
+    answer = Message(role="assistant", content="x" * 16)  # 4 tokens + 4 for the message
+    note_context(state, ModelResponse(message=answer, usage=Usage(**usage)), 700)
+    assert state.context_tokens == expected

@@ -87,11 +87,15 @@ async def prepare_context(state: RunState, config: CompactionConfig, tools: Tool
 def note_context(state: RunState, response: ModelResponse, projected: int) -> None:
     """After a model call: the size of the model's context, for the next decision."""
     usage = response.usage
-    if usage.input_tokens:
-        # What the provider counted, plus the answer (its reasoning is not sent back).
-        state.context_tokens = usage.input_tokens + usage.output_tokens - usage.reasoning_tokens
+    answer = estimate_message_tokens([response.message])
+    if usage.input_tokens > 0:
+        # What the provider counted, plus the answer (its reasoning is not sent back). A
+        # custom adapter's odd output figures cannot make the context seem smaller.
+        state.context_tokens = usage.input_tokens + max(
+            answer, usage.output_tokens - usage.reasoning_tokens
+        )
     else:
-        state.context_tokens = projected + estimate_message_tokens([response.message])
+        state.context_tokens = max(projected, 0) + answer
 
 
 async def compact_context(
