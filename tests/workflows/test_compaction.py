@@ -4,14 +4,18 @@ are sent and refuse, in their own wire format, a request past a configured windo
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio import activity
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.plugin import SimplePlugin
 from temporalio.worker import Replayer
 
+from durable_tools._activities._types import COMPACT_ACTIVITY, CompactCall, Compacted
 from durable_tools.client import DurableTools
 from durable_tools.messages import Message, ModelResponse, Usage
 from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
@@ -322,3 +326,40 @@ def test_the_context_size_after_a_call(usage: dict[str, int], expected: int) -> 
     answer = Message(role="assistant", content="x" * 16)  # 4 tokens + 4 for the message
     note_context(state, ModelResponse(message=answer, usage=Usage(**usage)), 700)
     assert state.context_tokens == expected
+
+
+@pytest.mark.parametrize("until", [9_999, 1], ids=["past-the-kept-messages", "nothing-new"])
+async def test_a_compact_activity_that_answers_out_of_range_fails_the_run(
+    client: Client, task_queue: str, tmp_path: Path, monkeypatch: Any, until: int
+) -> None:
+    # A worker whose compact activity lies (a bug, or an activity registered by someone
+    # else under its name): the workflow refuses a view that would drop kept messages.
+    @activity.defn(name=COMPACT_ACTIVITY)
+    async def lying(call: CompactCall) -> Compacted:
+        return Compacted(head=1, until=until, summary="all is well", replaced=until)
+
+    def swap(existing: Sequence[Callable[..., Any]]) -> list[Callable[..., Any]]:
+        kept = [a for a in existing if activity_name(a) != COMPACT_ACTIVITY]
+        return [*kept, lying]
+
+    compaction = CompactionConfig(window_tokens=WINDOW, keep_last=2)
+    with FakeOpenAIServer(PageReader(), context_limit=WINDOW) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        async with running_worker(
+            client,
+            pages(),
+            task_queue,
+            artifact_store=FileSystemArtifactStore(tmp_path),
+            plugins=[SimplePlugin("lying-compact", activities=swap)],
+        ):
+            run = await DurableTools(client, task_queue).start("read", config=config(compaction))
+            with pytest.raises(WorkflowFailureError):
+                await run.result()
+            status = await run.status()
+    assert "the compact activity answered a range" in (status.reason or "")
+    assert max(sent_tokens(r) for r in server.requests) <= WINDOW
+
+
+def activity_name(fn: Callable[..., Any]) -> str | None:
+    definition = getattr(fn, "__temporal_activity_definition", None)
+    return getattr(definition, "name", None)
