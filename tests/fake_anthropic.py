@@ -87,6 +87,12 @@ class FakeAnthropicServer(FakeOpenAIServer):
     def exhausted(self) -> CannedResponse:
         return CannedResponse(500, anthropic_error("fake: no canned response left", "api_error"))
 
+    def context_error(self, limit: int, sent: int) -> CannedResponse:
+        """Anthropic's answer to a prompt past the context window: an invalid request."""
+        return CannedResponse(
+            400, anthropic_error(f"prompt is too long: {sent} tokens > {limit} maximum")
+        )
+
 
 def message_stream(
     *content: dict[str, Any],

@@ -28,9 +28,11 @@ __all__ = [
     "RecordedRequest",
     "chat_completion",
     "chat_stream",
+    "context_length_error",
     "error_body",
     "responses_response",
     "responses_stream",
+    "sent_tokens",
     "sse_event",
     "tool_call",
 ]
@@ -68,6 +70,11 @@ class RecordedRequest:
     def json(self) -> Any:
         """The body parsed as JSON."""
         return json.loads(self.body)
+
+
+def sent_tokens(request: RecordedRequest) -> int:
+    """What a request costs the model, counted as providers roughly do: 4 bytes a token."""
+    return len(request.body) // 4
 
 
 Responder = Callable[[RecordedRequest], "CannedResponse | dict[str, Any]"]
@@ -167,6 +174,16 @@ def responses_response(
     }
 
 
+def context_length_error(limit: int, sent: int) -> CannedResponse:
+    """OpenAI's answer to a request past the model's context window (HTTP 400)."""
+    body = error_body(
+        f"This model's maximum context length is {limit} tokens. However, your messages "
+        f"resulted in {sent} tokens. Please reduce the length of the messages."
+    )
+    body["error"].update(param="messages", code="context_length_exceeded")
+    return CannedResponse(400, body)
+
+
 def error_body(message: str, type_: str = "invalid_request_error") -> dict[str, Any]:
     """An error body in OpenAI's shape."""
     return {"error": {"message": message, "type": type_, "param": None, "code": None}}
@@ -179,11 +196,17 @@ class FakeOpenAIServer:
         responses: Canned answers, used in order (a dict is a 200 JSON body); or a
             callable that builds the answer from the recorded request. When the list
             runs out, the server answers 500 with a message saying so.
+        context_limit: The model's context window in tokens (`sent_tokens`): a request
+            past it gets the provider's "context too long" error instead of an answer.
     """
 
     def __init__(
-        self, responses: Iterable[CannedResponse | dict[str, Any]] | Responder = ()
+        self,
+        responses: Iterable[CannedResponse | dict[str, Any]] | Responder = (),
+        *,
+        context_limit: int | None = None,
     ) -> None:
+        self.context_limit = context_limit
         self._responder: Responder | None = responses if callable(responses) else None
         self._queue: deque[CannedResponse | dict[str, Any]] = deque(
             () if callable(responses) else responses
@@ -209,6 +232,10 @@ class FakeOpenAIServer:
         return CannedResponse(
             500, error_body("fake server: no canned response left", "server_error")
         )
+
+    def context_error(self, limit: int, sent: int) -> CannedResponse:
+        """The answer to a request past `context_limit`, in the provider's shape."""
+        return context_length_error(limit, sent)
 
     def add(self, *responses: CannedResponse | dict[str, Any]) -> None:
         """Queue more canned answers."""
@@ -248,6 +275,9 @@ class FakeOpenAIServer:
     def _answer(self, request: RecordedRequest) -> CannedResponse:
         with self._lock:
             self.requests.append(request)
+            sent = sent_tokens(request)
+            if self.context_limit is not None and sent > self.context_limit:
+                return self.context_error(self.context_limit, sent)
             if self._responder is not None:
                 answer: CannedResponse | dict[str, Any] = self._responder(request)
             elif self._queue:

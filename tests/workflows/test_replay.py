@@ -35,6 +35,7 @@ def test_histories_are_checked_in() -> None:
         "retry_budget_exceeded",
         "waits_unshown",
         "waits_shown",
+        "compaction",
     }
 
 

@@ -12,6 +12,7 @@ from pydantic import TypeAdapter
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_tools._activities._compact import compact_activity
 from durable_tools._activities._conversation import (
     ConversationSnapshots,
     SnapshotMissing,
@@ -128,7 +129,7 @@ async def _authorization_link(
 
 
 def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
-    """The catalog, model and preflight activities bound to a worker's runtime."""
+    """The catalog, model, compact and preflight activities bound to a worker's runtime."""
     registry = runtime.registry
 
     def visible(request: CatalogRequest) -> list[ToolSpec]:
@@ -208,7 +209,15 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
         except SnapshotMissing as error:
             raise ApplicationError(str(error), type=SNAPSHOT_MISSING, non_retryable=True) from None
         added = list(call.request.messages)
-        request = call.request.model_copy(update={"messages": [*earlier, *added], "tools": tools})
+        sent = [*earlier, *added]
+        if call.context is not None:  # compacted: the summary stands for older messages
+            try:
+                sent = call.context.apply(sent)
+            except ValueError as error:
+                raise ApplicationError(
+                    str(error), type="ContextViewInvalid", non_retryable=True
+                ) from None
+        request = call.request.model_copy(update={"messages": sent, "tools": tools})
         if call.stream:
             response = await _heartbeating(complete_streaming(adapter, request))
         else:
@@ -268,4 +277,5 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
             await _authorization_link(runtime.oauth, request, spec.oauth, result)
         return result
 
-    return [catalog, catalog_packed, model, preflight]
+    compact = compact_activity(snapshots, runtime.artifact_store, _heartbeating)
+    return [catalog, catalog_packed, model, compact, preflight]

@@ -8,16 +8,22 @@ from typing import Any
 from pydantic import Field
 
 from durable_tools._wire import WireModel
-from durable_tools.messages import ModelRequest, ModelResponse
+from durable_tools.messages import ModelRequest, ModelResponse, ModelSettings, Usage
+from durable_tools.models._errors import CONTEXT_TOO_LONG
+from durable_tools.protocol._compaction import ContextView
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 
 __all__ = [
     "CATALOG_ACTIVITY",
+    "COMPACT_ACTIVITY",
+    "CONTEXT_TOO_LONG",
     "MODEL_ACTIVITY",
     "PREFLIGHT_ACTIVITY",
     "SNAPSHOT_MISSING",
     "CatalogRequest",
+    "CompactCall",
+    "Compacted",
     "ModelCall",
     "ModelTurn",
     "PreflightRequest",
@@ -28,6 +34,7 @@ __all__ = [
 CATALOG_ACTIVITY = "durable_tools.catalog"
 MODEL_ACTIVITY = "durable_tools.model"
 PREFLIGHT_ACTIVITY = "durable_tools.preflight"
+COMPACT_ACTIVITY = "durable_tools.compact"
 SNAPSHOT_MISSING = "ConversationSnapshotMissing"
 """Error type of the model activity when a conversation snapshot is not in the store."""
 
@@ -54,6 +61,8 @@ class ModelCall(WireModel):
     """Stored tool definitions, sent instead of `request.tools` after a run's first call."""
     stream: bool = False
     """Publish the answer's text live to the run's token stream (`AgentConfig.stream_tokens`)."""
+    context: ContextView | None = None
+    """Send the model this view of the conversation (compacted); the snapshot keeps it all."""
 
 
 class ModelTurn(WireModel):
@@ -65,6 +74,53 @@ class ModelTurn(WireModel):
     snapshot_length: int = 0
     tools_ref: ArtifactRef | None = None
     """Set when the call stored the definitions it was sent, for the next calls to refer to."""
+
+
+class CompactCall(WireModel):
+    """Input of the compact activity: which older messages to summarise, and with what.
+
+    The messages are read from the snapshot `base`, never sent: the activity folds the
+    messages from `previous.until` (or the head) up to at most `keep_from` into one
+    summary, together with the previous summary.
+    """
+
+    model: str
+    """The summariser's model spec."""
+    base: ArtifactRef
+    base_length: int = Field(ge=1)
+    keep_from: int = Field(ge=1)
+    """The summarised range ends at or before this index: the messages from it on stay."""
+    previous: ContextView | None = None
+    """The run's current view, whose summary is folded into the new one."""
+    instructions: str
+    """The summariser's system prompt."""
+    settings: ModelSettings | None = None
+    max_input_chars: int = Field(ge=1_000)
+    """Longest transcript shown to the summariser; a longer one loses its middle."""
+    turn: int = 0
+    """The chain's count of compactions so far (a scripted summariser answers by it)."""
+    run_id: str = ""
+
+
+class Compacted(WireModel):
+    """Output of the compact activity."""
+
+    head: int = 0
+    """Leading system messages kept as they are."""
+    until: int = 0
+    """The first message kept after the summary; 0 when nothing could be summarised."""
+    summary: str = ""
+    """The summariser's text (not yet framed as a message)."""
+    replaced: int = 0
+    """Messages newly folded into the summary."""
+    tokens_replaced: int = 0
+    """Estimated tokens of those messages."""
+    kept_tokens: int = 0
+    """Estimated tokens of the head and of the kept messages up to `base_length`."""
+    usage: Usage = Field(default_factory=Usage)
+    """The summariser's tokens."""
+    summary_ref: ArtifactRef | None = None
+    """The whole summary in the artifact store, for the audit event."""
 
 
 class ToolInvocation(WireModel):

@@ -29,19 +29,22 @@ from ._base import (
     resolve_model,
     unregister_model_adapter,
 )
-from ._errors import ModelError
+from ._errors import CONTEXT_TOO_LONG, ModelError
 from ._openai import DEFAULT_OPENAI_BASE_URL, DEFAULT_OPENAI_TIMEOUT, OpenAIChatModel
 from ._openai_responses import OpenAIResponsesModel
 from ._pydantic_ai import PydanticAIModel
 from ._scripted import Script, ScriptedModel, ScriptedStep, ScriptedToolCall, load_script
 from ._sdk import aclose_shared_clients
+from ._windows import KNOWN_CONTEXT_WINDOWS, context_window
 
 __all__ = [
+    "CONTEXT_TOO_LONG",
     "DEFAULT_ANTHROPIC_BASE_URL",
     "DEFAULT_ANTHROPIC_MAX_TOKENS",
     "DEFAULT_ANTHROPIC_TIMEOUT",
     "DEFAULT_OPENAI_BASE_URL",
     "DEFAULT_OPENAI_TIMEOUT",
+    "KNOWN_CONTEXT_WINDOWS",
     "AnthropicModel",
     "ModelAdapter",
     "ModelAdapterFactory",
@@ -54,6 +57,7 @@ __all__ = [
     "ScriptedStep",
     "ScriptedToolCall",
     "aclose_shared_clients",
+    "context_window",
     "load_script",
     "register_model_adapter",
     "registered_model_prefixes",

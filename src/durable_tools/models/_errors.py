@@ -6,7 +6,12 @@ from datetime import timedelta
 
 from temporalio.exceptions import ApplicationError
 
-__all__ = ["ModelError"]
+__all__ = ["CONTEXT_TOO_LONG", "ModelError"]
+
+CONTEXT_TOO_LONG = "ModelContextTooLong"
+"""The error type of a `ModelError` saying the conversation no longer fits the model's
+context window: the agent workflow compacts the context once and retries on it (when the
+run has `AgentConfig.compaction`), where any other `ModelError` fails the run."""
 
 
 class ModelError(ApplicationError):
@@ -23,6 +28,8 @@ class ModelError(ApplicationError):
             connection errors, timeouts).
         retry_after: Seconds the provider asked us to wait before retrying, if it said.
         status: The HTTP status of the provider's answer, when there was one.
+        context_exceeded: The provider said the conversation is too long for the model's
+            context window; never retryable as it is, the error type is `CONTEXT_TOO_LONG`.
     """
 
     def __init__(
@@ -32,18 +39,21 @@ class ModelError(ApplicationError):
         retryable: bool,
         retry_after: float | None = None,
         status: int | None = None,
+        context_exceeded: bool = False,
     ) -> None:
+        retryable = retryable and not context_exceeded
         super().__init__(
             message,
             # Details are recorded in history: only the classification, never request data.
             {"retryable": retryable, "retry_after": retry_after, "status": status},
-            type="ModelError",
+            type=CONTEXT_TOO_LONG if context_exceeded else "ModelError",
             non_retryable=not retryable,
             next_retry_delay=timedelta(seconds=retry_after) if retry_after is not None else None,
         )
         self.retryable = retryable
         self.retry_after = retry_after
         self.status = status
+        self.context_exceeded = context_exceeded
 
     def __repr__(self) -> str:
         return (

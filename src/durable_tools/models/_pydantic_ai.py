@@ -235,11 +235,12 @@ def classify(pai: ModuleType, exc: Exception, where: str) -> ModelError:
     retry_after = getattr(exc, "retry_after", None)
     said = _said(exc)
     shown = f" (HTTP {status})" if status is not None else ""
-    retryable = False
+    retryable = context_exceeded = False
     if isinstance(exc, e.ModelAuthenticationError):
         problem = f"authentication failed{shown}; check the provider's API key: {said}"
     elif isinstance(exc, e.ModelContextWindowExceededError):
         problem = f"the conversation exceeds the model's context window{shown}: {said}"
+        context_exceeded = True
     elif isinstance(exc, e.ModelQuotaExceededError):
         problem = f"the account's quota or credits are exhausted{shown}: {said}"
     elif isinstance(exc, e.ModelRateLimitError):
@@ -268,6 +269,7 @@ def classify(pai: ModuleType, exc: Exception, where: str) -> ModelError:
         retryable=retryable,
         retry_after=max(float(retry_after), 0.0) if retry_after is not None else None,
         status=status,
+        context_exceeded=context_exceeded,
     )
 
 

@@ -217,8 +217,10 @@ class SdkFailure:
         retryable: bool,
         retry_after: float | None = None,
         status: int | None = None,
+        context_exceeded: bool = False,
     ) -> None:
         self.problem = problem
+        self.context_exceeded = context_exceeded
         self.retryable = retryable
         self.retry_after = retry_after
         self.status = status
@@ -230,7 +232,11 @@ class SdkFailure:
             # Providers and proxies sometimes echo the credential back in their errors.
             message = message.replace(secret, "***")
         return ModelError(
-            message, retryable=self.retryable, retry_after=self.retry_after, status=self.status
+            message,
+            retryable=self.retryable,
+            retry_after=self.retry_after,
+            status=self.status,
+            context_exceeded=self.context_exceeded,
         )
 
 
@@ -271,6 +277,7 @@ def sdk_failure(sdk: ModuleType, exc: Exception, *, timeout: float, key_env: str
                 f"the conversation exceeds the model's context window (HTTP {status}): {said}",
                 retryable=False,
                 status=status,
+                context_exceeded=True,
             )
         retryable = status in RETRYABLE_STATUSES or status >= 500
         return SdkFailure(

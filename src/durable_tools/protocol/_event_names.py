@@ -89,6 +89,10 @@ EventName = Literal[
     "model.usage",
     "model.call_id_shortened",
     "model.snapshot_missing",
+    # context compaction
+    "context.compacted",
+    "context.compaction_skipped",
+    "context.too_long",
     "notification.failed",
     "events.missed",
 ]

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from durable_tools._wire import WireModel
 from durable_tools.messages import Message, Usage
 from durable_tools.protocol._callback_types import PendingCallback
+from durable_tools.protocol._compaction import ContextView
 from durable_tools.protocol._input_types import PendingInput
 from durable_tools.protocol._policy_types import ApprovalPolicy, StandingGrant
 from durable_tools.protocol._records import RunEvent, ToolCallRecord
@@ -88,6 +89,12 @@ class CarriedState(WireModel):
     """Final answers that broke `output_type` so far (bounded by `output_retries`)."""
     session: SessionCarried | None = None
     """A session's count and idle deadline (None for a run that is no session)."""
+    context: ContextView | None = None
+    """What the model is sent of the conversation once it was compacted (None: all)."""
+    context_tokens: int = 0
+    """The model's context after the last model call, in tokens (see `_compaction`)."""
+    compactions: int = 0
+    """How often the chain compacted its model's context."""
 
 
 class AgentInput(WireModel):

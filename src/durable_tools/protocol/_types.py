@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from durable_tools._durations import Seconds
 from durable_tools._wire import WireModel
 from durable_tools.messages import ModelSettings, OutputSchema, Usage
+from durable_tools.models._windows import context_window
+from durable_tools.protocol._compaction import CompactionConfig
 from durable_tools.protocol._limits import (
     MAX_CALL_ID_CHARS,
     MAX_DECIDER_CHARS,
@@ -42,6 +44,7 @@ __all__ = [
     "ApprovalPolicy",
     "AuthorizationCompleted",
     "AuthorizationPolicy",
+    "CompactionConfig",
     "ExecutionStrategy",
     "Limits",
     "ModelSettings",
@@ -261,6 +264,9 @@ class AgentConfig(WireModel):
     message (`AgentRun.send`) until closed or idle too long; None: the run ends at its
     answer. In a session, `max_turns`, `max_tool_calls` and `output_retries` count per
     message; token and cost budgets count the whole session. See docs/sessions.md."""
+    compaction: CompactionConfig | None = None
+    """Summarise older messages before the conversation outgrows the model's context
+    window (docs/compaction.md); None: never (a conversation too long fails the run)."""
 
     @field_validator("output_type", mode="before")
     @classmethod
@@ -273,6 +279,22 @@ class AgentConfig(WireModel):
             raise ValueError(
                 f"limits.max_cost needs a price for the model {self.model!r} in `prices`"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _compaction_window(self) -> AgentConfig:
+        # Resolved here, once, so the window is recorded with the run's input: a later
+        # change of the known windows cannot change what a running run decides.
+        compaction = self.compaction
+        if compaction is None or compaction.window_tokens is not None:
+            return self
+        window = context_window(self.model)
+        if window is None:
+            raise ValueError(
+                f"compaction needs window_tokens: the context window of the model "
+                f"{self.model!r} is not known"
+            )
+        self.compaction = compaction.model_copy(update={"window_tokens": window})
         return self
 
 

@@ -1,5 +1,6 @@
 """The agent workflow and the data it takes, keeps and returns."""
 
+from durable_tools.protocol._compaction import CompactionConfig, ContextView
 from durable_tools.protocol._input_types import PendingInput
 from durable_tools.protocol._policy_types import (
     AutoApproval,
@@ -52,7 +53,9 @@ __all__ = [
     "BatchDecision",
     "BatchItem",
     "CarriedState",
+    "CompactionConfig",
     "Constraint",
+    "ContextView",
     "CriteriaSet",
     "Evaluation",
     "EvaluationRequest",

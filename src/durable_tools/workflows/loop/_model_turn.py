@@ -27,6 +27,12 @@ from durable_tools.tools import ArtifactRef, ToolSpec
 from durable_tools.tools._names import alias_provider
 from durable_tools.workflows.catalog._tool_search import search_definition
 from durable_tools.workflows.catalog._view import advertised, has_deferred
+from durable_tools.workflows.loop._compaction import (
+    compact_context,
+    context_too_long,
+    note_context,
+    prepare_context,
+)
 from durable_tools.workflows.loop._final_output import native_output, output_tools
 from durable_tools.workflows.run._state import EndRun, RunState
 
@@ -73,10 +79,52 @@ def _tool_definitions(state: RunState) -> list[ToolDefinition]:
 
 
 async def call_model(state: RunState) -> ModelResponse:
-    """Ask the model for its next message; call ids come back bounded in length."""
+    """Ask the model for its next message; call ids come back bounded in length.
+
+    With `AgentConfig.compaction`, the context is compacted first when the input would
+    pass its share of the window, and once more (then the call is retried once) when the
+    provider says the input is too long (see `_compaction`).
+    """
+    compaction = state.config.compaction
+    projected = 0
+    if compaction is not None:
+        projected = await prepare_context(state, compaction, lambda: _tool_definitions(state))
+    try:
+        turn = await _send(state)
+    except ActivityError as err:
+        if compaction is None or not context_too_long(err):
+            raise _model_failure(err) from err
+        state.event("context.too_long", detail=_failure_detail(err)[:500])
+        after = await compact_context(
+            state,
+            compaction,
+            lambda: _tool_definitions(state),
+            "provider",
+            "the provider found the input too long",
+            projected,
+        )
+        if after is None:
+            raise _model_failure(err) from err
+        projected = after
+        try:
+            turn = await _send(state)
+        except ActivityError as again:
+            raise _model_failure(again, " (after compacting the context once)") from again
+    state.snapshot = turn.snapshot
+    state.snapshot_length = turn.snapshot_length
+    if turn.tools_ref is not None:
+        state.tools_ref = turn.tools_ref
+    if compaction is not None:
+        note_context(state, turn.response, projected)
+    _bound_call_ids(state, turn.response.message)
+    return turn.response
+
+
+async def _send(state: RunState) -> ModelTurn:
+    """The model activity over the snapshot; raises its `ActivityError` when it fails."""
     new = state.conversation[state.snapshot_length - state.offset :]
     try:
-        turn = await _model_activity(
+        return await _model_activity(
             state, new, state.snapshot, state.snapshot_length, state.tools_ref
         )
     except ActivityError as err:
@@ -86,20 +134,11 @@ async def call_model(state: RunState) -> ModelResponse:
             and cause.type == SNAPSHOT_MISSING
             and state.offset == 0
         ):
-            raise _model_failure(err) from err
+            raise
         # This worker cannot see the snapshot (a store not shared between machines):
         # send the conversation in full once, which starts a new chain.
         state.event("model.snapshot_missing", detail=cause.message[:200])
-        try:
-            turn = await _model_activity(state, state.conversation, None, 0, None)
-        except ActivityError as again:
-            raise _model_failure(again) from again
-    state.snapshot = turn.snapshot
-    state.snapshot_length = turn.snapshot_length
-    if turn.tools_ref is not None:
-        state.tools_ref = turn.tools_ref
-    _bound_call_ids(state, turn.response.message)
-    return turn.response
+        return await _model_activity(state, state.conversation, None, 0, None)
 
 
 async def _model_activity(
@@ -125,6 +164,7 @@ async def _model_activity(
         base_length=base_length,
         tools_ref=tools_ref,
         stream=config.stream_tokens,
+        context=state.context,
     )
     _check_input_size(call, messages)
     turn: ModelTurn = await workflow.execute_activity(
@@ -160,10 +200,15 @@ def _check_input_size(call: ModelCall, messages: list[Message]) -> None:
         )
 
 
-def _model_failure(err: ActivityError) -> ApplicationError:
+def _failure_detail(err: ActivityError) -> str:
     cause = err.cause
-    detail = cause.message if isinstance(cause, ApplicationError) else str(cause or err)
-    return ApplicationError(f"model call failed: {detail}", type="ModelError", non_retryable=True)
+    return cause.message if isinstance(cause, ApplicationError) else str(cause or err)
+
+
+def _model_failure(err: ActivityError, note: str = "") -> ApplicationError:
+    return ApplicationError(
+        f"model call failed{note}: {_failure_detail(err)}", type="ModelError", non_retryable=True
+    )
 
 
 def _bound_call_ids(state: RunState, message: Message) -> None:

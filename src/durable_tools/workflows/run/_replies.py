@@ -36,6 +36,7 @@ from durable_tools.tools._formatting import error_outcome
 
 __all__ = [
     "SKIPPED_PREFIX",
+    "SUMMARY_INSTRUCTIONS",
     "activity_error_outcome",
     "cancelled_outcome",
     "cancelled_reply",
@@ -51,6 +52,7 @@ __all__ = [
     "skipped_reply",
     "subagent_failure_outcome",
     "subagent_outcome",
+    "summary_text",
     "timeout_outcome",
     "unauthorized_reply",
     "unprepared_outcome",
@@ -242,3 +244,27 @@ def subagent_failure_outcome(
     else:
         error = ToolExecutionError(f"sub-agent run {child_id} failed: {cause}")
     return error_outcome(call_id, tool, error)
+
+
+# ------------------------------------------------------- context compaction (not a tool's)
+
+SUMMARY_INSTRUCTIONS = (
+    "You summarise the earlier part of a conversation between a user and an AI agent that "
+    "uses tools, so that the agent can go on with its task reading your summary in place "
+    "of those messages. Keep the user's request and every instruction, constraint or "
+    "correction they gave (word for word when short); the decisions taken and why; the "
+    "facts, figures, names, identifiers, paths and URLs the agent learned from tool "
+    "results and may still need; what was done, what failed and why; what is left to do. "
+    "Leave out pleasantries and repetition. Write plain text in the conversation's "
+    "language, as short as completeness allows. Do not address the user and do not call "
+    "tools: answer with the summary only."
+)
+"""The summariser's system prompt (`durable_tools.compact`)."""
+
+
+def summary_text(summary: str, replaced: int) -> str:
+    """The message the model reads in place of the older messages of its conversation."""
+    return (
+        f"[Context summary: the {replaced:,} earlier messages of this conversation were "
+        "summarised to fit the model's context window; the full transcript is kept.]\n\n" + summary
+    )

@@ -18,6 +18,7 @@ from temporalio import workflow
 
 from durable_tools.messages import Message, ToolCall, ToolDefinition, Usage
 from durable_tools.protocol._callback_types import CallbackResult, PendingCallback
+from durable_tools.protocol._compaction import ContextView
 from durable_tools.protocol._event_names import EventName
 from durable_tools.protocol._input_types import InputAnswer, PendingInput
 from durable_tools.protocol._options import ToolActivityOptions
@@ -120,6 +121,12 @@ class RunState:
     """`catalog` as the packed catalog activity sent it; carried instead of the specs."""
     session: Session | None = None
     """With `AgentConfig.session`: the session's messages and wait (see loop `_session`)."""
+    context: ContextView | None = None
+    """What the model is sent once its context was compacted (see `_compaction`)."""
+    context_tokens: int = 0
+    """The model's context after the last model call, in tokens: reported, else estimated."""
+    compactions: int = 0
+    """Compactions of the chain so far (numbers the summariser's calls)."""
 
     # Not carried: rebuilt, or empty between turns.
     turn_base: int = 0
@@ -188,6 +195,9 @@ class RunState:
     """What the run's handler names start with: "" for an agent workflow, the prefix of an
     embedded `AgentLoop`'s `register_handlers`. Parties outside the workflow are told it
     (the OAuth callback signals `handler_prefix + "authorization_completed"`)."""
+    compaction_blocked_at: int = -1
+    """The conversation's length when a compaction found nothing to summarise: not tried
+    again until it grows (not carried: a continued run tries once more)."""
     started_by_older_worker: bool = False
     """A run whose input has `revision` 1 had its first task run by a worker that ignores
     the revision (see `_run_catalog.load_catalog`): it records what runs before it did."""
@@ -277,6 +287,9 @@ class RunState:
             budget_used=dict(carried.budget_used),
             usage=carried.usage or Usage(),
             output_repairs=carried.output_repairs,
+            context=carried.context,
+            context_tokens=carried.context_tokens,
+            compactions=carried.compactions,
             timeline_carried_in=len(carried.timeline),
             events_carried_in=(
                 carried.events_total if carried.events_total is not None else len(carried.events)
@@ -322,6 +335,9 @@ class RunState:
             budget_used=self.budget_used,
             usage=self.usage,
             output_repairs=self.output_repairs,
+            context=self.context,
+            context_tokens=self.context_tokens,
+            compactions=self.compactions,
             continued=self.continued + 1,
             policy=None if self.policy == self.config.approval else self.policy,
             standing_grants=self.standing_grants,
