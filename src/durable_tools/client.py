@@ -16,7 +16,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.converter import PayloadCodec
 
 from durable_tools import search_attributes as sa
-from durable_tools._client_start import start_attributes, start_config
+from durable_tools._client_start import start_attributes, start_config, start_versioning
 from durable_tools._input_client import InputAnswerRejected, answer_input
 from durable_tools._run_decisions import with_decisions
 from durable_tools._run_handle import AgentRun
@@ -142,6 +142,7 @@ class DurableTools:
             task_queue=self.task_queue,
             static_summary=f"{config.name}: {prompt[:120]}",
             search_attributes=await start_attributes(self.client, config),
+            versioning_override=start_versioning(config),
         )
         schema = config.output_type
         return self.run(run_id, output_type=schema.python_type if schema else None)

@@ -11,6 +11,7 @@ from ._callbacks import add_callbacks_command
 from ._codec import add_codec_server_command
 from ._commands import cmd_run, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
+from ._deployment import add_deployment_flags
 from ._events import cmd_events
 from ._flags import add_connection_flags, add_json_flag
 from ._lists import cmd_pending, cmd_runs
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="TOML/JSON OAuth providers, for tools that need a user's authorization",
     )
+    add_deployment_flags(p)
     add_telemetry_flags(p)
     add_connection_flags(p)
     p.set_defaults(handler=cmd_worker)
