@@ -1,4 +1,5 @@
-"""What `DurableTools.start` sends: the run's resolved config and its search attributes at start."""
+"""What `DurableTools.start` sends: the run's resolved config, its search attributes and its
+versioning override at start."""
 
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ from typing import Any
 from temporalio.api.enums.v1 import VersioningBehavior
 from temporalio.client import Client, WorkflowHandle
 
+import cli_support
+from cli_support import cli
 from conftest import temporal_cli
 from durable_tools.client import AgentRun, DurableTools
 from durable_tools.tools import ToolRegistry
@@ -16,6 +18,8 @@ from durable_tools.worker import build_worker, deployment_version
 from durable_tools.workflows import AgentConfig, RunStatus
 from support import answer, calls, wait_for, write_script
 from versioning_support import BUILD_B_MARK, changed_build, set_current
+
+cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
 
 
 def approval_registry() -> ToolRegistry:
@@ -138,3 +142,19 @@ async def test_every_versioning_choice_runs_on_an_unversioned_worker(
             assert (result.status, result.final_answer) == (RunStatus.COMPLETED, "done")
             events = [e.event for e in await run.events()]
             assert "run.continued" in events  # it did continue as new
+
+
+async def test_worker_deployment_flags_go_together_and_are_checked(
+    cli_env: str, capsys: Any
+) -> None:
+    base = ("worker", "--tools", "durable_tools.demo.tools")
+    for flags, message in (
+        (("--deployment", "refunds"), "--deployment and --build-id go together"),
+        (("--build-id", "v2"), "--deployment and --build-id go together"),
+        (("--deployment", "re.funds", "--build-id", "v2"), "may not contain '.'"),
+        (("--deployment", "refunds", "--build-id", "v 2"), "invalid build id"),
+        (("--deployment", "refunds", "--build-id", "v2\u202e"), "invalid build id"),
+        (("--deployment", "r" * 256, "--build-id", "v2"), "invalid deployment name"),
+    ):
+        code, _, err = await cli(capsys, *base, *flags)
+        assert code == 2 and message in err, (flags, err)

@@ -18,6 +18,7 @@ from ._lists import cmd_pending, cmd_runs
 from ._oauth import cmd_auth_reissue
 from ._policy import add_policy_commands
 from ._policy_flags import add_run_policy_flags
+from ._schedule import add_schedule_command
 from ._serve import cmd_serve, cmd_token_add
 from ._services import cmd_demo, cmd_server, cmd_worker
 from ._telemetry import add_telemetry_flags
@@ -230,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(handler=cmd_decide, approve=verb == "approve")
 
     add_policy_commands(sub)
+    add_schedule_command(sub)
     add_callbacks_command(sub)
     add_answer_command(sub)
     auth = sub.add_parser("auth", help="OAuth waits: re-issue an expired link")
