@@ -1,4 +1,5 @@
-"""What `DurableTools.start` sends: the run's resolved config and its search attributes at start."""
+"""What `DurableTools.start` sends: the run's resolved config, its search attributes and its
+versioning override at start."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ from typing import Any
 
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.common import (
+    AutoUpgradeVersioningOverride,
+    SearchAttributePair,
+    TypedSearchAttributes,
+    VersioningOverride,
+)
 from temporalio.service import RPCError
 
 from durable_tools import search_attributes as sa
@@ -16,7 +22,13 @@ from durable_tools.messages import ModelSettings, OutputSchema
 from durable_tools.models import registered_model_prefixes
 from durable_tools.workflows import AgentConfig, RunStatus
 
-__all__ = ["MAX_MODEL_SPEC_CHARS", "check_model_spec", "start_attributes", "start_config"]
+__all__ = [
+    "MAX_MODEL_SPEC_CHARS",
+    "check_model_spec",
+    "start_attributes",
+    "start_config",
+    "start_versioning",
+]
 
 MAX_MODEL_SPEC_CHARS = 4096
 """The longest model spec a run starts with (a scripted model's path included)."""
@@ -107,6 +119,15 @@ async def start_attributes(client: Client, config: AgentConfig) -> TypedSearchAt
             *([SearchAttributePair(sa.TOKENS, 0)] if await _has_tokens(client) else []),
         ]
     )
+
+
+def start_versioning(config: AgentConfig) -> VersioningOverride | None:
+    """The versioning override a run starts with: auto-upgrade for `versioning="auto_upgrade"`.
+
+    A workflow type declares one behaviour for all its runs, and a worker only declares one
+    default: a run's own choice can only be an override at its start (see docs/operations.md).
+    """
+    return AutoUpgradeVersioningOverride() if config.versioning == "auto_upgrade" else None
 
 
 _TOKENS_REGISTERED: weakref.WeakKeyDictionary[Client, bool] = weakref.WeakKeyDictionary()

@@ -8,19 +8,28 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, ScheduleHandle, WorkflowExecutionStatus
 from temporalio.converter import PayloadCodec
 
 from durable_tools import search_attributes as sa
-from durable_tools._client_start import start_attributes, start_config
+from durable_tools._client_start import start_attributes, start_config, start_versioning
 from durable_tools._input_client import InputAnswerRejected, answer_input
 from durable_tools._run_decisions import with_decisions
 from durable_tools._run_handle import AgentRun
 from durable_tools._run_progress import ToolProgress, progress_in
+from durable_tools._schedules import (
+    CRON_MEMO,
+    DEFAULT_CATCHUP_WINDOW,
+    Overlap,
+    ScheduleSummary,
+    check_schedule_id,
+    list_schedules,
+    new_schedule,
+)
 from durable_tools._session_client import (
     SentMessage,
     SessionRefused,
@@ -46,6 +55,7 @@ __all__ = [
     "DurableTools",
     "InputAnswerRejected",
     "RunSummary",
+    "ScheduleSummary",
     "SentMessage",
     "SessionRefused",
     "ToolProgress",
@@ -167,6 +177,7 @@ class DurableTools:
         options = {
             "static_summary": f"{config.name}: {prompt[:120]}" if prompt else config.name,
             "search_attributes": await start_attributes(self.client, config),
+            "versioning_override": start_versioning(config),
         }
         return run_input, options
 
@@ -238,8 +249,86 @@ class DurableTools:
         )
         return await send_with_start(self.client, start, session_id, text, message_id)
 
+    async def create_schedule(
+        self,
+        schedule_id: str,
+        prompt: str,
+        *,
+        cron: str | Sequence[str],
+        model: str | None = None,
+        config: AgentConfig | None = None,
+        overlap: Overlap = "skip",
+        catchup_window: timedelta = DEFAULT_CATCHUP_WINDOW,
+        paused: bool = False,
+        note: str | None = None,
+        identity: Identity | None = None,
+        granted_scopes: Sequence[str] = (),
+        model_settings: ModelSettings | None = None,
+        output_type: Any = None,
+    ) -> ScheduleHandle:
+        """Start a run at each of `cron`'s times, on a Temporal Schedule (docs/schedules.md).
+
+        Each run starts as `start` would start it (the same config resolution and search
+        attributes) with the id `<schedule_id>-<scheduled time>`.
+
+        Args:
+            schedule_id: The schedule's name; prefixes its runs' ids.
+            prompt: The request each run gets.
+            cron: One cron expression (`"0 9 * * MON-FRI"`, UTC) or several.
+            model: Shortcut for `AgentConfig(model=...)` when no config is given.
+            config: The agent's configuration.
+            overlap: What happens when a run is due while the previous one still runs
+                (waits on an approval, say): `skip` by default.
+            catchup_window: How late a run missed while the server was down may still start.
+            paused: Create it paused (`schedule(id).unpause()` starts it).
+            note: Why, shown with the schedule.
+            identity: Tenant, user and session the runs act for.
+            granted_scopes: Scopes the runs hold.
+            model_settings: As for `start`.
+            output_type: As for `start`.
+
+        Raises:
+            ValueError: a bad id, cron, overlap or catch-up window, or an `auto_upgrade` run.
+            temporalio.service.RPCError: the server refused it (a cron it cannot parse).
+            temporalio.client.ScheduleAlreadyRunningError: a schedule with this id exists.
+        """
+        resolved = start_config(
+            self.client,
+            model=model,
+            config=config,
+            model_settings=model_settings,
+            output_type=output_type,
+        )
+        expressions = [cron] if isinstance(cron, str) else list(cron)
+        schedule = await new_schedule(
+            self.client,
+            schedule_id,
+            prompt,
+            config=resolved,
+            task_queue=self.task_queue,
+            cron=expressions,
+            overlap=overlap,
+            catchup_window=catchup_window,
+            paused=paused,
+            note=note,
+            identity=identity or Identity(),
+            granted_scopes=granted_scopes,
+        )
+        return await self.client.create_schedule(
+            schedule_id, schedule, memo={CRON_MEMO: expressions}
+        )
+
+    def schedule(self, schedule_id: str) -> ScheduleHandle:
+        """The handle on a schedule: `pause(note=)`, `unpause()`, `trigger()`, `delete()`,
+        `describe()` (temporalio's `ScheduleHandle`)."""
+        return self.client.get_schedule_handle(check_schedule_id(schedule_id))
+
+    async def schedules(self, limit: int = 100) -> list[ScheduleSummary]:
+        """The namespace's schedules, the agent's first (`agent_workflow` tells them apart)."""
+        return await list_schedules(self.client, limit)
+
     def run(self, run_id: str, *, output_type: Any = None, prefix: str = "") -> AgentRun:
-        """A handle on an existing run; `output_type` as for `AgentRun`."""
+        """A handle on an existing run; `output_type` and `prefix` as for `AgentRun`."""
         return AgentRun(self.client, run_id, output_type, prefix=prefix)
 
     async def runs(self, status: str | None = None, limit: int = 50) -> list[RunSummary]:

@@ -49,6 +49,7 @@ from ._ui import run_link
 from ._watch import QUERY_TIMEOUT, RunWatcher, query_quietly, render_progress
 
 __all__ = [
+    "agent_config",
     "cmd_run",
     "cmd_show",
     "cmd_tools",
@@ -108,7 +109,8 @@ async def tools_for(args: argparse.Namespace) -> DurableTools:
 # ----------------------------------------------------------------------------- run
 
 
-def _config(args: argparse.Namespace) -> AgentConfig:
+def agent_config(args: argparse.Namespace) -> AgentConfig:
+    """The run's `AgentConfig` from `run`'s (and `schedule create`'s) flags."""
     names = None
     if args.tools:  # first: the module may register a model adapter of its own
         names = [spec.name for spec in _registry(args).specs()]
@@ -138,7 +140,7 @@ def _config(args: argparse.Namespace) -> AgentConfig:
 
 async def cmd_run(args: argparse.Namespace) -> int:
     """Start a run; with `--wait`, follow it to its end."""
-    config = _config(args)
+    config = agent_config(args)
     tools = await tools_for(args)
     try:
         async with translate_rpc_errors():

@@ -11,6 +11,7 @@ from ._callbacks import add_callbacks_command
 from ._codec import add_codec_server_command
 from ._commands import cmd_run, cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
+from ._deployment import add_deployment_flags
 from ._events import cmd_events
 from ._flags import add_connection_flags, add_json_flag, add_prefix_flag
 from ._inbox_tokens import add_token_commands
@@ -19,6 +20,7 @@ from ._oauth import cmd_auth_reissue
 from ._policy import add_policy_commands
 from ._policy_flags import add_run_policy_flags
 from ._run_filters import add_filter_flags
+from ._schedule import add_schedule_command
 from ._serve import cmd_serve
 from ._services import cmd_demo, cmd_server, cmd_worker
 from ._session import add_session_commands
@@ -86,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="TOML/JSON OAuth providers, for tools that need a user's authorization",
     )
+    add_deployment_flags(p)
     add_telemetry_flags(p)
     add_connection_flags(p)
     p.set_defaults(handler=cmd_worker)
@@ -242,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(handler=cmd_decide, approve=verb == "approve")
 
     add_policy_commands(sub)
+    add_schedule_command(sub)
     add_callbacks_command(sub)
     add_answer_command(sub)
     add_session_commands(sub)

@@ -17,6 +17,7 @@ from durable_tools.worker import (
 )
 
 from ._commands import load_tools
+from ._deployment import deployment_from_args
 from ._errors import CliError, connect_or_explain
 from ._oauth import oauth_broker
 from ._output import echo
@@ -73,6 +74,7 @@ async def cmd_server(args: argparse.Namespace) -> int:
 async def cmd_worker(args: argparse.Namespace) -> int:
     """Run a worker for a registry until Ctrl-C or SIGTERM, then shut down gracefully."""
     registry = getattr(args, "registry", None) or load_tools(args.tools)
+    version = deployment_from_args(args)
     client = await connect_or_explain(flags=args, **worker_telemetry(args))
     task_queue = args.task_queue or task_queue_from_env()
     options: dict[str, Any] = {
@@ -83,14 +85,23 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     secrets = secrets_from_env()
     broker = oauth_broker(args.oauth_providers)
     worker = build_worker(
-        client, registry, task_queue=task_queue, secrets=secrets, oauth=broker, **options
+        client,
+        registry,
+        task_queue=task_queue,
+        secrets=secrets,
+        oauth=broker,
+        deployment_version=version,
+        **options,
     )
     stop = stop_on_signals()
     specs = registry.specs()
     names = ", ".join(s.name + (" (local)" if s.policy.local else "") for s in specs) or "none"
+    versioned = ""
+    if version is not None:
+        versioned = f"deployment {version.deployment_name} build {version.build_id}\n"
     echo(
         f"worker on {client.service_client.config.target_host} namespace {client.namespace} "
-        f"task queue {task_queue}\n"
+        f"task queue {task_queue}\n{versioned}"
         f"tools: {names}\nsecrets: {len(secrets)} from DURABLE_TOOLS_SECRET_*\n"
         f"OAuth: {'providers from ' + args.oauth_providers if broker else 'not configured'}\n"
         "Ctrl-C or SIGTERM to stop",

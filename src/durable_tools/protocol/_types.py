@@ -199,6 +199,14 @@ class AgentConfig(WireModel):
     approval: ApprovalPolicy = ApprovalPolicy()
     continue_as_new_after_events: int | None = Field(default=None, ge=20)
     """Continue-as-new after this many history events, besides when the server suggests it."""
+    versioning: Literal["pinned", "upgrade_on_continue", "auto_upgrade"] = "pinned"
+    """How the run follows new worker builds under Worker Deployment Versioning (ignored by
+    unversioned workers; docs/operations.md): `pinned` finishes on the build it started on,
+    its continued-as-new runs too; `upgrade_on_continue` keeps each run on its build and
+    continues as new onto the current build once one is set (at the next turn's end);
+    `auto_upgrade` moves at its next workflow task (workflow changes need `patched`); its
+    continued-as-new runs behave as `upgrade_on_continue` (Temporal gives the start's
+    auto-upgrade override to the first run only)."""
     authorization: AuthorizationPolicy = AuthorizationPolicy()
     """How OAuth pauses end: deadline and what passing it does."""
     notifications: NotificationConfig | None = None

@@ -18,6 +18,7 @@ from ._build import (
     secrets_from_env,
     task_queue_from_env,
 )
+from ._deployment import deployment_version
 from ._limited import ToolWorker
 from ._missing import missing_extras
 from ._sandbox import PASSTHROUGH_MODULES, STRICT_SANDBOX_ENV, passthrough_modules, workflow_runner
@@ -32,6 +33,7 @@ __all__ = [
     "GrantStore",
     "ToolWorker",
     "build_worker",
+    "deployment_version",
     "load_registry",
     "missing_extras",
     "passthrough_modules",

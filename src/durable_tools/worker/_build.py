@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.common import WorkerDeploymentVersion
 
 from durable_tools._activities import Evaluator, GrantStore
 from durable_tools._activities._runtime import AuthorizationBroker
@@ -93,6 +94,7 @@ def build_worker(
     oauth: AuthorizationBroker | None = None,
     evaluators: Mapping[str, Evaluator] | None = None,
     grant_store: GrantStore | None = None,
+    deployment_version: WorkerDeploymentVersion | None = None,
     **worker_options: Any,
 ) -> ToolWorker:
     """A worker that runs the agent workflow, its core activities and one activity per tool.
@@ -119,6 +121,8 @@ def build_worker(
         evaluators: Auto-mode approval evaluators by name (see `ApprovalPolicy.auto`).
         grant_store: Where identity-scoped standing grants live (default: a JSON file
             under `DURABLE_TOOLS_HOME`).
+        deployment_version: Make this a versioned worker of that Worker Deployment Version
+            (see `DurableToolsPlugin` and docs/operations.md).
         **worker_options: Passed to `temporalio.worker.Worker` (e.g. `max_cached_workflows`,
             `plugins`).
 
@@ -142,6 +146,7 @@ def build_worker(
         evaluators=evaluators,
         grant_store=grant_store,
         heartbeat_throttle=None,  # an explicit worker option wins, as it always did
+        deployment_version=deployment_version,
     )
     worker_options.setdefault("default_heartbeat_throttle_interval", HEARTBEAT_THROTTLE)
     queue = task_queue or task_queue_from_env()

@@ -7,8 +7,9 @@ catalog, model, preflight, evaluator, grant and notification activities; one act
 tool, and the dynamic activity serving tools registered while the worker runs; the
 sandbox pass-through of the project's modules (`_sandbox.py`; added to whatever sandboxed
 runner the worker has, so another plugin's pass-through, e.g. OpenTelemetry's, stays);
-lowers the heartbeat throttle so cancelling a tool reaches it within ~2 s; and, unless
-given slots or a tuner, takes at most `WORKFLOW_TASK_SLOTS` workflow tasks at once.
+lowers the heartbeat throttle so cancelling a tool reaches it within ~2 s; unless
+given slots or a tuner, takes at most `WORKFLOW_TASK_SLOTS` workflow tasks at once; and,
+given a `deployment_version`, makes the worker a versioned one (`_deployment.py`).
 
 Tools with `max_concurrent` or `rate_limit` run on task queues of their own, served by
 extra workers that a plugin cannot add: `build_worker` runs them beside the main worker
@@ -26,6 +27,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
+from temporalio.common import WorkerDeploymentVersion
 from temporalio.converter import DataConverter, PayloadCodec
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
@@ -48,6 +50,8 @@ from durable_tools._data_converter import with_durable_conversion
 from durable_tools.flows import FlowWorkflow
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
 from durable_tools.tools._registry import ToolRegistry
+from durable_tools.worker._deployment import deployment_version as checked_version
+from durable_tools.worker._deployment import versioned
 from durable_tools.worker._limited import limited_workers
 from durable_tools.worker._sandbox import passthrough_modules, workflow_runner
 from durable_tools.workflows import AgentWorkflow
@@ -107,6 +111,10 @@ class DurableToolsPlugin(SimplePlugin):
             process; composed into the client's data converter.
         heartbeat_throttle: The most a worker's `default_heartbeat_throttle_interval` may
             be (a cancel waits up to this long to reach a tool); None leaves it alone.
+        deployment_version: Run versioned workers of this Worker Deployment Version
+            (deployment name and build id): runs are pinned to the build they start on
+            unless their `AgentConfig.versioning` says otherwise (docs/operations.md). A
+            worker given its own `deployment_config` keeps it.
     """
 
     def __init__(
@@ -121,8 +129,14 @@ class DurableToolsPlugin(SimplePlugin):
         grant_store: GrantStore | None = None,
         payload_codec: PayloadCodec | None = None,
         heartbeat_throttle: timedelta | None = HEARTBEAT_THROTTLE,
+        deployment_version: WorkerDeploymentVersion | None = None,
     ) -> None:
         self.registry = registry
+        self.deployment_version = (
+            None
+            if deployment_version is None
+            else checked_version(deployment_version.deployment_name, deployment_version.build_id)
+        )
         self.payload_codec = payload_codec
         self.heartbeat_throttle = heartbeat_throttle
         self.runtime = ToolRuntime(
@@ -177,6 +191,8 @@ class DurableToolsPlugin(SimplePlugin):
             current is None or current > self.heartbeat_throttle
         ):
             config["default_heartbeat_throttle_interval"] = self.heartbeat_throttle
+        if self.deployment_version is not None and config.get("deployment_config") is None:
+            config["deployment_config"] = versioned(self.deployment_version)
         return config
 
     def limited_workers(
@@ -200,6 +216,9 @@ class DurableToolsPlugin(SimplePlugin):
         options = dict(worker_options)
         if self.heartbeat_throttle is not None:
             options.setdefault("default_heartbeat_throttle_interval", self.heartbeat_throttle)
+        if self.deployment_version is not None:
+            # In the same version as the main worker: a pinned run's tools run on its build.
+            options.setdefault("deployment_config", versioned(self.deployment_version))
         activity_for: Callable[..., Any] = lambda tool: make_tool_activity(tool, self.runtime)  # noqa: E731
         with _building_limited():
             return limited_workers(client, self._tools, task_queue, activity_for, options)

@@ -12,6 +12,7 @@ fit ends the run with a reason instead of wedging it.
 from __future__ import annotations
 
 from temporalio import workflow
+from temporalio.workflow import ContinueAsNewVersioningBehavior
 
 from durable_tools.messages import Message
 from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, payload_bytes
@@ -23,7 +24,8 @@ __all__ = ["continue_as_new_due", "continue_now", "maybe_continue_as_new"]
 
 
 async def maybe_continue_as_new(state: RunState) -> None:
-    """Continue-as-new when the server suggests it or the configured event count is reached."""
+    """Continue-as-new when the server suggests it, the configured event count is reached,
+    or a run that may change builds sees another build current."""
     if not continue_as_new_due(state):
         return
     # Handlers may still be mid-flight (an update that arrived this task): let them end,
@@ -32,12 +34,22 @@ async def maybe_continue_as_new(state: RunState) -> None:
     continue_now(state)
 
 
+def _upgrades(state: RunState) -> bool:
+    """Whether the run moves to the current build at its continue-as-new."""
+    return state.config.versioning != "pinned"
+
+
 def continue_as_new_due(state: RunState) -> bool:
-    """Whether the server suggests continue-as-new or the configured event count is reached."""
+    """Whether the server suggests continue-as-new, the configured event count is reached,
+    or (for a run that may change builds) another build is current."""
     info = workflow.info()
     limit = state.config.continue_as_new_after_events
-    return info.is_continue_as_new_suggested() or (
-        limit is not None and info.get_current_history_length() >= limit
+    # A run that may change builds moves at its continue-as-new: so it continues as new
+    # once the server says another build is current (recorded in history: replay-safe).
+    return (
+        info.is_continue_as_new_suggested()
+        or (limit is not None and info.get_current_history_length() >= limit)
+        or (_upgrades(state) and info.is_target_worker_deployment_version_changed())
     )
 
 
@@ -49,14 +61,22 @@ def continue_now(state: RunState) -> None:
         EndRun: the carried state would not fit in one payload.
     """
     info = workflow.info()
-    state.event("run.continuing_as_new", detail=f"{info.get_current_history_length()} events")
+    upgrades = _upgrades(state)
+    detail = f"{info.get_current_history_length()} events"
+    state.event("run.continuing_as_new", detail=detail + (", onto the current build" * upgrades))
     conversation, offset = state.conversation, state.offset
     if state.snapshot is not None:
         # What the snapshot holds is carried by reference only: the model activity reads
         # it from the store, and `AgentRun.conversation()` joins it to the rest.
         conversation = conversation[state.snapshot_length - offset :]
         offset = state.snapshot_length
-    workflow.continue_as_new(_fitting_input(state, conversation, offset))
+    workflow.continue_as_new(
+        _fitting_input(state, conversation, offset),
+        # The new run's first task goes to the current build (unversioned: no effect).
+        initial_versioning_behavior=ContinueAsNewVersioningBehavior.AUTO_UPGRADE
+        if upgrades
+        else None,
+    )
 
 
 def _fitting_input(state: RunState, conversation: list[Message], offset: int) -> AgentInput:
