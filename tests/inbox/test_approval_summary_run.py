@@ -118,7 +118,7 @@ async def test_a_template_summary_is_said_first_everywhere(
             await run.approve("r1", arguments_hash=pending.arguments_hash)
             await run.result()
             history = await run.handle.fetch_history()
-    assert timer_summaries(history) == ["approval of refund: Refund 1,234.50 on order A-17"]
+    assert timer_summaries(history) == ["approval deadline: Refund 1,234.50 on order A-17 (refund)"]
     # A template renders in the workflow: no preflight activity for it.
     assert PREFLIGHT_ACTIVITY not in scheduled_activities(history)
     everything = history.to_json() + json.dumps([r.body.decode() for r in receiver.requests])

@@ -11,12 +11,12 @@ from temporalio.client import Client, WorkflowHandle
 
 import cli_support
 from cli_support import cli
-from conftest import temporal_cli
 from durable_tools.client import AgentRun, DurableTools
 from durable_tools.tools import ToolRegistry
 from durable_tools.worker import build_worker, deployment_version
 from durable_tools.workflows import AgentConfig, RunStatus
 from support import answer, calls, wait_for, write_script
+from temporal_binary import temporal_cli
 from versioning_support import BUILD_B_MARK, changed_build, set_current
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for

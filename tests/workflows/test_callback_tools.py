@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.contrib.pydantic import pydantic_data_converter
 
 from durable_tools.callbacks import (
     CallbackRejected,
@@ -207,6 +208,15 @@ async def test_no_answer_before_the_deadline_is_a_timeout_the_model_sees(
         assert "callback.expired" in [e.event for e in await run.handle.query(AgentWorkflow.events)]
         assert (await run.timeline())[0].status == "failed"
         await assert_not_wedged(run.handle)
+        history = await run.handle.fetch_history()
+    # The UI's timeline names the deadline's timer by what it waits for, not "1s".
+    converter = pydantic_data_converter.payload_converter
+    summaries = [
+        converter.from_payload(event.user_metadata.summary, str)
+        for event in history.events
+        if event.HasField("timer_started_event_attributes") and event.HasField("user_metadata")
+    ]
+    assert summaries == ["callback deadline: get_location c1"]
 
 
 async def test_a_client_restarted_mid_wait_still_answers(

@@ -148,7 +148,11 @@ async def _await_decision(
     open_wait(state, waits, call, pending, detail=f"hash {pending.arguments_hash[:12]}")
     evaluation = _start_evaluation(state, valid, pending)
     try:
-        shown = f"approval of {spec.name}: {pending.summary or call.id}"
+        shown = (
+            f"approval deadline: {pending.summary} ({spec.name})"
+            if pending.summary
+            else f"approval deadline: {spec.name} {call.id}"
+        )
         while not await wait_for_answer(state, waits, call.id, timeout, summary=shown):
             if state.policy is not policy and workflow.patched(PENDING_REFIT_PATCH):
                 policy = state.policy  # changed while the call waited: it rules now

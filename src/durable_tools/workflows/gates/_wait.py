@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 from temporalio import workflow
 
 from durable_tools.messages import ToolCall
-from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, payload_bytes
+from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, clip, payload_bytes
 from durable_tools.tools._validation import non_finite_number
 from durable_tools.workflows.observe._notify import WaitingCall, notify_wait
 from durable_tools.workflows.observe._visibility import publish, unless_evicted
@@ -40,6 +40,7 @@ from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._wait_maps import Waits
 
 __all__ = [
+    "MAX_TIMER_SUMMARY_CHARS",
     "WAITS_SHOWN_PATCH",
     "accept",
     "answer_of",
@@ -53,6 +54,9 @@ __all__ = [
     "wait_for_answer",
     "waiting_call",
 ]
+
+MAX_TIMER_SUMMARY_CHARS = 200
+"""A deadline timer's summary (kept in the history) is cut to this length."""
 
 WAITS_SHOWN_PATCH = "waits-shown"
 """Marks runs that show input and callback waits like approvals: `AgentStatus`
@@ -109,8 +113,14 @@ async def wait_for_answer(
 ) -> bool:
     """Wait durably until the call is answered, the run cancelled, the wait withdrawn by
     a steer (skippable kinds), or `wake` says so: True. False when `timeout` passed first.
-    `summary` names the deadline's timer in the Temporal UI.
+
+    `summary` names the deadline's timer in the Temporal UI (default "<kind> deadline:
+    <tool> <call id>", so the timeline reads "approval deadline: refund r1", not "1h").
     """
+    if summary is None:
+        tool = getattr(waits.pending.get(call_id), "tool", "")
+        summary = f"{waits.kind.name} deadline: {tool} {call_id}".replace("  ", " ")
+    summary = clip(summary, MAX_TIMER_SUMMARY_CHARS)
     skippable = waits.kind.skippable
     try:
         await workflow.wait_condition(
