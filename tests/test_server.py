@@ -12,6 +12,7 @@ import time
 import uuid
 from pathlib import Path
 
+import httpx
 import pytest
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
@@ -299,3 +300,28 @@ def wait_for_cmdline(pid: int, cmdline: list[str], within: float = 10.0) -> bool
             return True
         time.sleep(0.05)
     return False
+
+
+async def test_the_web_ui_gets_the_codec_endpoint_it_is_given(tmp_path: Path) -> None:
+    port, ui_port = free_port(), free_port()
+    endpoint = "http://127.0.0.1:8888"
+    server = DevServer(tmp_path, port=port, ui_port=ui_port, ui_codec_endpoint=endpoint)
+    async with server, httpx.AsyncClient() as http:
+        settings = (await http.get(f"http://127.0.0.1:{ui_port}/api/v1/settings")).json()
+    assert settings["Codec"]["Endpoint"] == endpoint
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["ftp://host/x", "127.0.0.1:8888", "http://", "http://host/\nx", "javascript:x"]
+)
+def test_a_codec_endpoint_the_ui_cannot_use_is_refused(tmp_path: Path, endpoint: str) -> None:
+    with pytest.raises(ValueError, match="http\\(s\\) URL"):
+        DevServer(tmp_path, ui_codec_endpoint=endpoint)
+    code = subprocess.run(
+        [sys.executable, "-m", "durable_tools.cli", "server", "--ui-codec-endpoint", endpoint],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DURABLE_TOOLS_HOME": str(tmp_path)},
+        timeout=60,
+    )
+    assert code.returncode == 2 and "--ui-codec-endpoint" in code.stderr

@@ -29,6 +29,7 @@ from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
@@ -61,6 +62,27 @@ __all__ = [
 logger = logging.getLogger("durable_tools.server")
 
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
+
+
+def check_codec_endpoint(url: str | None) -> str | None:
+    """`url` if it can be the Web UI's codec endpoint (an http or https URL with a host).
+
+    Raises:
+        ValueError: anything else, named.
+    """
+    if url is None:
+        return None
+    parsed = urlsplit(url)
+    if (
+        parsed.scheme not in ("http", "https")
+        or not parsed.hostname
+        or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url)
+        or len(url) > 2048
+    ):
+        raise ValueError(
+            f"the UI's codec endpoint must be an http(s) URL with a host, got {url[:200]!a}"
+        )
+    return url
 
 
 def _uses_database(cmdline: Sequence[str], db_path: Path) -> bool:
@@ -102,6 +124,8 @@ class DevServer:
         port: Frontend gRPC port.
         ui_port: Web UI port; default `port + 1000` (8233 for 7233).
         headless: Run without the Web UI.
+        ui_codec_endpoint: The codec server the Web UI decodes payloads with
+            (`durable-tools codec-server`; docs/encryption.md): an http(s) URL.
         namespace: Namespace the clients use; created at launch with the search attributes.
         search_attributes: Custom search attributes to register.
         extra_args: More `start-dev` flags, appended as they are.
@@ -118,6 +142,7 @@ class DevServer:
         port: int = 7233,
         ui_port: int | None = None,
         headless: bool = False,
+        ui_codec_endpoint: str | None = None,
         namespace: str = "default",
         search_attributes: Sequence[SearchAttributeKey[Any]] = SEARCH_ATTRIBUTES,
         extra_args: Sequence[str] = (),
@@ -130,6 +155,7 @@ class DevServer:
         self.port = port
         self.ui_port = ui_port if ui_port is not None else port + 1000
         self.headless = headless
+        self.ui_codec_endpoint = check_codec_endpoint(ui_codec_endpoint)
         self.namespace = namespace
         self.search_attributes = tuple(search_attributes)
         self.extra_args = tuple(extra_args)
@@ -203,6 +229,8 @@ class DevServer:
             cmd.append("--headless")
         else:
             cmd += ["--ui-port", str(self.ui_port)]
+            if self.ui_codec_endpoint:
+                cmd += ["--ui-codec-endpoint", self.ui_codec_endpoint]
         for key in self.search_attributes:
             cmd += ["--search-attribute", f"{key.name}={CLI_TYPE_NAMES[key.indexed_value_type]}"]
         # The stock dev server polls its transfer queue at 20 RPS, which paces back-to-back

@@ -65,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=7233, help="frontend gRPC port (default 7233)")
     p.add_argument("--ui-port", type=int, default=None, help="Web UI port (default port+1000)")
     p.add_argument("--headless", action="store_true", help="no Web UI")
+    p.add_argument(
+        "--ui-codec-endpoint",
+        metavar="URL",
+        help="the codec server the Web UI decodes payloads with (durable-tools codec-server)",
+    )
     p.set_defaults(handler=cmd_server)
 
     p = sub.add_parser("worker", help="run a worker for a tool registry until Ctrl-C/SIGTERM")

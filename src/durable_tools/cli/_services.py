@@ -30,7 +30,16 @@ __all__ = ["cmd_demo", "cmd_server", "cmd_worker"]
 
 async def cmd_server(args: argparse.Namespace) -> int:
     """Run the embedded dev server in the foreground until Ctrl-C."""
-    server = DevServer(args.data_dir, port=args.port, ui_port=args.ui_port, headless=args.headless)
+    try:
+        server = DevServer(
+            args.data_dir,
+            port=args.port,
+            ui_port=args.ui_port,
+            headless=args.headless,
+            ui_codec_endpoint=args.ui_codec_endpoint,
+        )
+    except ValueError as error:
+        raise CliError(f"--ui-codec-endpoint: {error}", 2) from None
     try:
         await server.stop_leftover()  # one of this data dir whose parent was killed
     except DevServerError as error:
