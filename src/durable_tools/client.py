@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -79,6 +80,16 @@ class RunSummary(BaseModel):
     started_at: datetime | None = None
 
 
+_ID_UNSAFE = re.compile(r"[^a-z0-9-]+")
+
+
+def _default_run_id(agent: str) -> str:
+    """A new run's workflow id: the agent's name (lowercase ASCII letters, digits and
+    dashes, at most 40) and 12 random hex digits."""
+    name = _ID_UNSAFE.sub("-", agent.lower()).strip("-")[:40].strip("-") or "run"
+    return f"{name}-{uuid.uuid4().hex[:12]}"
+
+
 class DurableTools:
     """Entry point: start runs and find them.
 
@@ -131,7 +142,8 @@ class DurableTools:
             prompt: The user's request.
             model: Shortcut for `AgentConfig(model=...)` when no config is given.
             config: The agent's configuration.
-            run_id: The workflow id; a fresh `run-<uuid>` by default.
+            run_id: The workflow id; by default the agent's name and a fresh suffix
+                (`support-3f9c2a1b7d4e`), so the UI's list says which agent each run is.
             identity: Tenant, user and session the run acts for.
             granted_scopes: Scopes the run holds; tools needing others are invisible.
             model_settings: Model settings for this run: the fields it sets replace the
@@ -139,10 +151,10 @@ class DurableTools:
             output_type: The type of the final answer (see `AgentConfig.output_type`);
                 replaces the config's. `(await run.result()).output` is then an instance.
         """
-        run_id = run_id or f"run-{uuid.uuid4().hex[:12]}"
         run_input, options = await self._start_args(
             prompt, model, config, identity, granted_scopes, model_settings, output_type
         )
+        run_id = run_id or _default_run_id(run_input.config.name)
         await self.client.start_workflow(
             AgentWorkflow.run, run_input, id=run_id, task_queue=self.task_queue, **options
         )

@@ -483,3 +483,17 @@ async def test_a_model_that_fails_for_good_fails_the_run_visibly(
     assert snapshot.status == RunStatus.FAILED and "model call failed" in (snapshot.reason or "")
     description = await run.handle.describe()
     assert description.typed_search_attributes.get(AGENT_STATUS) == "failed"
+
+
+@pytest.mark.parametrize(
+    ("agent", "prefix"),
+    [("support", "support-"), ("Support Desk!", "support-desk-"), ("Ünï", "n-"), ("ü", "run-")],
+)
+async def test_a_run_id_starts_with_its_agent_name(
+    client: Client, task_queue: str, agent: str, prefix: str
+) -> None:
+    # The UI's list shows workflow ids: each says which agent the run is, without a click.
+    tools = DurableTools(client, task_queue)
+    run = await tools.start("hi", config=AgentConfig(name=agent, model="scripted:none.json"))
+    await run.handle.terminate("not needed")
+    assert run.run_id.startswith(prefix) and len(run.run_id) == len(prefix) + 12
