@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from durable_tools._durations import Seconds
 from durable_tools._wire import WireModel
 from durable_tools.messages import ModelSettings, OutputSchema, Usage
+from durable_tools.protocol._code_mode import CodeMode
 from durable_tools.protocol._limits import (
     MAX_CALL_ID_CHARS,
     MAX_DECIDER_CHARS,
@@ -233,6 +234,9 @@ class AgentConfig(WireModel):
     output_retries: int = Field(default=2, ge=0, le=10)
     """How often the model is asked to repair a final answer that breaks `output_type`;
     one more invalid answer ends the run `failed`, naming what was wrong."""
+    code_mode: CodeMode | None = None
+    """Offer the `run_script` tool: a Python script over the run's tools, each of its calls
+    a gated, durable tool call (docs/code-mode.md). None: no code mode."""
 
     @field_validator("output_type", mode="before")
     @classmethod
