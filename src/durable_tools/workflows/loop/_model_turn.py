@@ -29,7 +29,7 @@ from durable_tools.workflows.catalog._tool_search import search_definition
 from durable_tools.workflows.catalog._view import advertised, has_deferred
 from durable_tools.workflows.loop._final_output import native_output, output_tools
 from durable_tools.workflows.run._state import EndRun, RunState
-from durable_tools.workflows.script import host_specs, script_definition
+from durable_tools.workflows.script._stubs import host_specs, script_definition
 
 __all__ = ["call_model", "describe"]
 

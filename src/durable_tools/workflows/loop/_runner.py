@@ -39,7 +39,7 @@ from durable_tools.workflows.loop._model_turn import call_model
 from durable_tools.workflows.loop._usage import run_cost, spend_tokens
 from durable_tools.workflows.observe._visibility import publish
 from durable_tools.workflows.run._state import EndRun, RunState
-from durable_tools.workflows.script import script_routes
+from durable_tools.workflows.script._run import script_routes
 
 __all__ = ["TURN_LIMIT_PATCH", "request_cancel", "run_agent_loop", "signal_decision", "snapshot"]
 

@@ -270,15 +270,19 @@ def script_reply(call_id: str, tool: str, output: str, result: str, host_calls: 
 
 
 def script_failed_reply(
-    call_id: str, tool: str, error: str, output: str, host_calls: int
+    call_id: str, tool: str, error: str, output: str, host_calls: int, bound: str | None
 ) -> Message:
-    """A script that raised, or was stopped at a bound; its host calls so far did run."""
-    printed = f"output before it stopped:\n{output}\n" if output else ""
-    text = (
-        f"Error: the script of tool call {call_id} ({tool}) stopped after {host_calls} "
-        f"host call(s), which did run (do not repeat them blindly):\n{error}\n{printed}"
-    ).rstrip()
-    return _reply(call_id, tool, text, is_error=True, at=None)
+    """A script that raised, or was stopped at a bound (`bound` names it); the host calls
+    it made before did run."""
+    made = (
+        f"after {host_calls} host call(s), which did run (do not repeat them blindly)"
+        if host_calls
+        else "before making any host call"
+    )
+    stopped = f"\nIt was stopped at {bound}." if bound else ""
+    printed = f"\noutput before it stopped:\n{output}" if output else ""
+    text = f"Error: the script of tool call {call_id} ({tool}) stopped {made}:\n{error}"
+    return _reply(call_id, tool, text + stopped + printed, is_error=True, at=None)
 
 
 def script_host_error(function: str, why: str) -> str:

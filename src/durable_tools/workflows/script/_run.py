@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
+from types import MappingProxyType
 from typing import Any
 
 from temporalio import workflow
@@ -59,13 +60,15 @@ _ANSWERS_BUDGET = PAYLOAD_BUDGET_BYTES // 2
 _STEP_SETUP_SECONDS = 20.0
 """A step's time beyond the script's own limit: starting the sandbox, loading its state."""
 
-_ERRORS_BY_STATUS = {"denied": "PermissionError", "invalid": "TypeError"}
-_ERRORS_BY_KIND = {
-    ErrorKind.TIMEOUT.value: "TimeoutError",
-    ErrorKind.DENIED.value: "PermissionError",
-    ErrorKind.INVALID_ARGUMENTS.value: "TypeError",
-    ErrorKind.NOT_FOUND.value: "NameError",
-}
+_ERRORS_BY_STATUS = MappingProxyType({"denied": "PermissionError", "invalid": "TypeError"})
+_ERRORS_BY_KIND = MappingProxyType(
+    {
+        ErrorKind.TIMEOUT.value: "TimeoutError",
+        ErrorKind.DENIED.value: "PermissionError",
+        ErrorKind.INVALID_ARGUMENTS.value: "TypeError",
+        ErrorKind.NOT_FOUND.value: "NameError",
+    }
+)
 
 
 async def run_script(state: RunState, call: ToolCall, offered: dict[str, ToolSpec]) -> Message:
@@ -300,7 +303,12 @@ class _ScriptRun:
             "tool.failed", self.call, detail=clip(error, 300), error_kind=ErrorKind.EXECUTION.value
         )
         return script_failed_reply(
-            self.call.id, self.call.name, clip(error, 8_000), self._output(), self.made
+            self.call.id,
+            self.call.name,
+            clip(error, 8_000),
+            self._output(),
+            self.made,
+            _bound_hit(error, self.config),
         )
 
     def _invalid(self, problems: str) -> Message:
@@ -314,6 +322,20 @@ class _ScriptRun:
         self.record.error_kind = error_kind
         self.record.finished_at = workflow.now()
         self.record.attempts = 1
+
+
+def _bound_hit(error: str, config: CodeMode) -> str | None:
+    """Which of code mode's bounds the sandbox's error reports, in the config's words."""
+    if "time limit exceeded" in error or "ran past its time limit" in error:
+        return (
+            f"the per-step limit: max_step_seconds ({config.max_step_seconds:g} s of "
+            "computing between two host calls)"
+        )
+    if "memory limit exceeded" in error:
+        return f"the memory limit: max_memory_bytes ({config.max_memory_bytes:,})"
+    if "max_host_calls" in error:
+        return f"the host call limit: max_host_calls ({config.max_host_calls})"
+    return None
 
 
 class _StepFailed(Exception):

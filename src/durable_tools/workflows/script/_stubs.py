@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import keyword
+from types import MappingProxyType
 from typing import Any
 
 from durable_tools.messages import ToolDefinition
@@ -34,7 +35,9 @@ _RESERVED_NAMES = """abs all any ascii bin bool bytes callable chr dict dir divm
     time random Any Literal None True False"""
 _RESERVED = frozenset(_RESERVED_NAMES.split())
 
-_SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
+_SCALARS = MappingProxyType(
+    {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
+)
 
 
 def host_specs(offered: dict[str, ToolSpec]) -> dict[str, ToolSpec]:
@@ -52,7 +55,9 @@ def host_specs(offered: dict[str, ToolSpec]) -> dict[str, ToolSpec]:
 
 def host_stubs(hosts: dict[str, ToolSpec]) -> str:
     """Stubs of the host functions: `async def name(*, arg: T, ...) -> R`, keyword-only."""
-    lines = ["from typing import Any, Literal", ""]
+    # The sandbox raises PermissionError for a denied call, but its type checker's
+    # builtins lack the name: declared here so `except PermissionError` checks.
+    lines = ["from typing import Any, Literal", "", "class PermissionError(OSError): ...", ""]
     for name, spec in hosts.items():
         lines.append(f"# {_one_line(spec.description)}")
         lines.append(f"async def {name}({_parameters(spec.input_schema)}) -> {_returns(spec)}: ...")
@@ -152,7 +157,7 @@ def _type(schema: Any, depth: int) -> str:
     kind = schema.get("type")
     if isinstance(kind, list):
         return _union([_type({**schema, "type": one}, depth + 1) for one in kind])
-    if kind in _SCALARS:
+    if isinstance(kind, str) and kind in _SCALARS:
         return _SCALARS[kind]
     if kind == "array":
         return f"list[{_type(schema.get('items'), depth + 1)}]"
