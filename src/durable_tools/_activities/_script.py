@@ -143,7 +143,8 @@ class _Step:
         monty = self.monty
         while True:
             if isinstance(snapshot, monty.MontyComplete):
-                return self._ended("done", result=_plain(snapshot.output))
+                result = _result_text(snapshot.output, self.step.limits.max_output_chars)
+                return self._ended("done", result=result)
             if isinstance(snapshot, monty.AsyncFutureSnapshot):
                 return await self._suspend(snapshot, list(snapshot.pending_call_ids))
             if isinstance(snapshot, monty.AsyncNameLookupSnapshot):
@@ -174,6 +175,8 @@ class _Step:
         arguments: dict[str, Any] = {}
         if snapshot.args:
             problem = "host functions take keyword arguments only, e.g. f(name=value)"
+        elif _depth(snapshot.kwargs) > _MAX_DEPTH:
+            problem = f"arguments nest deeper than {_MAX_DEPTH} levels"
         else:
             try:
                 arguments = json.loads(json.dumps(dict(snapshot.kwargs), allow_nan=False))
@@ -216,6 +219,7 @@ class _Step:
     async def _suspend(self, snapshot: Any, awaiting: list[int]) -> ScriptProgress:
         size = sum(len(json.dumps(c.arguments)) for c in self.calls)
         if size > _CALLS_BUDGET:
+            self.calls = []  # none of them is made: their arguments stay out of history
             return self._ended(
                 "failed",
                 error=f"the host calls made in one step carry {size:,} bytes of arguments, "
@@ -270,9 +274,30 @@ def _finite(value: Any) -> bool:
     )
 
 
-def _plain(value: Any) -> Any:
-    """The script's final value as JSON-native data, or its repr when it is not."""
+def _result_text(value: Any, limit: int) -> str:
+    """The script's final value as JSON text (its repr when it is not JSON), bounded."""
     try:
-        return json.loads(json.dumps(value, allow_nan=False))
-    except (TypeError, ValueError):
-        return repr(value)
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value) if _depth(value) <= _MAX_DEPTH else "<a value nested too deep to show>"
+    return clip(text, limit)
+
+
+_MAX_DEPTH = 64
+"""Deepest nesting of a host call's arguments (pydantic refuses about 255 levels)."""
+
+
+def _depth(value: Any, limit: int = _MAX_DEPTH) -> int:
+    """How deep `value` nests lists and dicts, counting no further than `limit + 1`."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > limit:
+            break
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, level + 1) for v in item)
+    return deepest

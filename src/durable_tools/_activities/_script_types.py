@@ -102,7 +102,8 @@ class ScriptProgress(WireModel):
     state: ArtifactRef | None = None
     output: str = ""
     """What the script printed in this step (bounded)."""
-    result: Any = None
-    """The value of the script's last expression (`done`), JSON-native or its repr."""
+    result: str | None = None
+    """The value of the script's last expression (`done`) as JSON text, or its repr;
+    bounded like `output`."""
     error: str | None = None
     """Type errors, syntax error or traceback (`invalid`, `failed`)."""

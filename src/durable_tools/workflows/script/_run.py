@@ -290,9 +290,8 @@ class _ScriptRun:
     def _output(self) -> str:
         return clip("".join(self.printed).strip(), self.config.max_output_chars)
 
-    def _done(self, result: Any) -> Message:
-        text = json.dumps(result, ensure_ascii=False) if not isinstance(result, str) else result
-        shown = clip(text, self.config.max_output_chars)
+    def _done(self, result: str | None) -> Message:
+        shown = clip(result or "null", self.config.max_output_chars)
         self._close("completed", shown, None)
         self.state.event("tool.completed", self.call, detail=clip(shown, 300))
         return script_reply(self.call.id, self.call.name, self._output(), shown, self.made)
@@ -333,7 +332,7 @@ def _bound_hit(error: str, config: CodeMode) -> str | None:
         )
     if "memory limit exceeded" in error:
         return f"the memory limit: max_memory_bytes ({config.max_memory_bytes:,})"
-    if "max_host_calls" in error:
+    if "max_host_calls" in error or "suspension limit" in error:
         return f"the host call limit: max_host_calls ({config.max_host_calls})"
     return None
 
