@@ -32,9 +32,10 @@ def notes_registry(seen: list[Any]) -> ToolRegistry:
     return registry
 
 
+CAUGHT = "\nexcept TypeError as e:\n    r = str(e)\nr"
 HOSTILE = {
-    "set": 'try:\n    await note(data={"s": {1, 2}})\nexcept TypeError as e:\n    r = str(e)\nr',
-    "nan": 'try:\n    await note(data={"x": float("nan")})\nexcept TypeError as e:\n    r = str(e)\nr',
+    "set": 'try:\n    await note(data={"s": {1, 2}})' + CAUGHT,
+    "nan": 'try:\n    await note(data={"x": float("nan")})' + CAUGHT,
     "deep": (
         "d = {}\nfor _ in range(100):\n    d = {'d': d}\n"
         "try:\n    await note(data=d)\nexcept TypeError as e:\n    r = str(e)\nr"
