@@ -11,6 +11,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from durable_tools._render import render_timeline
 from durable_tools.client import DurableTools
 from durable_tools.tools import ToolContext, ToolRegistry
 from durable_tools.worker import workflow_runner
@@ -102,6 +103,14 @@ async def test_a_script_host_call_waits_for_approval_with_its_own_arguments(
     assert timeline["s1/2"].parent_call_id == "s1" and timeline["s1/2"].decided_by == "alice"
     assert "[redacted]" in timeline["s1/2"].arguments and "4242" not in timeline["s1/2"].arguments
     assert "4242" not in history.to_json()  # scrubbing applies to host calls too
+    # `durable-tools show` lists them indented under the script's row.
+    rows = render_timeline(list(timeline.values())).splitlines()[2:]
+    assert [row.split()[1:3] for row in rows] == [
+        ["s1", "run_script"],
+        ["s1/1", "lookup"],
+        ["s1/2", "refund"],
+    ]
+    assert "   lookup" in rows[1]
     requested = [e for e in events if e.event == "approval.requested"]
     assert [e.call_id for e in requested] == ["s1/2"]
     await replays(history)
