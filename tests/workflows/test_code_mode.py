@@ -201,12 +201,26 @@ async def test_a_runaway_script_is_stopped_with_a_clear_error(
 ) -> None:
     forever = "n = 0\nwhile True:\n    n += 1"
     hog = "blocks = []\nwhile True:\n    blocks.append('x' * 100_000)"
+    # Each clock read is answered in the step and restarts the per-step clock: only the
+    # whole script's bound stops this one.
+    ticking = (
+        "import time\nwhile True:\n    time.time()\n    n = 0\n"
+        "    while n < 100_000:\n        n += 1"
+    )
     model = write_script(
         tmp_path,
-        [script_call(forever, "loop"), script_call(hog, "hog"), answer("gave up")],
+        [
+            script_call(forever, "loop"),
+            script_call(hog, "hog"),
+            script_call(ticking, "tick"),
+            answer("gave up"),
+        ],
     )
     config = AgentConfig(
-        model=model, code_mode=CodeMode(max_step_seconds=0.5, max_memory_bytes=8_000_000)
+        model=model,
+        code_mode=CodeMode(
+            max_step_seconds=0.5, max_script_seconds=1.0, max_memory_bytes=8_000_000
+        ),
     )
     async with running_worker(client, shop_registry([]), task_queue):
         run = await DurableTools(client, task_queue).start("spin", config=config)
@@ -218,7 +232,8 @@ async def test_a_runaway_script_is_stopped_with_a_clear_error(
     assert "stopped at the per-step limit: max_step_seconds (0.5 s" in replies["loop"].content
     assert "memory limit: max_memory_bytes (8,000,000)" in replies["hog"].content
     assert replies["hog"].is_error and "MemoryError" in replies["hog"].content
-    assert timeline["loop"].status == "failed" and timeline["hog"].status == "failed"
+    assert replies["tick"].is_error and "max_script_seconds (1 s" in replies["tick"].content
+    assert {timeline[c].status for c in ("loop", "hog", "tick")} == {"failed"}
 
 
 async def test_a_script_that_does_not_type_check_gets_a_repair_message(

@@ -69,7 +69,8 @@ async def test_hostile_scripts_end_with_clear_errors_and_the_run_goes_on(
     assert "bytes of arguments" in replies["huge_args"] and "by reference" in replies["huge_args"]
     assert "more characters cut" in replies["huge_result"]
     assert len(replies["huge_result"]) < 3_000
-    assert "max_host_calls" in replies["quota"] and "stopped" in replies["quota"]
+    assert "stopped after 3 host call(s)" in replies["quota"]
+    assert "round-trip limit: 212" in replies["quota"]
     assert "daemon:" not in replies["file"] and "`open` used when not defined" in replies["file"]
     assert "/root" not in replies["env"] and "Error" in replies["env"]
     # Only the quota script's three calls reached the tool; nothing hostile did.

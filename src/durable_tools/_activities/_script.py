@@ -81,7 +81,8 @@ class _Step:
         pool = monty.AsyncMonty(
             min_processes=1,
             max_processes=1,
-            request_timeout=limits.max_step_seconds + 2 * _SANDBOX_GRACE_SECONDS,
+            request_timeout=min(limits.max_step_seconds, limits.max_script_seconds)
+            + 2 * _SANDBOX_GRACE_SECONDS,
             feed_duration_limit_grace=_SANDBOX_GRACE_SECONDS,
             turn_duration_limit_grace=_SANDBOX_GRACE_SECONDS,
         )
@@ -89,6 +90,9 @@ class _Step:
             session = pool.checkout(
                 limits={
                     "max_turn_duration_secs": limits.max_step_seconds,
+                    # Monty keeps the feed's clock in the stored state: this bounds the
+                    # script's computing over all its steps.
+                    "max_feed_duration_secs": limits.max_script_seconds,
                     "max_memory": limits.max_memory_bytes,
                     # Each host call costs a suspension to make and one to settle; clock
                     # reads cost one each. The workflow counts host calls exactly.

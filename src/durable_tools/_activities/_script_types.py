@@ -40,6 +40,7 @@ class ScriptLimits(WireModel):
     """The sandbox's bounds for every step of one script (from `CodeMode`)."""
 
     max_step_seconds: float
+    max_script_seconds: float
     max_memory_bytes: int
     max_host_calls: int
     max_output_chars: int

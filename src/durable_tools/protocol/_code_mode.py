@@ -30,6 +30,10 @@ class CodeMode(BaseModel):
     max_step_seconds: float = Field(default=2.0, gt=0, le=60, allow_inf_nan=False)
     """Execution time of the script between two host calls (the sandbox's clock runs only
     while the script computes): a script that loops for ever is stopped here."""
+    max_script_seconds: float = Field(default=10.0, gt=0, le=600, allow_inf_nan=False)
+    """Execution time of the whole script, all steps together (waits for host calls and
+    sleeps do not count): the bound for a script that computes a little between many
+    cheap clock reads, which restart the per-step clock."""
     max_memory_bytes: int = Field(default=64_000_000, ge=1_000_000, le=1_000_000_000)
     """Heap the script may allocate; past it the script is stopped with `MemoryError`."""
     max_sleep_seconds: float = Field(default=300.0, ge=0, le=86_400, allow_inf_nan=False)

@@ -133,6 +133,7 @@ class _ScriptRun:
         self.config = config
         self.limits = ScriptLimits(
             max_step_seconds=config.max_step_seconds,
+            max_script_seconds=config.max_script_seconds,
             max_memory_bytes=config.max_memory_bytes,
             max_host_calls=config.max_host_calls,
             max_output_chars=config.max_output_chars,
@@ -325,6 +326,11 @@ class _ScriptRun:
 
 def _bound_hit(error: str, config: CodeMode) -> str | None:
     """Which of code mode's bounds the sandbox's error reports, in the config's words."""
+    if "feed time limit exceeded" in error:
+        return (
+            f"the script's limit: max_script_seconds ({config.max_script_seconds:g} s of "
+            "computing in all)"
+        )
     if "time limit exceeded" in error or "ran past its time limit" in error:
         return (
             f"the per-step limit: max_step_seconds ({config.max_step_seconds:g} s of "
@@ -332,8 +338,13 @@ def _bound_hit(error: str, config: CodeMode) -> str | None:
         )
     if "memory limit exceeded" in error:
         return f"the memory limit: max_memory_bytes ({config.max_memory_bytes:,})"
-    if "max_host_calls" in error or "suspension limit" in error:
+    if "max_host_calls" in error:
         return f"the host call limit: max_host_calls ({config.max_host_calls})"
+    if "suspension limit" in error:
+        return (
+            f"the sandbox's round-trip limit: {4 * config.max_host_calls + 200} host calls, "
+            "clock reads and sleeps in one step (4 x max_host_calls + 200)"
+        )
     return None
 
 
