@@ -141,10 +141,11 @@ def test_the_packages_have_only_the_listed_import_cycles() -> None:
     assert sorted(found) == sorted(PACKAGE_CYCLES_LEFT)
 
 
-WORKFLOW_LAYERS = ["loop", "calls", "gates", "catalog", "observe", "run"]
-"""`durable_tools.workflows`' role packages, top first: the loop runs a turn's calls, a call
-passes gates, the gates read the catalog and tell operators; `run` (the run's state, its
-wait maps, the validated call, the replies to the model) is under all of them. `flow` (the
+WORKFLOW_LAYERS = ["loop", "script", "calls", "gates", "catalog", "observe", "run"]
+"""`durable_tools.workflows`' role packages, top first: the loop runs a turn's calls, a
+script (code mode) makes calls, a call passes gates, the gates read the catalog and tell
+operators; `run` (the run's state, its wait maps, the validated call, the replies to the
+model) is under all of them. `flow` (the
 flow workflow) uses the calls' activity helpers."""
 
 

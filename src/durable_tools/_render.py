@@ -46,6 +46,7 @@ __all__ = [
     "safety_summary",
     "terminal_safe",
     "tool_json",
+    "under_their_scripts",
 ]
 
 # Characters a terminal acts on instead of printing: C0 controls, DEL and C1 controls
@@ -131,13 +132,13 @@ def render_timeline(timeline: Sequence[ToolCallRecord], *, result_width: int = 6
     if not timeline:
         return "(no tool calls)"
     rows = []
-    for r in timeline:
+    for r in under_their_scripts(timeline):
         took = duration_ms(r)
         rows.append(
             [
                 r.turn,
                 r.call_id,
-                r.tool,
+                f"  {r.tool}" if r.parent_call_id else r.tool,  # a script's host call
                 r.status,
                 r.attempts or "",
                 "" if took is None else f"{took:.0f}",
@@ -148,6 +149,25 @@ def render_timeline(timeline: Sequence[ToolCallRecord], *, result_width: int = 6
     return render_table(
         ["turn", "call", "tool", "status", "tries", "ms", "arguments", "result"], rows
     )
+
+
+def under_their_scripts(timeline: Sequence[ToolCallRecord]) -> list[ToolCallRecord]:
+    """The timeline with each code-mode script's host calls right after the script's call
+    (calls of the same turn may have been recorded in between)."""
+    children: dict[str, list[ToolCallRecord]] = {}
+    for record in timeline:
+        if record.parent_call_id is not None:
+            children.setdefault(record.parent_call_id, []).append(record)
+    ordered: list[ToolCallRecord] = []
+    placed: set[int] = set()
+    for record in timeline:
+        if record.parent_call_id is not None and id(record) in placed:
+            continue
+        ordered.append(record)
+        for child in children.pop(record.call_id, []):
+            ordered.append(child)
+            placed.add(id(child))
+    return ordered
 
 
 def approval_commands(run_id: str, approval: PendingApproval) -> list[str]:

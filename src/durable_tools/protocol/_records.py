@@ -58,6 +58,8 @@ class ToolCallRecord(BaseModel):
     details: Any = None
     """The tool's structured value when its JSON fits `MAX_DETAILS_BYTES`: for
     applications, never sent to the model."""
+    parent_call_id: str | None = None
+    """For a call made by a `run_script` script: the script's call id."""
 
 
 class RunEvent(BaseModel):

@@ -14,6 +14,7 @@ from durable_tools._durations import Seconds
 from durable_tools._wire import WireModel
 from durable_tools.messages import ModelSettings, OutputSchema, Usage
 from durable_tools.models._windows import context_window
+from durable_tools.protocol._code_mode import CodeMode
 from durable_tools.protocol._compaction import CompactionConfig
 from durable_tools.protocol._limits import (
     MAX_CALL_ID_CHARS,
@@ -275,6 +276,9 @@ class AgentConfig(WireModel):
     compaction: CompactionConfig | None = None
     """Summarise older messages before the conversation outgrows the model's context
     window (docs/compaction.md); None: never (a conversation too long fails the run)."""
+    code_mode: CodeMode | None = None
+    """Offer the `run_script` tool: a Python script over the run's tools, each of its calls
+    a gated, durable tool call (docs/code-mode.md). None: no code mode."""
 
     @field_validator("output_type", mode="before")
     @classmethod

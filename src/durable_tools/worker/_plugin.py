@@ -45,6 +45,7 @@ from durable_tools._activities import (
 )
 from durable_tools._activities._callback import callback_result_activity
 from durable_tools._activities._runtime import AuthorizationBroker
+from durable_tools._activities._script import script_activity
 from durable_tools._activities._tools import HEARTBEAT_THROTTLE
 from durable_tools._data_converter import with_durable_conversion
 from durable_tools.flows import FlowWorkflow
@@ -166,6 +167,7 @@ class DurableToolsPlugin(SimplePlugin):
             *grant_activities(grant_store or GrantStore()),
             notify_activity(self.runtime),
             callback_result_activity(self.runtime),
+            script_activity(self.runtime),
             *(make_tool_activity(tool, self.runtime) for tool in self._tools),
         ]
         super().__init__(

@@ -1,5 +1,6 @@
 """The agent workflow and the data it takes, keeps and returns."""
 
+from durable_tools.protocol._code_mode import CodeMode
 from durable_tools.protocol._compaction import CompactionConfig, ContextView
 from durable_tools.protocol._input_types import PendingInput
 from durable_tools.protocol._policy_types import (
@@ -53,6 +54,7 @@ __all__ = [
     "BatchDecision",
     "BatchItem",
     "CarriedState",
+    "CodeMode",
     "CompactionConfig",
     "Constraint",
     "ContextView",

@@ -12,6 +12,7 @@ Every tool message the model reads, whichever stage answered, is built by `_repl
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from temporalio import workflow
@@ -43,14 +44,22 @@ from durable_tools.workflows.run._replies import (
 from durable_tools.workflows.run._state import CallSkipped, RunState
 from durable_tools.workflows.run._valid_call import ValidCall, open_record
 
-__all__ = ["TOO_MANY_CALLS", "refuse_over_turn_limit", "run_calls"]
+__all__ = ["TOO_MANY_CALLS", "CallRoute", "refuse_over_turn_limit", "run_call", "run_calls"]
+
+CallRoute = Callable[[RunState, ToolCall, dict[str, ToolSpec]], Awaitable[Message]]
+"""How a built-in tool of a layer above the calls answers its call (code mode's
+`run_script`): given the run, the call and the tools offered this turn."""
 
 TOO_MANY_CALLS = "TooManyCalls"
 """The error kind of a call over `max_tool_calls_per_turn`: it was not run."""
 
 
-async def run_calls(state: RunState, calls: list[ToolCall]) -> list[Message]:
-    """Run one turn's calls by the agent's strategy; one tool message per call, in order."""
+async def run_calls(
+    state: RunState, calls: list[ToolCall], routes: Mapping[str, CallRoute] | None = None
+) -> list[Message]:
+    """Run one turn's calls by the agent's strategy; one tool message per call, in order.
+
+    `routes` answers the calls of built-in tools by name instead of `run_call`."""
     strategy = state.config.strategy
     # The advertised set is fixed for the whole turn: a tool found by search in this
     # turn becomes callable from the next one.
@@ -66,7 +75,7 @@ async def run_calls(state: RunState, calls: list[ToolCall]) -> list[Message]:
     state.records = {}
     state.in_calls = True
     try:
-        return await _run_groups(state, calls, offered, gate, batch, duplicates)
+        return await _run_groups(state, calls, offered, gate, batch, duplicates, routes or {})
     finally:
         state.in_calls = False
 
@@ -100,6 +109,7 @@ async def _run_groups(
     gate: asyncio.Semaphore,
     batch: int,
     duplicates: set[int],
+    routes: Mapping[str, CallRoute],
 ) -> list[Message]:
     # Sequential calls share one gate of width 1: each waits for the previous one, then
     # checks for a cancel or a skip-steer before it starts (in `_bounded`). Batches run one
@@ -114,7 +124,7 @@ async def _run_groups(
             asyncio.create_task(
                 _duplicate(state, call)
                 if start + i in duplicates
-                else _bounded(state, gate, call, offered)
+                else _bounded(state, gate, call, offered, routes.get(call.name, run_call))
             )
             for i, call in enumerate(group)
         ]
@@ -129,9 +139,14 @@ async def _run_groups(
     return results
 
 
-async def run_call(state: RunState, call: ToolCall, offered: dict[str, ToolSpec]) -> Message:
-    """The route of one call: validate, gate, execute, record."""
-    record = open_record(state, call)
+async def run_call(
+    state: RunState, call: ToolCall, offered: dict[str, ToolSpec], *, parent: str | None = None
+) -> Message:
+    """The route of one call: validate, gate, execute, record.
+
+    `parent`: the call id of the script that made this call (code mode), for the timeline.
+    """
+    record = open_record(state, call, parent=parent)
     if call.name == SEARCH_TOOL and has_deferred(state):
         return _search_tools(state, call, record)
     valid = validate_call(state, call, offered, record)
@@ -204,13 +219,17 @@ async def _duplicate(state: RunState, call: ToolCall) -> Message:
 
 
 async def _bounded(
-    state: RunState, gate: asyncio.Semaphore, call: ToolCall, offered: dict[str, ToolSpec]
+    state: RunState,
+    gate: asyncio.Semaphore,
+    call: ToolCall,
+    offered: dict[str, ToolSpec],
+    route: CallRoute,
 ) -> Message:
     try:
         async with gate:
             state.check_call_cancelled()
             state.check_call_skipped()
-            message = await run_call(state, call, offered)
+            message = await route(state, call, offered)
             if message.at is None:
                 message = message.model_copy(update={"at": workflow.now()})
             return message

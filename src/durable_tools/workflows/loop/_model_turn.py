@@ -35,6 +35,7 @@ from durable_tools.workflows.loop._compaction import (
 )
 from durable_tools.workflows.loop._final_output import native_output, output_tools
 from durable_tools.workflows.run._state import EndRun, RunState
+from durable_tools.workflows.script._stubs import host_specs, script_definition
 
 __all__ = ["call_model", "describe"]
 
@@ -73,6 +74,8 @@ def _tool_definitions(state: RunState) -> list[ToolDefinition]:
         ]
         if has_deferred(state):
             definitions.append(search_definition())
+        if state.config.code_mode is not None:  # after the tools its description lists
+            definitions.append(script_definition(host_specs(offered), state.config.code_mode))
         definitions += output_tools(state)  # structured output's `final_answer`, if any
         state.definitions = (key, definitions)
     return state.definitions[1]

@@ -40,6 +40,7 @@ from durable_tools.workflows.loop._session import run_session
 from durable_tools.workflows.loop._usage import run_cost, spend_tokens
 from durable_tools.workflows.observe._visibility import publish
 from durable_tools.workflows.run._state import EndRun, RunState
+from durable_tools.workflows.script._run import script_routes
 
 __all__ = ["TURN_LIMIT_PATCH", "request_cancel", "run_agent_loop", "signal_decision", "snapshot"]
 
@@ -124,7 +125,7 @@ async def _loop(state: RunState, *, continue_as_new: bool) -> None:
         if calls:
             calls, over = _check_turn_limits(state, calls)
             state.tool_calls += len(calls)
-            state.conversation.extend(await run_calls(state, calls))
+            state.conversation.extend(await run_calls(state, calls, script_routes(state)))
             state.conversation.extend(refuse_over_turn_limit(state, over))
         if finals and accept_final_calls(state, finals):
             return

@@ -48,6 +48,10 @@ __all__ = [
     "over_budget_reply",
     "over_turn_limit_reply",
     "result_reply",
+    "script_failed_reply",
+    "script_host_error",
+    "script_invalid_reply",
+    "script_reply",
     "search_reply",
     "skipped_reply",
     "subagent_failure_outcome",
@@ -268,3 +272,46 @@ def summary_text(summary: str, replaced: int) -> str:
         f"[Context summary: the {replaced:,} earlier messages of this conversation were "
         "summarised to fit the model's context window; the full transcript is kept.]\n\n" + summary
     )
+
+
+# ------------------------------------------------------------------ code mode (run_script)
+
+
+def script_invalid_reply(call_id: str, tool: str, problems: str) -> Message:
+    """A script that was not run: it does not parse, or does not type-check against the
+    host functions' signatures (`problems`: the checker's diagnostics). Nothing ran."""
+    text = (
+        f"Tool call {call_id} ({tool}) was not run: the script does not check against the "
+        f"host functions' signatures, so none of its calls were made.\n{problems}\n"
+        f"Fix the script and call `{tool}` again."
+    )
+    return _reply(call_id, tool, text, is_error=True, at=None)
+
+
+def script_reply(call_id: str, tool: str, output: str, result: str, host_calls: int) -> Message:
+    """A script that ran to its end: what it printed and the value of its last line."""
+    printed = f"output:\n{output}\n" if output else ""
+    text = f"{printed}result: {result}\n[script made {host_calls} host call(s)]"
+    return _reply(call_id, tool, text, is_error=False, at=None)
+
+
+def script_failed_reply(
+    call_id: str, tool: str, error: str, output: str, host_calls: int, bound: str | None
+) -> Message:
+    """A script that raised, or was stopped at a bound (`bound` names it); the host calls
+    it made before did run."""
+    made = (
+        f"after {host_calls} host call(s), which did run (do not repeat them blindly)"
+        if host_calls
+        else "before making any host call"
+    )
+    stopped = f"\nIt was stopped at {bound}." if bound else ""
+    printed = f"\noutput before it stopped:\n{output}" if output else ""
+    text = f"Error: the script of tool call {call_id} ({tool}) stopped {made}:\n{error}"
+    return _reply(call_id, tool, text + stopped + printed, is_error=True, at=None)
+
+
+def script_host_error(function: str, why: str) -> str:
+    """The message of the exception a script's host call raises when it cannot be made
+    (not a tool's own failure: that message is the one the model would read)."""
+    return f"{function}(): {why}"

@@ -26,14 +26,15 @@ class ValidCall:
     arguments: dict[str, Any]
 
 
-def open_record(state: RunState, call: ToolCall) -> ToolCallRecord:
-    """Start the call's timeline entry."""
+def open_record(state: RunState, call: ToolCall, *, parent: str | None = None) -> ToolCallRecord:
+    """Start the call's timeline entry (`parent`: the script call that made it)."""
     record = ToolCallRecord(
         call_id=call.id,
         tool=call.name[:64],
         turn=state.turn,
         arguments=call.arguments[:160],
         status="running",
+        parent_call_id=parent,
     )
     state.timeline.append(record)
     state.records[call.id] = record
