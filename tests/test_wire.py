@@ -20,7 +20,10 @@ from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from durable_tools._activities._types import (
+    COMPACT_ACTIVITY,
     CatalogRequest,
+    CompactCall,
+    Compacted,
     ModelCall,
     ModelTurn,
     PreflightRequest,
@@ -209,6 +212,8 @@ def test_recorded_full_form_payloads_decode_and_shrink(path: Path) -> None:
             kind: type[BaseModel] = (
                 ModelCall
                 if name == "durable_tools.model"
+                else CompactCall
+                if name == COMPACT_ACTIVITY
                 else CatalogRequest
                 if name.startswith("durable_tools.catalog")
                 else ToolInvocation
@@ -220,7 +225,13 @@ def test_recorded_full_form_payloads_decode_and_shrink(path: Path) -> None:
             name = scheduled[completed["scheduledEventId"]]
             if name.startswith("durable_tools.catalog"):
                 continue  # the catalog's own types are not wire models
-            kind = ModelTurn if name == "durable_tools.model" else ToolOutcome
+            kind = (
+                ModelTurn
+                if name == "durable_tools.model"
+                else Compacted
+                if name == COMPACT_ACTIVITY
+                else ToolOutcome
+            )
             for data in _payloads(event, "activityTaskCompletedEventAttributes", "result"):
                 decoded.append((data, _read(data, kind)))
     assert decoded
