@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
-from temporalio.client import Client, ScheduleHandle, WorkflowExecutionStatus
+from temporalio.client import Client, ScheduleHandle, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.converter import PayloadCodec
 
 from durable_tools import search_attributes as sa
@@ -78,6 +78,21 @@ class RunSummary(BaseModel):
     pending_approvals: int = 0
     awaiting_tool: str | None = None
     started_at: datetime | None = None
+
+    @classmethod
+    def of(cls, execution: WorkflowExecution) -> RunSummary:
+        """The summary of one run as the visibility store lists it."""
+        attrs = execution.typed_search_attributes
+        status = execution.status or WorkflowExecutionStatus.RUNNING
+        return cls(
+            run_id=execution.id,
+            agent=attrs.get(sa.AGENT_NAME),
+            status=attrs.get(sa.AGENT_STATUS),
+            execution_status=status.name,
+            pending_approvals=attrs.get(sa.PENDING_APPROVALS) or 0,
+            awaiting_tool=attrs.get(sa.AWAITING_TOOL) or None,
+            started_at=execution.start_time,
+        )
 
 
 _ID_UNSAFE = re.compile(r"[^a-z0-9-]+")
@@ -361,22 +376,10 @@ class DurableTools:
         return await self._list(query, limit)
 
     async def _list(self, query: str, limit: int) -> list[RunSummary]:
-        summaries: list[RunSummary] = []
-        async for execution in self.client.list_workflows(query, limit=limit):
-            attrs = execution.typed_search_attributes
-            status = execution.status or WorkflowExecutionStatus.RUNNING
-            summaries.append(
-                RunSummary(
-                    run_id=execution.id,
-                    agent=attrs.get(sa.AGENT_NAME),
-                    status=attrs.get(sa.AGENT_STATUS),
-                    execution_status=status.name,
-                    pending_approvals=attrs.get(sa.PENDING_APPROVALS) or 0,
-                    awaiting_tool=attrs.get(sa.AWAITING_TOOL) or None,
-                    started_at=execution.start_time,
-                )
-            )
-        return summaries
+        return [
+            RunSummary.of(execution)
+            async for execution in self.client.list_workflows(query, limit=limit)
+        ]
 
 
 def _quote(value: str) -> str:

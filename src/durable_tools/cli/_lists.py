@@ -31,7 +31,6 @@ from ._run_filters import (
     filters_from,
     identity_of,
     scan_runs,
-    summary_of,
     visibility_query,
 )
 
@@ -93,7 +92,7 @@ async def cmd_runs(args: argparse.Namespace) -> int:
         scan = await scan_runs(
             tools.client, query, args.limit, _identity_check(tools.client, filters)
         )
-    summaries = [summary_of(execution) for execution in scan.runs]
+    summaries = [RunSummary.of(execution) for execution in scan.runs]
     _scan_notes(scan, "runs")
     if args.json:
         dump_json([s.model_dump(mode="json") for s in summaries])
@@ -175,7 +174,7 @@ async def cmd_pending(args: argparse.Namespace) -> int:
 
     async with translate_rpc_errors():
         scan = await scan_runs(tools.client, query, args.limit, keep)
-    summaries = [summary_of(execution) for execution in scan.runs]
+    summaries = [RunSummary.of(execution) for execution in scan.runs]
     polled_runs = [polls[s.run_id] for s in summaries]
     _scan_notes(scan, "waiting runs")
     cut = scan.more

@@ -19,12 +19,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecution
 from temporalio.service import RPCError
 
 from durable_tools import search_attributes as sa
 from durable_tools._durations import MAX_DURATION_SECONDS
-from durable_tools.client import RunSummary
 from durable_tools.tools._context import Identity
 from durable_tools.workflows import AgentInput
 
@@ -40,7 +39,6 @@ __all__ = [
     "literal",
     "parse_since",
     "scan_runs",
-    "summary_of",
     "visibility_query",
 ]
 
@@ -189,21 +187,6 @@ def visibility_query(
         moment = moment.replace("+00:00", "Z")
         clauses.append(f"StartTime >= '{moment}'")
     return " AND ".join(clauses)
-
-
-def summary_of(execution: WorkflowExecution) -> RunSummary:
-    """One listed run as `runs` and `pending` print it."""
-    attrs = execution.typed_search_attributes
-    status = execution.status or WorkflowExecutionStatus.RUNNING
-    return RunSummary(
-        run_id=execution.id,
-        agent=attrs.get(sa.AGENT_NAME),
-        status=attrs.get(sa.AGENT_STATUS),
-        execution_status=status.name,
-        pending_approvals=attrs.get(sa.PENDING_APPROVALS) or 0,
-        awaiting_tool=attrs.get(sa.AWAITING_TOOL) or None,
-        started_at=execution.start_time,
-    )
 
 
 async def identity_of(client: Client, execution: WorkflowExecution) -> Identity | None:
