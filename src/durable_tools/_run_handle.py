@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 from temporalio.client import (
-    Client,
     WorkflowExecutionDescription,
     WorkflowFailureError,
-    WorkflowHandle,
     WorkflowQueryFailedError,
 )
 from temporalio.exceptions import CancelledError
@@ -18,40 +16,21 @@ from temporalio.service import RPCError
 
 from durable_tools._activities._conversation import whole_conversation
 from durable_tools._callbacks_client import serve_callbacks
-from durable_tools._run_decisions import with_decisions
+from durable_tools._run_decisions import RunDecisions, with_decisions
 from durable_tools._run_progress import ToolProgress, progress_in
-from durable_tools._session_client import (
-    SentMessage,
-    close_session,
-    message_handle,
-    start_message,
-)
+from durable_tools._session_client import RunSessions
 from durable_tools.events import EventSink, FollowResult, follow_events
 from durable_tools.messages import Message
-from durable_tools.protocol._limits import check_handler_prefix
 from durable_tools.protocol._run_io import ConversationView
-from durable_tools.server import ui_url
 from durable_tools.streaming import StreamEvent
 from durable_tools.streaming._watch import follow_stream
 from durable_tools.tools._artifacts import ArtifactStore, fetch_artifact, ref_from_uri
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.workflows import (
     AgentResult,
-    AgentWorkflow,
-    ApprovalDecision,
-    ApprovalPolicy,
-    BatchDecision,
-    BatchItem,
     EventsPage,
-    GrantRequest,
-    GrantRevocation,
-    PendingApproval,
-    PolicyChange,
     RunEvent,
-    RunSnapshot,
     RunStatus,
-    SessionReply,
-    StandingGrant,
     Steer,
     ToolCallRecord,
 )
@@ -64,7 +43,7 @@ _T = TypeVar("_T")
 _NEVER_DECIDED = ("invalid", "awaiting_approval")
 
 
-class AgentRun:
+class AgentRun(RunDecisions, RunSessions):
     """A handle on one agent run (a workflow id).
 
     An agent loop embedded in a workflow of your own (`AgentLoop.register_handlers`) is
@@ -82,37 +61,6 @@ class AgentRun:
     Raises:
         ValueError: `prefix` is not a handler prefix a loop can have.
     """
-
-    def __init__(
-        self, client: Client, run_id: str, output_type: Any = None, *, prefix: str = ""
-    ) -> None:
-        self.client = client
-        self.run_id = run_id
-        self.output_type = output_type
-        self.prefix = check_handler_prefix(prefix)
-        self.handle: WorkflowHandle[AgentWorkflow, AgentResult] = client.get_workflow_handle_for(
-            AgentWorkflow.run, run_id
-        )
-
-    async def _query(self, name: str, result_type: type[_T], *args: Any) -> _T:
-        """Ask the run's query `name` (under the loop's prefix)."""
-        answer: _T = await self.handle.query(self.prefix + name, args=args, result_type=result_type)
-        return answer
-
-    async def _update(self, name: str, argument: Any, result_type: type[_T]) -> _T:
-        """Send the run's update `name` (under the loop's prefix); its verdict."""
-        verdict: _T = await self.handle.execute_update(
-            self.prefix + name, argument, result_type=result_type
-        )
-        return verdict
-
-    async def _signal(self, name: str, argument: Any) -> None:
-        await self.handle.signal(self.prefix + name, argument)
-
-    @property
-    def ui_url(self) -> str:
-        """The run's page in the Temporal UI."""
-        return ui_url(self.client.namespace, self.run_id)
 
     async def result(self, output_type: Any = None) -> AgentResult:
         """Wait for the run to end and return how it ended (follows continue-as-new).
@@ -158,10 +106,6 @@ class AgentRun:
             tool_calls=snapshot.tool_calls,
         )
 
-    async def status(self) -> RunSnapshot:
-        """What the run is doing now (a query; needs a worker, also for ended runs)."""
-        return await self._query("status", RunSnapshot)
-
     async def serve_callbacks(
         self, handlers: Mapping[str, Callable[..., Any]], *, poll_interval: float = 0.5
     ) -> int:
@@ -170,10 +114,6 @@ class AgentRun:
         return await serve_callbacks(
             self.handle, handlers, poll_interval=poll_interval, prefix=self.prefix
         )
-
-    async def timeline(self) -> list[ToolCallRecord]:
-        """Every tool call of the run so far."""
-        return await self._query("timeline", list[ToolCallRecord])
 
     async def decided_timeline(
         self, timeline: list[ToolCallRecord] | None = None
@@ -275,155 +215,6 @@ class AgentRun:
             if record.child_run_id
         ]
 
-    async def pending_approvals(self) -> list[tuple[str, PendingApproval]]:
-        """Approvals this run and its running sub-agents wait for, as (run id, approval)."""
-        snapshot = await self.status()
-        mine = [(self.run_id, approval) for approval in snapshot.pending_approvals]
-        return mine + await self.subagent_approvals()
-
-    async def subagent_approvals(
-        self, timeline: list[ToolCallRecord] | None = None
-    ) -> list[tuple[str, PendingApproval]]:
-        """Approvals that this run's running sub-agents (and theirs) wait for.
-
-        Args:
-            timeline: The run's timeline when the caller already has it (saves a query).
-        """
-        found: list[tuple[str, PendingApproval]] = []
-        for record in timeline if timeline is not None else await self.timeline():
-            if record.child_run_id and record.status == "running":
-                found += await AgentRun(self.client, record.child_run_id).pending_approvals()
-        return found
-
-    async def find_approval(self, call_id: str) -> tuple[AgentRun, PendingApproval] | None:
-        """The approval pending for `call_id` in this run or one of its running sub-agents,
-        with the run that waits for it; None when no such approval is pending."""
-        for approval in (await self.status()).pending_approvals:
-            if approval.call_id == call_id:
-                return self, approval
-        for run_id, approval in await self.subagent_approvals():
-            if approval.call_id == call_id:
-                return AgentRun(self.client, run_id), approval
-        return None
-
-    async def decide(
-        self,
-        call_id: str,
-        *,
-        approve: bool,
-        decider: str = "anonymous",
-        reason: str | None = None,
-        arguments_hash: str | None = None,
-        grant: GrantRequest | None = None,
-    ) -> str:
-        """Approve or deny a pending call. Raises if the run's validator rejects the decision.
-
-        Pass the `arguments_hash` of the `PendingApproval` you showed the decider: the run
-        then accepts the decision only for exactly those arguments, and rejects it if the
-        call pending under that id has changed since (a model may reuse a call id in a
-        later turn with other arguments). Without a hash the decision applies to whatever
-        is pending under `call_id` when it arrives, and the run accepts that only while
-        the id has been used by a single call: once it is reused, the hash is required.
-        Code that shows requests to people should always pass it (the command line and
-        the inbox do).
-
-        A call pending in a sub-agent of this run may be decided through this run: the
-        decision goes to the sub-agent run that waits for it.
-
-        With `grant`, an approval also stops asking: a standing grant for the tool, for the
-        run or the run's identity, optionally bounded by argument constraints.
-        """
-        found = await self.find_approval(call_id)
-        target = found[0] if found is not None else self
-        return await target.send_decision(
-            ApprovalDecision(
-                call_id=call_id,
-                approve=approve,
-                decider=decider,
-                reason=reason,
-                arguments_hash=arguments_hash,
-                grant=grant,
-            )
-        )
-
-    async def send_decision(self, decision: ApprovalDecision) -> str:
-        """Send a decision to this very run (no sub-agent lookup); returns the verdict."""
-        return await self._update("decide", decision, str)
-
-    async def approve(
-        self,
-        call_id: str,
-        *,
-        decider: str = "anonymous",
-        reason: str | None = None,
-        arguments_hash: str | None = None,
-        grant: GrantRequest | None = None,
-    ) -> str:
-        """Approve a pending call; pass the hash you showed (see `decide`)."""
-        return await self.decide(
-            call_id,
-            approve=True,
-            decider=decider,
-            reason=reason,
-            arguments_hash=arguments_hash,
-            grant=grant,
-        )
-
-    async def deny(
-        self,
-        call_id: str,
-        *,
-        decider: str = "anonymous",
-        reason: str | None = None,
-        arguments_hash: str | None = None,
-    ) -> str:
-        """Deny a pending call; pass the hash you showed (see `decide`)."""
-        return await self.decide(
-            call_id, approve=False, decider=decider, reason=reason, arguments_hash=arguments_hash
-        )
-
-    async def decide_batch(
-        self,
-        decisions: Sequence[tuple[str, bool, str]],
-        *,
-        decider: str = "anonymous",
-        reason: str | None = None,
-    ) -> list[str]:
-        """Decide several pending calls of this run at once: `(call_id, approve, hash)` each.
-
-        Every item must carry the arguments hash of the call it decides; the run checks all
-        of them before applying any, so one stale or unknown item rejects the whole batch.
-        """
-        batch = BatchDecision(
-            items=tuple(
-                BatchItem(call_id=call_id, approve=approve, arguments_hash=arguments_hash)
-                for call_id, approve, arguments_hash in decisions
-            ),
-            decider=decider,
-            reason=reason,
-        )
-        return await self._update("decide_batch", batch, list[str])
-
-    async def policy(self) -> ApprovalPolicy | None:
-        """The run's live approval policy."""
-        return (await self.status()).policy
-
-    async def set_policy(
-        self, policy: ApprovalPolicy, *, changed_by: str = "anonymous", reason: str | None = None
-    ) -> str:
-        """Replace the run's live approval policy (recorded in its events with who and why)."""
-        change = PolicyChange(policy=policy, changed_by=changed_by, reason=reason)
-        return await self._update("set_policy", change, str)
-
-    async def grants(self) -> list[StandingGrant]:
-        """The run's run-scoped standing grants (revoked ones included)."""
-        return (await self.status()).standing_grants
-
-    async def revoke_grant(self, grant_id: str, *, revoked_by: str = "anonymous") -> str:
-        """Revoke a run-scoped standing grant; the tool's next calls are asked again."""
-        revocation = GrantRevocation(grant_id=grant_id, revoked_by=revoked_by)
-        return await self._update("revoke_grant", revocation, str)
-
     async def steer(self, instruction: str, *, skip_remaining: bool = False) -> None:
         """Give the model a new instruction before its next turn.
 
@@ -458,48 +249,3 @@ class AgentRun:
             await self._signal("cancel", reason)
         else:
             await self.handle.cancel(reason=reason or "")
-
-    # ------------------------------------------------------------ sessions
-
-    async def send(self, text: str, *, message_id: str | None = None) -> SessionReply:
-        """Send a session its next message and wait for the answer (docs/sessions.md).
-
-        For a turn that may wait on people for long, `start_send` and wait later.
-
-        Raises:
-            SessionRefused: the run refused it (not a session, ended or closing, busy
-                answering another message, empty or too long).
-        """
-        sent = await self.start_send(text, message_id=message_id)
-        return await sent.result()
-
-    async def start_send(self, text: str, *, message_id: str | None = None) -> SentMessage:
-        """Send a session its next message; return once the run accepted it.
-
-        Args:
-            text: The user's message.
-            message_id: The message's id (its update's; unique per run): a retry with the
-                same id while the run holds it does not send it twice. Default: a new one.
-
-        Raises:
-            SessionRefused: as for `send`.
-        """
-        return await start_message(self.handle, self.prefix + "send_message", text, message_id)
-
-    def message(self, message_id: str, *, workflow_run_id: str | None = None) -> SentMessage:
-        """A message sent before, by its id, to wait for its answer (`SentMessage.result`).
-
-        Args:
-            message_id: `SentMessage.id`.
-            workflow_run_id: `SentMessage.workflow_run_id`: needed once the session has
-                continued-as-new since (the answer is in the run that took the message).
-        """
-        return message_handle(self.handle, message_id, workflow_run_id)
-
-    async def close(self, reason: str | None = None) -> str:
-        """End a session: now when it awaits a message, else after the current answer.
-
-        Raises:
-            SessionRefused: not a session, or it has ended or is closing already.
-        """
-        return await close_session(self.handle, self.prefix + "close", reason)

@@ -79,7 +79,7 @@ def _new_token(args: argparse.Namespace, token: str, verb: str) -> int:
 async def cmd_token_add(args: argparse.Namespace) -> int:
     """Make a token for a user, store its hash, print the token once."""
     _require_inbox()
-    from durable_tools.inbox._tokens import TokenFileError, add_token
+    from durable_tools._callers._tokens import TokenFileError, add_token
 
     try:
         token = add_token(tokens_path(args), args.user, args.group or None)
@@ -91,7 +91,7 @@ async def cmd_token_add(args: argparse.Namespace) -> int:
 async def cmd_token_rotate(args: argparse.Namespace) -> int:
     """Replace a user's token; print the new one once."""
     _require_inbox()
-    from durable_tools.inbox._tokens import TokenFileError, rotate_token
+    from durable_tools._callers._tokens import TokenFileError, rotate_token
 
     try:
         token = rotate_token(tokens_path(args), args.user)
@@ -103,7 +103,7 @@ async def cmd_token_rotate(args: argparse.Namespace) -> int:
 async def cmd_token_remove(args: argparse.Namespace) -> int:
     """Remove a user from the tokens file."""
     _require_inbox()
-    from durable_tools.inbox._tokens import TokenFileError, remove_token
+    from durable_tools._callers._tokens import TokenFileError, remove_token
 
     path = tokens_path(args)
     try:
@@ -117,7 +117,7 @@ async def cmd_token_remove(args: argparse.Namespace) -> int:
 async def cmd_token_list(args: argparse.Namespace) -> int:
     """The users of the tokens file; never a token, nor a whole hash."""
     _require_inbox()
-    from durable_tools.inbox._tokens import TokenFileError, list_tokens
+    from durable_tools._callers._tokens import TokenFileError, list_tokens
 
     path = tokens_path(args)
     try:

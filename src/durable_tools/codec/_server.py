@@ -33,7 +33,8 @@ from starlette.routing import Route
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.converter import PayloadCodec
 
-from durable_tools.inbox import AuthConfig, authenticate, body_limit
+from durable_tools._callers._auth import AuthConfig, authenticate
+from durable_tools._callers._body import body_limit
 
 from ._codec import CodecError, EncryptionCodec, MalformedPayloadError, PayloadTooLargeError
 

@@ -6,13 +6,14 @@ protection, and optionally the OAuth callback. `durable-tools serve` runs it wit
 Needs the `inbox` extra (`pip install 'durable-tools[inbox]'`).
 """
 
+from durable_tools._callers._auth import AuthConfig, authenticate, decider_for
+from durable_tools._callers._body import body_limit
+from durable_tools._callers._sessions import EndedSessions, ended_sessions_file
+from durable_tools._callers._tokens import TokenFileError, TokenStore, User, add_token, hash_token
+
 from ._app import DEFAULT_MAX_BODY_BYTES, InboxConfig, create_app
-from ._auth import AuthConfig, authenticate, decider_for
-from ._body import body_limit
 from ._decide import DecisionRefused, decide
 from ._serve import SECRET_ENV, InboxServer, default_tokens_file, session_secret
-from ._sessions import EndedSessions, ended_sessions_file
-from ._tokens import TokenFileError, TokenStore, User, add_token, hash_token
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",

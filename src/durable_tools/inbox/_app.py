@@ -19,13 +19,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from durable_tools._encrypted import PayloadsEncrypted
-from durable_tools.client import DurableTools
-from durable_tools.oauth import CallbackApp
-from durable_tools.tools import ToolRegistry
-
-from ._api import BodyRefused, decision_body, pending_json
-from ._auth import (
+from durable_tools._callers._auth import (
     SESSION_ID,
     SESSION_ISSUED,
     SESSION_TOKEN,
@@ -33,7 +27,15 @@ from ._auth import (
     authenticate,
     decider_for,
 )
-from ._body import body_limit
+from durable_tools._callers._body import body_limit
+from durable_tools._callers._sessions import SESSION_AGE
+from durable_tools._callers._tokens import User, hash_token
+from durable_tools._encrypted import PayloadsEncrypted
+from durable_tools.client import DurableTools
+from durable_tools.oauth import CallbackApp
+from durable_tools.tools import ToolRegistry
+
+from ._api import BodyRefused, decision_body, pending_json
 from ._csrf import CSRF_FIELD, CSRF_HEADER, csrf_token, valid_csrf
 from ._data import find_call, load_run, what_server_shows
 from ._decide import DecisionRefused, decide, reissue
@@ -46,8 +48,6 @@ from ._pending import (
     list_pending,
 )
 from ._run_record import RunRecords
-from ._sessions import SESSION_AGE
-from ._tokens import User, hash_token
 from ._web import HERE, SecurityHeaders, callback_route, make_templates, safe_next
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "InboxConfig", "create_app"]

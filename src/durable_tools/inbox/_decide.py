@@ -12,15 +12,15 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
+from durable_tools._callers._auth import decider_for
+from durable_tools._callers._tokens import User
 from durable_tools._encrypted import ENCRYPTED_NOTE, is_encrypted_payload_error
 from durable_tools.client import DurableTools
 from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, MAX_REASON_CHARS
 from durable_tools.protocol._policy_types import GrantRequest
 from durable_tools.workflows import AgentWorkflow, ApprovalDecision, PendingAuthorization
 
-from ._auth import decider_for
 from ._pending import QUERY_TIMEOUT
-from ._tokens import User
 
 __all__ = ["DECIDE_TIMEOUT", "DecisionRefused", "decide", "reissue"]
 

@@ -23,13 +23,12 @@ from temporalio.client import WorkflowExecution
 from temporalio.service import RPCError
 
 from durable_tools import search_attributes as sa
+from durable_tools._callers._auth import decider_for
+from durable_tools._callers._tokens import User
 from durable_tools._encrypted import is_encrypted_payload_error
 from durable_tools.client import DurableTools
 from durable_tools.protocol._types import status_in
 from durable_tools.workflows import PendingApproval, RunSnapshot, RunStatus
-
-from ._auth import decider_for
-from ._tokens import User
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
