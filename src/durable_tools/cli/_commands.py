@@ -133,6 +133,7 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
             strategy=ExecutionStrategy(**strategy),
             limits=Limits(max_turns=args.max_turns) if args.max_turns else Limits(),
             approval=approval_policy(args),
+            versioning=args.versioning,
         )
     except ValidationError as error:
         raise CliError(f"invalid agent configuration: {error}") from None

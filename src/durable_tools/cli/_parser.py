@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 
+from ._agent_flags import add_agent_flags, positive
 from ._answer import add_answer_command
 from ._artifact import cmd_artifact_get
 from ._callbacks import add_callbacks_command
@@ -18,7 +19,6 @@ from ._inbox_tokens import add_token_commands
 from ._lists import cmd_pending, cmd_runs
 from ._oauth import cmd_auth_reissue
 from ._policy import add_policy_commands
-from ._policy_flags import add_run_policy_flags
 from ._run_filters import add_filter_flags
 from ._schedule import add_schedule_command
 from ._serve import cmd_serve
@@ -28,13 +28,6 @@ from ._telemetry import add_telemetry_flags
 from ._watch import cmd_watch
 
 __all__ = ["build_parser"]
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def _installed_version() -> str:
@@ -77,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task-queue", help="default DURABLE_TOOLS_TASK_QUEUE or durable-tools")
     p.add_argument(
         "--max-concurrent-activities",
-        type=_positive,
+        type=positive,
         metavar="N",
         help="most tool and model activities this worker runs at once (default: the SDK's)",
     )
@@ -136,28 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="start an agent run")
     p.add_argument("prompt", help="the user's request")
-    p.add_argument("--model", required=True, help="e.g. scripted:steps.json or openai:gpt-4o-mini")
-    p.add_argument("--tools", metavar="MODULE[:ATTR]", help="offer only this registry's tools")
     p.add_argument("--id", dest="run_id", metavar="RUN_ID", help="the run (workflow) id")
-    p.add_argument("--name", default="agent", metavar="AGENT", help="agent name (default agent)")
-    p.add_argument("--instructions", help="the system message")
-    p.add_argument(
-        "--strategy",
-        choices=("sequential", "parallel", "batched"),
-        default=None,
-        help="how a turn's tool calls run (default sequential)",
-    )
-    p.add_argument(
-        "--concurrency", type=_positive, metavar="N", help="most tool calls at once (or per batch)"
-    )
-    p.add_argument("--max-turns", type=_positive, metavar="N", help="most model turns of the run")
-    p.add_argument("--user", help="the user the run acts for")
-    p.add_argument("--tenant", help="the tenant the run acts for")
-    p.add_argument("--scope", action="append", default=[], metavar="S", help="granted scope")
-    p.add_argument("--task-queue", help="default DURABLE_TOOLS_TASK_QUEUE or durable-tools")
     p.add_argument("--wait", action="store_true", help="follow the run and print its answer")
+    add_agent_flags(p)
     add_json_flag(p)
-    add_run_policy_flags(p)
     add_connection_flags(p)
     p.set_defaults(handler=cmd_run)
 
@@ -194,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("runs", help="recent runs")
     p.add_argument("--status", help="only runs with this AgentStatus (e.g. awaiting_approval)")
-    p.add_argument("--limit", type=_positive, default=20, help="most runs listed (default 20)")
+    p.add_argument("--limit", type=positive, default=20, help="most runs listed (default 20)")
     add_filter_flags(p)
     add_json_flag(p)
     add_connection_flags(p)
@@ -203,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pending", help="every run waiting on a person")
     p.add_argument(
         "--limit",
-        type=_positive,
+        type=positive,
         default=200,
         help="most runs listed (default 200); a cut list says so",
     )

@@ -13,11 +13,11 @@ from durable_tools._render import render_table, terminal_safe
 from durable_tools._schedules import DEFAULT_CATCHUP_WINDOW, OVERLAP_POLICIES
 from durable_tools.tools._context import Identity
 
+from ._agent_flags import add_agent_flags, positive
 from ._commands import agent_config, tools_for
 from ._errors import CliError, translate_rpc_errors
 from ._flags import add_connection_flags, add_json_flag
 from ._output import dump_json, echo
-from ._policy_flags import add_run_policy_flags
 
 __all__ = ["add_schedule_command"]
 
@@ -27,29 +27,6 @@ def _seconds(text: str) -> float:
     if not math.isfinite(value) or not 10 <= value <= 366 * 86_400:
         raise argparse.ArgumentTypeError("must be between 10 seconds and a year")
     return value
-
-
-def _add_run_flags(p: argparse.ArgumentParser) -> None:
-    """The flags of `run` that shape each scheduled run (the same names, the same meaning)."""
-    p.add_argument("--prompt", required=True, help="the request each run gets")
-    p.add_argument("--model", required=True, help="e.g. scripted:steps.json or openai:gpt-4o-mini")
-    p.add_argument("--tools", metavar="MODULE[:ATTR]", help="offer only this registry's tools")
-    p.add_argument("--name", default="agent", metavar="AGENT", help="agent name (default agent)")
-    p.add_argument("--instructions", help="the system message")
-    p.add_argument("--strategy", choices=("sequential", "parallel", "batched"), default=None)
-    p.add_argument("--concurrency", type=int, metavar="N")
-    p.add_argument("--max-turns", type=int, metavar="N")
-    p.add_argument("--user", help="the user the runs act for")
-    p.add_argument("--tenant", help="the tenant the runs act for")
-    p.add_argument("--scope", action="append", default=[], metavar="S", help="granted scope")
-    p.add_argument("--task-queue", help="default DURABLE_TOOLS_TASK_QUEUE or durable-tools")
-    p.add_argument(
-        "--versioning",
-        choices=("pinned", "upgrade_on_continue"),
-        default="pinned",
-        help="how a run follows new worker builds (docs/operations.md)",
-    )
-    add_run_policy_flags(p)
 
 
 def add_schedule_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -81,12 +58,13 @@ def add_schedule_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
     )
     p.add_argument("--paused", action="store_true", help="create it paused")
     p.add_argument("--note", help="why the schedule exists")
-    _add_run_flags(p)
+    p.add_argument("--prompt", required=True, help="the request each run gets")
+    add_agent_flags(p, runs="runs")
     add_connection_flags(p)
     p.set_defaults(handler=cmd_schedule_create)
 
     p = actions.add_parser("list", help="the namespace's schedules")
-    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--limit", type=positive, default=100, metavar="N", help="most schedules listed")
     add_json_flag(p)
     add_connection_flags(p)
     p.set_defaults(handler=cmd_schedule_list)
@@ -98,7 +76,7 @@ def add_schedule_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
         ("delete", "delete the schedule (runs already started go on)"),
     ):
         p = actions.add_parser(verb, help=help_text)
-        p.add_argument("schedule_id", metavar="NAME")
+        p.add_argument("schedule_id", metavar="NAME", help="the schedule")
         if verb in ("pause", "unpause"):
             p.add_argument("--note", help="why")
         add_connection_flags(p)
@@ -107,11 +85,7 @@ def add_schedule_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
 
 async def cmd_schedule_create(args: argparse.Namespace) -> int:
     """Create the schedule; print its id and next run times."""
-    if args.concurrency is not None and args.concurrency < 1:
-        raise CliError("--concurrency must be at least 1")
-    if args.max_turns is not None and args.max_turns < 1:
-        raise CliError("--max-turns must be at least 1")
-    config = agent_config(args).model_copy(update={"versioning": args.versioning})
+    config = agent_config(args)
     tools = await tools_for(args)
     try:
         async with translate_rpc_errors():

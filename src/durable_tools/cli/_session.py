@@ -25,8 +25,8 @@ TAKE_TIMEOUT = 30.0
 def add_session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `send RUN TEXT [--no-wait]` and `close RUN [--reason]`."""
     p = sub.add_parser("send", help="send a session its next message and print the answer")
-    p.add_argument("run_id", metavar="RUN_ID")
-    p.add_argument("text", metavar="TEXT")
+    p.add_argument("run_id", metavar="RUN_ID", help="the session (workflow) id")
+    p.add_argument("text", metavar="TEXT", help="the user's next message")
     p.add_argument(
         "--no-wait",
         action="store_true",
@@ -38,8 +38,8 @@ def add_session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.set_defaults(handler=cmd_send)
 
     p = sub.add_parser("close", help="end a session (after the answer it is working on)")
-    p.add_argument("run_id", metavar="RUN_ID")
-    p.add_argument("--reason")
+    p.add_argument("run_id", metavar="RUN_ID", help="the session (workflow) id")
+    p.add_argument("--reason", help="why (kept in the run's history and events)")
     _prefix_flag(p)
     add_connection_flags(p)
     p.set_defaults(handler=cmd_close)
