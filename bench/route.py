@@ -33,10 +33,12 @@ PACKAGE = str(Path(durable_tools.__file__).resolve().parent)
 
 
 class RouteTrace:
-    """Collects the durable-tools files entered between `run_calls` and `call_model`."""
+    """Collects the durable-tools files entered between `run_calls` and `call_model`, and
+    each call from one file into another (caller file, callee file)."""
 
     def __init__(self) -> None:
         self.files: list[str] = []
+        self.jumps: list[tuple[str, str]] = []
         self.state = "before"  # before -> on_route -> done
         self.lock = threading.Lock()
 
@@ -54,7 +56,11 @@ class RouteTrace:
                 self.state = "done"
                 return
             if self.state == "on_route":
-                self.files.append(path[len(PACKAGE) + 1 :])
+                callee = path[len(PACKAGE) + 1 :]
+                self.files.append(callee)
+                caller = frame.f_back.f_code.co_filename if frame.f_back else ""
+                if caller.startswith(PACKAGE) and caller != path:
+                    self.jumps.append((caller[len(PACKAGE) + 1 :], callee))
 
 
 async def trace_route() -> RouteTrace:
@@ -82,6 +88,11 @@ def main() -> None:
     changes = sum(1 for a, b in zip(trace.files, trace.files[1:], strict=False) if a != b)
     modules = sorted(set(trace.files))
     print(f"route of one approval call: {changes} file changes across {len(modules)} modules")
+    # What a reader follows: each place the code calls into another file, counted once.
+    print(
+        f"calls into another file: {len(trace.jumps)}, "
+        f"{len(set(trace.jumps))} distinct (caller file -> callee file)"
+    )
     for module in modules:
         print(f"  {module}: {trace.files.count(module)} calls")
 
