@@ -16,8 +16,7 @@ import cli_support
 from cli_support import cli, cli_json
 from durable_tools import search_attributes as sa
 from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.tools._context import Identity
+from durable_tools.tools import Identity, ToolRegistry
 from durable_tools.workflows import AgentConfig, ExecutionStrategy
 from support import answer, calls, running_worker, wait_for, write_script
 

@@ -23,9 +23,8 @@ from temporalio.client import Client
 
 from cli_support import cli, cli_env, cli_json  # noqa: F401  (a fixture)
 from durable_tools import search_attributes as sa
-from durable_tools._input_client import answer_input
 from durable_tools.callbacks import answer_callback, pending_callbacks
-from durable_tools.client import AgentRun, DurableTools
+from durable_tools.client import AgentRun, DurableTools, answer_input
 from durable_tools.sources import McpPool, McpStdio, attach_mcp
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import (

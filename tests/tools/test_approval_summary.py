@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from durable_tools.tools import ToolRegistrationError, ToolRegistry
+from durable_tools.tools import ToolRegistrationError, ToolRegistry, ToolSpec
 from durable_tools.tools._approval_summary import (
     MAX_SUMMARY_CHARS,
     SummaryTemplateError,
@@ -24,7 +24,6 @@ from durable_tools.tools._approval_summary import (
     render_summary,
     summarize_call,
 )
-from durable_tools.tools._spec import ToolSpec
 
 
 def refund_registry(summary: Any) -> ToolRegistry:
