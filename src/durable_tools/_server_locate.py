@@ -6,11 +6,12 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 __all__ = [
     "DEFAULT_UI_URL",
     "DevServerError",
+    "check_codec_endpoint",
     "default_data_dir",
     "find_temporal_cli",
     "ui_url",
@@ -60,3 +61,24 @@ def ui_url(namespace: str, workflow_id: str, *, base: str | None = None) -> str:
     """
     root = (base or os.environ.get("TEMPORAL_UI_URL") or DEFAULT_UI_URL).rstrip("/")
     return f"{root}/namespaces/{quote(namespace, safe='')}/workflows/{quote(workflow_id, safe='')}"
+
+
+def check_codec_endpoint(url: str | None) -> str | None:
+    """`url` if it can be the Web UI's codec endpoint (an http or https URL with a host).
+
+    Raises:
+        ValueError: anything else, named.
+    """
+    if url is None:
+        return None
+    parsed = urlsplit(url)
+    if (
+        parsed.scheme not in ("http", "https")
+        or not parsed.hostname
+        or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url)
+        or len(url) > 2048
+    ):
+        raise ValueError(
+            f"the UI's codec endpoint must be an http(s) URL with a host, got {url[:200]!a}"
+        )
+    return url

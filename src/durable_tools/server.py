@@ -29,7 +29,6 @@ from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
-from urllib.parse import urlsplit
 
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
@@ -40,6 +39,7 @@ from durable_tools._server_attributes import CLI_TYPE_NAMES, ensure_search_attri
 from durable_tools._server_locate import (
     DEFAULT_UI_URL,
     DevServerError,
+    check_codec_endpoint,
     default_data_dir,
     find_temporal_cli,
     ui_url,
@@ -62,27 +62,6 @@ __all__ = [
 logger = logging.getLogger("durable_tools.server")
 
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
-
-
-def check_codec_endpoint(url: str | None) -> str | None:
-    """`url` if it can be the Web UI's codec endpoint (an http or https URL with a host).
-
-    Raises:
-        ValueError: anything else, named.
-    """
-    if url is None:
-        return None
-    parsed = urlsplit(url)
-    if (
-        parsed.scheme not in ("http", "https")
-        or not parsed.hostname
-        or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url)
-        or len(url) > 2048
-    ):
-        raise ValueError(
-            f"the UI's codec endpoint must be an http(s) URL with a host, got {url[:200]!a}"
-        )
-    return url
 
 
 def _uses_database(cmdline: Sequence[str], db_path: Path) -> bool:
