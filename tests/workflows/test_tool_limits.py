@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from durable_tools._render import safety_summary, tool_json
+from durable_tools._render_tools import safety_summary, tool_json
 from durable_tools.client import DurableTools
 from durable_tools.tools import ToolRegistrationError, ToolRegistry
 from durable_tools.workflows import AgentConfig, ExecutionStrategy, Limits, RunStatus

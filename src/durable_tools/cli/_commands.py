@@ -20,14 +20,8 @@ from temporalio.service import RPCError
 from durable_tools import search_attributes as sa
 from durable_tools._client_start import check_model_spec
 from durable_tools._input_client import render_pending_input
-from durable_tools._render import (
-    render_approval,
-    render_snapshot,
-    render_tool,
-    running_calls,
-    terminal_safe,
-    tool_json,
-)
+from durable_tools._render import render_approval, render_snapshot, running_calls, terminal_safe
+from durable_tools._render_tools import render_tool, tool_json
 from durable_tools._run_watch import ENCRYPTED_NOTE, PayloadsEncrypted, is_encrypted_payload_error
 from durable_tools.client import AgentRun, DurableTools
 from durable_tools.tools._catalog import filter_specs
