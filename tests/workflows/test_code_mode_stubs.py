@@ -93,6 +93,17 @@ def test_only_tools_named_as_identifiers_that_shadow_nothing_are_host_functions(
     assert list(host_specs(tools)) == ["lookup"]
 
 
+def test_a_tool_named_like_an_exception_cannot_break_the_scripts_that_catch_it() -> None:
+    # A tool (or MCP server) named `TypeError` would make `except TypeError` fail to check
+    # in every script of the run.
+    names = ["TypeError", "PermissionError", "Exception", "exec", "__import__", "ok"]
+    tools = {n: spec(n, {"x": {"type": "string"}}, ["x"]) for n in names}
+    hosts = host_specs(tools)
+    assert list(hosts) == ["ok"]
+    script = 'try:\n    await ok(x="1")\nexcept (TypeError, PermissionError, Exception):\n    pass'
+    assert check(host_stubs(hosts), script) is None
+
+
 @pytest.mark.parametrize(
     ("schema", "hint"),
     [

@@ -3,6 +3,7 @@ are sent and refuse, in their own wire format, a request past a configured windo
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,7 +39,7 @@ from fake_openai import (
     sent_tokens,
     tool_call,
 )
-from support import running_worker, write_script
+from support import assert_not_wedged, running_worker, write_script
 
 WINDOW = 6_000
 """The fake model's context window, in tokens (4 bytes of request a token)."""
@@ -328,15 +329,27 @@ def test_the_context_size_after_a_call(usage: dict[str, int], expected: int) -> 
     assert state.context_tokens == expected
 
 
-@pytest.mark.parametrize("until", [9_999, 1], ids=["past-the-kept-messages", "nothing-new"])
+LIES: dict[str, Callable[[CompactCall], Compacted]] = {
+    "past-the-kept-messages": lambda call: Compacted(head=1, until=9_999, summary="ok"),
+    "nothing-new": lambda call: Compacted(head=1, until=1, summary="ok"),
+    # In range, but a summary no ContextView holds: the workflow task failed on it, again
+    # and again, instead of the run failing once with the reason.
+    "huge-summary": lambda call: Compacted(head=1, until=call.keep_from, summary="x" * 100_000),
+    "negative-sizes": lambda call: Compacted(
+        head=1, until=call.keep_from, summary="ok", kept_tokens=-(10**12)
+    ),
+}
+
+
+@pytest.mark.parametrize("lie", list(LIES))
 async def test_a_compact_activity_that_answers_out_of_range_fails_the_run(
-    client: Client, task_queue: str, tmp_path: Path, monkeypatch: Any, until: int
+    client: Client, task_queue: str, tmp_path: Path, monkeypatch: Any, lie: str
 ) -> None:
     # A worker whose compact activity lies (a bug, or an activity registered by someone
     # else under its name): the workflow refuses a view that would drop kept messages.
     @activity.defn(name=COMPACT_ACTIVITY)
     async def lying(call: CompactCall) -> Compacted:
-        return Compacted(head=1, until=until, summary="all is well", replaced=until)
+        return LIES[lie](call)
 
     def swap(existing: Sequence[Callable[..., Any]]) -> list[Callable[..., Any]]:
         kept = [a for a in existing if activity_name(a) != COMPACT_ACTIVITY]
@@ -354,9 +367,10 @@ async def test_a_compact_activity_that_answers_out_of_range_fails_the_run(
         ):
             run = await DurableTools(client, task_queue).start("read", config=config(compaction))
             with pytest.raises(WorkflowFailureError):
-                await run.result()
+                await asyncio.wait_for(run.result(), 60)
             status = await run.status()
-    assert "the compact activity answered a range" in (status.reason or "")
+            await assert_not_wedged(run.handle, allowed=0)
+    assert "the compact activity answered" in (status.reason or "")
     assert max(sent_tokens(r) for r in server.requests) <= WINDOW
 
 

@@ -170,11 +170,7 @@ class _Step:
         """Record a tool call; the script gets a future the workflow settles later."""
         name = str(snapshot.function_name)
         if len(self.calls) >= self.step.calls_left:
-            return _raise(
-                "RuntimeError",
-                f"{name}(): the script made more than "
-                f"{self.step.limits.max_host_calls} host calls (max_host_calls)",
-            )
+            return _raise("RuntimeError", self._over_quota(name))
         problem = None
         arguments: dict[str, Any] = {}
         if snapshot.args:
@@ -194,11 +190,21 @@ class _Step:
         )
         return {"future": ...}
 
+    def _over_quota(self, name: str) -> str:
+        return (
+            f"{name}(): the script made more than {self.step.limits.max_host_calls} host "
+            "calls (max_host_calls; sleeps count)"
+        )
+
     def _os_call(self, snapshot: Any) -> Any:
         """Answer the clock from the step's time; sleeps become host calls."""
         name = str(snapshot.function_name)
         now = self.step.now
         if name in ("asyncio.sleep", "time.sleep"):
+            if len(self.calls) >= self.step.calls_left:
+                # A sleep is a host call (a step and a timer): a script sleeping in a loop
+                # would otherwise grow the run's history until Temporal ended the run.
+                return _raise("RuntimeError", self._over_quota(name))
             seconds = snapshot.args[0] if snapshot.args else 0
             self.calls.append(
                 HostCall(

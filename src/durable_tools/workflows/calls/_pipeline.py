@@ -44,7 +44,19 @@ from durable_tools.workflows.run._replies import (
 from durable_tools.workflows.run._state import CallSkipped, RunState
 from durable_tools.workflows.run._valid_call import ValidCall, open_record
 
-__all__ = ["TOO_MANY_CALLS", "CallRoute", "refuse_over_turn_limit", "run_call", "run_calls"]
+__all__ = [
+    "TOO_MANY_CALLS",
+    "UNAMBIGUOUS_KEYS_PATCH",
+    "CallRoute",
+    "claim_call_id",
+    "refuse_over_turn_limit",
+    "run_call",
+    "run_calls",
+]
+
+UNAMBIGUOUS_KEYS_PATCH = "call-keys-unambiguous"
+"""Marks a run whose call ids holding `#` always get a `#<n>` key suffix. Histories recorded
+before then replay with the keys they had."""
 
 CallRoute = Callable[[RunState, ToolCall, dict[str, ToolSpec]], Awaitable[Message]]
 """How a built-in tool of a layer above the calls answers its call (code mode's
@@ -193,9 +205,6 @@ def _assign_keys(state: RunState, calls: list[ToolCall]) -> set[int]:
     run of the chain instead, `<workflow id>@<run>/<call id>`, and `#<n>` counts the
     uses in this run: no key of an earlier run has that form.
     """
-    workflow_id = workflow.info().workflow_id
-    if state.call_ids_dropped:
-        workflow_id = f"{workflow_id}@{state.continued}"
     seen: set[str] = set()
     duplicates: set[int] = set()
     for index, call in enumerate(calls):
@@ -203,10 +212,24 @@ def _assign_keys(state: RunState, calls: list[ToolCall]) -> set[int]:
             duplicates.add(index)
             continue
         seen.add(call.id)
-        uses = state.call_uses.get(call.id, 0)
-        state.call_uses[call.id] = uses + 1
-        state.keys[call.id] = f"{workflow_id}/{call.id}" + (f"#{uses}" if uses else "")
+        claim_call_id(state, call.id)
     return duplicates
+
+
+def claim_call_id(state: RunState, call_id: str) -> None:
+    """Count a use of `call_id` and give its call an idempotency key no other call has.
+
+    The key is `<workflow id>/<call id>`, with `#<n>` when the id was used before (see
+    `_assign_keys`). An id that itself holds `#` always gets `#<n>` (`#0` the first time):
+    otherwise the model's id `a#1` would share the key of the second call named `a`.
+    """
+    workflow_id = workflow.info().workflow_id
+    if state.call_ids_dropped:
+        workflow_id = f"{workflow_id}@{state.continued}"
+    uses = state.call_uses.get(call_id, 0)
+    state.call_uses[call_id] = uses + 1
+    suffixed = uses > 0 or ("#" in call_id and workflow.patched(UNAMBIGUOUS_KEYS_PATCH))
+    state.keys[call_id] = f"{workflow_id}/{call_id}" + (f"#{uses}" if suffixed else "")
 
 
 async def _duplicate(state: RunState, call: ToolCall) -> Message:

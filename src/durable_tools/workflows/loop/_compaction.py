@@ -31,6 +31,7 @@ from durable_tools._activities._types import (
 from durable_tools.messages import Message, ModelResponse, ModelSettings, ToolDefinition
 from durable_tools.protocol._compaction import (
     CHARS_PER_TOKEN,
+    MAX_SUMMARY_CHARS,
     CompactionConfig,
     ContextView,
     estimate_message_tokens,
@@ -161,12 +162,10 @@ async def compact_context(
         _skipped(state, total, f"{reason}; no boundary keeps each tool call with its result")
         return None
     first = state.context.until if state.context is not None else result.head
-    if not (0 <= result.head <= first < result.until <= keep_from):
+    problem = _refused(result, first, keep_from)
+    if problem is not None:
         raise ApplicationError(
-            f"the compact activity answered a range ({first}-{result.until}) outside what "
-            f"was asked (up to {keep_from})",
-            type="ModelError",
-            non_retryable=True,
+            f"the compact activity answered {problem}", type="ModelError", non_retryable=True
         )
     view = ContextView(
         head=result.head,
@@ -201,6 +200,21 @@ async def compact_context(
         artifacts=[result.summary_ref] if result.summary_ref is not None else None,
     )
     return after
+
+
+def _refused(result: Compacted, first: int, keep_from: int) -> str | None:
+    """What is wrong with the compact activity's answer, or None when the workflow can
+    take it. Checked here, not left to `ContextView`: a validation error in workflow code
+    fails the workflow task again on every retry instead of failing the run once."""
+    if not (0 <= result.head <= first < result.until <= keep_from):
+        return f"a range ({first}-{result.until}) outside what was asked (up to {keep_from})"
+    if len(result.summary) > MAX_SUMMARY_CHARS:
+        return f"a summary of {len(result.summary):,} characters (at most {MAX_SUMMARY_CHARS:,})"
+    sizes = (result.replaced, result.tokens_replaced, result.kept_tokens)
+    figures = result.usage.model_dump().values()
+    if min(*sizes, *figures) < 0:
+        return "negative sizes or token counts"
+    return None
 
 
 def _skipped(state: RunState, total: int, detail: str) -> None:

@@ -39,7 +39,7 @@ from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, clip, payload_b
 from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.tools import ErrorKind, InvalidArguments, ToolSpec
 from durable_tools.tools._validation import parse_arguments
-from durable_tools.workflows.calls._pipeline import CallRoute, run_call
+from durable_tools.workflows.calls._pipeline import CallRoute, claim_call_id, run_call
 from durable_tools.workflows.calls._record import mark_cancelled
 from durable_tools.workflows.run._replies import (
     invalid_reply,
@@ -53,6 +53,11 @@ from durable_tools.workflows.run._valid_call import open_record
 from durable_tools.workflows.script._stubs import host_specs, host_stubs
 
 __all__ = ["run_script", "script_routes"]
+
+HOST_IDS_CLAIMED_PATCH = "script-host-call-ids-claimed"
+"""Marks a run whose host calls take call ids no other call of the run has, counted with
+the direct calls' ids (so their keys and decisions are as unique as a direct call's).
+Histories recorded before then replay with `<script call>/<n>` ids as they were."""
 
 _ANSWERS_BUDGET = PAYLOAD_BUDGET_BYTES // 2
 """Most bytes of answers one step takes; more wait for the next step."""
@@ -264,8 +269,12 @@ class _ScriptRun:
             why = script_host_error(host.function, f"max_tool_calls ({limit}) reached")
             return HostAnswer(call_id=host.call_id, error_type="RuntimeError", error=why)
         state.tool_calls += 1
-        call_id = short_call_id(f"{self.call.id}/{n}")
-        state.keys[call_id] = f"{state.keys[self.call.id]}/{n}"
+        if workflow.patched(HOST_IDS_CLAIMED_PATCH):
+            call_id = _unused_call_id(state, f"{self.call.id}/{n}")
+            claim_call_id(state, call_id)
+        else:
+            call_id = short_call_id(f"{self.call.id}/{n}")
+            state.keys[call_id] = f"{state.keys[self.call.id]}/{n}"
         tool_call = ToolCall(
             id=call_id,
             name=host.function,
@@ -346,6 +355,20 @@ def _bound_hit(error: str, config: CodeMode) -> str | None:
             "clock reads and sleeps in one step (4 x max_host_calls + 200)"
         )
     return None
+
+
+def _unused_call_id(state: RunState, wanted: str) -> str:
+    """`wanted` as a call id, or `wanted~<k>` when a call of this run already has it.
+
+    The model names its calls: a direct call named `s1/1` (or a script id used again) must
+    not lend a host call its record, its pending approval or its decision.
+    """
+    call_id = short_call_id(wanted)
+    attempt = 0
+    while call_id in state.call_uses or call_id in state.records:
+        attempt += 1
+        call_id = short_call_id(f"{wanted}~{attempt}")
+    return call_id
 
 
 class _StepFailed(Exception):

@@ -25,14 +25,31 @@ _MAX_DEPTH = 6
 _MAX_LITERALS = 32
 _MAX_DESCRIPTION = 200
 
-# Names a host function must not shadow: the builtins the sandbox offers and the names a
-# script uses to structure itself. Spelled out (not read from `builtins`) so the stubs do
-# not change with the worker's Python.
-_RESERVED_NAMES = """abs all any ascii bin bool bytes callable chr dict dir divmod enumerate
-    filter float format frozenset getattr hasattr hash hex id input int isinstance issubclass
-    iter len list map max min next object oct open ord pow print range repr reversed round set
-    setattr slice sorted str sum super tuple type vars zip asyncio main json math re datetime
-    time random Any Literal None True False"""
+# Names a host function must not shadow: Python's builtins (exceptions included: a tool
+# named `TypeError` would break every script's `except TypeError`), the sandbox's modules
+# and the stubs' own names. Spelled out (not read from `builtins`) so the stubs do not
+# change with the worker's Python.
+_RESERVED_NAMES = """abs aiter all anext any ascii bin bool breakpoint bytearray bytes callable
+    chr classmethod compile complex copyright credits delattr dict dir divmod enumerate eval
+    exec exit filter float format frozenset getattr globals hasattr hash help hex id input int
+    isinstance issubclass iter len license list locals map max memoryview min next object oct
+    open ord pow print property quit range repr reversed round set setattr slice sorted
+    staticmethod str sum super tuple type vars zip
+    ArithmeticError AssertionError AttributeError BaseException BaseExceptionGroup
+    BlockingIOError BrokenPipeError BufferError BytesWarning ChildProcessError
+    ConnectionAbortedError ConnectionError ConnectionRefusedError ConnectionResetError
+    DeprecationWarning EOFError Ellipsis EncodingWarning EnvironmentError Exception
+    ExceptionGroup FileExistsError FileNotFoundError FloatingPointError FutureWarning
+    GeneratorExit IOError ImportError ImportWarning IndentationError IndexError
+    InterruptedError IsADirectoryError KeyError KeyboardInterrupt LookupError MemoryError
+    ModuleNotFoundError NameError NotADirectoryError NotImplemented NotImplementedError
+    OSError OverflowError PendingDeprecationWarning PermissionError ProcessLookupError
+    RecursionError ReferenceError ResourceWarning RuntimeError RuntimeWarning
+    StopAsyncIteration StopIteration SyntaxError SyntaxWarning SystemError SystemExit
+    TabError TimeoutError TypeError UnboundLocalError UnicodeDecodeError UnicodeEncodeError
+    UnicodeError UnicodeTranslateError UnicodeWarning UserWarning ValueError Warning
+    ZeroDivisionError
+    asyncio main json math re datetime time random os sys typing Any Literal None True False"""
 _RESERVED = frozenset(_RESERVED_NAMES.split())
 
 _SCALARS = MappingProxyType(
@@ -49,6 +66,7 @@ def host_specs(offered: dict[str, ToolSpec]) -> dict[str, ToolSpec]:
         and name.isascii()
         and not keyword.iskeyword(name)
         and name not in _RESERVED
+        and not name.startswith("__")
         and name != SCRIPT_TOOL
     }
 
