@@ -58,14 +58,21 @@ def split_model_list(data: Any) -> Any:
 def check_fallbacks(models: list[str], max_attempts: int) -> None:
     """Refuse a model list that could not fall over as documented.
 
+    The first model is checked where a run starts (`check_model_spec`), as it always was:
+    a recorded run's config must keep decoding.
+
     Raises:
-        ValueError: a spec is empty, too long or repeated, or the list falls back while
-            `model_max_attempts` is 0 (unlimited: the first model would retry for ever).
+        ValueError: a fallback spec is empty or too long, a spec is repeated, or the list
+            falls back while `model_max_attempts` is 0 (unlimited: the first model would
+            retry for ever).
     """
-    for spec in models:
-        if not spec or len(spec) > MAX_MODEL_SPEC_CHARS:
+    for spec in models[1:]:
+        if not spec:
+            raise ValueError("fallback_models: a model spec is empty")
+        if len(spec) > MAX_MODEL_SPEC_CHARS:
             raise ValueError(
-                f"a model spec is 1 to {MAX_MODEL_SPEC_CHARS} characters, got {len(spec)}"
+                f"fallback_models: model spec too long ({len(spec)} characters, at most "
+                f"{MAX_MODEL_SPEC_CHARS})"
             )
     if len(set(models)) != len(models):
         raise ValueError(f"model: each model is listed once, got {models!r}"[:500])
