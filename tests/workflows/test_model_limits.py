@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 
 from durable_tools.client import DurableTools
 from durable_tools.models import aclose_shared_clients
 from durable_tools.protocol._models import (
     MAX_LIMITED_CALLS,
+    RESERVE_UPDATE,
+    SETTLE_SIGNAL,
     LimitedCall,
     ReserveRequest,
     SettleRequest,
@@ -216,3 +218,38 @@ async def test_a_model_without_a_free_start_falls_back_to_the_next(
     [fallback] = [e for e in events if e.event == "model.fallback"]
     assert "rate limit" in (fallback.detail or "")
     assert fallback.details["to"] == "openai:gpt-spare"
+
+
+async def test_the_limiter_refuses_malformed_input_and_keeps_booking(
+    client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whoever can signal the namespace cannot fail the limiter's workflow task."""
+    limits = ModelLimits(requests_per_minute=600)
+    server = FakeOpenAIServer(answer)
+    async with limited_worker(
+        client, task_queue, tmp_path, monkeypatch, server, {"openai:gpt-limited": limits}
+    ):
+        tools = DurableTools(client, task_queue)
+        config = AgentConfig(model="openai:gpt-limited")
+        first = await tools.start("hi", config=config)
+        assert (await first.result()).status == RunStatus.COMPLETED
+        limiter = client.get_workflow_handle(limiter_id(task_queue, "openai:gpt-limited"))
+        good = {"limits": {"requests_per_minute": 1}, "call": "x"}
+        for bad in [
+            None,
+            "text",
+            {**good, "tokens": -1},
+            {**good, "tokens": 10**13},
+            {**good, "max_delay": float("nan")},
+            {**good, "limits": {"requests_per_minute": float("inf")}},
+            {**good, "limits": {}},
+            {**good, "call": "x" * 10_000},
+        ]:
+            with pytest.raises(WorkflowUpdateFailedError):
+                await limiter.execute_update(RESERVE_UPDATE, bad)
+        for bad in [None, {"call": "x"}, {"call": "x", "tokens": -5}, [1, 2]]:
+            await limiter.signal(SETTLE_SIGNAL, bad)
+        second = await tools.start("hi", config=config)
+        assert (await second.result()).status == RunStatus.COMPLETED
+        await assert_not_wedged(limiter, allowed=0)
+    assert len(server.requests) == 2
