@@ -21,6 +21,7 @@ __all__ = [
     "FakeAnthropicServer",
     "RecordedRequest",
     "anthropic_error",
+    "anthropic_status",
     "message",
     "message_stream",
     "text",
@@ -74,6 +75,24 @@ def anthropic_error(message_text: str, type_: str = "invalid_request_error") -> 
         "error": {"type": type_, "message": message_text},
         "request_id": "req_fake",
     }
+
+
+def anthropic_status(status: int, retry_after_ms: int | None = 10) -> CannedResponse:
+    """Anthropic's answer of an HTTP error status, in its shape.
+
+    529 is `overloaded_error`, 429 `rate_limit_error`, 503/500 `api_error`, 401
+    `authentication_error`, 400 `invalid_request_error`. `retry_after_ms` sets the
+    `retry-after-ms` header the SDK reads (short by default, so retries stay fast).
+    """
+    kinds = {
+        400: ("invalid_request_error", "messages: text content blocks must be non-empty"),
+        401: ("authentication_error", "invalid x-api-key"),
+        429: ("rate_limit_error", "Number of requests has exceeded your rate limit."),
+        529: ("overloaded_error", "Overloaded"),
+    }
+    type_, message_text = kinds.get(status, ("api_error", "Internal server error"))
+    headers = {} if retry_after_ms is None else {"retry-after-ms": str(retry_after_ms)}
+    return CannedResponse(status, anthropic_error(message_text, type_), headers=headers)
 
 
 class FakeAnthropicServer(FakeOpenAIServer):

@@ -30,6 +30,7 @@ __all__ = [
     "chat_stream",
     "context_length_error",
     "error_body",
+    "openai_error",
     "responses_response",
     "responses_stream",
     "sent_tokens",
@@ -65,6 +66,8 @@ class RecordedRequest:
     body: bytes
     client_port: int
     """The client's source port: equal ports mean a reused (kept-alive) connection."""
+    received_at: float = 0.0
+    """`time.monotonic()` when the request arrived (rate limit tests count these)."""
 
     @property
     def json(self) -> Any:
@@ -189,6 +192,24 @@ def error_body(message: str, type_: str = "invalid_request_error") -> dict[str, 
     return {"error": {"message": message, "type": type_, "param": None, "code": None}}
 
 
+def openai_error(status: int, retry_after_ms: int | None = 10) -> CannedResponse:
+    """OpenAI's answer of an HTTP error status, in its shape.
+
+    429 is a rate limit, 503 an unavailable service, 401 a rejected key, 400 an invalid
+    request, other 5xx a server error. `retry_after_ms` sets the `retry-after-ms` header
+    the SDK reads (short by default, so tests that retry stay fast).
+    """
+    kinds = {
+        400: ("invalid_request_error", "Invalid value for 'messages'."),
+        401: ("invalid_request_error", "Incorrect API key provided: sk-***."),
+        429: ("rate_limit_error", "Rate limit reached for requests."),
+        503: ("server_error", "The engine is currently overloaded, please try again later."),
+    }
+    type_, message = kinds.get(status, ("server_error", "The server had an error."))
+    headers = {} if retry_after_ms is None else {"retry-after-ms": str(retry_after_ms)}
+    return CannedResponse(status, error_body(message, type_), headers=headers)
+
+
 class FakeOpenAIServer:
     """An OpenAI-compatible HTTP server on an ephemeral port of 127.0.0.1.
 
@@ -303,6 +324,7 @@ class FakeOpenAIServer:
                     headers={name.lower(): value for name, value in self.headers.items()},
                     body=body,
                     client_port=self.client_address[1],
+                    received_at=time.monotonic(),
                 )
                 answer = fake._answer(recorded)
                 if answer.delay:

@@ -130,14 +130,15 @@ WORKFLOW_LAYERS = ["loop", "script", "calls", "gates", "catalog", "observe", "ru
 """`durable_tools.workflows`' role packages, top first: the loop runs a turn's calls, a
 script (code mode) makes calls, a call passes gates, the gates read the catalog and tell
 operators; `run` (the run's state, its wait maps, the validated call, the replies to the
-model) is under all of them. `flow` (the
-flow workflow) uses the calls' activity helpers."""
+model) is under all of them. `flow` (the flow workflow) uses the calls' activity helpers;
+`limiter` (the model limiter workflow) imports no other role package."""
 
 
 def test_the_workflow_packages_import_only_downwards() -> None:
     graph = _package_graph()
     rank = {f"durable_tools.workflows.{name}": i for i, name in enumerate(WORKFLOW_LAYERS)}
     rank["durable_tools.workflows.flow"] = -1
+    rank["durable_tools.workflows.limiter"] = -1
     upward = {
         (package, target)
         for package, targets in graph.items()

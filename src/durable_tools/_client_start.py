@@ -20,6 +20,7 @@ from temporalio.service import RPCError
 from durable_tools import search_attributes as sa
 from durable_tools.messages import ModelSettings, OutputSchema
 from durable_tools.models import registered_model_prefixes
+from durable_tools.protocol._models import MAX_MODEL_SPEC_CHARS
 from durable_tools.workflows import AgentConfig, RunStatus
 
 __all__ = [
@@ -29,9 +30,6 @@ __all__ = [
     "start_config",
     "start_versioning",
 ]
-
-MAX_MODEL_SPEC_CHARS = 4096
-"""The longest model spec a run starts with (a scripted model's path included)."""
 
 # Control characters (C0, DEL, C1) and the Unicode line and paragraph separators: no
 # provider's model name or file path holds one, and they would garble what operators read.
@@ -96,7 +94,8 @@ def start_config(
         if model is None:
             raise ValueError("give either model= or config=")
         config = AgentConfig(model=model)
-    check_model_spec(config.model)
+    for spec in config.models:  # the fallback models too: each may have to answer
+        check_model_spec(spec)
     if model_settings is not None:
         base = config.model_settings or ModelSettings()
         config = config.model_copy(update={"model_settings": base.merged(model_settings)})

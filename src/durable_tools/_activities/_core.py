@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
@@ -18,6 +18,7 @@ from durable_tools._activities._conversation import (
     SnapshotMissing,
     snapshot_unavailable,
 )
+from durable_tools._activities._model_limits import ModelLimiter
 from durable_tools._activities._runtime import AuthorizationBroker, ExpiringLinks, ToolRuntime
 from durable_tools._activities._types import (
     CATALOG_ACTIVITY,
@@ -33,6 +34,7 @@ from durable_tools._activities._types import (
 from durable_tools.messages import Message
 from durable_tools.models import resolve_model
 from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, check_handler_prefix
+from durable_tools.protocol._models import ModelLimits
 from durable_tools.streaming._model import complete_streaming
 from durable_tools.tools._approval_summary import summarize_call
 from durable_tools.tools._catalog import IdentityIncomplete
@@ -128,9 +130,15 @@ async def _authorization_link(
         result.authorization_url = answer
 
 
-def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
-    """The catalog, model, compact and preflight activities bound to a worker's runtime."""
+def core_activities(
+    runtime: ToolRuntime, model_limits: Mapping[str, ModelLimits] | None = None
+) -> list[Callable[..., Any]]:
+    """The catalog, model, compact and preflight activities bound to a worker's runtime.
+
+    Calls of a model in `model_limits` wait for their start from the model's limiter.
+    """
     registry = runtime.registry
+    limiter = ModelLimiter(model_limits) if model_limits else None
 
     def visible(request: CatalogRequest) -> list[ToolSpec]:
         if request.tools is not None:
@@ -218,12 +226,15 @@ def core_activities(runtime: ToolRuntime) -> list[Callable[..., Any]]:
                     str(error), type="ContextViewInvalid", non_retryable=True
                 ) from None
         request = call.request.model_copy(update={"messages": sent, "tools": tools})
+        booking = None if limiter is None else await _heartbeating(limiter.admit(request))
         if call.stream:
             response = await _heartbeating(complete_streaming(adapter, request))
         else:
             response = await _heartbeating(adapter.complete(request))
         if response.message.content:
             response.message.content = valid_text(response.message.content)
+        if limiter is not None and booking is not None:
+            await limiter.settle(request.model, booking, response.usage)
 
         def store() -> tuple[ArtifactRef, ArtifactRef | None]:
             snapshot = snapshots.save(call.base, earlier, [*added, response.message])

@@ -89,6 +89,7 @@ EventName = Literal[
     "model.usage",
     "model.call_id_shortened",
     "model.snapshot_missing",
+    "model.fallback",
     # context compaction
     "context.compacted",
     "context.compaction_skipped",

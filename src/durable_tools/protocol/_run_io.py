@@ -85,6 +85,8 @@ class CarriedState(WireModel):
     """Run-scoped standing grants."""
     usage: Usage | None = None
     """Tokens used by the chain's model calls so far (None before usage was counted)."""
+    fallback_usage: dict[str, Usage] = Field(default_factory=dict)
+    """Of `usage`, the tokens of turns answered by fallback models, by model spec."""
     output_repairs: int = 0
     """Final answers that broke `output_type` so far (bounded by `output_retries`)."""
     session: SessionCarried | None = None

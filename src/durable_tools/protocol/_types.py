@@ -23,6 +23,7 @@ from durable_tools.protocol._limits import (
     MAX_REASON_CHARS,
     MAX_STEER_CHARS,
 )
+from durable_tools.protocol._models import MAX_FALLBACK_MODELS, check_fallbacks, split_model_list
 from durable_tools.protocol._notification_types import (
     NotificationConfig,
     NotificationEvent,
@@ -190,7 +191,13 @@ class AgentConfig(WireModel):
     name: str = Field(default="agent", min_length=1, max_length=200)
     """Shown as the `AgentName` search attribute."""
     model: str
-    """Adapter and model, e.g. `scripted:steps.json` or `openai:gpt-4o-mini`."""
+    """Adapter and model, e.g. `scripted:steps.json` or `openai:gpt-4o-mini`. Given a list
+    (`model=["anthropic:claude-sonnet-4-5", "openai:gpt-4.1"]`), the first is `model` and
+    the others `fallback_models`."""
+    fallback_models: list[str] = Field(default_factory=list, max_length=MAX_FALLBACK_MODELS)
+    """Tried in order when the model before fails with an error a retry might have fixed
+    (overload, 5xx, a rate limit, a timeout) after its `model_max_attempts`; never for a
+    rejected key or request, nor a context too long (docs/models.md, "Fallback models")."""
     instructions: str | None = None
     """The system message."""
     tools: list[str] | None = None
@@ -280,16 +287,28 @@ class AgentConfig(WireModel):
     """Offer the `run_script` tool: a Python script over the run's tools, each of its calls
     a gated, durable tool call (docs/code-mode.md). None: no code mode."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _model_list(cls, data: Any) -> Any:
+        return split_model_list(data)
+
     @field_validator("output_type", mode="before")
     @classmethod
     def _output_schema(cls, value: Any) -> Any:
         return OutputSchema.coerce(value)
 
+    @property
+    def models(self) -> list[str]:
+        """The model, then its fallbacks: the order each model turn tries them in."""
+        return [self.model, *self.fallback_models]
+
     @model_validator(mode="after")
-    def _cost_needs_price(self) -> AgentConfig:
-        if self.limits.max_cost is not None and self.model not in self.prices:
+    def _check_models(self) -> AgentConfig:
+        check_fallbacks(self.models, self.model_max_attempts)
+        unpriced = [spec for spec in self.models if spec not in self.prices]
+        if self.limits.max_cost is not None and unpriced:
             raise ValueError(
-                f"limits.max_cost needs a price for the model {self.model!r} in `prices`"
+                f"limits.max_cost needs a price for the model {unpriced[0]!r} in `prices`"
             )
         return self
 
@@ -300,12 +319,15 @@ class AgentConfig(WireModel):
         compaction = self.compaction
         if compaction is None or compaction.window_tokens is not None:
             return self
-        window = context_window(self.model)
-        if window is None:
+        windows = [(context_window(spec), spec) for spec in self.models]
+        unknown = [spec for window, spec in windows if window is None]
+        if unknown:
             raise ValueError(
                 f"compaction needs window_tokens: the context window of the model "
-                f"{self.model!r} is not known"
+                f"{unknown[0]!r} is not known"
             )
+        # Any of the models may answer: the context must fit the smallest window.
+        window = min(window for window, _ in windows if window is not None)
         self.compaction = compaction.model_copy(update={"window_tokens": window})
         return self
 

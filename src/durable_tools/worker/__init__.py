@@ -5,10 +5,12 @@ workers of rate-limited tools; use the plugin directly in an application's own w
 
 The worker-side objects `build_worker` takes are here too: a custom OAuth broker
 (`AuthorizationBroker`, `oauth=`), evaluators (`Evaluator`, `evaluators=`) and the
-identity-grant store (`GrantStore`, `grant_store=`).
+identity-grant store (`GrantStore`, `grant_store=`), and per-model rate limits
+(`ModelLimits`, `model_limits=`).
 """
 
 from durable_tools._activities import AuthorizationBroker, Evaluator, GrantStore
+from durable_tools.protocol._models import ModelLimits
 
 from ._build import (
     DEFAULT_TASK_QUEUE,
@@ -31,6 +33,7 @@ __all__ = [
     "AuthorizationBroker",
     "Evaluator",
     "GrantStore",
+    "ModelLimits",
     "ToolWorker",
     "build_worker",
     "deployment_version",

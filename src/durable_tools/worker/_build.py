@@ -14,6 +14,7 @@ from temporalio.common import WorkerDeploymentVersion
 from durable_tools._activities import Evaluator, GrantStore
 from durable_tools._activities._runtime import AuthorizationBroker
 from durable_tools._activities._tools import HEARTBEAT_THROTTLE
+from durable_tools.protocol._models import ModelLimits
 from durable_tools.tools._artifacts import ArtifactStore
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._limited import ToolWorker
@@ -95,6 +96,7 @@ def build_worker(
     evaluators: Mapping[str, Evaluator] | None = None,
     grant_store: GrantStore | None = None,
     deployment_version: WorkerDeploymentVersion | None = None,
+    model_limits: Mapping[str, ModelLimits] | None = None,
     **worker_options: Any,
 ) -> ToolWorker:
     """A worker that runs the agent workflow, its core activities and one activity per tool.
@@ -123,6 +125,8 @@ def build_worker(
             under `DURABLE_TOOLS_HOME`).
         deployment_version: Make this a versioned worker of that Worker Deployment Version
             (see `DurableToolsPlugin` and docs/operations.md).
+        model_limits: Requests and tokens a minute by model spec, held across the
+            deployment (see `DurableToolsPlugin` and docs/models.md, "Rate limits").
         **worker_options: Passed to `temporalio.worker.Worker` (e.g. `max_cached_workflows`,
             `plugins`).
 
@@ -147,6 +151,7 @@ def build_worker(
         grant_store=grant_store,
         heartbeat_throttle=None,  # an explicit worker option wins, as it always did
         deployment_version=deployment_version,
+        model_limits=model_limits,
     )
     worker_options.setdefault("default_heartbeat_throttle_interval", HEARTBEAT_THROTTLE)
     queue = task_queue or task_queue_from_env()

@@ -49,6 +49,7 @@ from durable_tools._activities._script import script_activity
 from durable_tools._activities._tools import HEARTBEAT_THROTTLE
 from durable_tools._data_converter import with_durable_conversion
 from durable_tools.flows import FlowWorkflow
+from durable_tools.protocol._models import ModelLimits, checked_model_limits
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._deployment import deployment_version as checked_version
@@ -56,6 +57,7 @@ from durable_tools.worker._deployment import versioned
 from durable_tools.worker._limited import limited_workers
 from durable_tools.worker._sandbox import passthrough_modules, workflow_runner
 from durable_tools.workflows import AgentWorkflow
+from durable_tools.workflows.limiter._model_limiter import ModelLimiterWorkflow
 from durable_tools.workflows.loop._token_stream import TokenStreamWorkflow
 
 __all__ = ["PLUGIN_NAME", "WORKFLOW_TASK_SLOTS", "DurableToolsPlugin"]
@@ -116,6 +118,9 @@ class DurableToolsPlugin(SimplePlugin):
             (deployment name and build id): runs are pinned to the build they start on
             unless their `AgentConfig.versioning` says otherwise (docs/operations.md). A
             worker given its own `deployment_config` keeps it.
+        model_limits: Requests and tokens a minute by model spec (as runs name it, e.g.
+            `"openai:gpt-4.1"`), held across every worker of the task queue by a limiter
+            workflow per model (docs/models.md, "Rate limits"); give every worker the same.
     """
 
     def __init__(
@@ -131,8 +136,10 @@ class DurableToolsPlugin(SimplePlugin):
         payload_codec: PayloadCodec | None = None,
         heartbeat_throttle: timedelta | None = HEARTBEAT_THROTTLE,
         deployment_version: WorkerDeploymentVersion | None = None,
+        model_limits: Mapping[str, ModelLimits] | None = None,
     ) -> None:
         self.registry = registry
+        self.model_limits = checked_model_limits(model_limits or {})
         self.deployment_version = (
             None
             if deployment_version is None
@@ -161,7 +168,7 @@ class DurableToolsPlugin(SimplePlugin):
         from durable_tools.sources._mcp_activity import late_tools_activity
 
         activities = [
-            *core_activities(self.runtime),
+            *core_activities(self.runtime, self.model_limits),
             late_tools_activity(self.runtime),
             evaluate_activity(evaluators or {}),
             *grant_activities(grant_store or GrantStore()),
@@ -173,7 +180,7 @@ class DurableToolsPlugin(SimplePlugin):
         super().__init__(
             PLUGIN_NAME,
             data_converter=self._data_converter,
-            workflows=[AgentWorkflow, TokenStreamWorkflow, FlowWorkflow],
+            workflows=[AgentWorkflow, TokenStreamWorkflow, FlowWorkflow, ModelLimiterWorkflow],
             activities=activities,
             workflow_runner=_with_passthrough,
         )

@@ -33,6 +33,7 @@ from durable_tools.workflows.loop._compaction import (
     note_context,
     prepare_context,
 )
+from durable_tools.workflows.loop._fallback import ModelsFailed, send_in_order
 from durable_tools.workflows.loop._final_output import native_output, output_tools
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.script._stubs import host_specs, script_definition
@@ -94,9 +95,10 @@ async def call_model(state: RunState) -> ModelResponse:
         projected = await prepare_context(state, compaction, lambda: _tool_definitions(state))
     try:
         turn = await _send(state)
-    except ActivityError as err:
+    except ModelsFailed as failed:
+        err = failed.error
         if compaction is None or not context_too_long(err):
-            raise _model_failure(err) from err
+            raise _model_failure(err, failed.note) from err
         state.event("context.too_long", detail=_failure_detail(err)[:500])
         after = await compact_context(
             state,
@@ -107,12 +109,13 @@ async def call_model(state: RunState) -> ModelResponse:
             projected,
         )
         if after is None:
-            raise _model_failure(err) from err
+            raise _model_failure(err, failed.note) from err
         projected = after
         try:
             turn = await _send(state)
-        except ActivityError as again:
-            raise _model_failure(again, " (after compacting the context once)") from again
+        except ModelsFailed as again:
+            note = " (after compacting the context once)" + again.note
+            raise _model_failure(again.error, note) from again.error
     state.snapshot = turn.snapshot
     state.snapshot_length = turn.snapshot_length
     if turn.tools_ref is not None:
@@ -124,11 +127,20 @@ async def call_model(state: RunState) -> ModelResponse:
 
 
 async def _send(state: RunState) -> ModelTurn:
+    """The model activity of each of the run's models in order, until one answers.
+
+    Raises:
+        ModelsFailed: with the last model's `ActivityError`.
+    """
+    return await send_in_order(state, lambda spec: _send_to(state, spec))
+
+
+async def _send_to(state: RunState, spec: str) -> ModelTurn:
     """The model activity over the snapshot; raises its `ActivityError` when it fails."""
     new = state.conversation[state.snapshot_length - state.offset :]
     try:
         return await _model_activity(
-            state, new, state.snapshot, state.snapshot_length, state.tools_ref
+            state, spec, new, state.snapshot, state.snapshot_length, state.tools_ref
         )
     except ActivityError as err:
         cause = err.cause
@@ -141,11 +153,12 @@ async def _send(state: RunState) -> ModelTurn:
         # This worker cannot see the snapshot (a store not shared between machines):
         # send the conversation in full once, which starts a new chain.
         state.event("model.snapshot_missing", detail=cause.message[:200])
-        return await _model_activity(state, state.conversation, None, 0, None)
+        return await _model_activity(state, spec, state.conversation, None, 0, None)
 
 
 async def _model_activity(
     state: RunState,
+    spec: str,
     messages: list[Message],
     base: ArtifactRef | None,
     base_length: int,
@@ -153,7 +166,7 @@ async def _model_activity(
 ) -> ModelTurn:
     config = state.config
     request = ModelRequest(
-        model=config.model,
+        model=spec,
         messages=messages,
         tools=[] if tools_ref is not None else _tool_definitions(state),
         turn=state.turn,
@@ -179,9 +192,7 @@ async def _model_activity(
         # within seconds instead of waiting out the whole start-to-close timeout.
         heartbeat_timeout=timedelta(seconds=config.model_heartbeat_seconds),
         retry_policy=RetryPolicy(maximum_attempts=config.model_max_attempts),
-        summary=(
-            f"model {config.model} turn {state.turn + 1}" if config.activity_summaries else None
-        ),
+        summary=(f"model {spec} turn {state.turn + 1}" if config.activity_summaries else None),
     )
     return turn
 

@@ -29,9 +29,25 @@ def describe_usage(usage: Usage) -> str:
 
 
 def run_cost(state: RunState) -> float | None:
-    """What the run's tokens cost, when the config prices its model."""
-    price = state.config.prices.get(state.config.model)
-    return None if price is None else price.cost(state.usage)
+    """What the run's tokens cost, when the config prices each model that answered.
+
+    Turns answered by a fallback model are priced at that model's price; the rest (the
+    first model's turns and the summariser's) at the first model's.
+    """
+    prices = state.config.prices
+    price = prices.get(state.config.model)
+    if price is None or any(spec not in prices for spec in state.fallback_usage):
+        return None
+    own = state.usage
+    cost = 0.0
+    for spec, usage in state.fallback_usage.items():
+        cost += prices[spec].cost(usage)
+        own = Usage(
+            input_tokens=own.input_tokens - usage.input_tokens,
+            output_tokens=own.output_tokens - usage.output_tokens,
+            cache_read_tokens=own.cache_read_tokens - usage.cache_read_tokens,
+        )
+    return cost + price.cost(own)
 
 
 def spend_tokens(state: RunState, response: ModelResponse) -> None:
@@ -41,12 +57,17 @@ def spend_tokens(state: RunState, response: ModelResponse) -> None:
         EndRun: `limit_reached`, naming the budget and the figure reached.
     """
     usage = response.usage
+    model = state.answered_by or state.config.model
+    fallback = model != state.config.model
     if usage.total_tokens or usage.reasoning_tokens:
         state.usage = state.usage + usage
+        if fallback:
+            state.fallback_usage[model] = state.fallback_usage.get(model, Usage()) + usage
+        by = f" by {model}" if fallback else ""
         state.event(
             "model.usage",
-            detail=f"turn {state.turn}: {describe_usage(usage)}",
-            details=usage.model_dump(),
+            detail=f"turn {state.turn}{by}: {describe_usage(usage)}",
+            details={**usage.model_dump(), "model": model},
         )
     if all(call.name == FINAL_ANSWER_TOOL for call in response.message.tool_calls):
         # No calls, or only the final answer (structured output in tool mode): the run

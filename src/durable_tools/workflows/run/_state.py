@@ -115,6 +115,8 @@ class RunState:
     """Calls made of each tool with a `max_calls_per_run` budget (see `_budget`)."""
     usage: Usage = field(default_factory=Usage)
     """Tokens of every model call of the chain so far (see `_usage`)."""
+    fallback_usage: dict[str, Usage] = field(default_factory=dict)
+    """Of `usage`, the tokens of turns answered by a fallback model, by model spec."""
     output_repairs: int = 0
     """Final answers that broke the output schema so far (see `_final_output`)."""
     packed_catalog: PackedCatalog | None = None
@@ -150,6 +152,8 @@ class RunState:
     """The instruction of a steer that asked to skip the current turn's remaining calls;
     cleared when the pending steers are delivered to the model. Never carried: a run
     continues-as-new only between turns, and the next delivery would clear it anyway."""
+    answered_by: str = ""
+    """The model spec that answered the latest model call (a fallback model, or `model`)."""
     in_calls: bool = False
     """True while the tool calls of a turn run (a steer then arrives "mid-turn")."""
     keys: dict[str, str] = field(default_factory=dict)
@@ -286,6 +290,7 @@ class RunState:
             standing_grants=list(carried.standing_grants),
             budget_used=dict(carried.budget_used),
             usage=carried.usage or Usage(),
+            fallback_usage=dict(carried.fallback_usage),
             output_repairs=carried.output_repairs,
             context=carried.context,
             context_tokens=carried.context_tokens,
@@ -334,6 +339,7 @@ class RunState:
             call_ids_dropped=drop_ids,
             budget_used=self.budget_used,
             usage=self.usage,
+            fallback_usage=self.fallback_usage,
             output_repairs=self.output_repairs,
             context=self.context,
             context_tokens=self.context_tokens,
