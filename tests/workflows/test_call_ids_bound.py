@@ -16,16 +16,17 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from durable_tools.client import DurableTools
 from durable_tools.tools import ToolContext, ToolRegistry
 from durable_tools.workflows import AgentConfig, AgentInput, AgentWorkflow, CarriedState, RunStatus
-from durable_tools.workflows.run._state import CALL_IDS_CARRIED, RunState
+from durable_tools.workflows.run._carry import CALL_IDS_CARRIED, carry_state, start_state
+from durable_tools.workflows.run._state import RunState
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 
 def _continued(state: RunState) -> RunState:
-    return RunState.start(state.input.model_copy(update={"carried": state.carried([], 0)}))
+    return start_state(state.input.model_copy(update={"carried": carry_state(state, [], 0)}))
 
 
 def test_a_chain_past_the_bound_stops_carrying_call_ids() -> None:
-    state = RunState.start(AgentInput(prompt="p", config=AgentConfig(model="scripted:x")))
+    state = start_state(AgentInput(prompt="p", config=AgentConfig(model="scripted:x")))
     state.call_uses = {f"c{i}": 1 for i in range(CALL_IDS_CARRIED)}
     kept = _continued(state)
     assert len(kept.call_uses) == CALL_IDS_CARRIED and not kept.call_ids_dropped

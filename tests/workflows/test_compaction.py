@@ -30,7 +30,7 @@ from durable_tools.workflows import (
     RunStatus,
 )
 from durable_tools.workflows.loop._compaction import note_context
-from durable_tools.workflows.run._state import RunState
+from durable_tools.workflows.run._carry import start_state
 from fake_anthropic import FakeAnthropicServer, message, text, tool_use
 from fake_openai import (
     FakeOpenAIServer,
@@ -323,7 +323,7 @@ async def test_a_summariser_that_fails_ends_the_run_naming_it(
 )
 def test_the_context_size_after_a_call(usage: dict[str, int], expected: int) -> None:
     agent = config(CompactionConfig(window_tokens=WINDOW))
-    state = RunState.start(AgentInput(prompt="read", config=agent))
+    state = start_state(AgentInput(prompt="read", config=agent))
     answer = Message(role="assistant", content="x" * 16)  # 4 tokens + 4 for the message
     note_context(state, ModelResponse(message=answer, usage=Usage(**usage)), 700)
     assert state.context_tokens == expected

@@ -26,7 +26,7 @@ from durable_tools.protocol._types import RunStatus
 from durable_tools.workflows.loop._handlers import MAX_EVENTS_PAGE, RunHandlers
 from durable_tools.workflows.loop._runner import request_cancel, run_agent_loop
 from durable_tools.workflows.loop._token_stream import close_stream
-from durable_tools.workflows.run._state import RunState
+from durable_tools.workflows.run._carry import start_state
 
 __all__ = ["CLEAN_CANCEL_PATCH", "MAX_EVENTS_PAGE", "AgentWorkflow"]
 
@@ -42,7 +42,7 @@ class AgentWorkflow(RunHandlers):
 
     @workflow.init
     def __init__(self, input: AgentInput) -> None:
-        self._state = RunState.start(input)
+        self._state = start_state(input)
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:

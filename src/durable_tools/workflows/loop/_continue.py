@@ -18,7 +18,8 @@ from durable_tools.messages import Message
 from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, payload_bytes
 from durable_tools.protocol._run_io import AgentInput
 from durable_tools.protocol._types import RunStatus
-from durable_tools.workflows.run._state import CARRY_LIMIT, EndRun, RunState
+from durable_tools.workflows.run._carry import CARRY_LIMIT, carry_state
+from durable_tools.workflows.run._state import EndRun, RunState
 
 __all__ = ["continue_as_new_due", "continue_now", "maybe_continue_as_new"]
 
@@ -87,7 +88,7 @@ def _fitting_input(state: RunState, conversation: list[Message], offset: int) ->
             config=state.config,
             identity=state.input.identity,
             granted_scopes=state.input.granted_scopes,
-            carried=state.carried(conversation, offset, keep=keep),
+            carried=carry_state(state, conversation, offset, keep=keep),
         )
         size = payload_bytes(next_input)
         if size <= PAYLOAD_BUDGET_BYTES:

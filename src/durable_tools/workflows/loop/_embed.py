@@ -24,7 +24,7 @@ from durable_tools.protocol._types import AgentConfig
 from durable_tools.tools._context import Identity
 from durable_tools.workflows.loop._handlers import register_run_handlers
 from durable_tools.workflows.loop._runner import run_agent_loop, snapshot
-from durable_tools.workflows.run._state import RunState
+from durable_tools.workflows.run._carry import start_state
 
 __all__ = ["AgentLoop", "run_agent", "start_agent"]
 
@@ -146,7 +146,7 @@ class AgentLoop:
     """
 
     def __init__(self, input: AgentInput) -> None:
-        self._state = RunState.start(input)
+        self._state = start_state(input)
 
     async def run(self) -> AgentResult:
         """Run the agent to its end and return how it ended."""

@@ -54,7 +54,7 @@ async def run_agent_loop(state: RunState, *, continue_as_new: bool = True) -> Ag
     """Run the agent from `state` to its end and return how it ended.
 
     Args:
-        state: The run's state, from `RunState.start(input)`.
+        state: The run's state, from `start_state(input)`.
         continue_as_new: Whether the loop may continue the current workflow as new when
             its history grows long. Only the agent workflow owns its workflow; an embedded
             loop leaves its host's history to the host.

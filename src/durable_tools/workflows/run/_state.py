@@ -24,7 +24,7 @@ from durable_tools.protocol._input_types import InputAnswer, PendingInput
 from durable_tools.protocol._options import ToolActivityOptions
 from durable_tools.protocol._policy_types import StandingGrant
 from durable_tools.protocol._records import RunEvent, ToolCallRecord
-from durable_tools.protocol._run_io import AgentInput, CarriedState
+from durable_tools.protocol._run_io import AgentInput
 from durable_tools.protocol._types import (
     AgentConfig,
     ApprovalDecision,
@@ -35,29 +35,14 @@ from durable_tools.protocol._types import (
     RunStatus,
     Transport,
 )
-from durable_tools.tools._catalog_pack import PackedCatalog, unpack
+from durable_tools.tools._catalog_pack import PackedCatalog
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows.run._session import Session
 from durable_tools.workflows.run._wait_maps import APPROVAL, AUTHORIZATION, CALLBACK, INPUT, Waits
 
-__all__ = ["CALL_IDS_CARRIED", "CARRY_FLOOR", "CARRY_LIMIT", "CallSkipped", "EndRun", "RunState"]
-
-CARRY_LIMIT = 500
-"""Most timeline entries and events kept across continue-as-new; older ones stay readable
-in the earlier runs' histories."""
-
-CARRY_FLOOR = 50
-"""Timeline entries and events a continued run carries even when it added fewer itself."""
-
-CALL_IDS_CARRIED = 2_000
-"""Most call ids a continued run carries (about 12 B each). A chain that used more stops
-carrying them: from its next run on, idempotency keys name the run of the chain (so they
-stay distinct without the list) and every approval decision must carry its arguments hash.
-Without the bound, a chain of some 150,000 calls would carry more than Temporal accepts as
-one payload (2 MB) and could not continue."""
-
+__all__ = ["CallSkipped", "EndRun", "RunState"]
 
 _NOBODY = Identity()
 
@@ -240,119 +225,6 @@ class RunState:
     def inputs(self) -> dict[str, PendingInput]:
         """Calls waiting for the user's answer to their server's questions."""
         return self.input_waits.pending
-
-    @classmethod
-    def start(cls, input: AgentInput) -> RunState:
-        """The state of a new run, or of a run continued from `input.carried`."""
-        config = input.config
-        max_depth = input.max_depth if input.max_depth is not None else config.max_subagent_depth
-        carried = input.carried
-        session = None
-        if config.session is not None:
-            session = Session.start(
-                config.session, carried.session if carried else None, input.prompt
-            )
-        if carried is None:
-            return cls(
-                input=input,
-                config=config,
-                conversation=[],
-                catalog=[],
-                policy=config.approval,
-                depth=input.depth,
-                max_depth=max_depth,
-                session=session,
-            )
-        packed = carried.catalog_packed
-        return cls(
-            input=input,
-            config=config,
-            conversation=list(carried.conversation),
-            catalog=unpack(packed) if packed is not None else list(carried.catalog),
-            packed_catalog=packed,
-            max_advertised=config.max_advertised_tools if packed is not None else None,
-            turn=carried.turn,
-            tool_calls=carried.tool_calls,
-            timeline=list(carried.timeline),
-            events=list(carried.events),
-            events_total=(
-                carried.events_total if carried.events_total is not None else len(carried.events)
-            ),
-            steer=list(carried.pending_steer),
-            discovered=list(carried.discovered),
-            continued=carried.continued,
-            offset=carried.conversation_offset,
-            snapshot=carried.snapshot,
-            snapshot_length=carried.snapshot_length,
-            call_uses=dict(carried.call_uses),
-            call_ids_dropped=carried.call_ids_dropped,
-            policy=carried.policy or config.approval,
-            standing_grants=list(carried.standing_grants),
-            budget_used=dict(carried.budget_used),
-            usage=carried.usage or Usage(),
-            fallback_usage=dict(carried.fallback_usage),
-            output_repairs=carried.output_repairs,
-            context=carried.context,
-            context_tokens=carried.context_tokens,
-            compactions=carried.compactions,
-            timeline_carried_in=len(carried.timeline),
-            events_carried_in=(
-                carried.events_total if carried.events_total is not None else len(carried.events)
-            ),
-            depth=input.depth,
-            max_depth=max_depth,
-            session=session,
-            final_answer=carried.session.answer if carried.session else None,
-            output=carried.session.output if carried.session else None,
-        )
-
-    def carried(
-        self, conversation: list[Message], offset: int, *, keep: int = CARRY_LIMIT
-    ) -> CarriedState:
-        """What the next run of this chain starts from.
-
-        Of the timeline and events, the entries this run added are carried, or the last
-        `CARRY_FLOOR` when it added fewer, and at most `keep`: carrying all that is kept
-        would make each run's input, and so its history, grow with the chain's age until
-        `keep` is reached. Older ones stay readable in the earlier runs' histories.
-        """
-        drop_ids = self.call_ids_dropped or len(self.call_uses) > CALL_IDS_CARRIED
-        own_timeline = len(self.timeline) - self.timeline_carried_in
-        own_events = self.events_total - self.events_carried_in
-        keep_timeline = min(keep, max(own_timeline, CARRY_FLOOR))
-        keep_events = min(keep, max(own_events, CARRY_FLOOR))
-        return CarriedState(
-            conversation=conversation,
-            conversation_offset=offset,
-            snapshot=self.snapshot,
-            snapshot_length=self.snapshot_length,
-            turn=self.turn,
-            tool_calls=self.tool_calls,
-            catalog=[] if self.packed_catalog is not None else self.catalog,
-            catalog_packed=self.packed_catalog,
-            timeline=self.timeline[-keep_timeline:] if keep_timeline else [],
-            events=self.events[-keep_events:] if keep_events else [],
-            events_total=self.events_total,
-            pending_steer=self.steer,
-            discovered=self.discovered,
-            call_uses={} if drop_ids else self.call_uses,
-            call_ids_dropped=drop_ids,
-            budget_used=self.budget_used,
-            usage=self.usage,
-            fallback_usage=self.fallback_usage,
-            output_repairs=self.output_repairs,
-            context=self.context,
-            context_tokens=self.context_tokens,
-            compactions=self.compactions,
-            continued=self.continued + 1,
-            policy=None if self.policy == self.config.approval else self.policy,
-            standing_grants=self.standing_grants,
-            session=(
-                self.session.carried(self.final_answer, self.output)
-                if self.session is not None
-                else None
-            ),
-        )
 
     def event(
         self,
