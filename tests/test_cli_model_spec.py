@@ -79,3 +79,42 @@ async def test_a_provider_registered_where_runs_start_is_accepted(
     for started in (run, pai):
         assert await _exists(client, started.run_id)
         await started.handle.terminate("test over")
+
+
+async def test_run_takes_fallback_models_and_checks_each(
+    client: Client, task_queue: str, cli_env: str, capsys: Any
+) -> None:
+    refused_id = f"spec-{uuid.uuid4().hex[:8]}"
+    code, _, err = await cli(
+        capsys,
+        "run",
+        "hi",
+        "--model",
+        "openai:gpt-4o",
+        "--fallback-model",
+        "nosuch:m",
+        "--id",
+        refused_id,
+    )
+    assert code == 2 and "unknown model provider 'nosuch'" in err
+    assert not await _exists(client, refused_id)
+    run_id = f"spec-{uuid.uuid4().hex[:8]}"
+    code, _, err = await cli(
+        capsys,
+        "run",
+        "hi",
+        "--model",
+        "openai:gpt-4o",
+        "--fallback-model",
+        "anthropic:claude-sonnet-4-5",
+        "--fallback-model",
+        "scripted:x.json",
+        "--id",
+        run_id,
+    )
+    assert code == 0, err
+    handle = client.get_workflow_handle(run_id)
+    config = (await handle.fetch_history()).events[0]
+    await handle.terminate("not needed")
+    started = config.workflow_execution_started_event_attributes.input.payloads[0].data
+    assert b'"fallback_models":["anthropic:claude-sonnet-4-5","scripted:x.json"]' in started

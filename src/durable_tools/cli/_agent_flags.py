@@ -25,6 +25,14 @@ def add_agent_flags(p: argparse.ArgumentParser, *, runs: str = "run") -> None:
         runs: How the help names what the flags shape ("run", or "runs" for a schedule).
     """
     p.add_argument("--model", required=True, help="e.g. scripted:steps.json or openai:gpt-4o-mini")
+    p.add_argument(
+        "--fallback-model",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a model tried when the ones before it are overloaded or down (repeatable, in "
+        "order; docs/models.md)",
+    )
     p.add_argument("--tools", metavar="MODULE[:ATTR]", help="offer only this registry's tools")
     p.add_argument("--name", default="agent", metavar="AGENT", help="agent name (default agent)")
     p.add_argument("--instructions", help="the system message")

@@ -109,7 +109,8 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
     if args.tools:  # first: the module may register a model adapter of its own
         names = [spec.name for spec in _registry(args).specs()]
     try:  # before connecting: a spec no worker could resolve never becomes a run
-        check_model_spec(args.model)
+        for spec in (args.model, *args.fallback_model):
+            check_model_spec(spec)
     except ValueError as error:
         raise CliError(str(error)) from None
     strategy: dict[str, Any] = {}
@@ -122,6 +123,7 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
         return AgentConfig(
             name=args.name,
             model=args.model,
+            fallback_models=args.fallback_model,
             instructions=args.instructions,
             tools=names,
             strategy=ExecutionStrategy(**strategy),
