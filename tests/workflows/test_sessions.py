@@ -423,3 +423,45 @@ async def test_cancel_while_idle_and_a_limit_inside_a_message(
     assert reply.status == RunStatus.LIMIT_REACHED.value
     assert reply.reason is not None and "max_turns (1)" in reply.reason
     assert result.status == RunStatus.LIMIT_REACHED
+
+
+async def test_a_callback_tool_runs_inside_a_session_turn(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # A callback tool's call is published in the second message's turn, a client answers
+    # it, and the session answers that message and waits for the next one.
+    tools_ = registry([])
+    tools_.callback_tool(
+        "get_location",
+        description="Where the user's device is.",
+        parameters={"type": "object", "properties": {"precise": {"type": "boolean"}}},
+        timeout=60,
+    )
+    model = write_script(
+        tmp_path,
+        [
+            answer("ready"),
+            calls(("g1", "get_location", {"precise": True})),
+            answer("you are in Lyon"),
+        ],
+    )
+    located: list[bool] = []
+
+    def get_location(precise: bool) -> dict[str, float]:
+        located.append(precise)
+        return {"lat": 45.76, "lon": 4.84}
+
+    tools = DurableTools(client, task_queue)
+    async with running_worker(client, tools_, task_queue):
+        run = await tools.start("hi", config=session_config(model))
+        await awaiting_message(run)
+        sent = await run.start_send("where am I?")
+        await wait_for(run, lambda s: bool(s.pending_callbacks))
+        serving = asyncio.ensure_future(run.serve_callbacks({"get_location": get_location}))
+        reply = await asyncio.wait_for(sent.result(), 30)
+        await awaiting_message(run)
+        await run.close()
+        await run.result()
+        await asyncio.wait_for(serving, 30)
+    assert reply.answer == "you are in Lyon"
+    assert located == [True]
