@@ -14,10 +14,10 @@ from temporalio.client import (
     WorkflowQueryFailedError,
 )
 from temporalio.exceptions import CancelledError
-from temporalio.service import RPCError
 
 from durable_tools._activities._conversation import whole_conversation
 from durable_tools._callbacks_client import serve_callbacks
+from durable_tools._run_cancelled import cancelled_result
 from durable_tools._run_decisions import with_decisions
 from durable_tools._run_progress import ToolProgress, progress_in
 from durable_tools._session_client import (
@@ -49,7 +49,6 @@ from durable_tools.workflows import (
     PolicyChange,
     RunEvent,
     RunSnapshot,
-    RunStatus,
     SessionReply,
     StandingGrant,
     Steer,
@@ -137,26 +136,11 @@ class AgentRun:
         except WorkflowFailureError as error:
             if not isinstance(error.cause, CancelledError):
                 raise
-            result = await self._cancelled_result(error.cause)
+            result = await cancelled_result(self.handle, error.cause)
         wanted = output_type if output_type is not None else self.output_type
         if wanted is not None and result.output is not None:
             result.output = TypeAdapter(wanted).validate_python(result.output)
         return result
-
-    async def _cancelled_result(self, cause: CancelledError) -> AgentResult:
-        """How a run that ended CANCELED ended: from its last state (a query, which needs a
-        worker), else from Temporal's cancellation alone."""
-        try:
-            snapshot = await self.status()
-        except (WorkflowQueryFailedError, RPCError):
-            return AgentResult(status=RunStatus.CANCELLED, reason=cause.message or "cancelled")
-        return AgentResult(
-            status=RunStatus.CANCELLED,
-            final_answer=snapshot.final_answer,
-            reason=snapshot.reason,
-            turns=snapshot.turn,
-            tool_calls=snapshot.tool_calls,
-        )
 
     async def status(self) -> RunSnapshot:
         """What the run is doing now (a query; needs a worker, also for ended runs)."""

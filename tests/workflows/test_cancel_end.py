@@ -82,3 +82,23 @@ async def test_the_cli_cancels_a_run_and_says_it_ended_canceled(
     assert code == 0, err
     assert "cancelled" in out and "duplicate" in out
     assert ran == []
+
+
+async def test_result_of_a_canceled_run_with_no_worker_says_why_at_once(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+    model = write_script(tmp_path, [calls(("r1", "refund", {"order_id": "A3"})), answer("no")])
+    async with running_worker(client, refund_registry(ran), task_queue):
+        run = await DurableTools(client, task_queue).start("refund A3", model=model)
+        await wait_for(run, lambda s: bool(s.pending_approvals))
+        await run.cancel("the customer withdrew")
+        await run.result()
+    # No worker polls the run's task queue now: the status query cannot be answered, and
+    # the server holds it for about 30 s. result() asks it briefly, then reads the
+    # cancellation's reason from the history.
+    started = asyncio.get_running_loop().time()
+    result = await asyncio.wait_for(run.result(), 20)
+    assert asyncio.get_running_loop().time() - started < 20
+    assert (result.status, result.reason) == (RunStatus.CANCELLED, "the customer withdrew")
+    assert ran == []
