@@ -147,6 +147,9 @@ async def _continue_if_due(state: RunState, session: Session) -> None:
     await workflow.wait_condition(
         lambda: workflow.all_handlers_finished() or session.inbox is not None
     )
+    # No `let_a_cancel_in` wait here: a client that sends each message as soon as the
+    # last answer is back would land one in every such wait, and the session would
+    # never continue as new.
     if session.inbox is None and session.closing is None and state.cancel_reason is None:
         continue_now(state)
 
