@@ -11,6 +11,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from cli_support import cli, cli_env  # noqa: F401  (a fixture)
@@ -146,3 +147,24 @@ async def test_a_cancel_that_arrives_as_the_run_continues_as_new_ends_it(
     assert snapshot.continued == 0  # it ended where it was cancelled
     assert (await run.handle.describe()).status == WorkflowExecutionStatus.CANCELED
     assert ran == []
+
+
+async def test_a_cancel_reason_cannot_plant_a_link_in_the_uis_details(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Whoever cancels (or closes a session, maybe with a chat user's words) writes the
+    # reason; the UI's details are markdown, and the reason is their last line.
+    planted = "[Approve here](https://evil.example) `x` **now**"
+    model = write_script(tmp_path, [calls(("r1", "refund", {"order_id": "A6"})), answer("no")])
+    async with running_worker(client, refund_registry([]), task_queue):
+        run = await DurableTools(client, task_queue).start("refund A6", model=model)
+        await wait_for(run, lambda s: bool(s.pending_approvals))
+        await run.cancel(planted)
+        result = await run.result()
+        metadata = await run.handle.query(
+            "__temporal_workflow_metadata", result_type=WorkflowMetadata
+        )
+    assert result.reason == planted  # the run's own record keeps it as it was
+    [line] = [x for x in metadata.current_details.splitlines() if "evil.example" in x]
+    # One code span around the whole reason: no link, no emphasis, no second span.
+    assert line == "reason: `[Approve here](https://evil.example) 'x' **now**`", line

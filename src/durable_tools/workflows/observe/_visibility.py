@@ -121,7 +121,8 @@ def _details(state: RunState, doing: str | None) -> str:
     if doing:
         lines.append(doing)
     if state.reason:
-        lines.append(clip(state.reason, MAX_REASON_CHARS))
+        # In a code span: whoever cancels or closes writes it, and it must not make a link.
+        lines.append(f"reason: `{_unticked(clip(state.reason, MAX_REASON_CHARS))}`")
     return "\n".join(lines)
 
 
