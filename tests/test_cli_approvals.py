@@ -4,10 +4,12 @@ cannot be steered by hostile call ids or arguments, and `show` says who decided.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowUpdateFailedError
 
 import cli_support
@@ -341,3 +343,40 @@ async def test_approving_twice_says_who_decided_and_when(
         assert [d["decider"] for d in await decisions_sent(run)] == ["alice"]
         await run.cancel("test over")
         await run.result()
+
+
+HOSTILE_CALL = "c$(touch pwned)`id`;x"
+"""A call id a model (steered by a prompt injection) may send: shell syntax throughout."""
+
+
+async def test_printed_commands_pass_hostile_ids_as_one_word_each(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    # An operator copies the command `pending` prints into a shell: the run id (an app may
+    # derive it from a chat's id) and the call id (the model's) must reach `approve` as
+    # they are, never as shell syntax.
+    model = write_script(
+        tmp_path, [calls((HOSTILE_CALL, "pay", {"amount_cents": 5})), answer("ok")]
+    )
+    run_id = "chat-$(reboot) 'x'"
+    async with running_worker(client, pay_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start("pay", model=model, run_id=run_id)
+        pending = (await wait_for(run, lambda s: bool(s.pending_approvals))).pending_approvals[0]
+        code, listed, err = await cli(capsys, "pending")
+        metadata = await run.handle.query(
+            "__temporal_workflow_metadata", result_type=WorkflowMetadata
+        )
+        await run.cancel("test over")
+        await run.result()
+    assert code == 0, err
+    [line] = [ln for ln in listed.splitlines() if "durable-tools approve" in ln]
+    words = shlex.split(line[line.index("durable-tools approve") :])
+    expected = ["durable-tools", "approve", run_id, HOSTILE_CALL, "--hash", pending.arguments_hash]
+    assert words == expected
+    # The UI's details are markdown: each command stays one code span (a backtick of the
+    # call id would end the span, and what follows would render as markdown).
+    [resume] = [ln for ln in metadata.current_details.splitlines() if "approve" in ln]
+    spans = resume.split("`")[1::2]
+    [command] = [span for span in spans if span.startswith("durable-tools approve")]
+    assert shlex.split(command)[:3] == expected[:3], resume
+    assert shlex.split(command)[4:] == expected[4:], resume

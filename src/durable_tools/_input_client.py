@@ -9,6 +9,7 @@ a question actually waiting) before it enters history, and resumes the call.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any, Literal, Protocol
 
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
@@ -84,6 +85,7 @@ def render_pending_input(run_id: str, pending: PendingInput) -> str:
     if pending.deadline is not None:
         lines.append(f"  answer before {pending.deadline:%Y-%m-%d %H:%M:%S} UTC")
     lines.append(
-        f"  answer: durable-tools answer {run_id} {call} --accept '{{...}}' | --decline | --cancel"
+        f"  answer: durable-tools answer {terminal_safe(shlex.quote(run_id))} "
+        f"{terminal_safe(shlex.quote(pending.call_id))} --accept '{{...}}' | --decline | --cancel"
     )
     return "\n".join(lines)

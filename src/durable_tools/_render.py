@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -165,8 +166,10 @@ def under_their_scripts(timeline: Sequence[ToolCallRecord]) -> list[ToolCallReco
 
 def approval_commands(run_id: str, approval: PendingApproval) -> list[str]:
     """The exact commands that approve or deny a pending call (terminal-safe)."""
-    run, call = terminal_safe(run_id), terminal_safe(approval.call_id)
-    digest = terminal_safe(approval.arguments_hash)
+    # Each id one shell word: the call id is the model's, the run id may be an app's
+    # (a chat's id, a schedule's name), and an operator pastes the command into a shell.
+    run, call = terminal_safe(shlex.quote(run_id)), terminal_safe(shlex.quote(approval.call_id))
+    digest = terminal_safe(shlex.quote(approval.arguments_hash))
     # Named deciders: say who decides (a group's member as themselves; the CLI checks the
     # membership in the inbox's tokens file and records `NAME via group:G`).
     who = " --as NAME" if approval.deciders else ""
@@ -227,7 +230,9 @@ def render_authorization(authorization: PendingAuthorization, run_id: str = "RUN
     text = f"{terminal_safe(head)}\n  open: {terminal_safe(authorization.authorization_url)}"
     if authorization.expires_at is not None:
         when = authorization.expires_at.isoformat(timespec="seconds")
-        reissue = f"durable-tools auth reissue {run_id} {authorization.call_id}"
+        reissue = (
+            f"durable-tools auth reissue {shlex.quote(run_id)} {shlex.quote(authorization.call_id)}"
+        )
         text += f"\n  link expires {when} (then: {terminal_safe(reissue)})"
     if authorization.deadline is not None:
         text += f"\n  waits until {authorization.deadline.isoformat(timespec='seconds')}"

@@ -12,10 +12,10 @@ from temporalio.client import (
     WorkflowQueryFailedError,
 )
 from temporalio.exceptions import CancelledError
-from temporalio.service import RPCError
 
 from durable_tools._activities._conversation import whole_conversation
 from durable_tools._callbacks_client import serve_callbacks
+from durable_tools._run_cancelled import cancelled_result
 from durable_tools._run_decisions import RunDecisions, with_decisions
 from durable_tools._run_progress import ToolProgress, progress_in
 from durable_tools._session_client import RunSessions
@@ -30,7 +30,6 @@ from durable_tools.workflows import (
     AgentResult,
     EventsPage,
     RunEvent,
-    RunStatus,
     Steer,
     ToolCallRecord,
 )
@@ -85,26 +84,11 @@ class AgentRun(RunDecisions, RunSessions):
         except WorkflowFailureError as error:
             if not isinstance(error.cause, CancelledError):
                 raise
-            result = await self._cancelled_result(error.cause)
+            result = await cancelled_result(self.handle, error.cause)
         wanted = output_type if output_type is not None else self.output_type
         if wanted is not None and result.output is not None:
             result.output = TypeAdapter(wanted).validate_python(result.output)
         return result
-
-    async def _cancelled_result(self, cause: CancelledError) -> AgentResult:
-        """How a run that ended CANCELED ended: from its last state (a query, which needs a
-        worker), else from Temporal's cancellation alone."""
-        try:
-            snapshot = await self.status()
-        except (WorkflowQueryFailedError, RPCError):
-            return AgentResult(status=RunStatus.CANCELLED, reason=cause.message or "cancelled")
-        return AgentResult(
-            status=RunStatus.CANCELLED,
-            final_answer=snapshot.final_answer,
-            reason=snapshot.reason,
-            turns=snapshot.turn,
-            tool_calls=snapshot.tool_calls,
-        )
 
     async def serve_callbacks(
         self, handlers: Mapping[str, Callable[..., Any]], *, poll_interval: float = 0.5

@@ -30,7 +30,7 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 
 from durable_tools._run_base import RunBase
 from durable_tools.protocol._limits import MAX_MESSAGE_CHARS
-from durable_tools.protocol._session_types import REFUSED, SessionReply
+from durable_tools.protocol._session_types import REFUSED, SessionReply, message_digest
 
 __all__ = [
     "RunSessions",
@@ -56,10 +56,12 @@ class SentMessage:
 
     Args:
         handle: The `send_message` update's handle.
+        text: The text sent, when this process sent it: the reply must be this text's.
     """
 
-    def __init__(self, handle: WorkflowUpdateHandle[SessionReply]) -> None:
+    def __init__(self, handle: WorkflowUpdateHandle[SessionReply], text: str | None = None) -> None:
         self.handle = handle
+        self.text = text
 
     @property
     def id(self) -> str:
@@ -75,15 +77,26 @@ class SentMessage:
         """Wait for the message's answer (the run may wait on people meanwhile).
 
         Raises:
-            SessionRefused: the run refused the message.
+            SessionRefused: the run refused the message, or its id was taken by a message
+                with other text (Temporal then hands back that message's reply).
             WorkflowUpdateFailedError: the run failed while answering it.
         """
         try:
-            return await self.handle.result()
+            reply = await self.handle.result()
         except WorkflowUpdateFailedError as error:
             if _is_refusal(error):
                 raise _refused(error) from None
             raise
+        if (
+            self.text is not None
+            and reply.text_sha256 is not None
+            and reply.text_sha256 != message_digest(self.text)
+        ):
+            raise SessionRefused(
+                f"message id {self.id} was taken by message {reply.message}, with other "
+                "text: this message was not sent (send it under a new id)"
+            )
+        return reply
 
 
 def check_text(text: object) -> str:
@@ -146,23 +159,21 @@ async def start_message(
         )
     except WorkflowUpdateFailedError as error:
         raise _refused(error) from None
-    return await _accepted(update)
+    return await _accepted(update, text)
 
 
-async def _accepted(update: WorkflowUpdateHandle[SessionReply]) -> SentMessage:
+async def _accepted(update: WorkflowUpdateHandle[SessionReply], text: str) -> SentMessage:
     """The message, once the run accepted it.
 
     Raises:
-        SessionRefused: its validator refused it. A rejected update comes back at the
-            accepted stage with its outcome already known (the SDK keeps it privately):
-            its `result()` raises at once, without asking the server.
+        SessionRefused: its validator refused it, or its id is a completed message's
+            with other text. An update whose outcome is known (rejected, or completed
+            under that id before) comes back with it (the SDK keeps it privately): its
+            `result()` answers at once, without asking the server.
     """
-    sent = SentMessage(update)
+    sent = SentMessage(update, text)
     if getattr(update, "_known_outcome", None) is not None:
-        try:
-            await update.result()
-        except WorkflowUpdateFailedError as error:
-            raise _refused(error) from None
+        await sent.result()
     return sent
 
 
@@ -206,7 +217,7 @@ async def send_with_start(
         raise SessionRefused(
             f"session {session_id} has ended: start a new one under another id"
         ) from None
-    return await _accepted(update)
+    return await _accepted(update, text)
 
 
 def start_operation(

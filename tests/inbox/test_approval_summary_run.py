@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,8 @@ from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import (
     AgentConfig,
     ApprovalPolicy,
+    ExecutionStrategy,
+    Limits,
     NotificationConfig,
     SlackTarget,
     WebhookTarget,
@@ -190,3 +194,52 @@ async def test_no_preflight_when_nobody_is_asked(
         await run.result()
         history = await run.handle.fetch_history()
     assert PREFLIGHT_ACTIVITY not in scheduled_activities(history)
+
+
+async def test_summary_functions_that_hang_do_not_take_the_workers_threads(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # A summary function that never returns (a call to a service that hangs, a bug on
+    # odd arguments) is given up after its timeout, but Python cannot stop its thread.
+    # Enough of them once took every thread of the loop's default executor, which sync
+    # tools and the model activity use too: the whole worker stalled.
+    release = threading.Event()
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, approval_summary=lambda arguments: str(release.wait()))
+    def refund(order_id: str) -> str:
+        """Refund an order."""
+        return "refunded"
+
+    @registry.tool(read_only=True)
+    def lookup(q: str) -> str:
+        """Look something up (a sync tool: it runs in a thread)."""
+        return f"found {q}"
+
+    hung = min(32, (os.cpu_count() or 1) + 4)  # the default executor's threads
+    refunds = [(f"r{n}", "refund", {"order_id": f"O-{n}"}) for n in range(hung)]
+    tools = DurableTools(client, task_queue)
+    try:
+        async with running_worker(client, registry, task_queue):
+            waiting = await tools.start(
+                "refund them",
+                config=AgentConfig(
+                    model=write_script(tmp_path, [calls(*refunds), answer("done")]),
+                    strategy=ExecutionStrategy(mode="parallel", concurrency=hung),
+                    limits=Limits(max_tool_calls_per_turn=hung),
+                ),
+            )
+            snapshot = await wait_for(
+                waiting, lambda s: len(s.pending_approvals) == hung, timeout=60
+            )
+            looking = await tools.start(
+                "look",
+                model=write_script(tmp_path, [calls(("l", "lookup", {"q": "x"})), answer("ok")]),
+            )
+            result = await asyncio.wait_for(looking.result(), 30)
+            await waiting.cancel("test over")
+            await waiting.result()
+    finally:
+        release.set()
+    assert all(p.summary is None for p in snapshot.pending_approvals)  # shown without one
+    assert result.final_answer == "ok"

@@ -24,9 +24,9 @@ from temporalio.client import Client
 from durable_tools.client import DurableTools
 from durable_tools.codec import EncryptionCodec, KeyRing, data_converter
 from durable_tools.inbox._explain import acts_for, at_deadline, grant_offer, short_prompt
-from durable_tools.inbox._run_record import MAX_CATALOG_BYTES, _unpack
+from durable_tools.inbox._run_record import MAX_CATALOG_BYTES, RunRecords, _unpack
 from durable_tools.tools import Identity, ToolRegistry
-from durable_tools.workflows import ApprovalPolicy, PendingApproval
+from durable_tools.workflows import AgentConfig, ApprovalPolicy, PendingApproval
 from support import answer, calls, decisions_sent, running_worker, wait_for, write_script
 
 
@@ -171,3 +171,42 @@ def test_a_grant_is_not_offered_where_it_would_be_refused() -> None:
     offer = grant_offer(approval())
     assert offer is not None and "until the run ends" in offer and "any arguments" in offer
     assert grant_offer(approval(approvals_required=2)) is None
+
+
+async def test_runs_with_one_catalog_share_one_parsed_copy_and_the_copies_are_bounded(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # The inbox keeps the records of 256 runs. Each held its own parsed catalog: a
+    # 1,200-tool OpenAPI catalog is some 28 MB parsed, so an inbox over many runs of
+    # that agent grew by gigabytes. Runs of one agent record the same catalog.
+    registry = refund_registry()
+
+    @registry.tool(read_only=True)
+    def lookup(order_id: str) -> str:
+        """Look an order up."""
+        return "found"
+
+    model = write_script(
+        tmp_path, [calls(("r1", "refund", {"amount_cents": 5, "order_id": "A1"})), answer("ok")]
+    )
+    tools = DurableTools(client, task_queue)
+    async with running_worker(client, registry, task_queue):
+        runs = [await tools.start("refund", model=model) for _ in range(3)]
+        narrow = await tools.start("refund", config=AgentConfig(model=model, tools=["refund"]))
+        for run in [*runs, narrow]:
+            await wait_for(run, lambda s: bool(s.pending_approvals))
+        records = RunRecords(tools)
+        read = [await records.record(run.run_id, 0) for run in runs]
+        # Room for one parsed catalog: reading another drops the records that held it.
+        tight = RunRecords(tools, catalog_bytes=1)
+        before = await tight.record(runs[0].run_id, 0)
+        other = await tight.record(narrow.run_id, 0)
+        again = await tight.record(runs[0].run_id, 0)
+        for run in [*runs, narrow]:
+            await run.cancel("test over")
+    assert all(r.catalog is not None and set(r.catalog) == {"refund", "lookup"} for r in read)
+    assert read[0].catalog is read[1].catalog is read[2].catalog
+    assert records.catalogs == 1
+    assert other.catalog is not None and set(other.catalog) == {"refund"}
+    assert again.catalog == before.catalog and again.catalog is not before.catalog  # read again
+    assert tight.catalogs == 1

@@ -5,8 +5,11 @@ concurrent requests share bounded run queries instead of fanning out."""
 from __future__ import annotations
 
 import asyncio
+import html
 import re
+import shlex
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +21,16 @@ from inbox_support import (
     make_app,
     make_users,
     pay_registry,
+    served,
     start_pending,
 )
 from temporalio.client import Client
 
 from durable_tools.client import AgentRun, DurableTools
+from durable_tools.inbox._pending import other_waits
+from durable_tools.protocol._input_types import InputQuestion
 from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig
+from durable_tools.workflows import AgentConfig, PendingInput, RunSnapshot, RunStatus
 from support import answer, calls, running_worker, wait_for, write_script
 
 RUNS = 5
@@ -172,3 +178,53 @@ async def test_the_pending_list_shows_every_wait_not_only_approvals(
     assert page.status_code == 200
     assert 'id="other-waits"' in page.text and "get_location" in page.text
     assert f"durable-tools callbacks serve {waiting.run_id}" in page.text
+
+
+HOSTILE_RUN = "chat-$(reboot);'x'"
+"""A run id an app derived from a chat's id: shell syntax, and a quote."""
+
+
+async def test_the_commands_of_other_waits_pass_hostile_ids_as_one_word(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # The "Other waits" column tells the operator a command to run: pasted into a shell,
+    # it must pass the run id as it is, not run what the id holds.
+    users = make_users(tmp_path)
+    agent = f"waits-{uuid.uuid4().hex[:8]}"
+    model = write_script(tmp_path, [calls(("g1", "get_location", {})), answer("here")])
+    async with running_worker(client, callback_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start(
+            "where am I", config=AgentConfig(name=agent, model=model), run_id=HOSTILE_RUN
+        )
+        await wait_for(run, lambda s: bool(s.pending_callbacks))
+        async with (
+            served(make_app(client, task_queue, users)) as server,
+            httpx.AsyncClient(base_url=server.url) as browser,
+        ):
+            listed = await browser.get(
+                f"/api/pending?agent={agent}", headers={"Authorization": f"Bearer {users.alice}"}
+            )
+            await login(browser, users.alice)
+            page = await browser.get(f"/?agent={agent}")
+        await cancel_and_check(run)
+    [wait] = listed.json()["other_waits"]
+    assert shlex.split(wait["resume"])[:4] == ["durable-tools", "callbacks", "serve", HOSTILE_RUN]
+    assert wait["resume"] in html.unescape(page.text)  # escaped in the page, shown as it is
+
+
+def test_a_question_wait_passes_a_hostile_call_id_as_one_word() -> None:
+    # The call id is the model's (a prompt injection steers it), the question the MCP
+    # server's: the command shown stays three words and the question is bounded.
+    call_id = "q`id`$(touch pwned);x"
+    asked = PendingInput(
+        call_id=call_id,
+        tool="ask__greet",
+        questions=[InputQuestion(key="k", message="<script>alert(1)</script>" * 1000)],
+        requested_at=datetime.now(UTC),
+    )
+    snapshot = RunSnapshot(
+        status=RunStatus.AWAITING_INPUT, agent="a", turn=1, tool_calls=1, pending_inputs=[asked]
+    )
+    [wait] = other_waits(HOSTILE_RUN, "agent", snapshot)
+    assert shlex.split(wait.resume)[:4] == ["durable-tools", "answer", HOSTILE_RUN, call_id]
+    assert len(wait.waiting_for) <= 500

@@ -18,6 +18,7 @@ from durable_tools.tools import ToolRegistrationError, ToolRegistry, ToolSpec
 from durable_tools.tools._approval_summary import (
     MAX_SUMMARY_CHARS,
     SummaryTemplateError,
+    SummaryThreads,
     call_summary,
     check_template,
     clean_summary,
@@ -160,6 +161,31 @@ async def test_a_function_that_fails_hangs_or_lies_gives_no_summary() -> None:
     assert time.monotonic() - started < 2
     released.set()
     await asyncio.sleep(0)
+
+
+async def test_hung_summary_functions_are_bounded_and_hold_only_their_own_threads() -> None:
+    spec = spec_of(lambda arguments: "x")
+    released = threading.Event()
+    threads = SummaryThreads(limit=2)
+    started: list[str] = []
+
+    def hangs(arguments: dict[str, Any]) -> str:
+        started.append(threading.current_thread().name)
+        released.wait()
+        return "late"
+
+    for _ in range(2):
+        assert await summarize_call(spec, hangs, {}, timeout=0.1, threads=threads) is None
+    assert threads.running == 2
+    # At the bound, a third call is not started at all: no summary, at once.
+    assert await summarize_call(spec, hangs, {}, timeout=5, threads=threads) is None
+    assert len(started) == 2 and all(name == "durable-tools-summary" for name in started)
+    released.set()
+    for _ in range(100):
+        if threads.running == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert await summarize_call(spec, lambda a: "back", {}, threads=threads) == "back"
 
 
 def test_neither_text_nor_function_is_refused() -> None:

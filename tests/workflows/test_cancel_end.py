@@ -11,12 +11,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from cli_support import cli, cli_env  # noqa: F401  (a fixture)
 from durable_tools.client import DurableTools
 from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import RunStatus
+from durable_tools.workflows import AgentConfig, AgentWorkflow, ApprovalDecision, RunStatus
 from support import answer, calls, running_worker, wait_for, write_script
 
 
@@ -82,3 +83,88 @@ async def test_the_cli_cancels_a_run_and_says_it_ended_canceled(
     assert code == 0, err
     assert "cancelled" in out and "duplicate" in out
     assert ran == []
+
+
+async def test_result_of_a_canceled_run_with_no_worker_says_why_at_once(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+    model = write_script(tmp_path, [calls(("r1", "refund", {"order_id": "A3"})), answer("no")])
+    async with running_worker(client, refund_registry(ran), task_queue):
+        run = await DurableTools(client, task_queue).start("refund A3", model=model)
+        await wait_for(run, lambda s: bool(s.pending_approvals))
+        await run.cancel("the customer withdrew")
+        await run.result()
+    # No worker polls the run's task queue now: the status query cannot be answered, and
+    # the server holds it for about 30 s. result() asks it briefly, then reads the
+    # cancellation's reason from the history.
+    started = asyncio.get_running_loop().time()
+    result = await asyncio.wait_for(run.result(), 20)
+    assert asyncio.get_running_loop().time() - started < 20
+    assert (result.status, result.reason) == (RunStatus.CANCELLED, "the customer withdrew")
+    assert ran == []
+
+
+async def test_a_cancel_that_arrives_as_the_run_continues_as_new_ends_it(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # The run's first turn ends past `continue_as_new_after_events` once its approval is
+    # decided. The decision and Temporal's cancellation reach the run in one workflow
+    # task (no worker runs while both are sent): the cancellation once came in while the
+    # run waited to continue as new, and the new run went on without it.
+    ran: list[str] = []
+    registry = refund_registry(ran)
+
+    @registry.tool(read_only=True)
+    def look(order_id: str) -> str:
+        """Look an order up."""
+        return f"order {order_id}"
+
+    model = write_script(
+        tmp_path,
+        [
+            calls(
+                ("l1", "look", {"order_id": "A4"}),
+                ("l2", "look", {"order_id": "A5"}),
+                ("r1", "refund", {"order_id": "A4"}),
+            ),
+            calls(("r2", "refund", {"order_id": "A5"})),
+            answer("done"),
+        ],
+    )
+    config = AgentConfig(model=model, continue_as_new_after_events=20)
+    async with running_worker(client, registry, task_queue, max_cached_workflows=0):
+        run = await DurableTools(client, task_queue).start("refund both", config=config)
+        await wait_for(run, lambda s: bool(s.pending_approvals))
+    await run.handle.signal(
+        AgentWorkflow.decision_signal, ApprovalDecision(call_id="r1", approve=False)
+    )
+    await run.handle.cancel(reason="the customer withdrew")
+    async with running_worker(client, registry, task_queue, max_cached_workflows=0):
+        result = await asyncio.wait_for(run.result(), 30)
+        snapshot = await run.status()
+    assert (result.status, result.reason) == (RunStatus.CANCELLED, "the customer withdrew")
+    assert snapshot.continued == 0  # it ended where it was cancelled
+    assert (await run.handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    assert ran == []
+
+
+async def test_a_cancel_reason_cannot_plant_a_link_in_the_uis_details(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Whoever cancels (or closes a session, maybe with a chat user's words) writes the
+    # reason; the UI's details are markdown, and the reason is their last line.
+    planted = "[Approve here](https://evil.example) `x` **now**"
+    model = write_script(tmp_path, [calls(("r1", "refund", {"order_id": "A6"})), answer("no")])
+    async with running_worker(client, refund_registry([]), task_queue):
+        run = await DurableTools(client, task_queue).start("refund A6", model=model)
+        await wait_for(run, lambda s: bool(s.pending_approvals))
+        await run.cancel(planted)
+        result = await run.result()
+        metadata = await run.handle.query(
+            "__temporal_workflow_metadata", result_type=WorkflowMetadata
+        )
+    assert result.reason == planted  # the run's own record keeps it as it was
+    [line] = [x for x in metadata.current_details.splitlines() if "evil.example" in x]
+    # One code span around the whole reason: no link, no emphasis, no second span.
+    assert line == "reason: `[Approve here](https://evil.example) 'x' **now**`", line

@@ -465,3 +465,32 @@ async def test_a_callback_tool_runs_inside_a_session_turn(
         await asyncio.wait_for(serving, 30)
     assert reply.answer == "you are in Lyon"
     assert located == [True]
+
+
+async def test_a_message_id_reused_for_other_text_is_refused_not_answered_with_the_old_reply(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Temporal takes an update id once per run: a second update under the same id gets
+    # the first one's outcome, and the workflow never sees it. A front end that reused
+    # an id (its own message ids, say) once got the answer to the old question for the
+    # new one, and the new one was dropped without a word.
+    model = write_script(tmp_path, [answer("one"), answer("two")])
+    tools = DurableTools(client, task_queue)
+    async with running_worker(client, ToolRegistry(), task_queue):
+        run = await tools.start("", config=session_config(model))
+        await awaiting_message(run)
+        first = await run.send("what is 1", message_id="m-1")
+        retried = await run.send("what is 1", message_id="m-1")  # a retry: same text
+        with pytest.raises(SessionRefused, match=r"m-1.*other text"):
+            await run.send("what is 2", message_id="m-1")
+        with pytest.raises(SessionRefused, match=r"m-1.*other text"):
+            await (await run.start_send("what is 2", message_id="m-1")).result()
+        with pytest.raises(SessionRefused, match=r"m-1.*other text"):
+            await tools.send(
+                run.run_id, "what is 2", config=session_config(model), message_id="m-1"
+            )
+        second = await run.send("what is 2", message_id="m-2")
+        await run.close()
+    assert (first.message, first.answer) == (1, "one")
+    assert retried == first
+    assert (second.message, second.answer) == (2, "two")

@@ -108,6 +108,30 @@ async def test_subagent_with_an_approval_inside_the_child(
     assert upserts and upserts[0][sa.AGENT_STATUS.name].data == b'"running"'
 
 
+async def test_a_child_cancelled_alone_is_reported_cancelled_not_failed(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # A person cancels only the sub-agent (`AgentRun.cancel`): it closes CANCELED in
+    # Temporal. The parent once told its model the sub-agent "failed" and that
+    # "repeating the same call will fail again".
+    executed: list[Any] = []
+    registry = registry_with_researcher(tmp_path, executed)
+    parent_model = write_script(
+        tmp_path, [calls(("r1", "researcher", {"task": "find things"})), answer("parent goes on")]
+    )
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("delegate", model=parent_model)
+        child_id, _ = (await wait_child_pending(run))[0]
+        await AgentRun(client, child_id).cancel("not needed any more")
+        result = await run.result()
+        [record] = await run.timeline()
+    assert result.status == RunStatus.COMPLETED  # the parent goes on
+    assert record.error_kind == "Cancelled", record  # the call ended in error: cancelled
+    assert record.result is not None and f"sub-agent run {child_id} was cancelled" in record.result
+    assert "fail" not in record.result
+    assert executed == []
+
+
 async def test_cancelling_the_parent_cancels_the_child(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:

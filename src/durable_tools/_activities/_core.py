@@ -36,7 +36,7 @@ from durable_tools.models import resolve_model
 from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, check_handler_prefix
 from durable_tools.protocol._models import ModelLimits
 from durable_tools.streaming._model import complete_streaming
-from durable_tools.tools._approval_summary import summarize_call
+from durable_tools.tools._approval_summary import SummaryThreads, summarize_call
 from durable_tools.tools._catalog import IdentityIncomplete
 from durable_tools.tools._catalog_pack import (
     CATALOG_PACKED_ACTIVITY,
@@ -188,6 +188,7 @@ def core_activities(
             raise ApplicationError(str(error), type="CatalogTooLarge", non_retryable=True) from None
 
     snapshots = ConversationSnapshots(runtime.artifact_store)
+    summary_threads = SummaryThreads()  # the worker's, not the loop's default executor
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def model(call: ModelCall) -> ModelTurn:
@@ -271,7 +272,11 @@ def core_activities(
         asks = spec.approval != "conditional" or result.approval_required
         if tool.approval_summary is not None and asks:
             result.summary = await summarize_call(
-                spec, tool.approval_summary, request.arguments, runtime.secret_values()
+                spec,
+                tool.approval_summary,
+                request.arguments,
+                runtime.secret_values(),
+                threads=summary_threads,
             )
         if spec.oauth is None:
             return result

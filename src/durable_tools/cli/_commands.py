@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 import traceback
 from typing import Any
 
@@ -158,7 +159,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         else:
             echo(f"started run {run.run_id} on task queue {tools.task_queue}")
             echo(f"UI: {run_link(run)}")
-            echo(f"follow it: durable-tools show {run.run_id}")
+            echo(f"follow it: durable-tools show {shlex.quote(run.run_id)}")
         return 0
 
     # With --json, progress goes to stderr so stdout stays one JSON document.
@@ -170,7 +171,10 @@ async def cmd_run(args: argparse.Namespace) -> int:
     try:
         outcome = await RunWatcher(run, out=progress, task_queue=tools.task_queue).watch()
     except (KeyboardInterrupt, asyncio.CancelledError):
-        echo(f"\nstopped following; the run goes on: durable-tools show {run.run_id}", err=True)
+        echo(
+            f"\nstopped following; the run goes on: durable-tools show {shlex.quote(run.run_id)}",
+            err=True,
+        )
         raise
     if args.json:
         dump_json(outcome.to_json(run_link(run)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
@@ -220,14 +221,14 @@ async def cmd_pending(args: argparse.Namespace) -> int:
         if polled.status is RunStatus.AWAITING_MESSAGE:
             echo(
                 "  a session waiting for the next message: durable-tools send "
-                f'{terminal_safe(summary.run_id)} "..." (or close it: durable-tools close '
-                f"{terminal_safe(summary.run_id)})"
+                f'{terminal_safe(shlex.quote(summary.run_id))} "..." (or close it: '
+                f"durable-tools close {terminal_safe(shlex.quote(summary.run_id))})"
             )
         for published in polled.pending_callbacks:
             echo(
                 f"  call {terminal_safe(published.call_id)} ({terminal_safe(published.tool)}) "
                 f"waits for a client: durable-tools callbacks serve --tools MODULE "
-                f"{terminal_safe(summary.run_id)}"
+                f"{terminal_safe(shlex.quote(summary.run_id))}"
             )
     return 0
 

@@ -15,6 +15,7 @@ import asyncio
 import base64
 import binascii
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -126,7 +127,8 @@ def other_waits(run_id: str, agent: str | None, snapshot: RunSnapshot) -> list[O
                 asked.call_id,
                 asked.tool,
                 questions,
-                f"durable-tools answer {run_id} {asked.call_id} --accept '{{...}}'",
+                f"durable-tools answer {shlex.quote(run_id)} {shlex.quote(asked.call_id)} "
+                "--accept '{...}'",
                 asked.requested_at,
                 asked.deadline,
             )
@@ -142,7 +144,7 @@ def other_waits(run_id: str, agent: str | None, snapshot: RunSnapshot) -> list[O
                 auth.tool,
                 f"the user's grant for {auth.provider}{scopes}",
                 f"the user opens the link sent to them; a new one: durable-tools auth "
-                f"reissue {run_id} {auth.call_id}",
+                f"reissue {shlex.quote(run_id)} {shlex.quote(auth.call_id)}",
                 auth.requested_at,
                 auth.deadline,
             )
@@ -156,7 +158,7 @@ def other_waits(run_id: str, agent: str | None, snapshot: RunSnapshot) -> list[O
                 published.call_id,
                 published.tool,
                 "a client that runs this callback tool",
-                f"durable-tools callbacks serve {run_id} --tools MODULE "
+                f"durable-tools callbacks serve {shlex.quote(run_id)} --tools MODULE "
                 "(or AgentRun.serve_callbacks)",
                 published.published_at,
                 published.deadline,

@@ -6,6 +6,7 @@ it waits, durably, for the next user message (docs/sessions.md).
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ __all__ = [
     "SessionConfig",
     "SessionReply",
     "SessionView",
+    "message_digest",
 ]
 
 DEFAULT_IDLE_TIMEOUT_SECONDS = 7 * 86_400.0
@@ -92,3 +94,13 @@ class SessionReply(BaseModel):
     """Model turns this message took."""
     tool_calls: int = Field(default=0, ge=0)
     """Tool calls this message made."""
+    text_sha256: str | None = None
+    """`message_digest` of the message's text. Temporal takes an update id once per run
+    and hands a second update under it the first one's outcome: a client that reused a
+    message id for other text compares it and tells its caller the message was not
+    taken (None from a run of an earlier version)."""
+
+
+def message_digest(text: str) -> str:
+    """The SHA-256 of a message's text (UTF-8), in hex: what `SessionReply.text_sha256` holds."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

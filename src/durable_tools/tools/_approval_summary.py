@@ -25,10 +25,12 @@ control or bidirectional-formatting characters, at most `MAX_SUMMARY_CHARS` long
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import re
 import string
+import threading
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping
 from types import MappingProxyType
@@ -41,10 +43,12 @@ from ._spec import ToolSpec
 __all__ = [
     "FORMATTERS",
     "MAX_SUMMARY_CHARS",
+    "MAX_SUMMARY_THREADS",
     "MAX_TEMPLATE_CHARS",
     "SUMMARY_FUNCTION_TIMEOUT",
     "SummaryFunction",
     "SummaryTemplateError",
+    "SummaryThreads",
     "call_summary",
     "check_template",
     "clean_summary",
@@ -59,6 +63,9 @@ MAX_TEMPLATE_CHARS = 500
 """Longest template a tool may register."""
 SUMMARY_FUNCTION_TIMEOUT = 5.0
 """Seconds a summary function may take before the call is shown without a summary."""
+MAX_SUMMARY_THREADS = 8
+"""Summary functions one worker runs at once, those given up on but still running
+included; past it a call shows without a summary."""
 _MAX_VALUE_CHARS = 120
 _NOT_GIVEN = "(not given)"
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
@@ -281,6 +288,70 @@ def call_summary(
     return render_summary(spec.approval_summary, arguments, secret_fields(spec))
 
 
+class SummaryThreads:
+    """Runs a worker's summary functions, each in a daemon thread of its own.
+
+    Not in the event loop's default executor: Python cannot stop a thread, so a function
+    that hangs keeps its thread after it was given up on, and a few of them once took
+    every thread of that executor, which sync tools and the model activity need too (the
+    whole worker stalled). Here a hung function holds only its own thread, at most
+    `limit` run at once (past it, no summary), and a daemon thread never delays the
+    worker's exit.
+
+    Args:
+        limit: Functions running at once, hung ones included.
+    """
+
+    def __init__(self, limit: int = MAX_SUMMARY_THREADS) -> None:
+        self.limit = limit
+        self._running = 0
+        self._lock = threading.Lock()
+
+    @property
+    def running(self) -> int:
+        """Functions running now (hung ones included)."""
+        return self._running
+
+    async def run(self, function: SummaryFunction, shown: dict[str, Any], timeout: float) -> object:
+        """`function(shown)`'s answer.
+
+        Raises:
+            TimeoutError: it did not answer within `timeout` seconds, or `limit`
+                functions are running already.
+            Exception: what the function raised.
+        """
+        with self._lock:
+            if self._running >= self.limit:
+                raise TimeoutError(f"{self._running} summary functions are still running")
+            self._running += 1
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[object] = loop.create_future()
+
+        def settle(value: object, error: BaseException | None) -> None:
+            if answer.done():  # given up on meanwhile
+                return
+            if error is None:
+                answer.set_result(value)
+            else:
+                answer.set_exception(error)
+
+        def work() -> None:
+            value: object = None
+            error: BaseException | None = None
+            try:
+                value = function(shown)
+            except BaseException as raised:  # handed to the caller, which gives no summary
+                error = raised
+            finally:
+                with self._lock:
+                    self._running -= 1
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(settle, value, error)
+
+        threading.Thread(target=work, name="durable-tools-summary", daemon=True).start()
+        return await asyncio.wait_for(answer, timeout)
+
+
 async def summarize_call(
     spec: ToolSpec,
     function: SummaryFunction,
@@ -288,17 +359,19 @@ async def summarize_call(
     worker_secrets: Iterable[str] = (),
     *,
     timeout: float = SUMMARY_FUNCTION_TIMEOUT,
+    threads: SummaryThreads | None = None,
 ) -> str | None:
     """Run a tool's summary function on the worker (the preflight activity does).
 
     It gets the arguments with their secret-marked fields redacted and runs in a thread
-    (it may block); what it returns is scrubbed of the worker's secrets and cleaned. A
-    function that raises, times out or returns anything but text gives None: the call
-    then shows without a summary, and still waits for its decision.
+    of `threads` (it may block; default a fresh `SummaryThreads`); what it returns is
+    scrubbed of the worker's secrets and cleaned. A function that raises, times out or
+    returns anything but text gives None: the call then shows without a summary, and
+    still waits for its decision.
     """
     shown = redact_value(dict(arguments), secret_fields(spec))
     try:
-        text = await asyncio.wait_for(asyncio.to_thread(function, shown), timeout)
+        text = await (threads or SummaryThreads()).run(function, shown, timeout)
     except Exception:
         return None
     if not isinstance(text, str):

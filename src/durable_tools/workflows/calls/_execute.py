@@ -220,7 +220,12 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
     except ChildWorkflowError as err:
         timed_out = isinstance(err.cause, TimeoutError)
         failed = subagent_failure_outcome(
-            call.id, spec.name, child_id, err.cause or err, timed_out=timed_out
+            call.id,
+            spec.name,
+            child_id,
+            err.cause or err,
+            timed_out=timed_out,
+            cancelled=isinstance(err.cause, CancelledError),
         )
         return Executed(failed, 1)
     ok = result.status == RunStatus.COMPLETED

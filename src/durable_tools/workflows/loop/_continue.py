@@ -11,6 +11,9 @@ fit ends the run with a reason instead of wedging it.
 
 from __future__ import annotations
 
+import contextlib
+from datetime import timedelta
+
 from temporalio import workflow
 from temporalio.workflow import ContinueAsNewVersioningBehavior
 
@@ -21,7 +24,17 @@ from durable_tools.protocol._types import RunStatus
 from durable_tools.workflows.run._carry import CARRY_LIMIT, carry_state
 from durable_tools.workflows.run._state import EndRun, RunState
 
-__all__ = ["continue_as_new_due", "continue_now", "maybe_continue_as_new"]
+__all__ = [
+    "CANCEL_BEFORE_CONTINUE_PATCH",
+    "continue_as_new_due",
+    "continue_now",
+    "let_a_cancel_in",
+    "maybe_continue_as_new",
+]
+
+CANCEL_BEFORE_CONTINUE_PATCH = "cancel-before-continue-as-new"
+"""Asked at each continue-as-new: the run waits one activation for a cancellation first
+(`let_a_cancel_in`); a run recorded before continued at once."""
 
 
 async def maybe_continue_as_new(state: RunState) -> None:
@@ -32,7 +45,33 @@ async def maybe_continue_as_new(state: RunState) -> None:
     # Handlers may still be mid-flight (an update that arrived this task): let them end,
     # so nothing a caller was promised is dropped by the new run.
     await workflow.wait_condition(workflow.all_handlers_finished)
+    if await let_a_cancel_in(state):
+        state.check_cancelled()
+        await workflow.wait_condition(workflow.all_handlers_finished)
     continue_now(state)
+
+
+async def let_a_cancel_in(state: RunState) -> bool:
+    """Give a cancellation that came in with what ended the turn the time to arrive.
+
+    Temporal can hand the workflow a cancellation request that arrived in the same
+    workflow task as, say, a decision only in an activation after the one the decision
+    came in. Continued as new within the first one, the run never heard of it, and the
+    new run went on as if nobody had cancelled. A 1 ms timer ends the activation (the
+    cancellation, when there is one, comes in before it fires).
+
+    Returns:
+        False for a run recorded before this wait existed (it continued at once).
+    """
+    if not workflow.patched(CANCEL_BEFORE_CONTINUE_PATCH):
+        return False
+    with contextlib.suppress(TimeoutError):
+        await workflow.wait_condition(
+            lambda: state.cancel_reason is not None,
+            timeout=timedelta(milliseconds=1),
+            timeout_summary="a cancellation, before continue-as-new",
+        )
+    return True
 
 
 def _upgrades(state: RunState) -> bool:

@@ -202,7 +202,7 @@ class RunHandlers:
         closing, is answering a message already, or the text is empty or too long.
         """
         number = take_message(self._state, message)
-        return await reply_to(self._state, number)
+        return await reply_to(self._state, number, message)
 
     @send_message.validator
     def _validate_message(self, message: Any) -> None:

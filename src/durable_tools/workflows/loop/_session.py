@@ -27,7 +27,7 @@ from temporalio.exceptions import ApplicationError
 
 from durable_tools.messages import Message
 from durable_tools.protocol._limits import MAX_CANCEL_REASON_CHARS, MAX_MESSAGE_CHARS, clip
-from durable_tools.protocol._session_types import REFUSED, SessionReply
+from durable_tools.protocol._session_types import REFUSED, SessionReply, message_digest
 from durable_tools.protocol._types import RunStatus
 from durable_tools.workflows.loop._continue import continue_as_new_due, continue_now
 from durable_tools.workflows.observe._visibility import FINAL, publish
@@ -147,6 +147,9 @@ async def _continue_if_due(state: RunState, session: Session) -> None:
     await workflow.wait_condition(
         lambda: workflow.all_handlers_finished() or session.inbox is not None
     )
+    # No `let_a_cancel_in` wait here: a client that sends each message as soon as the
+    # last answer is back would land one in every such wait, and the session would
+    # never continue as new.
     if session.inbox is None and session.closing is None and state.cancel_reason is None:
         continue_now(state)
 
@@ -224,14 +227,16 @@ def take_message(state: RunState, text: object) -> int:
     return session.messages
 
 
-async def reply_to(state: RunState, number: int) -> SessionReply:
-    """Wait for message `number`'s answer (or for the run to end) and return it."""
+async def reply_to(state: RunState, number: int, text: str) -> SessionReply:
+    """Wait for message `number`'s answer (or for the run to end) and return it, with
+    the digest of its `text` (a client that reused the message's id can tell)."""
     session = _session_of(state)
     await workflow.wait_condition(lambda: number in session.replies or state.status in FINAL)
     reply = session.replies.pop(number, None)
     if reply is not None:
-        return reply
+        return reply.model_copy(update={"text_sha256": message_digest(text)})
     return SessionReply(  # the run ended while answering (a limit, a cancel, a failure)
+        text_sha256=message_digest(text),
         message=number,
         status=state.status.value,
         answer=state.final_answer,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -114,12 +115,14 @@ def _details(state: RunState, doing: str | None) -> str:
     if state.status is RunStatus.AWAITING_MESSAGE and session and session.idle_deadline:
         lines.append(
             f"- waiting for the next message until {session.idle_deadline:%Y-%m-%d %H:%M:%S} "
-            f'UTC: `durable-tools send {run_id} "..."`, or `durable-tools close {run_id}`'
+            f'UTC: `durable-tools send {_word(run_id)} "..."`, or '
+            f"`durable-tools close {_word(run_id)}`"
         )
     if doing:
         lines.append(doing)
     if state.reason:
-        lines.append(clip(state.reason, MAX_REASON_CHARS))
+        # In a code span: whoever cancels or closes writes it, and it must not make a link.
+        lines.append(f"reason: `{_unticked(clip(state.reason, MAX_REASON_CHARS))}`")
     return "\n".join(lines)
 
 
@@ -127,28 +130,41 @@ def _how_to_resume(run_id: str, pending: object) -> str:
     """One line of the UI's details: what a waiting call waits for, and how to answer."""
     if isinstance(pending, PendingApproval):
         # In a code span: the details are markdown, and a summary must not make a link.
-        said = f" `{pending.summary.replace('`', chr(39))}`" if pending.summary else ""
+        said = f" `{_unticked(pending.summary)}`" if pending.summary else ""
         return (
-            f"- waiting for approval of `{pending.tool}` (call `{pending.call_id}`){said}: "
-            f"`durable-tools approve {run_id} {pending.call_id} --hash "
-            f"{pending.arguments_hash}` or `durable-tools deny ...`"
+            f"- waiting for approval of `{pending.tool}` (call `{_unticked(pending.call_id)}`)"
+            f"{said}: `durable-tools approve {_word(run_id)} {_word(pending.call_id)} --hash "
+            f"{_word(pending.arguments_hash)}` or `durable-tools deny ...`"
         )
     if isinstance(pending, PendingAuthorization):
         return (
             f"- waiting for {pending.provider} authorization for `{pending.tool}` (call "
-            f"`{pending.call_id}`): the user opens {pending.authorization_url}"
+            f"`{_unticked(pending.call_id)}`): the user opens {pending.authorization_url}"
         )
     if isinstance(pending, PendingInput):
         return (
             f"- waiting for the user to answer the question of `{pending.tool}` (call "
-            f"`{pending.call_id}`): `durable-tools answer {run_id} {pending.call_id} "
-            "--accept '{...}' | --decline | --cancel`"
+            f"`{_unticked(pending.call_id)}`): `durable-tools answer {_word(run_id)} "
+            f"{_word(pending.call_id)} --accept '{{...}}' | --decline | --cancel`"
         )
     assert isinstance(pending, PendingCallback)
     return (
-        f"- waiting for a client to run `{pending.tool}` (call `{pending.call_id}`): "
-        f"`durable-tools callbacks serve --tools MODULE {run_id}`"
+        f"- waiting for a client to run `{pending.tool}` (call `{_unticked(pending.call_id)}`): "
+        f"`durable-tools callbacks serve --tools MODULE {_word(run_id)}`"
     )
+
+
+def _unticked(text: str) -> str:
+    """`text` without backticks, to sit in a markdown code span it cannot end (the details
+    are markdown: what followed a backtick of a model's call id would render as such)."""
+    return text.replace("`", "'")
+
+
+def _word(text: str) -> str:
+    """`text` as one shell word in a code span: an operator pastes the command into a
+    shell, and a call id is the model's. Backticks go first, then the quoting (a backtick
+    turned into a quote after quoting would end the quoted word)."""
+    return shlex.quote(_unticked(text))
 
 
 def unless_evicted(publish: Callable[[], None]) -> None:

@@ -237,13 +237,26 @@ def subagent_outcome(
 
 
 def subagent_failure_outcome(
-    call_id: str, tool: str, child_id: str, cause: object, *, timed_out: bool
+    call_id: str,
+    tool: str,
+    child_id: str,
+    cause: object,
+    *,
+    timed_out: bool,
+    cancelled: bool = False,
 ) -> ToolOutcome:
-    """A sub-agent run that did not end by itself: it timed out, or it failed."""
+    """A sub-agent run that did not end by itself: it timed out, was cancelled (it closed
+    CANCELED: `AgentRun.cancel` on it, or its parent's cancel), or it failed."""
+    error: ToolExecutionError | ToolTimeout | Cancelled
     if timed_out:
-        error: ToolExecutionError | ToolTimeout = ToolTimeout(
+        error = ToolTimeout(
             f"sub-agent run {child_id} did not finish within its timeout and was ended; "
             "its answer is lost, and tool calls it made may have taken effect"
+        )
+    elif cancelled:
+        error = Cancelled(
+            f"sub-agent run {child_id} was cancelled before it answered; its answer is "
+            "lost, and tool calls it made may have taken effect"
         )
     else:
         error = ToolExecutionError(f"sub-agent run {child_id} failed: {cause}")
