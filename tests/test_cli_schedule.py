@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,18 @@ async def overlaps_skipped(handle: ScheduleHandle, count: int) -> None:
     while (await handle.describe()).info.num_actions_skipped_overlap < count:
         assert asyncio.get_running_loop().time() < deadline, "the overlap was never skipped"
         await asyncio.sleep(0.1)
+
+
+async def listed_until(
+    capsys: Any, done: Callable[[dict[str, Any]], Any], timeout: float = 10
+) -> dict[str, Any]:
+    """`schedule list --json` by id, asked again until `done` holds or `timeout` passes."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        listed = {s["schedule_id"]: s for s in await cli_json(capsys, "schedule", "list")}
+        if done(listed) or asyncio.get_running_loop().time() > deadline:
+            return listed
+        await asyncio.sleep(0.2)
 
 
 async def test_schedule_create_trigger_skip_overlap_pause_delete(
@@ -111,7 +124,8 @@ async def test_schedule_create_trigger_skip_overlap_pause_delete(
 
         code, out, err = await cli(capsys, "schedule", "pause", name, "--note", "holiday")
         assert (code, out.strip()) == (0, f"schedule {name} paused"), err
-        listed = {s["schedule_id"]: s for s in await cli_json(capsys, "schedule", "list")}
+        # The list comes from the visibility store, which follows a pause a moment later.
+        listed = await listed_until(capsys, lambda found: found.get(name, {}).get("paused"))
         assert (listed[name]["paused"], listed[name]["note"]) == (True, "holiday")
         code, out, err = await cli(capsys, "schedule", "unpause", name)
         assert code == 0, err
@@ -119,7 +133,7 @@ async def test_schedule_create_trigger_skip_overlap_pause_delete(
 
         code, out, err = await cli(capsys, "schedule", "delete", name)
         assert (code, out.strip()) == (0, f"schedule {name} deleted"), err
-        listed = {s["schedule_id"]: s for s in await cli_json(capsys, "schedule", "list")}
+        listed = await listed_until(capsys, lambda found: name not in found)
         assert name not in listed
         code, _, err = await cli(capsys, "schedule", "trigger", name)
         assert code == 2 and f"no schedule named {name!r}" in err

@@ -28,6 +28,7 @@ __all__ = [
     "check_model_spec",
     "start_attributes",
     "start_config",
+    "start_summary",
     "start_versioning",
 ]
 
@@ -148,3 +149,19 @@ async def _has_tokens(client: Client) -> bool:
             known = False
         _TOKENS_REGISTERED[client] = known
     return known
+
+
+_MARKDOWN = re.compile(r"([\\`*_\[\]()<>#!|~{}])")
+
+
+def start_summary(config: AgentConfig, prompt: str) -> str:
+    """A run's summary in the Temporal UI's list: `<agent>: <the prompt's start>`.
+
+    The UI renders summaries as markdown and the prompt may come from an end user, so it
+    is one line with markdown's punctuation escaped: a prompt cannot plant a link there.
+    """
+    name = _MARKDOWN.sub(r"\\\1", config.name[:64])
+    if not prompt:
+        return name
+    line = _MARKDOWN.sub(r"\\\1", " ".join(prompt.split())[:120])
+    return f"{name}: {line}"

@@ -25,7 +25,7 @@ from temporalio.client import (
     ScheduleState,
 )
 
-from durable_tools._client_start import start_attributes
+from durable_tools._client_start import start_attributes, start_summary
 from durable_tools.protocol._run_io import INPUT_REVISION
 from durable_tools.tools._context import Identity
 from durable_tools.workflows import AgentConfig, AgentInput, AgentWorkflow
@@ -138,7 +138,7 @@ async def new_schedule(
         id=schedule_id,  # each run: "<schedule id>-<scheduled time>"
         task_queue=task_queue,
         typed_search_attributes=await start_attributes(client, config),
-        static_summary=f"{config.name}: {prompt[:120]}",
+        static_summary=start_summary(config, prompt),
     )
     return Schedule(
         action=action,

@@ -17,7 +17,12 @@ from temporalio.client import Client, ScheduleHandle, WorkflowExecution, Workflo
 from temporalio.converter import PayloadCodec
 
 from durable_tools import search_attributes as sa
-from durable_tools._client_start import start_attributes, start_config, start_versioning
+from durable_tools._client_start import (
+    start_attributes,
+    start_config,
+    start_summary,
+    start_versioning,
+)
 from durable_tools._input_client import InputAnswerRejected, answer_input
 from durable_tools._run_decisions import with_decisions
 from durable_tools._run_handle import AgentRun
@@ -202,7 +207,7 @@ class DurableTools:
             revision=INPUT_REVISION,
         )
         options = {
-            "static_summary": f"{config.name}: {prompt[:120]}" if prompt else config.name,
+            "static_summary": start_summary(config, prompt),
             "search_attributes": await start_attributes(self.client, config),
             "versioning_override": start_versioning(config),
         }

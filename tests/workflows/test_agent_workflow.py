@@ -497,3 +497,15 @@ async def test_a_run_id_starts_with_its_agent_name(
     run = await tools.start("hi", config=AgentConfig(name=agent, model="scripted:none.json"))
     await run.handle.terminate("not needed")
     assert run.run_id.startswith(prefix) and len(run.run_id) == len(prefix) + 12
+
+
+async def test_a_prompt_cannot_plant_markdown_in_the_uis_summary(
+    client: Client, task_queue: str
+) -> None:
+    # The UI renders a run's summary as markdown, and a prompt may be an end user's text.
+    tools = DurableTools(client, task_queue)
+    prompt = "Pay [here](https://evil.example)\nnow `x`"
+    run = await tools.start(prompt, config=AgentConfig(name="desk", model="scripted:none.json"))
+    summary = await (await run.handle.describe()).static_summary()
+    await run.handle.terminate("not needed")
+    assert summary == r"desk: Pay \[here\]\(https://evil.example\) now \`x\`"
