@@ -93,7 +93,7 @@ async def test_schedule_create_trigger_skip_overlap_pause_delete(
         assert code == 0, err
         assert f"schedule {name} created (next runs: " in out and "-01-01 00:00:00 UTC" in out
 
-        listed = {s["schedule_id"]: s for s in await cli_json(capsys, "schedule", "list")}
+        listed = await listed_until(capsys, lambda found: name in found)
         assert listed[name]["cron"] == [NEVER_SOON]
         assert (listed[name]["agent_workflow"], listed[name]["paused"]) == (True, False)
 
