@@ -176,22 +176,29 @@ async def test_an_embedded_loop_has_every_handler_of_the_agent_workflow(
     assert ran == ["A1", "A1"]
 
 
+async def host_refunding(
+    client: Client, task_queue: str, tmp_path: Path, order: str
+) -> tuple[WorkflowHandle[Any, Any], AgentRun]:
+    """A host workflow whose embedded loop asks to refund `order`, and its `AgentRun`."""
+    step = calls(("r1", "refund", {"order_id": order}))
+    agent_input = AgentInput(
+        prompt=f"refund {order}",
+        config=AgentConfig(model=write_script(tmp_path, [step, answer("done")])),
+    )
+    host = await client.start_workflow(
+        EmbeddingWorkflow.run, agent_input, id=f"host-{task_queue}", task_queue=task_queue
+    )
+    return host, AgentRun(client, host.id, prefix="agent_")
+
+
 async def test_an_agent_run_handle_reaches_an_embedded_loop_by_its_prefix(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     ran: list[str] = []
-    step = calls(("r1", "refund", {"order_id": "B2"}))
-    agent_input = AgentInput(
-        prompt="refund B2",
-        config=AgentConfig(model=write_script(tmp_path, [step, answer("done")])),
-    )
     async with running_worker(
         client, refund_registry(ran), task_queue, workflows=[EmbeddingWorkflow]
     ):
-        host = await client.start_workflow(
-            EmbeddingWorkflow.run, agent_input, id=f"host-{task_queue}", task_queue=task_queue
-        )
-        run = AgentRun(client, host.id, prefix="agent_")
+        host, run = await host_refunding(client, task_queue, tmp_path, "B2")
         snapshot = await wait_for(run, lambda s: bool(s.pending_approvals))
         pending = snapshot.pending_approvals[0]
         assert (await run.timeline())[0].status == "awaiting_approval"
@@ -214,18 +221,10 @@ async def test_the_cli_shows_decides_and_steers_an_embedded_loop_by_its_prefix(
     client: Client, task_queue: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ran: list[str] = []
-    step = calls(("r1", "refund", {"order_id": "C3"}))
-    agent_input = AgentInput(
-        prompt="refund C3",
-        config=AgentConfig(model=write_script(tmp_path, [step, answer("done")])),
-    )
     async with running_worker(
         client, refund_registry(ran), task_queue, workflows=[EmbeddingWorkflow]
     ):
-        host = await client.start_workflow(
-            EmbeddingWorkflow.run, agent_input, id=f"host-{task_queue}", task_queue=task_queue
-        )
-        run = AgentRun(client, host.id, prefix="agent_")
+        host, run = await host_refunding(client, task_queue, tmp_path, "C3")
         pending = (await wait_for(run, lambda s: bool(s.pending_approvals))).pending_approvals[0]
         code, out, err = await cli(capsys, "show", host.id, "--prefix", "agent_")
         assert code == 0, err
