@@ -356,7 +356,7 @@ async def test_run_links_to_the_ui_the_server_recorded(
         dead.wait()
         record_ui(cli_env, "http://127.0.0.1:9411", dead.pid)
         again = await cli_json(capsys, "run", "hello", "--model", "scripted:none")
-        assert "9411" not in again["ui_url"]
+        assert not again["ui_url"].startswith("http://127.0.0.1:9411")  # the id may hold 9411
     finally:
         forget_ui(cli_env)
         for run_id in (started["run_id"], again["run_id"]):
