@@ -9,7 +9,6 @@ a question actually waiting) before it enters history, and resumes the call.
 
 from __future__ import annotations
 
-import shlex
 from typing import Any, Literal, Protocol
 
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
@@ -17,6 +16,7 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from durable_tools._render import terminal_safe
 from durable_tools.protocol._input_types import PendingInput
 from durable_tools.protocol._limits import check_handler_prefix
+from durable_tools.protocol._resume import answer_command
 
 __all__ = ["InputAnswerRejected", "answer_input", "render_pending_input"]
 
@@ -85,7 +85,6 @@ def render_pending_input(run_id: str, pending: PendingInput) -> str:
     if pending.deadline is not None:
         lines.append(f"  answer before {pending.deadline:%Y-%m-%d %H:%M:%S} UTC")
     lines.append(
-        f"  answer: durable-tools answer {terminal_safe(shlex.quote(run_id))} "
-        f"{terminal_safe(shlex.quote(pending.call_id))} --accept '{{...}}' | --decline | --cancel"
+        f"  answer: {terminal_safe(answer_command(run_id, pending.call_id))} | --decline | --cancel"
     )
     return "\n".join(lines)

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from durable_tools.protocol._policy import describe_policy
+from durable_tools.protocol._resume import reissue_command
 from durable_tools.workflows import (
     PendingApproval,
     PendingAuthorization,
@@ -230,9 +231,7 @@ def render_authorization(authorization: PendingAuthorization, run_id: str = "RUN
     text = f"{terminal_safe(head)}\n  open: {terminal_safe(authorization.authorization_url)}"
     if authorization.expires_at is not None:
         when = authorization.expires_at.isoformat(timespec="seconds")
-        reissue = (
-            f"durable-tools auth reissue {shlex.quote(run_id)} {shlex.quote(authorization.call_id)}"
-        )
+        reissue = reissue_command(run_id, authorization.call_id)
         text += f"\n  link expires {when} (then: {terminal_safe(reissue)})"
     if authorization.deadline is not None:
         text += f"\n  waits until {authorization.deadline.isoformat(timespec='seconds')}"

@@ -28,6 +28,7 @@ from durable_tools._callers._auth import decider_for
 from durable_tools._callers._tokens import User
 from durable_tools._encrypted import is_encrypted_payload_error
 from durable_tools.client import DurableTools
+from durable_tools.protocol._resume import answer_command, reissue_command
 from durable_tools.protocol._types import status_in
 from durable_tools.workflows import PendingApproval, RunSnapshot, RunStatus
 
@@ -127,8 +128,7 @@ def other_waits(run_id: str, agent: str | None, snapshot: RunSnapshot) -> list[O
                 asked.call_id,
                 asked.tool,
                 questions,
-                f"durable-tools answer {shlex.quote(run_id)} {shlex.quote(asked.call_id)} "
-                "--accept '{...}'",
+                answer_command(run_id, asked.call_id),
                 asked.requested_at,
                 asked.deadline,
             )
@@ -143,8 +143,8 @@ def other_waits(run_id: str, agent: str | None, snapshot: RunSnapshot) -> list[O
                 auth.call_id,
                 auth.tool,
                 f"the user's grant for {auth.provider}{scopes}",
-                f"the user opens the link sent to them; a new one: durable-tools auth "
-                f"reissue {shlex.quote(run_id)} {shlex.quote(auth.call_id)}",
+                "the user opens the link sent to them; a new one: "
+                + reissue_command(run_id, auth.call_id),
                 auth.requested_at,
                 auth.deadline,
             )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import html
-import shlex
 from dataclasses import dataclass
+
+from durable_tools.protocol._resume import reissue_command
 
 from ._delivery import Outcome
 from ._records import AuthorizationFailure, CompletedAuthorization, PendingAuthorization
@@ -74,10 +75,7 @@ def expired_page(pending: PendingAuthorization) -> HttpResponse:
     """A late click on an expired link: how to get a new one."""
     # The run is not told: it keeps waiting (until its own deadline, by its policy), and a
     # fresh link completes it. Telling it would end a wait a re-issued link may still serve.
-    command = (
-        f"durable-tools auth reissue {shlex.quote(pending.workflow_id)} "
-        f"{shlex.quote(pending.call_id)}"
-    )
+    command = reissue_command(pending.workflow_id, pending.call_id)
     return page(
         410,
         "This authorization link expired",

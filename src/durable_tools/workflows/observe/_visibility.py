@@ -16,6 +16,7 @@ from durable_tools.protocol._input_types import PendingInput
 from durable_tools.protocol._limits import MAX_REASON_CHARS, clip
 from durable_tools.protocol._policy import describe_policy
 from durable_tools.protocol._policy_types import ApprovalPolicy
+from durable_tools.protocol._resume import answer_command
 from durable_tools.protocol._run_io import REVISION_SHORT_START
 from durable_tools.protocol._types import PendingApproval, PendingAuthorization, RunStatus
 from durable_tools.workflows.run._state import RunState
@@ -144,8 +145,8 @@ def _how_to_resume(run_id: str, pending: object) -> str:
     if isinstance(pending, PendingInput):
         return (
             f"- waiting for the user to answer the question of `{pending.tool}` (call "
-            f"`{_unticked(pending.call_id)}`): `durable-tools answer {_word(run_id)} "
-            f"{_word(pending.call_id)} --accept '{{...}}' | --decline | --cancel`"
+            f"`{_unticked(pending.call_id)}`): "
+            f"`{answer_command(run_id, pending.call_id, word=_word)} | --decline | --cancel`"
         )
     assert isinstance(pending, PendingCallback)
     return (
