@@ -267,15 +267,12 @@ class DurableTools:
         model_settings: ModelSettings | None = None,
     ) -> SentMessage:
         """`send`, returning once the run took the message (update-with-start)."""
-        if config is None:
-            if model is None:
-                raise ValueError("give either model= or config=")
-            config = AgentConfig(model=model)
-        if config.session is None:
-            config = config.model_copy(update={"session": SessionConfig()})
         run_input, options = await self._start_args(
-            "", None, config, identity, granted_scopes, model_settings, None
+            "", model, config, identity, granted_scopes, model_settings, None
         )
+        if run_input.config.session is None:  # a session, whatever the config says
+            session = run_input.config.model_copy(update={"session": SessionConfig()})
+            run_input = run_input.model_copy(update={"config": session})
         start = start_operation(
             AgentWorkflow.run, run_input, id=session_id, task_queue=self.task_queue, **options
         )
