@@ -11,23 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import os
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
-from durable_tools.connection import connect
-from durable_tools.tools import FileSystemArtifactStore, ToolContext, ToolRegistry
-from durable_tools.worker import build_worker
+from worker_proc import append_line, serve
 
-
-def _append(path: Path, record: dict[str, Any]) -> None:
-    with open(path, "a") as handle:
-        handle.write(json.dumps(record) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+from durable_tools.tools import ToolContext, ToolRegistry
 
 
 def make_registry(work: Path) -> ToolRegistry:
@@ -37,7 +27,7 @@ def make_registry(work: Path) -> ToolRegistry:
 
     def seen(tool: str, ctx: ToolContext) -> None:
         record = {"tool": tool, "key": ctx.idempotency_key, "attempt": ctx.attempt}
-        _append(work / "calls.jsonl", {**record, "pid": os.getpid()})
+        append_line(work / "calls.jsonl", {**record, "pid": os.getpid()})
 
     @registry.tool(read_only=True)
     def count(n: int, ctx: ToolContext) -> int:
@@ -70,18 +60,7 @@ def make_registry(work: Path) -> ToolRegistry:
 
 
 async def main(address: str, task_queue: str, work: Path) -> None:
-    client = await connect(address)
-    worker = build_worker(
-        client,
-        make_registry(work),
-        task_queue=task_queue,
-        artifact_store=FileSystemArtifactStore(work / "artifacts"),
-    )
-    async with worker:
-        print("ready", flush=True)
-        started = time.monotonic()
-        while time.monotonic() - started < 600:  # never outlive a stuck test by much
-            await asyncio.sleep(1)
+    await serve(address, task_queue, work, make_registry(work))
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ from durable_tools.worker import build_worker, secrets_from_env
 STEP_SECONDS = 0.25
 
 
-def _append(path: Path, record: dict[str, Any]) -> None:
+def append_line(path: Path, record: dict[str, Any]) -> None:
     # One write of one line, with O_APPEND: lines of concurrent writers never interleave.
     with open(path, "a") as handle:
         handle.write(json.dumps(record) + "\n")
@@ -55,7 +55,7 @@ def make_registry(work: Path) -> ToolRegistry:
 
     def begin(ctx: ToolContext) -> int:
         details = ctx.heartbeat_details
-        _append(
+        append_line(
             work / "attempts.jsonl",
             {
                 "key": ctx.idempotency_key,
@@ -68,7 +68,7 @@ def make_registry(work: Path) -> ToolRegistry:
 
     def step_done(ctx: ToolContext, step: int) -> None:
         ctx.progress({"step": step})
-        _append(work / "progress.jsonl", {"step": step, "pid": os.getpid()})
+        append_line(work / "progress.jsonl", {"step": step, "pid": os.getpid()})
 
     def apply_once(ctx: ToolContext, steps: int, start: int) -> str:
         target = effects / hashlib.sha256(ctx.idempotency_key.encode()).hexdigest()
@@ -77,7 +77,7 @@ def make_registry(work: Path) -> ToolRegistry:
                 handle.write(ctx.idempotency_key)
         except FileExistsError:
             return f"already applied for {ctx.idempotency_key}"
-        _append(work / "applied.jsonl", {"key": ctx.idempotency_key, "pid": os.getpid()})
+        append_line(work / "applied.jsonl", {"key": ctx.idempotency_key, "pid": os.getpid()})
         return f"applied after {steps} steps (resumed at {start})"
 
     @registry.tool(idempotent=True, heartbeat_timeout=2.0, start_to_close_timeout=120)
@@ -102,7 +102,7 @@ def make_registry(work: Path) -> ToolRegistry:
     async def whoami(n: int) -> str:
         """Say which worker process ran this call."""
         await asyncio.sleep(0.05)
-        _append(work / "pids.jsonl", {"n": n, "pid": os.getpid()})
+        append_line(work / "pids.jsonl", {"n": n, "pid": os.getpid()})
         return f"pid {os.getpid()}"
 
     @registry.tool(read_only=True)
@@ -115,23 +115,31 @@ def make_registry(work: Path) -> ToolRegistry:
     return registry
 
 
-async def main(address: str, task_queue: str, work: Path) -> None:
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.DEBUG, format="%(asctime)s %(name)s %(message)s"
-    )
+async def serve(
+    address: str, task_queue: str, work: Path, registry: ToolRegistry, **options: Any
+) -> None:
+    """Run a worker for `registry` (artifacts under WORK_DIR), print `ready`, and poll
+    until the test kills this process (or ten minutes pass)."""
     client = await connect(address)
     worker = build_worker(
         client,
-        make_registry(work),
+        registry,
         task_queue=task_queue,
-        secrets=secrets_from_env(),
         artifact_store=FileSystemArtifactStore(work / "artifacts"),
+        **options,
     )
     async with worker:
         print("ready", flush=True)
         started = time.monotonic()
         while time.monotonic() - started < 600:  # never outlive a stuck test by much
             await asyncio.sleep(1)
+
+
+async def main(address: str, task_queue: str, work: Path) -> None:
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.DEBUG, format="%(asctime)s %(name)s %(message)s"
+    )
+    await serve(address, task_queue, work, make_registry(work), secrets=secrets_from_env())
 
 
 if __name__ == "__main__":
