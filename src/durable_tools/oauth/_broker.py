@@ -17,7 +17,7 @@ from temporalio.client import Client
 from durable_tools.oauth._flow import OAuthManager
 from durable_tools.oauth._records import AuthorizationFailure, CompletedAuthorization
 from durable_tools.protocol._limits import check_handler_prefix
-from durable_tools.protocol._types import AuthorizationCompleted
+from durable_tools.protocol._wait_types import AuthorizationCompleted
 from durable_tools.tools._context import Identity
 from durable_tools.tools._errors import ToolExecutionError
 from durable_tools.tools._spec import OAuthRequirement

@@ -17,7 +17,8 @@ from durable_tools.protocol._deciders import (
     may_decide,
     person_of,
 )
-from durable_tools.protocol._types import ApprovalDecision, ApprovalPolicy, PendingApproval
+from durable_tools.protocol._types import ApprovalPolicy
+from durable_tools.protocol._wait_types import ApprovalDecision, PendingApproval
 from durable_tools.tools._spec import ToolSpec
 
 __all__ = [

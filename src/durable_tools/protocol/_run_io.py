@@ -17,12 +17,8 @@ from durable_tools.protocol._input_types import PendingInput
 from durable_tools.protocol._policy_types import ApprovalPolicy, StandingGrant
 from durable_tools.protocol._records import RunEvent, ToolCallRecord
 from durable_tools.protocol._session_types import SessionCarried, SessionView
-from durable_tools.protocol._types import (
-    AgentConfig,
-    PendingApproval,
-    PendingAuthorization,
-    RunStatus,
-)
+from durable_tools.protocol._types import AgentConfig, RunStatus
+from durable_tools.protocol._wait_types import PendingApproval, PendingAuthorization
 from durable_tools.tools._catalog_pack import PackedCatalog
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef

@@ -4,7 +4,6 @@ The run's own input, result and views are in `_run_io`."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -17,10 +16,6 @@ from durable_tools.models._windows import context_window
 from durable_tools.protocol._code_mode import CodeMode
 from durable_tools.protocol._compaction import CompactionConfig
 from durable_tools.protocol._limits import (
-    MAX_CALL_ID_CHARS,
-    MAX_DECIDER_CHARS,
-    MAX_GRANT_REF_CHARS,
-    MAX_REASON_CHARS,
     MAX_STEER_CHARS,
 )
 from durable_tools.protocol._models import MAX_FALLBACK_MODELS, check_fallbacks, split_model_list
@@ -32,7 +27,6 @@ from durable_tools.protocol._notification_types import (
 )
 from durable_tools.protocol._policy_types import (
     ApprovalPolicy,
-    GrantRequest,
     PolicyChange,
 )
 from durable_tools.protocol._session_types import SessionConfig
@@ -42,9 +36,7 @@ from durable_tools.tools._spec import Transport
 __all__ = [
     "WAITING_STATUSES",
     "AgentConfig",
-    "ApprovalDecision",
     "ApprovalPolicy",
-    "AuthorizationCompleted",
     "AuthorizationPolicy",
     "CompactionConfig",
     "ExecutionStrategy",
@@ -52,8 +44,6 @@ __all__ = [
     "ModelSettings",
     "NotificationConfig",
     "NotificationEvent",
-    "PendingApproval",
-    "PendingAuthorization",
     "PolicyChange",
     "Price",
     "RunStatus",
@@ -332,45 +322,6 @@ class AgentConfig(WireModel):
         return self
 
 
-class PendingApproval(BaseModel):
-    """A tool call waiting for a person."""
-
-    call_id: str
-    tool: str
-    arguments: dict[str, Any]
-    """Redacted per the tool's redaction rule."""
-    arguments_hash: str
-    """sha256 of the exact validated arguments: a decision names it to bind itself to them."""
-    deciders: list[str] = Field(default_factory=list)
-    """Who may decide; empty means anyone."""
-    requested_at: datetime
-    deadline: datetime | None = None
-    escalated: bool = False
-    approvals_required: int = 1
-    """Distinct approvals needed (two-person rule)."""
-    approved_by: list[str] = Field(default_factory=list)
-    """Deciders who approved so far, while fewer than `approvals_required`."""
-    summary: str | None = None
-    """What the call does, in a line, from the tool's `approval_summary` (secret-marked
-    arguments never in it; at most 300 characters); None when the tool gives none."""
-
-
-class ApprovalDecision(BaseModel):
-    """A person's answer to a pending approval."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    call_id: str = Field(max_length=MAX_CALL_ID_CHARS)
-    approve: bool
-    decider: str = Field(default="anonymous", max_length=MAX_DECIDER_CHARS)
-    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
-    arguments_hash: str | None = Field(default=None, max_length=64)
-    """Must match the pending call's hash: approving exactly what was shown. Optional only
-    while the call id was used once in the run; a reused id needs it."""
-    grant: GrantRequest | None = None
-    """With an approval: approve and stop asking (a standing grant for this tool)."""
-
-
 class Steer(BaseModel):
     """A steering instruction for a run, sent with the `steer_turn` signal.
 
@@ -393,32 +344,3 @@ class Steer(BaseModel):
         if not instruction.strip():
             raise ValueError("the instruction must be non-empty text")
         return instruction
-
-
-class PendingAuthorization(BaseModel):
-    """A tool call waiting for a person to complete an OAuth authorization."""
-
-    call_id: str
-    tool: str
-    provider: str
-    scopes: list[str] = Field(default_factory=list)
-    authorization_url: str
-    requested_at: datetime
-    expires_at: datetime | None = None
-    """When the link stops working (the OAuth state's lifetime); None if unknown."""
-    deadline: datetime | None = None
-    """When the wait ends by the run's `AuthorizationPolicy`; None waits for ever."""
-    issued: int = 1
-    """How many links were issued for this wait (re-issues count)."""
-
-
-class AuthorizationCompleted(BaseModel):
-    """Sent by the OAuth callback when a person finished (or refused) an authorization."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    call_id: str = Field(max_length=MAX_CALL_ID_CHARS)
-    grant_ref: str | None = Field(default=None, max_length=MAX_GRANT_REF_CHARS)
-    """Opaque reference to the stored grant; never the token itself."""
-    error: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
-    """Set when the person refused or the exchange failed."""

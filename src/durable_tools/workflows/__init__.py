@@ -20,21 +20,23 @@ from durable_tools.protocol._run_io import AgentInput, AgentResult, CarriedState
 from durable_tools.protocol._session_types import SessionConfig, SessionReply, SessionView
 from durable_tools.protocol._types import (
     AgentConfig,
-    ApprovalDecision,
     ApprovalPolicy,
-    AuthorizationCompleted,
     AuthorizationPolicy,
     ExecutionStrategy,
     Limits,
     NotificationConfig,
-    PendingApproval,
-    PendingAuthorization,
     PolicyChange,
     Price,
     RunStatus,
     SlackTarget,
     Steer,
     WebhookTarget,
+)
+from durable_tools.protocol._wait_types import (
+    ApprovalDecision,
+    AuthorizationCompleted,
+    PendingApproval,
+    PendingAuthorization,
 )
 
 from .loop._agent import AgentWorkflow

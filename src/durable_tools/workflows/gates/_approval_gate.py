@@ -19,7 +19,8 @@ from durable_tools.messages import Message, ToolCall
 from durable_tools.protocol._approvals import arguments_hash, static_approval
 from durable_tools.protocol._policy import Verdict, criteria_for, screen
 from durable_tools.protocol._records import ToolCallRecord
-from durable_tools.protocol._types import ApprovalDecision, PendingApproval, RunStatus
+from durable_tools.protocol._types import RunStatus
+from durable_tools.protocol._wait_types import ApprovalDecision, PendingApproval
 from durable_tools.tools._approval_summary import call_summary
 from durable_tools.tools._formatting import redact_arguments
 from durable_tools.workflows.gates._decisions import PENDING_REFIT_PATCH

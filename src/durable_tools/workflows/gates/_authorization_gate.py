@@ -21,7 +21,8 @@ from temporalio.exceptions import ApplicationError
 from durable_tools._activities._types import PreflightResult
 from durable_tools.messages import Message
 from durable_tools.protocol._records import ToolCallRecord
-from durable_tools.protocol._types import AuthorizationCompleted, PendingAuthorization, RunStatus
+from durable_tools.protocol._types import RunStatus
+from durable_tools.protocol._wait_types import AuthorizationCompleted, PendingAuthorization
 from durable_tools.tools import ErrorKind
 from durable_tools.workflows.gates._approval_gate import preflight
 from durable_tools.workflows.gates._wait import (

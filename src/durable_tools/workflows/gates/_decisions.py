@@ -19,7 +19,7 @@ from durable_tools.protocol._limits import (
     payload_bytes,
 )
 from durable_tools.protocol._policy_types import BatchDecision, GrantRevocation, PolicyChange
-from durable_tools.protocol._types import ApprovalDecision, PendingApproval
+from durable_tools.protocol._wait_types import ApprovalDecision, PendingApproval
 from durable_tools.workflows.gates._grants import scope_key
 from durable_tools.workflows.observe._visibility import publish
 from durable_tools.workflows.run._state import RunState

@@ -29,7 +29,7 @@ from durable_tools.protocol._policy_types import (
     GrantLookup,
     StandingGrant,
 )
-from durable_tools.protocol._types import ApprovalDecision
+from durable_tools.protocol._wait_types import ApprovalDecision
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 

@@ -23,7 +23,7 @@ from durable_tools.protocol._policy_types import (
     Evaluation,
     EvaluationRequest,
 )
-from durable_tools.protocol._types import ApprovalDecision, PendingApproval
+from durable_tools.protocol._wait_types import ApprovalDecision, PendingApproval
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 

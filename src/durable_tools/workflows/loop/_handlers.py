@@ -29,14 +29,14 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.protocol._policy_types import BatchDecision, GrantRevocation
     from durable_tools.protocol._records import EventsPage, RunEvent, ToolCallRecord
     from durable_tools.protocol._session_types import SessionReply
-    from durable_tools.protocol._types import (
-        ApprovalDecision,
-        AuthorizationCompleted,
-        PendingAuthorization,
-        PolicyChange,
-    )
+    from durable_tools.protocol._types import PolicyChange
 from durable_tools.protocol._limits import check_handler_prefix
 from durable_tools.protocol._run_io import ConversationView, RunSnapshot
+from durable_tools.protocol._wait_types import (
+    ApprovalDecision,
+    AuthorizationCompleted,
+    PendingAuthorization,
+)
 from durable_tools.workflows.gates._authorization_gate import check_reissue, reissue
 from durable_tools.workflows.gates._callback_gate import (
     accept_callback_result,

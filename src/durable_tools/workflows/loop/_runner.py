@@ -25,7 +25,8 @@ from durable_tools.protocol._limits import (
     payload_bytes,
 )
 from durable_tools.protocol._run_io import AgentResult, RunSnapshot
-from durable_tools.protocol._types import ApprovalDecision, RunStatus
+from durable_tools.protocol._types import RunStatus
+from durable_tools.protocol._wait_types import ApprovalDecision
 from durable_tools.workflows.calls._pipeline import refuse_over_turn_limit, run_calls
 from durable_tools.workflows.catalog._run_catalog import catalog_summary, load_catalog
 from durable_tools.workflows.gates._decisions import check_decision_of, record_decision

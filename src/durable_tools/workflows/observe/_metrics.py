@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from temporalio import workflow
 
-from durable_tools.protocol._types import ApprovalDecision
+from durable_tools.protocol._wait_types import ApprovalDecision
 
 __all__ = [
     "APPROVALS_DECIDED",

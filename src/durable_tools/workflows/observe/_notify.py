@@ -24,10 +24,9 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 from durable_tools._activities._notify import NOTIFY_ACTIVITY, Notification, NotificationRequest
-from durable_tools.protocol._types import (
+from durable_tools.protocol._types import NotificationConfig, NotificationEvent
+from durable_tools.protocol._wait_types import (
     ApprovalDecision,
-    NotificationConfig,
-    NotificationEvent,
     PendingApproval,
     PendingAuthorization,
 )

@@ -18,7 +18,8 @@ from durable_tools.protocol._policy import describe_policy
 from durable_tools.protocol._policy_types import ApprovalPolicy
 from durable_tools.protocol._resume import answer_command
 from durable_tools.protocol._run_io import REVISION_SHORT_START
-from durable_tools.protocol._types import PendingApproval, PendingAuthorization, RunStatus
+from durable_tools.protocol._types import RunStatus
+from durable_tools.protocol._wait_types import PendingApproval, PendingAuthorization
 from durable_tools.workflows.run._state import RunState
 
 __all__ = ["FINAL", "publish", "unless_evicted"]

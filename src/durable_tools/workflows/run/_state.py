@@ -25,15 +25,12 @@ from durable_tools.protocol._options import ToolActivityOptions
 from durable_tools.protocol._policy_types import StandingGrant
 from durable_tools.protocol._records import RunEvent, ToolCallRecord
 from durable_tools.protocol._run_io import AgentInput
-from durable_tools.protocol._types import (
-    AgentConfig,
+from durable_tools.protocol._types import AgentConfig, ApprovalPolicy, RunStatus, Transport
+from durable_tools.protocol._wait_types import (
     ApprovalDecision,
-    ApprovalPolicy,
     AuthorizationCompleted,
     PendingApproval,
     PendingAuthorization,
-    RunStatus,
-    Transport,
 )
 from durable_tools.tools._catalog_pack import PackedCatalog
 from durable_tools.tools._context import Identity

@@ -1,0 +1,88 @@
+"""Wire types of the waits a person answers in the workflow: a call pending approval and
+the decision on it, a call pending the user's OAuth grant and the broker's word that it
+was given."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from durable_tools.protocol._limits import (
+    MAX_CALL_ID_CHARS,
+    MAX_DECIDER_CHARS,
+    MAX_GRANT_REF_CHARS,
+    MAX_REASON_CHARS,
+)
+from durable_tools.protocol._policy_types import GrantRequest
+
+__all__ = ["ApprovalDecision", "AuthorizationCompleted", "PendingApproval", "PendingAuthorization"]
+
+
+class PendingApproval(BaseModel):
+    """A tool call waiting for a person."""
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    """Redacted per the tool's redaction rule."""
+    arguments_hash: str
+    """sha256 of the exact validated arguments: a decision names it to bind itself to them."""
+    deciders: list[str] = Field(default_factory=list)
+    """Who may decide; empty means anyone."""
+    requested_at: datetime
+    deadline: datetime | None = None
+    escalated: bool = False
+    approvals_required: int = 1
+    """Distinct approvals needed (two-person rule)."""
+    approved_by: list[str] = Field(default_factory=list)
+    """Deciders who approved so far, while fewer than `approvals_required`."""
+    summary: str | None = None
+    """What the call does, in a line, from the tool's `approval_summary` (secret-marked
+    arguments never in it; at most 300 characters); None when the tool gives none."""
+
+
+class ApprovalDecision(BaseModel):
+    """A person's answer to a pending approval."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str = Field(max_length=MAX_CALL_ID_CHARS)
+    approve: bool
+    decider: str = Field(default="anonymous", max_length=MAX_DECIDER_CHARS)
+    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
+    arguments_hash: str | None = Field(default=None, max_length=64)
+    """Must match the pending call's hash: approving exactly what was shown. Optional only
+    while the call id was used once in the run; a reused id needs it."""
+    grant: GrantRequest | None = None
+    """With an approval: approve and stop asking (a standing grant for this tool)."""
+
+
+class PendingAuthorization(BaseModel):
+    """A tool call waiting for a person to complete an OAuth authorization."""
+
+    call_id: str
+    tool: str
+    provider: str
+    scopes: list[str] = Field(default_factory=list)
+    authorization_url: str
+    requested_at: datetime
+    expires_at: datetime | None = None
+    """When the link stops working (the OAuth state's lifetime); None if unknown."""
+    deadline: datetime | None = None
+    """When the wait ends by the run's `AuthorizationPolicy`; None waits for ever."""
+    issued: int = 1
+    """How many links were issued for this wait (re-issues count)."""
+
+
+class AuthorizationCompleted(BaseModel):
+    """Sent by the OAuth callback when a person finished (or refused) an authorization."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str = Field(max_length=MAX_CALL_ID_CHARS)
+    grant_ref: str | None = Field(default=None, max_length=MAX_GRANT_REF_CHARS)
+    """Opaque reference to the stored grant; never the token itself."""
+    error: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
+    """Set when the person refused or the exchange failed."""
