@@ -44,8 +44,8 @@ bytecode: $(STAMP)
 	$(PY) -m compileall -q src bench
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check --no-cache src tests bench examples
-	$(VENV)/bin/ruff format --no-cache --check src tests bench examples
+	$(VENV)/bin/ruff check --no-cache src tests bench examples docs/hooks
+	$(VENV)/bin/ruff format --no-cache --check src tests bench examples docs/hooks
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
