@@ -123,6 +123,14 @@ async def signed_in(url: str, token: str, **page_options: Any) -> AsyncIterator[
             await browser.close()
 
 
+async def pending_row(page: Any, url: str, agent: str, run: AgentRun) -> Any:
+    """The pending list's row of `run` (the list filtered to `agent`), once it shows."""
+    await page.goto(f"{url}/?agent={agent}")
+    row = page.locator("table.pending tbody tr").filter(has_text=run.run_id)
+    await playwright_api.expect(row).to_have_count(1, timeout=30_000)
+    return row
+
+
 async def test_the_approver_reads_what_the_call_does_for_whom_and_what_a_grant_allows(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -143,9 +151,7 @@ async def test_the_approver_reads_what_the_call_does_for_whom_and_what_a_grant_a
             served(inbox(tools, users)) as server,
             signed_in(server.url, users.alice) as page,
         ):
-            await page.goto(f"{server.url}/?agent={agent}")
-            row = page.locator("table.pending tbody tr").filter(has_text=run.run_id)
-            await playwright_api.expect(row).to_have_count(1, timeout=30_000)
+            row = await pending_row(page, server.url, agent, run)
             # The summary first; the raw arguments folded away.
             assert await row.locator(".summary").inner_text() == SUMMARY
             assert not await row.locator("code.args").is_visible()
@@ -209,9 +215,7 @@ async def test_a_value_that_imitates_the_tools_words_is_set_apart_on_the_page(
             served(inbox(tools, users)) as server,
             signed_in(server.url, users.alice) as page,
         ):
-            await page.goto(f"{server.url}/?agent={agent}")
-            row = page.locator("table.pending tbody tr").filter(has_text=run.run_id)
-            await playwright_api.expect(row).to_have_count(1, timeout=30_000)
+            row = await pending_row(page, server.url, agent, run)
             listed = row.locator(".summary")
             listed_values = await listed.locator("bdi.value").all_inner_texts()
             listed_text = await listed.inner_text()

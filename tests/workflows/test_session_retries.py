@@ -16,8 +16,6 @@ from typing import Any
 import pydantic_core
 import pytest
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
 
 from durable_tools.client import AgentRun, DurableTools, SessionRefused
 from durable_tools.protocol._session_types import (
@@ -28,10 +26,9 @@ from durable_tools.protocol._session_types import (
     message_digest,
 )
 from durable_tools.tools import ToolRegistry
-from durable_tools.worker import workflow_runner
-from durable_tools.workflows import AgentConfig, AgentWorkflow, RunStatus, SessionConfig
+from durable_tools.workflows import AgentConfig, RunStatus, SessionConfig
 from durable_tools.workflows.run._session import answered_key, bounded_answered
-from support import answer, calls, running_worker, wait_for, write_script
+from support import answer, assert_replays, calls, running_worker, wait_for, write_script
 
 CHARGES: Counter[str] = Counter()
 """Runs of `charge` by order, outside any workflow (what a payment provider would see)."""
@@ -105,13 +102,7 @@ async def test_a_retry_after_continue_as_new_gets_the_reply_and_runs_nothing_aga
     # with its outcome.
     assert events.count("session.retried") == 1
     # The run that answered the retry replays from its history (the patch marker's).
-    replayer = Replayer(
-        workflows=[AgentWorkflow],
-        data_converter=pydantic_data_converter,
-        workflow_runner=workflow_runner(strict=True),
-    )
-    replayed = await replayer.replay_workflow(retried_history, raise_on_replay_failure=False)
-    assert replayed.replay_failure is None, replayed.replay_failure
+    await assert_replays(retried_history)
 
 
 async def test_what_a_session_carries_for_retries_is_bounded_at_load(
