@@ -217,6 +217,11 @@ def check_message(state: RunState, text: object) -> None:
     if earlier is not None and isinstance(text, str):
         _check_retry(earlier, text)
         return
+    _check_new_message(state, text)
+
+
+def _check_new_message(state: RunState, text: object) -> None:
+    """Refuse a new message the session cannot take now (`check_message`'s checks)."""
     session = _check_open(state)
     if session.busy:
         raise refusal(
@@ -244,7 +249,9 @@ def take_message(state: RunState, text: object) -> int:
     Raises:
         ApplicationError: the message is refused (fails this update, not the run).
     """
-    check_message(state, text)
+    # A new message's checks, even under an answered id: `retried_reply` decided already
+    # (a history recorded before the retries were answered takes it as a new message).
+    _check_new_message(state, text)
     assert isinstance(text, str) and state.session is not None
     session = state.session
     session.messages += 1
