@@ -293,8 +293,8 @@ def _check_retry(earlier: AnsweredMessage, text: str) -> SessionReply:
     Raises:
         ApplicationError: (`REFUSED`) other text under the id, or a reply not kept.
     """
-    message_id = workflow.current_update_info()
-    shown = message_id.id[:100] if message_id is not None else earlier.id[:100]
+    info = workflow.current_update_info()
+    shown = (info.id if info is not None else earlier.id)[:100]
     if message_digest(text) != earlier.text_sha256:
         raise refusal(
             f"message id {shown} was taken by message {earlier.message}, with other text: "
