@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 from temporalio.client import Client, ScheduleActionStartWorkflow
-from temporalio.service import RPCError, RPCStatusCode
 
 import cli_support
-from cli_support import CliResult, cli
+from cli_support import cli, run_exists, start_input, usage_error
 from durable_tools.cli import build_parser
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import AgentInput, CodeMode, CompactionConfig
@@ -67,7 +66,7 @@ async def test_run_code_mode_runs_the_models_script_over_the_tools(
         ("s1/2", "balance", "completed"),
         ("s1/3", "balance", "completed"),
     ]
-    started = await _start_input(client, run_id)
+    started = await start_input(client, run_id)
     assert started.config.code_mode == CodeMode(max_host_calls=5)
 
 
@@ -108,12 +107,12 @@ async def test_run_compaction_reaches_the_runs_config(
     )
     await client.get_workflow_handle(known).terminate("only its start is read")
     assert code == 0 and "short and done" in out, err
-    started = await _start_input(client, run_id)
+    started = await start_input(client, run_id)
     assert started.config.compaction == CompactionConfig(
         window_tokens=32_000, threshold=0.7, keep_last=10, summarizer_model=model
     )
     assert known_run[0] == 0, known_run
-    compaction = (await _start_input(client, known)).config.compaction
+    compaction = (await start_input(client, known)).config.compaction
     assert compaction == CompactionConfig(window_tokens=128_000)
 
 
@@ -142,7 +141,7 @@ async def test_bad_code_mode_and_compaction_values_start_no_run(
     ]:
         refused = await usage_error(capsys, *base, flag, value)
         assert refused[0] == 2 and f"argument {flag}: {expected}" in refused[2], refused
-    assert not await _exists(client, run_id)
+    assert not await run_exists(client, run_id)
 
 
 @pytest.mark.parametrize(
@@ -201,31 +200,6 @@ def _settings_type(flag: str) -> Any:
     run = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     [action] = [a for a in run.choices["run"]._actions if flag in a.option_strings]
     return action.type
-
-
-async def usage_error(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
-    """A command line argparse refuses: (2, stdout, stderr)."""
-    with pytest.raises(SystemExit) as exited:
-        await cli(capsys, *args)
-    out, err = capsys.readouterr()
-    return int(str(exited.value.code)), out, err
-
-
-async def _start_input(client: Client, run_id: str) -> AgentInput:
-    first = (await client.get_workflow_handle(run_id).fetch_history()).events[0]
-    payloads = first.workflow_execution_started_event_attributes.input.payloads
-    [started] = await client.data_converter.decode(payloads, [AgentInput])
-    assert isinstance(started, AgentInput)
-    return started
-
-
-async def _exists(client: Client, run_id: str) -> bool:
-    try:
-        await client.get_workflow_handle(run_id).describe()
-    except RPCError as error:
-        assert error.status == RPCStatusCode.NOT_FOUND
-        return False
-    return True
 
 
 async def test_schedule_create_takes_the_same_code_mode_and_compaction_flags(

@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 from temporalio.client import Client
-from temporalio.service import RPCError, RPCStatusCode
 
 import cli_support
-from cli_support import CliResult, cli
+from cli_support import cli, run_exists, start_input, usage_error
 from durable_tools.client import DurableTools
 from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig, AgentInput, RunStatus, SessionConfig
+from durable_tools.workflows import AgentConfig, RunStatus, SessionConfig
 from fake_openai import FakeOpenAIServer, RecordedRequest, chat_completion
 from support import answer, calls, running_worker, wait_for, write_script
 
@@ -155,7 +154,7 @@ async def test_send_with_model_starts_the_session_and_without_says_how(
         # Running already: the same command sends (its start flags are not used again).
         second = await cli(capsys, "send", session_id, "more", "--model", model)
         run = DurableTools(client).run(session_id)
-        config = await _start_input(client, session_id)
+        config = await start_input(client, session_id)
         closed = await cli(capsys, "close", session_id)
         await run.result()
         ended = await cli(capsys, "send", session_id, "again", "--model", model)
@@ -201,31 +200,5 @@ async def test_send_refuses_start_flags_without_model_and_bad_values_start_nothi
     assert "name two runs" in refused[6][2]
     assert "took 'what did acc-1 spend?' as the session's id" in refused[7][2]
     assert "--idle-timeout is a session's: add --session" in refused[8][2]
-    assert not await _exists(client, session_id)
-    assert not await _exists(client, "what did acc-1 spend?")
-
-
-async def usage_error(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
-    """A command line argparse refuses: (2, stdout, stderr)."""
-    with pytest.raises(SystemExit) as exited:
-        await cli(capsys, *args)
-    out, err = capsys.readouterr()
-    return int(str(exited.value.code)), out, err
-
-
-async def _start_input(client: Client, run_id: str) -> AgentInput:
-    handle = client.get_workflow_handle(run_id)
-    first = (await handle.fetch_history()).events[0]
-    payloads = first.workflow_execution_started_event_attributes.input.payloads
-    [started] = await client.data_converter.decode(payloads, [AgentInput])
-    assert isinstance(started, AgentInput)
-    return started
-
-
-async def _exists(client: Client, run_id: str) -> bool:
-    try:
-        await client.get_workflow_handle(run_id).describe()
-    except RPCError as error:
-        assert error.status == RPCStatusCode.NOT_FOUND
-        return False
-    return True
+    assert not await run_exists(client, session_id)
+    assert not await run_exists(client, "what did acc-1 spend?")

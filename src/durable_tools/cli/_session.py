@@ -123,6 +123,8 @@ async def follow_reply(
         while not reply.done():
             await watcher.poll()
             await asyncio.wait({reply}, timeout=watcher.interval)
+        if reply.exception() is None:
+            await watcher.poll()  # what finished since the last look, and the new status
     finally:
         if not reply.done():
             reply.cancel()
