@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -126,7 +127,25 @@ async def test_run_session_then_send_twice_answers_in_one_conversation(
             third = await cli(capsys, "send", session_id, "and again?")
             status = await DurableTools(client).run(session_id).status()
             closed = await cli(capsys, "close", session_id)
+            # Without --wait: started with the prompt as message 1, answered meanwhile.
+            other = f"chat-{uuid.uuid4().hex[:8]}"
+            quick = await cli(
+                capsys,
+                *("run", "I am Bo", "--session", "--id", other),
+                *("--model", "openai:gpt-test", "--json"),
+            )
+            awaiting = RunStatus.AWAITING_MESSAGE
+            await wait_for(DurableTools(client).run(other), lambda s: s.status == awaiting)
+            after = await cli(capsys, "send", other, "who am I?")
+            await cli(capsys, "close", other)
     assert started[0] == 0, started
+    assert json.loads(quick[1]) == {
+        "run_id": other,
+        "ui_url": json.loads(quick[1])["ui_url"],
+        "task_queue": task_queue,
+        "session": True,
+    }, quick
+    assert after == (0, "heard: I am Bo | who am I?\n", ""), after
     assert "heard: my name is Ada" in started[1], started
     assert f'durable-tools send {session_id} "..."' in started[1], started
     assert second == (0, "heard: my name is Ada | what is my name?\n", ""), second

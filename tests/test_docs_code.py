@@ -42,7 +42,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from durable_tools.cli import build_parser
-from test_examples import EXAMPLES, PROGRAM, myapp_environment, myapp_worker
+from test_examples import EXAMPLES, PROGRAM, durable_tools, myapp_environment, myapp_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [
@@ -361,18 +361,7 @@ def test_blocks_marked_to_run_against_a_worker_run_as_shown(
             for words in shell_commands(block.code):
                 args = _durable_tools_args(words)
                 assert args is not None, f"{block.where}: only durable-tools commands run here"
-                done = subprocess.run(
-                    [PROGRAM, *args],
-                    cwd=EXAMPLES,
-                    env=environment,
-                    capture_output=True,
-                    text=True,
-                    timeout=120,
-                    check=False,
-                )
-                shown = f"{block.where}: durable-tools {shlex.join(args)}"
-                assert done.returncode == 0, f"{shown}\n{done.stdout}{done.stderr}"
-                printed += done.stdout
+                printed += durable_tools(environment, *args).stdout
             missing = printed_as_shown(printed, block.output or "")
             assert not missing, f"{block.where} printed no line like {missing}:\n{printed}"
 

@@ -154,28 +154,36 @@ def add_agent_flags(
         default="pinned",
         help="how a run follows new worker builds (docs/operations.md; default pinned)",
     )
-    p.add_argument(
+    _add_settings_flag(
+        p,
         "--code-mode",
-        nargs="?",
-        const=CodeMode(),
-        type=settings_of(CodeMode),
-        metavar="KEY=VALUE,...",
-        help="offer the model run_script, a Python script over the tools (docs/code-mode.md; "
-        "needs durable-tools[code] on the workers); optional bounds, e.g. "
-        f"max_host_calls=50 (keys: {', '.join(CodeMode.model_fields)})",
+        CodeMode,
+        "offer the model run_script, a Python script over the tools (docs/code-mode.md; "
+        "needs durable-tools[code] on the workers); optional bounds, e.g. max_host_calls=50",
     )
-    p.add_argument(
+    _add_settings_flag(
+        p,
         "--compaction",
-        nargs="?",
-        const=CompactionConfig(),
-        type=settings_of(CompactionConfig),
-        metavar="KEY=VALUE,...",
-        help="summarise older messages before the model's context fills up "
-        "(docs/compaction.md); optional settings, e.g. window_tokens=32000,keep_last=10 "
-        f"(keys: {', '.join(CompactionConfig.model_fields)}); a model whose window is not "
-        "known needs window_tokens",
+        CompactionConfig,
+        "summarise older messages before the model's context fills up (docs/compaction.md; "
+        "a model whose window is not known needs window_tokens); optional settings, e.g. "
+        "window_tokens=32000,keep_last=10",
     )
     add_run_policy_flags(p)
+
+
+def _add_settings_flag(
+    p: argparse._ActionsContainer, flag: str, model: type[BaseModel], what: str
+) -> None:
+    """`flag [KEY=VALUE,...]`: alone, `model`'s defaults; with settings, those fields."""
+    p.add_argument(
+        flag,
+        nargs="?",
+        const=model(),
+        type=settings_of(model),
+        metavar="KEY=VALUE,...",
+        help=f"{what} (keys: {', '.join(model.model_fields)})",
+    )
 
 
 def add_idle_timeout_flag(p: argparse._ActionsContainer) -> None:
