@@ -42,8 +42,9 @@ TAKE_TIMEOUT = 30.0
 
 
 def send_command(run_id: str) -> str:
-    """How the next message is sent to the session `run_id` (one shell word per id)."""
-    return f'durable-tools send {shlex.quote(run_id)} "..."'
+    """How the next message is sent to the session `run_id` (one shell word per id, safe
+    to print on a terminal)."""
+    return terminal_safe(f'durable-tools send {shlex.quote(run_id)} "..."')
 
 
 def add_session_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
