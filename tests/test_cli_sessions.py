@@ -177,6 +177,11 @@ async def test_send_with_model_starts_the_session_and_without_says_how(
         closed = await cli(capsys, "close", session_id)
         await run.result()
         ended = await cli(capsys, "send", session_id, "again", "--model", model)
+        hostile = f"\x1b]52;c;x\x07{session_id}"  # an id a terminal would act on
+        as_json = await cli(
+            capsys, "run", "hi", "--session", hostile, "--model", model, "--wait", "--json"
+        )
+        await cli(capsys, "close", hostile)
     assert missing[0] == 2 and missing[1] == "", missing
     assert missing[2].count("\n") == 1, missing  # one line
     assert f"no session {session_id}" in missing[2], missing
@@ -188,6 +193,11 @@ async def test_send_with_model_starts_the_session_and_without_says_how(
     assert config.config.session.idle_timeout_seconds == 600
     assert closed[0] == 0, closed
     assert ended[0] == 2 and "has ended" in ended[2], ended
+    assert as_json[0] == 0, as_json
+    reply = json.loads(as_json[1])
+    assert (reply["run_id"], reply["message"], reply["status"]) == (hostile, 1, "awaiting_message")
+    assert reply["answer"] == "hello there", reply
+    assert "\x1b" not in as_json[2] and "started session \\x1b]52" in as_json[2], as_json
 
 
 async def test_send_refuses_start_flags_without_model_and_bad_values_start_nothing(

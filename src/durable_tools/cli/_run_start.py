@@ -72,6 +72,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
     except WorkflowAlreadyStartedError:
         raise CliError(f"a run with id {run_id!r} already exists") from None
     what = "session" if session else "run"
+    shown = terminal_safe(run.run_id)  # an id may hold anything: the terminal acts on none
     if not args.wait:
         if args.json:
             dump_json(
@@ -83,9 +84,9 @@ async def cmd_run(args: argparse.Namespace) -> int:
                 }
             )
         else:
-            echo(f"started {what} {run.run_id} on task queue {tools.task_queue}")
+            echo(f"started {what} {shown} on task queue {terminal_safe(tools.task_queue)}")
             echo(f"UI: {run_link(run)}")
-            echo(f"follow it: durable-tools show {shlex.quote(run.run_id)}")
+            echo(f"follow it: durable-tools show {terminal_safe(shlex.quote(run.run_id))}")
             if session:
                 echo(f"after its answer, the next message: {send_command(run.run_id)}")
         return 0
@@ -94,7 +95,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         echo(line, err=args.json, flush=True)
 
-    progress(f"started {what} {run.run_id}")
+    progress(f"started {what} {shown}")
     progress(f"UI: {run_link(run)}")
     try:
         if session:
@@ -102,7 +103,8 @@ async def cmd_run(args: argparse.Namespace) -> int:
         outcome = await RunWatcher(run, out=progress, task_queue=tools.task_queue).watch()
     except (KeyboardInterrupt, asyncio.CancelledError):
         echo(
-            f"\nstopped following; the run goes on: durable-tools show {shlex.quote(run.run_id)}",
+            "\nstopped following; the run goes on: durable-tools show "
+            + terminal_safe(shlex.quote(run.run_id)),
             err=True,
         )
         raise
