@@ -75,7 +75,7 @@ def test_every_command_help_page_says_what_the_command_does(
     with pytest.raises(SystemExit):
         build_parser().parse_args(["schedule", "pause", "--help"])
     page = capsys.readouterr().out
-    assert "\n\nStop starting runs (runs already started go on).\n" in page, page
+    assert "\n\nstop starting runs (runs already started go on)\n" in page, page
 
 
 def test_every_command_that_reaches_temporal_takes_the_connection_flags() -> None:

@@ -309,7 +309,9 @@ def _describe_every_command(parser: argparse.ArgumentParser) -> None:
     """Give every sub-command (at any depth) without a description its help as one.
 
     `add_parser(help=...)` shows the help only in the parent's command list; the command's
-    own `--help` page would start with the bare usage line.
+    own `--help` page would start with the bare usage line. The text is the help's own, so
+    the generated CLI reference (docs/hooks/cli_reference.py), which prints a description
+    only where it differs from the help, does not say it twice.
     """
     for action in parser._actions:
         if not isinstance(action, argparse._SubParsersAction):
@@ -318,5 +320,5 @@ def _describe_every_command(parser: argparse.ArgumentParser) -> None:
         for name, command in action.choices.items():
             text = helps.get(name)
             if command.description is None and text:
-                command.description = f"{text[0].upper()}{text[1:]}."
+                command.description = text
             _describe_every_command(command)
