@@ -55,7 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--data-dir", help="state directory (default DURABLE_TOOLS_HOME or ~/.durable-tools)"
     )
-    p.add_argument("--port", type=int, default=7233, help="frontend gRPC port (default 7233)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="frontend gRPC port (default: the port of TEMPORAL_ADDRESS, else 7233)",
+    )
     p.add_argument("--ui-port", type=int, default=None, help="Web UI port (default port+1000)")
     p.add_argument("--headless", action="store_true", help="no Web UI")
     p.add_argument(

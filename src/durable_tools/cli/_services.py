@@ -8,6 +8,7 @@ import contextlib
 from datetime import timedelta
 from typing import Any
 
+from durable_tools.connection import resolve_address
 from durable_tools.server import DevServer, DevServerError
 from durable_tools.worker import (
     build_worker,
@@ -23,7 +24,6 @@ from ._oauth import oauth_broker
 from ._output import echo
 from ._signals import stop_on_signals
 from ._telemetry import worker_telemetry
-from ._ui import forget_ui, record_ui
 
 __all__ = ["cmd_demo", "cmd_server", "cmd_worker"]
 
@@ -33,34 +33,18 @@ async def cmd_server(args: argparse.Namespace) -> int:
     try:
         server = DevServer(
             args.data_dir,
-            port=args.port,
+            port=args.port if args.port is not None else _port_from_env(),
             ui_port=args.ui_port,
             headless=args.headless,
             ui_codec_endpoint=args.ui_codec_endpoint,
         )
     except ValueError as error:
         raise CliError(f"--ui-codec-endpoint: {error}", 2) from None
-    try:
-        await server.stop_leftover()  # one of this data dir whose parent was killed
-    except DevServerError as error:
-        raise CliError(str(error)) from None
-    # A server already answering there would make the new one fail to bind, and its
-    # readiness check would succeed against the old one: refuse up front.
-    try:
-        await connect_or_explain(server.address)
-    except CliError:
-        pass  # nothing answers: the port is ours
-    else:
-        raise CliError(
-            f"a Temporal server already answers at {server.address}: use it, or pick another --port"
-        )
     stop = stop_on_signals()
     try:
         await server.start()
     except DevServerError as error:
         raise CliError(str(error)) from None
-    # Where the UI listens (`--ui-port` included), for the links other commands print.
-    record_ui(server.address, server.ui_base, server.pid)
     echo(f"Temporal dev server at {server.address} (namespace {server.namespace})", flush=True)
     if server.ui_base:
         echo(f"Web UI: {server.ui_base}", flush=True)
@@ -72,12 +56,27 @@ async def cmd_server(args: argparse.Namespace) -> int:
                 await asyncio.wait_for(stop.wait(), 0.5)
     finally:
         crashed = not server.running
-        forget_ui(server.address)
         code = await server.stop()
     if crashed and not stop.is_set():
         raise CliError(f"the dev server exited with code {code}; see {server.log_path}", 1)
     echo("stopped", flush=True)
     return 0
+
+
+def _port_from_env() -> int:
+    """The port of `TEMPORAL_ADDRESS` (default 7233), the one every other command talks to.
+
+    Raises:
+        CliError: It names a host the embedded server cannot listen on.
+    """
+    address = resolve_address()
+    host, _, port = address.rpartition(":")
+    if host.strip("[]") not in ("127.0.0.1", "localhost") or not port.isdigit():
+        raise CliError(
+            f"TEMPORAL_ADDRESS is {address!r}, and the embedded server listens on 127.0.0.1 "
+            "only: pass --port, or unset TEMPORAL_ADDRESS"
+        )
+    return int(port)
 
 
 async def cmd_worker(args: argparse.Namespace) -> int:
