@@ -76,3 +76,60 @@ async def test_a_worker_names_the_extras_it_lacks_when_it_starts(
 
 def test_nothing_is_said_when_every_extra_is_there() -> None:
     assert missing_extras() == []
+
+
+# -- a missing extra is one line, not a traceback ----------------------------------------
+
+MCP_TOOLS_MODULE = """
+import sys
+
+from durable_tools.sources import McpStdio, attach_mcp_sync
+from durable_tools.tools import ToolRegistry
+
+registry = ToolRegistry()
+attach_mcp_sync(registry, McpStdio(sys.executable, ("-c", "pass"), name="calc"))
+"""
+
+
+def hidden_sdks_env(tmp_path: Path, client: Client, *modules: str) -> dict[str, str]:
+    """The environment of a CLI process in which `modules` look uninstalled."""
+    hide = "import sys\n" + "".join(f"sys.modules[{name!r}] = None\n" for name in modules)
+    (tmp_path / "sitecustomize.py").write_text(hide)
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": client.namespace,
+        "DURABLE_TOOLS_HOME": str(tmp_path / "home"),
+    }
+
+
+def durable_tools(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    program = Path(sys.executable).parent / "durable-tools"
+    return subprocess.run(
+        [str(program), *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def test_a_tools_module_needing_a_missing_extra_fails_in_one_line(
+    client: Client, tmp_path: Path
+) -> None:
+    (tmp_path / "mcp_tools.py").write_text(MCP_TOOLS_MODULE)
+    env = hidden_sdks_env(tmp_path, client, "mcp")
+    result = durable_tools("worker", "--tools", "mcp_tools", env=env)
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()  # before: the line, then the traceback
+    assert line.startswith("durable-tools: loading tools module 'mcp_tools' failed: ")
+    assert install_hint("mcp") in line
+
+
+def test_an_artifact_store_needing_a_missing_extra_fails_in_one_line(
+    client: Client, tmp_path: Path
+) -> None:
+    env = hidden_sdks_env(tmp_path, client, "aiobotocore")
+    env["DURABLE_TOOLS_ARTIFACTS"] = "s3://bucket/prefix"
+    result = durable_tools("worker", "--tools", "durable_tools.demo.tools", env=env)
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()  # before: a 37-line traceback
+    assert line.startswith("durable-tools: the artifact store s3://bucket/prefix needs: ")
+    assert install_hint("s3") in line
