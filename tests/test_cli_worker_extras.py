@@ -30,7 +30,7 @@ def ask_remote(question: str) -> str:
 HIDE_SDKS = """
 import sys
 
-for name in ("anthropic", "pydantic_ai", "a2a"):
+for name in ("openai", "anthropic", "pydantic_ai", "a2a", "pydantic_monty"):
     sys.modules[name] = None
 """
 
@@ -63,15 +63,23 @@ async def test_a_worker_names_the_extras_it_lacks_when_it_starts(
         worker.terminate()
         _, err = await asyncio.to_thread(worker.communicate, timeout=30)
     warnings = [line for line in err.splitlines() if line.startswith("warning: ")]
+    # Before: a line for each of the four providers, and nothing about code mode.
     assert len(warnings) == 3, err
-    anthropic, pydantic_ai, a2a = warnings
-    assert "model provider anthropic: runs with anthropic:MODEL fail" in anthropic
-    assert install_hint("anthropic") in anthropic
-    assert (
-        "model provider pydantic-ai" in pydantic_ai and install_hint("pydantic-ai") in pydantic_ai
+    providers, code_mode, a2a = warnings
+    assert "model providers not installed: openai, openai-responses, anthropic, pydantic-ai" in (
+        providers
     )
+    assert install_hint("anthropic", "openai", "pydantic-ai") in providers
+    assert "code mode cannot run on this worker" in code_mode
+    assert install_hint("code") in code_mode
     assert "A2A agents (1 tool): their calls fail" in a2a and install_hint("a2a") in a2a
-    assert "openai" not in " ".join(warnings)  # installed here: nothing to say
+
+
+def test_one_install_command_names_the_packages_of_several_extras() -> None:
+    both = install_hint("anthropic", "code")
+    assert both.startswith("pip install ")
+    assert "anthropic" in both and "pydantic-monty" in both
+    assert both.count("pip install") == 1
 
 
 def test_nothing_is_said_when_every_extra_is_there() -> None:

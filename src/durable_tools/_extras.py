@@ -18,24 +18,25 @@ __all__ = ["MissingExtraError", "install_hint", "missing_extra_in"]
 _EXTRA_MARKER = re.compile(r"""extra\s*==\s*['"]([^'"]+)['"]""")
 
 
-def install_hint(extra: str) -> str:
-    """`pip install '<req>' ...` for the packages of `extra`, from the installed metadata.
+def install_hint(*extras: str) -> str:
+    """`pip install '<req>' ...` for the packages of `extras`, from the installed metadata.
 
-    Falls back to installing the extra from a checkout when the metadata is missing (run
+    Falls back to installing the extras from a checkout when the metadata is missing (run
     from a source tree that was never installed).
     """
     try:
         requirements = importlib.metadata.requires("durable-tools") or []
     except importlib.metadata.PackageNotFoundError:
         requirements = []
-    wanted = []
+    wanted: list[str] = []
     for requirement in requirements:
         spec, _, marker = requirement.partition(";")
         found = _EXTRA_MARKER.search(marker)
-        if found and found.group(1) == extra:
-            wanted.append(spec.strip().replace(" ", ""))
+        package = spec.strip().replace(" ", "")
+        if found and found.group(1) in extras and package not in wanted:
+            wanted.append(package)
     if not wanted:
-        return f"pip install -e '.[{extra}]' (from a durable-tools checkout)"
+        return f"pip install -e '.[{','.join(extras)}]' (from a durable-tools checkout)"
     return "pip install " + " ".join(shlex.quote(r) for r in wanted)
 
 
