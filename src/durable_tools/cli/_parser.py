@@ -17,6 +17,7 @@ from ._events import cmd_events
 from ._flags import add_connection_flags, add_json_flag, add_prefix_flag
 from ._inbox_tokens import add_token_commands
 from ._lists import cmd_pending, cmd_runs
+from ._model_limits import add_model_limit_flag
 from ._oauth import cmd_auth_reissue
 from ._policy import add_policy_commands
 from ._run_filters import add_filter_flags
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="TOML/JSON OAuth providers, for tools that need a user's authorization",
     )
+    add_model_limit_flag(p)
     add_deployment_flags(p)
     add_telemetry_flags(p)
     add_connection_flags(p)

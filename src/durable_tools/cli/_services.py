@@ -11,6 +11,7 @@ from typing import Any
 from durable_tools.connection import resolve_address
 from durable_tools.server import DevServer, DevServerError
 from durable_tools.worker import (
+    ModelLimits,
     build_worker,
     missing_extras,
     secrets_from_env,
@@ -20,6 +21,7 @@ from durable_tools.worker import (
 from ._commands import load_tools
 from ._deployment import deployment_from_args
 from ._errors import CliError, connect_or_explain
+from ._model_limits import model_limits_from_args
 from ._oauth import oauth_broker
 from ._output import echo
 from ._signals import stop_on_signals
@@ -63,6 +65,19 @@ async def cmd_server(args: argparse.Namespace) -> int:
     return 0
 
 
+def _describe_limits(limits: dict[str, ModelLimits]) -> str:
+    """`openai:gpt-4.1 500/min 30000 tokens/min, ...`, or "none"."""
+    described = []
+    for spec, limit in limits.items():
+        parts = [spec]
+        if limit.requests_per_minute is not None:
+            parts.append(f"{limit.requests_per_minute:g}/min")
+        if limit.tokens_per_minute is not None:
+            parts.append(f"{limit.tokens_per_minute} tokens/min")
+        described.append(" ".join(parts))
+    return ", ".join(described) or "none"
+
+
 def _port_from_env() -> int:
     """The port of `TEMPORAL_ADDRESS` (default 7233), the one every other command talks to.
 
@@ -83,6 +98,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     """Run a worker for a registry until Ctrl-C or SIGTERM, then shut down gracefully."""
     registry = getattr(args, "registry", None) or load_tools(args.tools)
     version = deployment_from_args(args)
+    model_limits = model_limits_from_args(args)  # after the tools module's providers
     client = await connect_or_explain(flags=args, **worker_telemetry(args))
     task_queue = args.task_queue or task_queue_from_env()
     options: dict[str, Any] = {
@@ -99,6 +115,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         secrets=secrets,
         oauth=broker,
         deployment_version=version,
+        model_limits=model_limits,
         **options,
     )
     stop = stop_on_signals()
@@ -112,6 +129,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         f"task queue {task_queue}\n{versioned}"
         f"tools: {names}\nsecrets: {len(secrets)} from DURABLE_TOOLS_SECRET_*\n"
         f"OAuth: {'providers from ' + args.oauth_providers if broker else 'not configured'}\n"
+        f"model limits: {_describe_limits(model_limits)}\n"
         "Ctrl-C or SIGTERM to stop",
         flush=True,
     )
