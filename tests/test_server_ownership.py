@@ -204,7 +204,9 @@ def test_server_listens_on_the_port_of_temporal_address(tmp_path: Path) -> None:
 
 
 def test_server_refuses_a_temporal_address_it_cannot_listen_on(tmp_path: Path) -> None:
-    result = run_cli("server", env=cli_env(tmp_path, "temporal.example.com:7233"))
+    # A free port: were the host ignored, the server would start there, never on 7233.
+    remote = f"temporal.example.com:{free_port()}"
+    result = run_cli("server", "--headless", env=cli_env(tmp_path, remote), timeout=60)
     assert result.returncode == 2
     assert "TEMPORAL_ADDRESS" in result.stderr and "--port" in result.stderr
     assert "Traceback" not in result.stderr
