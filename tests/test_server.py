@@ -20,6 +20,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from durable_tools._server_process import PidFile, process_cmdline
+from durable_tools._server_ui import record_ui
 from durable_tools.connection import connect
 from durable_tools.search_attributes import SEARCH_ATTRIBUTES
 from durable_tools.server import (
@@ -51,6 +52,23 @@ def test_ui_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert ui_url("default", "a/b c").endswith("/workflows/a%2Fb%20c")
     monkeypatch.setenv("TEMPORAL_UI_URL", "https://temporal.example/")
     assert ui_url("ns", "x") == "https://temporal.example/namespaces/ns/workflows/x"
+
+
+@pytest.mark.parametrize(
+    "forged", ["javascript:alert(1)//", "http://", "data:text/html,x", "http://h/\nx", 42]
+)
+def test_a_recorded_ui_that_is_no_http_url_is_ignored(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, forged: object
+) -> None:
+    # The record becomes an href in the inbox: only an http(s) URL with a host is used.
+    monkeypatch.setenv("DURABLE_TOOLS_HOME", str(tmp_path))
+    monkeypatch.delenv("TEMPORAL_UI_URL", raising=False)
+    me = process_cmdline(os.getpid())
+    assert me is not None
+    record_ui("127.0.0.1:7300", "http://127.0.0.1:9400", os.getpid(), me)
+    assert ui_url("ns", "x", address="127.0.0.1:7300").startswith("http://127.0.0.1:9400/")
+    record_ui("127.0.0.1:7300", forged, os.getpid(), me)  # type: ignore[arg-type]
+    assert ui_url("ns", "x", address="127.0.0.1:7300").startswith("http://127.0.0.1:8300/")
 
 
 def test_command_line(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from durable_tools._server_locate import DEFAULT_UI_URL, default_data_dir
+from durable_tools._server_locate import DEFAULT_UI_URL, check_codec_endpoint, default_data_dir
 from durable_tools._server_process import process_cmdline
 from durable_tools.connection import resolve_address
 
@@ -76,7 +76,12 @@ def recorded_ui(address: str) -> tuple[bool, str | None]:
     if not isinstance(pid, int) or process_cmdline(pid) != cmdline:
         return False, None
     base = state.get("ui_base")
-    return True, base if isinstance(base, str) else None
+    if base is None:
+        return True, None  # headless
+    try:  # it becomes an href in the inbox: an http(s) URL with a host, or nothing
+        return True, check_codec_endpoint(base) if isinstance(base, str) else None
+    except ValueError:
+        return False, None
 
 
 def ui_base_for(address: str | None = None) -> tuple[bool, str]:
