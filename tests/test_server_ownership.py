@@ -29,6 +29,7 @@ from test_server import (
     recorded_child,
     start_cli_server,
     stop_cli_server,
+    wait_for_cmdline,
     wait_until_gone,
 )
 
@@ -123,6 +124,7 @@ async def test_a_server_whose_parent_still_runs_is_never_stopped(tmp_path: Path)
     cmd = DevServer(tmp_path, port=free_port(), headless=True).command()
     owned = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
+        assert wait_for_cmdline(owned.pid, cmd)  # exec'd: /proc shows the recorded command
         PidFile(tmp_path / "server.pid").write(owned.pid, cmd)  # parent: this process
         with pytest.raises(DevServerError, match=f"started by pid {os.getpid()}, which still runs"):
             await DevServer(tmp_path, port=free_port(), headless=True).start()
