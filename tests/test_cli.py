@@ -342,10 +342,13 @@ async def test_worker_runs_a_module_that_attaches_mcp(
 async def test_run_links_to_the_ui_the_server_recorded(
     client: Client, task_queue: str, cli_env: str, capsys: Any
 ) -> None:
-    from durable_tools.cli._ui import forget_ui, record_ui
+    from durable_tools._server_process import process_cmdline
+    from durable_tools._server_ui import forget_ui, record_ui
 
     # What `durable-tools server --ui-port 9411` records while it runs.
-    record_ui(cli_env, "http://127.0.0.1:9411", os.getpid())
+    me = process_cmdline(os.getpid())
+    assert me is not None
+    record_ui(cli_env, "http://127.0.0.1:9411", os.getpid(), me)
     try:
         started = await cli_json(capsys, "run", "hello", "--model", "scripted:none")
         assert started["ui_url"].startswith("http://127.0.0.1:9411/namespaces/")
@@ -354,10 +357,10 @@ async def test_run_links_to_the_ui_the_server_recorded(
         # A record left by a server that is gone is ignored.
         dead = subprocess.Popen([sys.executable, "-c", "pass"])
         dead.wait()
-        record_ui(cli_env, "http://127.0.0.1:9411", dead.pid)
+        record_ui(cli_env, "http://127.0.0.1:9411", dead.pid, me)
         again = await cli_json(capsys, "run", "hello", "--model", "scripted:none")
         assert not again["ui_url"].startswith("http://127.0.0.1:9411")  # the id may hold 9411
     finally:
-        forget_ui(cli_env)
+        forget_ui(cli_env, dead.pid)
         for run_id in (started["run_id"], again["run_id"]):
             await DurableTools(client, task_queue).run(run_id).handle.terminate("test over")

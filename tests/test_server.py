@@ -20,6 +20,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from durable_tools._server_process import PidFile, process_cmdline
+from durable_tools._server_ui import record_ui
 from durable_tools.connection import connect
 from durable_tools.search_attributes import SEARCH_ATTRIBUTES
 from durable_tools.server import (
@@ -43,12 +44,31 @@ def test_find_temporal_cli() -> None:
     assert Path(find_temporal_cli()).name.startswith("temporal")
 
 
-def test_ui_url(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ui_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DURABLE_TOOLS_HOME", str(tmp_path))  # no server recorded there
+    monkeypatch.delenv("TEMPORAL_ADDRESS", raising=False)
     monkeypatch.delenv("TEMPORAL_UI_URL", raising=False)
     assert ui_url("default", "run-1") == "http://127.0.0.1:8233/namespaces/default/workflows/run-1"
     assert ui_url("default", "a/b c").endswith("/workflows/a%2Fb%20c")
     monkeypatch.setenv("TEMPORAL_UI_URL", "https://temporal.example/")
     assert ui_url("ns", "x") == "https://temporal.example/namespaces/ns/workflows/x"
+
+
+@pytest.mark.parametrize(
+    "forged", ["javascript:alert(1)//", "http://", "data:text/html,x", "http://h/\nx", 42]
+)
+def test_a_recorded_ui_that_is_no_http_url_is_ignored(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, forged: object
+) -> None:
+    # The record becomes an href in the inbox: only an http(s) URL with a host is used.
+    monkeypatch.setenv("DURABLE_TOOLS_HOME", str(tmp_path))
+    monkeypatch.delenv("TEMPORAL_UI_URL", raising=False)
+    me = process_cmdline(os.getpid())
+    assert me is not None
+    record_ui("127.0.0.1:7300", "http://127.0.0.1:9400", os.getpid(), me)
+    assert ui_url("ns", "x", address="127.0.0.1:7300").startswith("http://127.0.0.1:9400/")
+    record_ui("127.0.0.1:7300", forged, os.getpid(), me)  # type: ignore[arg-type]
+    assert ui_url("ns", "x", address="127.0.0.1:7300").startswith("http://127.0.0.1:8300/")
 
 
 def test_command_line(tmp_path: Path) -> None:
@@ -182,6 +202,20 @@ def stop_cli_server(process: subprocess.Popen[str]) -> str:
     return out
 
 
+def start_orphan(cmd: list[str], data_dir: Path) -> int:
+    """Start `cmd` as a leftover would be: from a parent (a shell) that is gone, recorded in
+    `server.pid` as a `DevServer` would have recorded it. Returns its pid."""
+    shell = subprocess.run(
+        ["sh", "-c", '"$@" >/dev/null 2>&1 </dev/null & echo $$ $!', "sh", *cmd],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    parent, pid = (int(part) for part in shell.stdout.split())
+    PidFile(data_dir / "server.pid").write(pid, cmd, parent=parent)
+    return pid
+
+
 def recorded_child(data_dir: Path) -> tuple[int, list[str]]:
     record = json.loads((data_dir / "server.pid").read_text())
     return int(record["pid"]), list(record["cmdline"])
@@ -213,29 +247,26 @@ def test_server_command_stops_a_leftover_of_its_data_dir(tmp_path: Path) -> None
     # it directly and recording it as a DevServer would have).
     port = free_port()
     cmd = DevServer(tmp_path, port=port, headless=True).command()
-    leftover = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    leftover = start_orphan(cmd, tmp_path)
     try:
-        PidFile(tmp_path / "server.pid").write(leftover.pid, cmd)
-
+        assert wait_for_cmdline(leftover, cmd)
         server = start_cli_server(tmp_path, port)  # before: "already answers" and exit 2
         try:
-            assert leftover.poll() is not None  # stopped and reaped by us, its parent
+            assert not alive_as(leftover, cmd)  # stopped before ours started
             child, _ = recorded_child(tmp_path)
-            assert child != leftover.pid
+            assert child != leftover
         finally:
             stop_cli_server(server)
     finally:
-        if leftover.poll() is None:
-            leftover.kill()
-        leftover.wait()
+        if alive_as(leftover, cmd):
+            os.kill(leftover, signal.SIGKILL)
 
 
 async def test_start_stops_a_leftover_and_keeps_its_state(tmp_path: Path) -> None:
     port = free_port()
     cmd = DevServer(tmp_path, port=port, headless=True).command()
-    leftover = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    leftover = start_orphan(cmd, tmp_path)
     try:
-        PidFile(tmp_path / "server.pid").write(leftover.pid, cmd)
         workflow_id = f"left-{uuid.uuid4()}"
         old = None
         for _ in range(300):  # the leftover's own startup
@@ -251,15 +282,14 @@ async def test_start_stops_a_leftover_and_keeps_its_state(tmp_path: Path) -> Non
 
         # Another port too: the leftover holds the database, whatever port it listens on.
         async with DevServer(tmp_path, port=free_port(), headless=True) as server:
-            assert leftover.wait(timeout=30) is not None
+            assert not alive_as(leftover, cmd)
             assert server.client is not None
             handle = server.client.get_workflow_handle(workflow_id)
             assert (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
             await handle.terminate("test done")
     finally:
-        if leftover.poll() is None:
-            leftover.kill()
-        leftover.wait()
+        if alive_as(leftover, cmd):
+            os.kill(leftover, signal.SIGKILL)
 
 
 async def test_a_pid_file_naming_an_unrelated_process_is_left_alone(tmp_path: Path) -> None:

@@ -63,8 +63,10 @@ class RunBase:
 
     @property
     def ui_url(self) -> str:
-        """The run's page in the Temporal UI."""
-        return ui_url(self.client.namespace, self.run_id)
+        """The run's page in the Temporal UI (`TEMPORAL_UI_URL`, else the UI the embedded
+        server on the run's address recorded, else the default next to it)."""
+        address = self.client.service_client.config.target_host
+        return ui_url(self.client.namespace, self.run_id, address=address)
 
     async def status(self) -> RunSnapshot:
         """What the run is doing now (a query; needs a worker, also for ended runs)."""

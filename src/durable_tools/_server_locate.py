@@ -6,7 +6,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 __all__ = [
     "DEFAULT_UI_URL",
@@ -14,7 +14,6 @@ __all__ = [
     "check_codec_endpoint",
     "default_data_dir",
     "find_temporal_cli",
-    "ui_url",
 ]
 
 DEFAULT_UI_URL = "http://127.0.0.1:8233"
@@ -49,18 +48,6 @@ def default_data_dir() -> Path:
     """`DURABLE_TOOLS_HOME`, else `~/.durable-tools`."""
     home = os.environ.get("DURABLE_TOOLS_HOME")
     return Path(home).expanduser() if home else Path.home() / ".durable-tools"
-
-
-def ui_url(namespace: str, workflow_id: str, *, base: str | None = None) -> str:
-    """Link to a workflow in the Temporal Web UI.
-
-    Args:
-        namespace: The run's namespace.
-        workflow_id: The run's workflow id (escaped in the URL).
-        base: The UI's base URL; default `TEMPORAL_UI_URL`, else http://127.0.0.1:8233.
-    """
-    root = (base or os.environ.get("TEMPORAL_UI_URL") or DEFAULT_UI_URL).rstrip("/")
-    return f"{root}/namespaces/{quote(namespace, safe='')}/workflows/{quote(workflow_id, safe='')}"
 
 
 def check_codec_endpoint(url: str | None) -> str | None:

@@ -5,15 +5,27 @@ at the address and otherwise starts a dev server that keeps its state in a SQLit
 the data directory (`DURABLE_TOOLS_HOME`, default `~/.durable-tools`), so runs survive a
 restart of the server as well as of the workers.
 
-The `temporal` child never outlives its parent for long. On Linux it is started with a
-parent-death signal (SIGTERM), so a `kill -9` of the Python process stops it too; and a pid
-file in the data directory (`server.pid`: the child's pid and command line) lets the next
-`start()` find a dev server of the same data directory that survived anyway (another OS, a
-child stuck in shutdown) and stop it before starting afresh, instead of failing on a port
-or a database that is still held.
+One data directory, one server: its SQLite file is not safe to share. A `DevServer` holds an
+exclusive lock on `server.lock` in the data directory from `start()` to `stop()` (the kernel
+drops it when the process dies, even of `kill -9`), and a second `start()` on that data
+directory, in this process or another, fails naming the server that runs there instead of
+touching it.
 
-Finding the binary, the data directory and the UI is in `_server_locate`, registering the
-search attributes in `_server_attributes`; their public names are re-exported here.
+The `temporal` child never outlives its parent for long, unless it is started `detached`
+(`demo --keep-server`). On Linux it is started with a parent-death signal (SIGTERM), so a
+`kill -9` of the Python process stops it too; and a pid file in the data directory
+(`server.pid`: the child's pid, command line and parent) lets the next `start()` find a dev
+server of the same data directory that survived anyway (another OS, a child stuck in
+shutdown) and stop it before starting afresh, instead of failing on a port or a database
+that is still held. Only such an orphan is stopped: never a server whose parent still holds
+the lock or is still its parent, nor a detached one.
+
+While it runs, a started server records where its Web UI is (`_server_ui`), so the links
+other processes print follow `--ui-port`.
+
+Finding the binary and the data directory is in `_server_locate`, the UI links in
+`_server_ui`, registering the search attributes in `_server_attributes`; their public names
+are re-exported here.
 """
 
 from __future__ import annotations
@@ -35,6 +47,7 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError
 
+from durable_tools._file_lock import try_lock_file
 from durable_tools._server_attributes import CLI_TYPE_NAMES, ensure_search_attributes
 from durable_tools._server_locate import (
     DEFAULT_UI_URL,
@@ -42,20 +55,22 @@ from durable_tools._server_locate import (
     check_codec_endpoint,
     default_data_dir,
     find_temporal_cli,
-    ui_url,
 )
-from durable_tools._server_process import PidFile, spawn, stop_process
+from durable_tools._server_process import PidFile, ServerRecord, spawn, stop_process
+from durable_tools._server_ui import UI_URL_ENV, forget_ui, record_ui, ui_base_for, ui_url
 from durable_tools.connection import connect, resolve_address, resolve_namespace
 from durable_tools.search_attributes import SEARCH_ATTRIBUTES
 
 __all__ = [
     "DEFAULT_UI_URL",
+    "UI_URL_ENV",
     "DevServer",
     "DevServerError",
     "default_data_dir",
     "ensure_search_attributes",
     "ensure_server",
     "find_temporal_cli",
+    "ui_base_for",
     "ui_url",
 ]
 
@@ -70,6 +85,16 @@ def _uses_database(cmdline: Sequence[str], db_path: Path) -> bool:
     if args[1:3] != ["server", "start-dev"] or "--db-filename" not in args[:-1]:
         return False
     return Path(args[args.index("--db-filename") + 1]).resolve() == db_path.resolve()
+
+
+def _address_of(cmdline: Sequence[str]) -> str:
+    """host:port a `temporal server start-dev` command line listens on."""
+    args = list(cmdline)
+
+    def flag(name: str, default: str) -> str:
+        return args[args.index(name) + 1] if name in args[:-1] else default
+
+    return f"{flag('--ip', '127.0.0.1')}:{flag('--port', '7233')}"
 
 
 def _split_address(address: str) -> tuple[str, int]:
@@ -111,6 +136,8 @@ class DevServer:
         startup_timeout: Seconds to wait for the frontend to answer.
         stop_grace: Seconds between SIGTERM and SIGKILL when stopping.
         cli_path: The `temporal` binary; default `find_temporal_cli()`.
+        detached: Let the server outlive this process (no parent-death signal, a session
+            of its own); end this process's hold with `leave_running()` instead of `stop()`.
     """
 
     def __init__(
@@ -128,6 +155,7 @@ class DevServer:
         startup_timeout: float = 30.0,
         stop_grace: float = 10.0,
         cli_path: str | None = None,
+        detached: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
         self.ip = ip
@@ -141,10 +169,12 @@ class DevServer:
         self.startup_timeout = startup_timeout
         self.stop_grace = stop_grace
         self.cli_path = cli_path
+        self.detached = detached
         self.client: Client | None = None
         """Connected once `start()` returns."""
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._lock: int | None = None  # the descriptor holding `lock_path` while we own it
 
     @property
     def address(self) -> str:
@@ -167,6 +197,11 @@ class DevServer:
         return self.data_dir / "server.pid"
 
     @property
+    def lock_path(self) -> Path:
+        """Held by the one `DevServer` that owns this data directory, while it runs."""
+        return self.data_dir / "server.lock"
+
+    @property
     def ui_base(self) -> str | None:
         """The Web UI's base URL, None when headless."""
         return None if self.headless else f"http://{self.ip}:{self.ui_port}"
@@ -182,7 +217,11 @@ class DevServer:
         return self._process is not None and self._process.poll() is None
 
     def ui_url(self, workflow_id: str) -> str:
-        """Link to a workflow in this server's UI."""
+        """Link to a workflow in this server's UI.
+
+        Raises:
+            DevServerError: The server runs headless.
+        """
         if self.ui_base is None:
             raise DevServerError("the server runs headless: it has no Web UI")
         return ui_url(self.namespace, workflow_id, base=self.ui_base)
@@ -226,21 +265,43 @@ class DevServer:
             A client on the server's namespace (with the project's data converter).
 
         Raises:
-            DevServerError: The process exited early or never answered in time; the message
-                names the log file.
+            DevServerError: Another server runs on this data directory (its SQLite file is
+                not safe to share) or already answers at the address; or the process exited
+                early or never answered in time (the message names the log file).
         """
         if self.running:
             raise DevServerError(f"the dev server already runs (pid {self.pid})")
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        await self.stop_leftover()
-        cmd = self.command()
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the process
-        self._log.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n".encode())
-        self._log.flush()
-        self._process = await spawn(
-            cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
-        )
-        PidFile(self.pid_path).write(self._process.pid, cmd)
+        self._take_lock()
+        try:
+            await self.stop_leftover()
+            # Checked after a leftover of this data dir is gone (it may hold the port): a
+            # server that still answers would make ours fail to bind while the readiness
+            # check succeeded against it.
+            if await _try_connect(self.address, self.namespace, timeout=2.0) is not None:
+                raise DevServerError(
+                    f"a Temporal server already answers at {self.address}: use it, or pick "
+                    "another port"
+                )
+            cmd = self.command()
+            self._log = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the process
+            self._log.write(
+                f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n".encode()
+            )
+            self._log.flush()
+            self._process = await spawn(
+                cmd,
+                detached=self.detached,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+            )
+        except BaseException:
+            self._close_log()
+            self._release()
+            raise
+        PidFile(self.pid_path).write(self._process.pid, cmd, detached=self.detached)
+        record_ui(self.address, self.ui_base, self._process.pid, cmd)
         try:
             self.client = await self._wait_ready()
             # The CLI registers the attributes at launch; this also covers a data dir created
@@ -251,6 +312,30 @@ class DevServer:
             raise
         return self.client
 
+    def _take_lock(self) -> None:
+        """Own the data directory, or fail naming the server that owns it."""
+        if self._lock is not None:
+            return
+        self._lock = try_lock_file(self.lock_path)
+        if self._lock is None:
+            raise DevServerError(self._owned_elsewhere(PidFile(self.pid_path).live()))
+
+    def _release(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            os.close(lock)
+
+    def _owned_elsewhere(self, record: ServerRecord | None, why: str = "") -> str:
+        """Why this data directory is not ours to start a server on."""
+        runs = "another dev server runs on"
+        if record is not None:
+            runs = f"a dev server (pid {record.pid}, at {_address_of(record.cmdline)}) runs on"
+        return (
+            f"{runs} {self.data_dir}{why}; two servers on one SQLite file are not safe: use "
+            "that one (set TEMPORAL_ADDRESS to its address), or pass another data directory "
+            "(--data-dir or DURABLE_TOOLS_HOME)"
+        )
+
     async def stop_leftover(self) -> int | None:
         """Stop a dev server of this data directory that outlived the process that started it.
 
@@ -259,21 +344,44 @@ class DevServer:
         is all the state there is, so a fresh server on that file loses nothing. It is only
         signalled if `server.pid` names a live process whose command line is exactly the
         recorded one and uses this data directory's database (never a process that took
-        over the pid); it gets SIGTERM, then SIGKILL after `stop_grace` seconds.
+        over the pid), and only if it is an orphan: nobody holds the data directory's lock,
+        the process that started it is no longer its parent, and it was not started
+        detached to run on alone. It gets SIGTERM, then SIGKILL after `stop_grace` seconds.
 
         Returns:
-            The pid of the stopped leftover, or None if there was none.
+            The pid of the stopped leftover, or None if there was none (or the server found
+            is owned by a live process).
 
         Raises:
-            DevServerError: The leftover survived SIGKILL.
+            DevServerError: The server found was started detached or its parent still
+                runs (it is not ours to stop), or the leftover survived SIGKILL.
         """
+        if self._lock is None:
+            lock = try_lock_file(self.lock_path)
+            if lock is None:
+                return None  # its owner is alive: not a leftover
+            try:
+                return await self._stop_orphan()
+            finally:
+                os.close(lock)
+        return await self._stop_orphan()
+
+    async def _stop_orphan(self) -> int | None:
         pid_file = PidFile(self.pid_path)
         found = pid_file.live()
         if found is None:
             return None
-        pid, cmdline = found
+        pid, cmdline = found.pid, found.cmdline
         if not _uses_database(cmdline, self.db_path):
             return None  # someone else's record: not ours to act on
+        if found.detached:
+            raise DevServerError(
+                self._owned_elsewhere(found, f", detached to run on alone (stop it: kill {pid})")
+            )
+        if found.parent_lives():
+            raise DevServerError(
+                self._owned_elsewhere(found, f", started by pid {found.parent}, which still runs")
+            )
         logger.warning(
             "a dev server of %s outlived its parent (pid %d): stopping it", self.data_dir, pid
         )
@@ -281,7 +389,7 @@ class DevServer:
             raise DevServerError(
                 f"a leftover dev server of {self.data_dir} (pid {pid}) survived SIGKILL"
             )
-        pid_file.remove()
+        pid_file.remove(pid)
         return pid
 
     async def _wait_ready(self) -> Client:
@@ -329,11 +437,37 @@ class DevServer:
                     process.kill()
                     await asyncio.to_thread(process.wait)
             code = process.returncode
-            PidFile(self.pid_path).remove()
+            forget_ui(self.address, process.pid)
+            PidFile(self.pid_path).remove(process.pid)
+        self._close_log()
+        self._release()
+        return code
+
+    def leave_running(self) -> int:
+        """Let a `detached` server run on after this process ends; returns its pid.
+
+        Releases the data directory's lock and forgets the process, keeping `server.pid`
+        and the UI record: a later `start()` on this data directory then refuses to start
+        beside it (and never stops it), and links keep finding its UI.
+
+        Raises:
+            DevServerError: The server is not running, or was not started detached (its
+                parent-death signal would stop it when this process ends).
+        """
+        if not self.detached:
+            raise DevServerError("only a server started detached can be left running")
+        process = self._process
+        if process is None or process.poll() is not None:
+            raise DevServerError("the dev server is not running")
+        self._process, self.client = None, None
+        self._close_log()
+        self._release()
+        return process.pid
+
+    def _close_log(self) -> None:
         if self._log is not None:
             self._log.close()
             self._log = None
-        return code
 
     async def __aenter__(self) -> DevServer:
         await self.start()
@@ -356,6 +490,7 @@ async def ensure_server(
     ui_port: int | None = None,
     headless: bool = False,
     startup_timeout: float = 30.0,
+    detached: bool = False,
 ) -> tuple[Client, DevServer | None]:
     """A client on a server at the address, starting an embedded dev server if none answers.
 
@@ -370,6 +505,7 @@ async def ensure_server(
         ui_port: For a started server; default port + 1000.
         headless: Start the server without the Web UI.
         startup_timeout: Seconds to wait for a started server.
+        detached: Start it to outlive this process (see `DevServer.leave_running`).
 
     Returns:
         The client, and the `DevServer` this call started (the caller stops it), or None.
@@ -394,5 +530,6 @@ async def ensure_server(
         headless=headless,
         namespace=ns,
         startup_timeout=startup_timeout,
+        detached=detached,
     )
     return await server.start(), server

@@ -16,6 +16,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from durable_tools._extras import missing_extra_in
+
 from ._commands import preload_tools
 from ._errors import CliError
 from ._output import echo
@@ -63,5 +65,13 @@ def _main(argv: Sequence[str] | None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except Exception as error:
+        # An optional feature without its extra (an s3:// artifact store without
+        # aiobotocore): its message names the install command; a traceback adds nothing.
+        missing = missing_extra_in(error)
+        if missing is None:
+            raise
+        echo(f"durable-tools: {missing}", err=True)
+        return 2
     sys.stdout.flush()
     return code

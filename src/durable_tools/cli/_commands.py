@@ -19,6 +19,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_tools import search_attributes as sa
 from durable_tools._client_start import check_model_spec
+from durable_tools._extras import missing_extra_in
 from durable_tools._input_client import render_pending_input
 from durable_tools._render import render_approval, render_snapshot, running_calls, terminal_safe
 from durable_tools._render_tools import render_tool, tool_json
@@ -66,6 +67,8 @@ def load_tools(target: str) -> ToolRegistry:
     except ValueError as error:
         raise CliError(str(error)) from None
     except Exception as error:  # the user's module failed while it ran: show where
+        if (missing := missing_extra_in(error)) is not None:  # the one line says it all
+            raise CliError(f"loading tools module {target!r} failed: {missing}") from None
         trace = "".join(traceback.format_exception(error)).rstrip()
         raise CliError(
             f"loading tools module {target!r} failed: {type(error).__name__}: {error}\n{trace}"

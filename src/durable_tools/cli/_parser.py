@@ -17,6 +17,7 @@ from ._events import cmd_events
 from ._flags import add_connection_flags, add_json_flag, add_prefix_flag
 from ._inbox_tokens import add_token_commands
 from ._lists import cmd_pending, cmd_runs
+from ._model_limits import add_model_limit_flag
 from ._oauth import cmd_auth_reissue
 from ._policy import add_policy_commands
 from ._run_filters import add_filter_flags
@@ -56,7 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--data-dir", help="state directory (default DURABLE_TOOLS_HOME or ~/.durable-tools)"
     )
-    p.add_argument("--port", type=int, default=7233, help="frontend gRPC port (default 7233)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="frontend gRPC port (default: the port of TEMPORAL_ADDRESS, else 7233)",
+    )
     p.add_argument("--ui-port", type=int, default=None, help="Web UI port (default port+1000)")
     p.add_argument("--headless", action="store_true", help="no Web UI")
     p.add_argument(
@@ -87,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="TOML/JSON OAuth providers, for tools that need a user's authorization",
     )
+    add_model_limit_flag(p)
     add_deployment_flags(p)
     add_telemetry_flags(p)
     add_connection_flags(p)

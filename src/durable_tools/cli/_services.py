@@ -8,8 +8,10 @@ import contextlib
 from datetime import timedelta
 from typing import Any
 
+from durable_tools.connection import resolve_address
 from durable_tools.server import DevServer, DevServerError
 from durable_tools.worker import (
+    ModelLimits,
     build_worker,
     missing_extras,
     secrets_from_env,
@@ -19,11 +21,11 @@ from durable_tools.worker import (
 from ._commands import load_tools
 from ._deployment import deployment_from_args
 from ._errors import CliError, connect_or_explain
+from ._model_limits import model_limits_from_args
 from ._oauth import oauth_broker
 from ._output import echo
 from ._signals import stop_on_signals
 from ._telemetry import worker_telemetry
-from ._ui import forget_ui, record_ui
 
 __all__ = ["cmd_demo", "cmd_server", "cmd_worker"]
 
@@ -33,34 +35,18 @@ async def cmd_server(args: argparse.Namespace) -> int:
     try:
         server = DevServer(
             args.data_dir,
-            port=args.port,
+            port=args.port if args.port is not None else _port_from_env(),
             ui_port=args.ui_port,
             headless=args.headless,
             ui_codec_endpoint=args.ui_codec_endpoint,
         )
     except ValueError as error:
         raise CliError(f"--ui-codec-endpoint: {error}", 2) from None
-    try:
-        await server.stop_leftover()  # one of this data dir whose parent was killed
-    except DevServerError as error:
-        raise CliError(str(error)) from None
-    # A server already answering there would make the new one fail to bind, and its
-    # readiness check would succeed against the old one: refuse up front.
-    try:
-        await connect_or_explain(server.address)
-    except CliError:
-        pass  # nothing answers: the port is ours
-    else:
-        raise CliError(
-            f"a Temporal server already answers at {server.address}: use it, or pick another --port"
-        )
     stop = stop_on_signals()
     try:
         await server.start()
     except DevServerError as error:
         raise CliError(str(error)) from None
-    # Where the UI listens (`--ui-port` included), for the links other commands print.
-    record_ui(server.address, server.ui_base, server.pid)
     echo(f"Temporal dev server at {server.address} (namespace {server.namespace})", flush=True)
     if server.ui_base:
         echo(f"Web UI: {server.ui_base}", flush=True)
@@ -72,7 +58,6 @@ async def cmd_server(args: argparse.Namespace) -> int:
                 await asyncio.wait_for(stop.wait(), 0.5)
     finally:
         crashed = not server.running
-        forget_ui(server.address)
         code = await server.stop()
     if crashed and not stop.is_set():
         raise CliError(f"the dev server exited with code {code}; see {server.log_path}", 1)
@@ -80,10 +65,40 @@ async def cmd_server(args: argparse.Namespace) -> int:
     return 0
 
 
+def _describe_limits(limits: dict[str, ModelLimits]) -> str:
+    """`openai:gpt-4.1 500/min 30000 tokens/min, ...`, or "none"."""
+    described = []
+    for spec, limit in limits.items():
+        parts = [spec]
+        if limit.requests_per_minute is not None:
+            parts.append(f"{limit.requests_per_minute:g}/min")
+        if limit.tokens_per_minute is not None:
+            parts.append(f"{limit.tokens_per_minute} tokens/min")
+        described.append(" ".join(parts))
+    return ", ".join(described) or "none"
+
+
+def _port_from_env() -> int:
+    """The port of `TEMPORAL_ADDRESS` (default 7233), the one every other command talks to.
+
+    Raises:
+        CliError: It names a host the embedded server cannot listen on.
+    """
+    address = resolve_address()
+    host, _, port = address.rpartition(":")
+    if host.strip("[]") not in ("127.0.0.1", "localhost") or not port.isdigit():
+        raise CliError(
+            f"TEMPORAL_ADDRESS is {address!r}, and the embedded server listens on 127.0.0.1 "
+            "only: pass --port, or unset TEMPORAL_ADDRESS"
+        )
+    return int(port)
+
+
 async def cmd_worker(args: argparse.Namespace) -> int:
     """Run a worker for a registry until Ctrl-C or SIGTERM, then shut down gracefully."""
     registry = getattr(args, "registry", None) or load_tools(args.tools)
     version = deployment_from_args(args)
+    model_limits = model_limits_from_args(args)  # after the tools module's providers
     client = await connect_or_explain(flags=args, **worker_telemetry(args))
     task_queue = args.task_queue or task_queue_from_env()
     options: dict[str, Any] = {
@@ -100,6 +115,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         secrets=secrets,
         oauth=broker,
         deployment_version=version,
+        model_limits=model_limits,
         **options,
     )
     stop = stop_on_signals()
@@ -113,6 +129,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         f"task queue {task_queue}\n{versioned}"
         f"tools: {names}\nsecrets: {len(secrets)} from DURABLE_TOOLS_SECRET_*\n"
         f"OAuth: {'providers from ' + args.oauth_providers if broker else 'not configured'}\n"
+        f"model limits: {_describe_limits(model_limits)}\n"
         "Ctrl-C or SIGTERM to stop",
         flush=True,
     )

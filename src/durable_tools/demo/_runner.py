@@ -137,7 +137,8 @@ async def run_demo(
 
     Args:
         auto_approve: Approve the refund without asking.
-        keep_server: Leave a dev server this call started running (to browse the UI).
+        keep_server: Start the dev server (if this call starts one) detached, and leave it
+            running afterwards (to browse the UI).
         out: Where lines go.
         interactive: Ask on the terminal; default: when stdin is a terminal.
     """
@@ -153,7 +154,8 @@ async def run_demo(
 
     address = resolve_address()
     out(f"Temporal: looking for a server at {address} ...")
-    client, server = await ensure_server(address)
+    # Kept: detached from this process's life, so the printed UI link outlives the demo.
+    client, server = await ensure_server(address, detached=keep_server)
     if server is not None:
         out(f"Temporal: started the embedded dev server at {server.address}")
         out(f"          its state: {server.data_dir}")
@@ -181,7 +183,7 @@ async def run_demo(
             link = (
                 server.ui_url(run.run_id)
                 if server is not None and server.ui_base is not None
-                else ui_url(client.namespace, run.run_id)
+                else ui_url(client.namespace, run.run_id, address=address)
             )
             out(f"Run: {run.run_id}")
             out(f"UI:  {link}")
@@ -251,7 +253,8 @@ async def _explain_artifacts(run: AgentRun, out: Callable[[str], None], root: Pa
 
 
 def _print_kept(out: Callable[[str], None], server: DevServer) -> None:
-    out(f"Temporal: the dev server keeps running (pid {server.pid}) at {server.address}.")
+    pid = server.leave_running()
+    out(f"Temporal: the dev server keeps running (pid {pid}) at {server.address}.")
     if server.ui_base is not None:
         out(f"Open the UI: {server.ui_base}/namespaces/{server.namespace}/workflows")
-    out(f"Stop it with: kill {server.pid}")
+    out(f"Stop it with: kill {pid}")

@@ -67,7 +67,8 @@ class InboxConfig:
             process does) when empty.
         registry: The tools, for their descriptions and safety classes on the call page
             when a run's own recorded catalog cannot be read (it is read first).
-        ui_base: The Temporal UI's base URL for run links (default TEMPORAL_UI_URL).
+        ui_base: The Temporal UI's base URL for run links (default `TEMPORAL_UI_URL`, else
+            the UI the embedded server at the client's address recorded).
         refresh_seconds: How often the pending page refreshes itself.
         secure_cookies: Send the session cookie over HTTPS only (set behind TLS).
         oauth: The OAuth callback endpoint to host at its path, if any.

@@ -168,7 +168,12 @@ async def what_server_shows(tools: DurableTools, run_id: str, ui_base: str | Non
         started_at=description.start_time,
         task_queue=description.task_queue,
         attributes={name: value for name, value in found.items() if value not in (None, "")},
-        ui_url=ui_url(tools.client.namespace, run_id, base=ui_base),
+        ui_url=ui_url(
+            tools.client.namespace,
+            run_id,
+            base=ui_base,
+            address=tools.client.service_client.config.target_host,
+        ),
     )
 
 
@@ -194,5 +199,10 @@ async def load_run(tools: DurableTools, run_id: str, ui_base: str | None) -> Run
         snapshot=snapshot,
         timeline=await run.decided_timeline(timeline),
         events=events,
-        ui_url=ui_url(tools.client.namespace, run_id, base=ui_base),
+        ui_url=ui_url(
+            tools.client.namespace,
+            run_id,
+            base=ui_base,
+            address=tools.client.service_client.config.target_host,
+        ),
     )

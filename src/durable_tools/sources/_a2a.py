@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 from typing_extensions import Unpack
 
-from durable_tools._extras import install_hint
+from durable_tools._extras import MissingExtraError, install_hint
 from durable_tools.tools import (
     RegisteredTool,
     ToolContext,
@@ -124,7 +124,8 @@ async def fetch_card(
         A2AError: the card cannot be fetched or parsed, or the SDK is not installed.
     """
     if _MISSING_SDK is not None:
-        raise A2AError(f"A2A agents need the a2a-sdk: {install_hint('a2a')}") from _MISSING_SDK
+        needs = f"A2A agents need the a2a-sdk: {install_hint('a2a')}"
+        raise A2AError(needs) from MissingExtraError(needs)
     base, path = _split_card_url(card_url)
     async with httpx.AsyncClient(timeout=timeout, headers=dict(headers or {})) as http:
         try:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import Any, TextIO
 
-from durable_tools._extras import install_hint
+from durable_tools._extras import MissingExtraError, install_hint
 from durable_tools.tools import NeedsAuthorization, ToolError, ToolExecutionError
 
 from ._mcp_servers import McpServer, McpStdio, resolve_value
@@ -52,9 +52,10 @@ _CANCEL_GRACE = 2.0
 
 
 def require_mcp_sdk() -> None:
-    """Raise a helpful ImportError when the `mcp` extra is not installed."""
+    """Raise a helpful ImportError (`MissingExtraError`) when the `mcp` extra is not
+    installed."""
     if _MISSING_SDK is not None:
-        raise ImportError(
+        raise MissingExtraError(
             f"MCP tool sources need the MCP SDK: {install_hint('mcp')} ({_MISSING_SDK})"
         ) from _MISSING_SDK
 

@@ -29,7 +29,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
-from durable_tools._extras import install_hint
+from durable_tools._extras import MissingExtraError, install_hint
 
 from ._results import ArtifactRef
 
@@ -88,7 +88,7 @@ class S3ArtifactStore:
     ) -> None:
         self.bucket, self.prefix = parse_s3_url(url)
         if importlib.util.find_spec("aiobotocore") is None:
-            raise ImportError(f"the artifact store {url} needs: {install_hint('s3')}")
+            raise MissingExtraError(f"the artifact store {url} needs: {install_hint('s3')}")
         self.endpoint_url = (
             endpoint_url or os.environ.get(ENDPOINT_ENV) or os.environ.get("AWS_ENDPOINT_URL")
         )

@@ -7,6 +7,7 @@ providers it serves (every built-in one) and which sources its registry holds.
 
 from __future__ import annotations
 
+from durable_tools._extras import install_hint
 from durable_tools.models import registered_model_prefixes
 from durable_tools.models._sdk import require_sdk
 from durable_tools.tools._registry import ToolRegistry
@@ -25,6 +26,8 @@ _SOURCE_SDKS = {
     "mcp": ("MCP tools", "mcp", "mcp"),
     "a2a": ("A2A agents", "a2a", "a2a"),
 }
+# Code mode's sandbox, which the script-step activity imports when a run asks for it.
+_CODE_MODE_SDK = ("pydantic_monty", "code")
 
 
 def _missing(module: str, extra: str) -> str | None:
@@ -36,18 +39,37 @@ def _missing(module: str, extra: str) -> str | None:
 
 
 def missing_extras(registry: ToolRegistry | None = None) -> list[str]:
-    """One line for each model provider or tool source a worker would serve but cannot,
-    with the command that installs what it needs (empty when nothing is missing).
+    """What a worker would serve but cannot for want of an extra, with the command that
+    installs it (empty when nothing is missing).
+
+    At most one line for the model providers together (a worker serves every built-in
+    provider, and most deployments use one or two: a line for each missing SDK buried the
+    line that mattered), one for code mode's sandbox, and one for each tool source of the
+    registry whose SDK is missing.
 
     Args:
         registry: The worker's tools; their sources are checked too.
     """
     notes: list[str] = []
     known = set(registered_model_prefixes())
-    for prefix, module, extra in _PROVIDER_SDKS:
-        problem = _missing(module, extra) if prefix in known else None
-        if problem:
-            notes.append(f"model provider {prefix}: runs with {prefix}:MODEL fail; {problem}")
+    providers = [
+        (prefix, extra)
+        for prefix, module, extra in _PROVIDER_SDKS
+        if prefix in known and _missing(module, extra)
+    ]
+    if providers:
+        names = ", ".join(prefix for prefix, _ in providers)
+        extras = sorted({extra for _, extra in providers})
+        notes.append(
+            f"model providers not installed: {names} (runs naming them fail); "
+            f"{install_hint(*extras)}"
+        )
+    module, extra = _CODE_MODE_SDK
+    if _missing(module, extra):
+        notes.append(
+            "code mode cannot run on this worker (runs with AgentConfig.code_mode fail): "
+            f"its sandbox is not installed; {install_hint(extra)}"
+        )
     specs = registry.specs() if registry is not None else []
     for transport, (what, module, extra) in _SOURCE_SDKS.items():
         count = sum(1 for spec in specs if spec.transport == transport)
