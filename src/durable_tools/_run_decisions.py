@@ -289,7 +289,12 @@ class RunDecisions(RunBase):
         found: list[tuple[str, PendingApproval]] = []
         for record in timeline if timeline is not None else await self.timeline():
             if record.child_run_id and record.status == "running":
-                found += await self._other(record.child_run_id).pending_approvals()
+                try:
+                    found += await self._other(record.child_run_id).pending_approvals()
+                except RPCError as error:
+                    if error.status != RPCStatusCode.NOT_FOUND:
+                        raise
+                    # Being started (or gone): it waits for nothing yet.
         return found
 
     def _other(self, run_id: str) -> RunDecisions:
@@ -522,7 +527,12 @@ class RunDecisions(RunBase):
             return mine[-1]
         for record in timeline:
             if record.child_run_id and record.status == "running":
-                found = await self._other(record.child_run_id)._decided(call_id)
+                try:
+                    found = await self._other(record.child_run_id)._decided(call_id)
+                except RPCError as error:
+                    if error.status != RPCStatusCode.NOT_FOUND:
+                        raise
+                    continue
                 if found is not None:
                     return found
         return None
@@ -538,15 +548,17 @@ class RunDecisions(RunBase):
         except RPCError as error:
             raise await self._unreachable(call_id, error) from None
         if description.close_time is not None:
-            status = description.status.name if description.status is not None else "UNKNOWN"
-            raise RunEnded(
-                f"run {self.run_id} has ended ({status}): nothing waits in it, so nothing "
-                "was decided",
-                run_id=self.run_id,
-                call_id=call_id,
-                status=status,
-            )
+            raise self._ended(call_id, description)
         return description
+
+    def _ended(self, call_id: str, description: WorkflowExecutionDescription) -> RunEnded:
+        status = description.status.name if description.status is not None else "UNKNOWN"
+        return RunEnded(
+            f"run {self.run_id} has ended ({status}): nothing waits in it, so nothing was decided",
+            run_id=self.run_id,
+            call_id=call_id,
+            status=status,
+        )
 
     async def _unreachable(
         self, call_id: str, error: RPCError, task_queue: str = ""
@@ -558,12 +570,12 @@ class RunDecisions(RunBase):
                 rights): the caller's connection handling says that best.
         """
         if error.status == RPCStatusCode.NOT_FOUND:
-            try:
-                await self._open_run(call_id)  # ended since (raises RunEnded), or never was
-            except RunEnded as ended:
-                return ended
-            except DecisionError:
-                pass
+            try:  # ended since (a signal or update to a closed run is "not found"), or never was
+                description = await self.handle.describe()
+            except RPCError:
+                description = None
+            if description is not None and description.close_time is not None:
+                return self._ended(call_id, description)
             return RunNotFound(
                 f"no run {self.run_id!r} in this namespace", run_id=self.run_id, call_id=call_id
             )
