@@ -2,6 +2,11 @@
 
 `DurableTools` starts and lists runs; `AgentRun` (`_run_handle`) is the handle on one;
 `answer_input` answers the question a run's MCP tool asks its user.
+
+`AgentRun.decide_request` decides a request a person was shown: the one decide path of
+the command line, the inbox and any front end of yours. When nothing was recorded it raises
+a `DecisionError` whose subclass says why (`AlreadyDecided`, `StaleRequest`,
+`NotADecider`, `WorkerUnavailable`, ...).
 """
 
 from __future__ import annotations
