@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from durable_tools.cli import main
+from durable_tools.workflows import AgentInput
 
 CliResult = tuple[int, str, str]
 
@@ -46,3 +49,30 @@ async def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
     code, out, err = await cli(capsys, *args, "--json")
     assert code == 0, err
     return json.loads(out)
+
+
+async def usage_error(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
+    """Run a command line argparse refuses (it exits): (its exit code, stdout, stderr)."""
+    with pytest.raises(SystemExit) as exited:
+        await cli(capsys, *args)
+    out, err = capsys.readouterr()
+    return int(str(exited.value.code)), out, err
+
+
+async def run_exists(client: Client, run_id: str) -> bool:
+    """Whether a workflow with this id exists (a refused command must start none)."""
+    try:
+        await client.get_workflow_handle(run_id).describe()
+    except RPCError as error:
+        assert error.status == RPCStatusCode.NOT_FOUND, error
+        return False
+    return True
+
+
+async def start_input(client: Client, run_id: str) -> AgentInput:
+    """The input a run started with, from its first history event."""
+    first = (await client.get_workflow_handle(run_id).fetch_history()).events[0]
+    payloads = first.workflow_execution_started_event_attributes.input.payloads
+    [started] = await client.data_converter.decode(payloads, [AgentInput])
+    assert isinstance(started, AgentInput)
+    return started

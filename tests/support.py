@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
 
 from durable_tools.client import AgentRun
 from durable_tools.tools import ToolRegistry
-from durable_tools.worker import build_worker
-from durable_tools.workflows import AgentConfig, ExecutionStrategy, RunSnapshot
+from durable_tools.worker import build_worker, workflow_runner
+from durable_tools.workflows import AgentConfig, AgentWorkflow, ExecutionStrategy, RunSnapshot
 
 
 def write_script(directory: Path, steps: list[dict[str, Any]]) -> str:
@@ -155,3 +157,15 @@ async def decisions_sent(run: AgentRun) -> list[dict[str, Any]]:
     history = await run.handle.fetch_history()
     accepted = event_attributes(history, "workflow_execution_update_accepted_event_attributes")
     return [json.loads(a.accepted_request.input.args.payloads[0].data) for a in accepted]
+
+
+async def assert_replays(history: WorkflowHistory) -> None:
+    """`history` replays with the strict sandbox, without any activity or worker: the
+    workflow code is deterministic for it (patch markers included)."""
+    replayer = Replayer(
+        workflows=[AgentWorkflow],
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(strict=True),
+    )
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, result.replay_failure

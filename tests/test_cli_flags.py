@@ -64,6 +64,20 @@ def test_every_argument_of_every_command_has_help() -> None:
     assert missing == []
 
 
+def test_every_command_help_page_says_what_the_command_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    commands = list(_commands(build_parser()))
+    assert len(commands) > 40  # the walk reaches sub-sub-commands (inbox token add, ...)
+    missing = [name for name, parser in commands if not (parser.description or "").strip()]
+    assert missing == []
+    # And the page shows it: `durable-tools schedule pause --help` names what it does.
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["schedule", "pause", "--help"])
+    page = capsys.readouterr().out
+    assert "\n\nstop starting runs (runs already started go on)\n" in page, page
+
+
 def test_every_command_that_reaches_temporal_takes_the_connection_flags() -> None:
     commands = _leaf_commands()
     assert set(commands) >= _OFFLINE  # a renamed command must not slip past this test

@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 from temporalio.client import Client
-from temporalio.service import RPCError, RPCStatusCode
 
 import cli_support
-from cli_support import cli
+from cli_support import cli, run_exists
 from durable_tools.client import DurableTools
 from durable_tools.models import register_model_adapter, unregister_model_adapter
 
@@ -33,15 +32,6 @@ REFUSED = {
 }
 
 
-async def _exists(client: Client, run_id: str) -> bool:
-    try:
-        await client.get_workflow_handle(run_id).describe()
-    except RPCError as error:
-        assert error.status == RPCStatusCode.NOT_FOUND, error
-        return False
-    return True
-
-
 @pytest.mark.parametrize("spec", list(REFUSED))
 async def test_run_refuses_a_model_spec_before_the_run_exists(
     spec: str, client: Client, cli_env: str, capsys: Any
@@ -52,7 +42,7 @@ async def test_run_refuses_a_model_spec_before_the_run_exists(
     assert out == ""
     assert err.count("\n") == 1 and REFUSED[spec] in err, err
     assert "\x1b" not in err and "\u2028" not in err and len(err) < 600
-    assert not await _exists(client, run_id)
+    assert not await run_exists(client, run_id)
 
 
 async def test_start_refuses_a_model_spec_before_the_run_exists(
@@ -63,7 +53,7 @@ async def test_start_refuses_a_model_spec_before_the_run_exists(
         run_id = f"spec-{uuid.uuid4().hex[:8]}"
         with pytest.raises(ValueError, match=said.replace("\\", "\\\\")):
             await tools.start("hello", model=spec, run_id=run_id)
-        assert not await _exists(client, run_id)
+        assert not await run_exists(client, run_id)
 
 
 async def test_a_provider_registered_where_runs_start_is_accepted(
@@ -77,7 +67,7 @@ async def test_a_provider_registered_where_runs_start_is_accepted(
     finally:
         unregister_model_adapter("house")
     for started in (run, pai):
-        assert await _exists(client, started.run_id)
+        assert await run_exists(client, started.run_id)
         await started.handle.terminate("test over")
 
 
@@ -97,7 +87,7 @@ async def test_run_takes_fallback_models_and_checks_each(
         refused_id,
     )
     assert code == 2 and "unknown model provider 'nosuch'" in err
-    assert not await _exists(client, refused_id)
+    assert not await run_exists(client, refused_id)
     run_id = f"spec-{uuid.uuid4().hex[:8]}"
     code, _, err = await cli(
         capsys,

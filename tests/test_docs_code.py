@@ -8,7 +8,10 @@
   block that copies an example file is that example, run there.
 - Shell blocks: every `durable-tools ...` command parses with the real parser, the cheap
   ones (`tools`, `--version`) run; `make TARGET` names a Makefile target; `pip install`
-  names extras pyproject.toml declares.
+  names extras pyproject.toml declares. A block marked `<!-- runs-against-worker -->` runs
+  for real, its commands in page order, from examples/ with `durable-tools worker --tools
+  myapp.tools` running; the text block right after it is what they print (`...` stands
+  for anything, such as an id or a link).
 - json and toml blocks parse; text blocks are output or diagrams, shown as they are.
 
 A block that cannot run says why in `<!-- not-run: REASON -->` right above it; those are
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -38,7 +42,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from durable_tools.cli import build_parser
-from test_examples import EXAMPLES, PROGRAM, myapp_environment, myapp_worker
+from test_examples import EXAMPLES, PROGRAM, durable_tools, myapp_environment, myapp_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [
@@ -71,6 +75,7 @@ BLOCK_TIMEOUT = 60
 
 _FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[^\s`]*)\s*$")
 _NOT_RUN = re.compile(r"^\s*<!--\s*not-run:\s*(?P<reason>.*?)\s*-->\s*$")
+_AGAINST_WORKER = re.compile(r"^\s*<!--\s*runs-against-worker\s*-->\s*$")
 _SNIPPET = re.compile(r'^\s*--8<--\s+"(?P<file>[^":]+)(?::(?P<section>[\w-]+))?"\s*$')
 
 
@@ -87,6 +92,10 @@ class Block:
     """The block's text, without the fence's indentation."""
     not_run: str | None
     """The reason given by `<!-- not-run: REASON -->` above the block, if any."""
+    against_worker: bool = False
+    """Marked `<!-- runs-against-worker -->`: a shell block that runs against a worker."""
+    output: str | None = None
+    """The text block right after it (only blank lines between), if any."""
 
     @property
     def where(self) -> str:
@@ -122,10 +131,23 @@ def page_blocks(page: Path) -> list[Block]:
                 lang=opening["lang"],
                 code=code,
                 not_run=reason["reason"] if reason else None,
+                against_worker=_AGAINST_WORKER.match(previous) is not None,
             )
         )
         index = end + 1
-    return blocks
+    return [
+        dataclasses.replace(block, output=_output_after(lines, block, following))
+        for block, following in zip(blocks, [*blocks[1:], None], strict=False)
+    ]
+
+
+def _output_after(lines: list[str], block: Block, following: Block | None) -> str | None:
+    """The text of `following` when it is a text block right after `block`."""
+    if following is None or following.lang not in TEXT:
+        return None
+    closing = block.line + block.code.count("\n")  # the closing fence's index (0-based)
+    between = lines[closing + 1 : following.line - 1]
+    return following.code if all(not line.strip() for line in between) else None
 
 
 BLOCKS = [block for page in PAGES for block in page_blocks(page)]
@@ -305,6 +327,43 @@ def test_cheap_commands_run(env: WorkflowEnvironment, tmp_path: Path) -> None:
             shown = f"{block.where}: durable-tools {shlex.join(args)}"
             assert done.returncode == 0, f"{shown}\n{done.stdout}{done.stderr}"
     assert "tools --tools myapp.tools" in ran, ran
+
+
+AGAINST_WORKER = [b for b in BLOCKS if b.against_worker]
+
+
+def printed_as_shown(printed: str, shown: str) -> list[str]:
+    """The lines of `shown` that no line of `printed` matches (`...` stands for anything)."""
+    lines = printed.splitlines()
+    return [
+        line
+        for line in shown.splitlines()
+        if line.strip()
+        and not any(
+            re.fullmatch(".*".join(map(re.escape, line.split("..."))), seen) for seen in lines
+        )
+    ]
+
+
+def test_blocks_marked_to_run_against_a_worker_run_as_shown(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    assert {b.page for b in AGAINST_WORKER} >= {
+        "docs/sessions.md",
+        "docs/code-mode.md",
+        "docs/compaction.md",
+    }
+    environment = myapp_environment(env, tmp_path)
+    with myapp_worker(environment):
+        for block in AGAINST_WORKER:
+            assert block.lang in SHELL and not block.not_run, block.where
+            printed = ""
+            for words in shell_commands(block.code):
+                args = _durable_tools_args(words)
+                assert args is not None, f"{block.where}: only durable-tools commands run here"
+                printed += durable_tools(environment, *args).stdout
+            missing = printed_as_shown(printed, block.output or "")
+            assert not missing, f"{block.where} printed no line like {missing}:\n{printed}"
 
 
 # ------------------------------------------------------------------------- python blocks

@@ -270,8 +270,11 @@ class DurableTools:
         Args:
             session_id: The session's workflow id.
             text: The user's message.
-            model, config, identity, granted_scopes, model_settings: As for `start`;
-                `config.session` defaults to `SessionConfig()`.
+            model: As for `start`.
+            config: As for `start`; `config.session` defaults to `SessionConfig()`.
+            identity: As for `start`.
+            granted_scopes: As for `start`.
+            model_settings: As for `start`.
             message_id: As for `AgentRun.start_send`.
 
         Raises:

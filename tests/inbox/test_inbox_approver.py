@@ -54,9 +54,11 @@ async def test_a_summary_is_escaped_and_a_grant_needs_its_confirmation_on_the_sa
             await login(browser, users.alice)
             page = await browser.get(f"/runs/{run.run_id}/calls/c1")
             assert "<script>alert" not in page.text
-            assert "Refund 0.05 on &lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+            assert "Refund «<bdi" in page.text
+            assert "&lt;script&gt;alert(1)&lt;/script&gt;</bdi>»" in page.text
             listed = (await browser.get("/pending/rows")).text
-            assert "<script>alert" not in listed and "Refund 0.05 on &lt;script&gt;" in listed
+            assert "<script>alert" not in listed
+            assert ">&lt;script&gt;alert(1)&lt;/script&gt;</bdi>»" in listed
             # The confirmation is for the arguments shown: another hash is refused there.
             stale = {"action": "remember", "arguments_hash": "0" * 64}
             _, refused = await decide_by_form(browser, run.run_id, "c1", stale)

@@ -1,4 +1,4 @@
-"""The README's "define a tool" example runs and prints what it promises."""
+"""examples/define_a_tool.py (shown by docs/tools.md) runs and prints what it promises."""
 
 from __future__ import annotations
 

@@ -7,16 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
+from temporalio.client import Client
 
 from durable_tools._render import render_timeline
 from durable_tools.client import DurableTools
 from durable_tools.tools import ToolContext, ToolRegistry
-from durable_tools.worker import workflow_runner
-from durable_tools.workflows import AgentConfig, AgentWorkflow, CodeMode, RunStatus
-from support import answer, calls, running_worker, wait_for, write_script
+from durable_tools.workflows import AgentConfig, CodeMode, RunStatus
+from support import answer, assert_replays, calls, running_worker, wait_for, write_script
 
 
 def script_call(script: str, call_id: str = "s1") -> dict[str, Any]:
@@ -43,17 +40,6 @@ def shop_registry(executed: list[Any]) -> ToolRegistry:
 
 def tool_replies(conversation: list[Any]) -> dict[str, Any]:
     return {m.tool_call_id: m for m in conversation if m.role == "tool"}
-
-
-async def replays(history: WorkflowHistory) -> None:
-    """The run's history replays without the sandbox or any activity: determinism."""
-    replayer = Replayer(
-        workflows=[AgentWorkflow],
-        data_converter=pydantic_data_converter,
-        workflow_runner=workflow_runner(strict=True),
-    )
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    assert result.replay_failure is None, result.replay_failure
 
 
 APPROVAL_SCRIPT = """
@@ -116,7 +102,7 @@ async def test_a_script_host_call_waits_for_approval_with_its_own_arguments(
     assert "   lookup" in rows[1]
     requested = [e for e in events if e.event == "approval.requested"]
     assert [e.call_id for e in requested] == ["s1/2"]
-    await replays(history)
+    await assert_replays(history)
 
 
 DENIED_SCRIPT = """
@@ -196,7 +182,7 @@ async def test_gathered_host_calls_run_as_concurrent_activities(
             order.append("completed")
     tools = [i for i, name in enumerate(order) if name in ("left", "right")]
     assert len(tools) == 2 and "completed" not in order[tools[0] : tools[1]]
-    await replays(history)
+    await assert_replays(history)
 
 
 async def test_a_runaway_script_is_stopped_with_a_clear_error(
@@ -294,6 +280,6 @@ async def test_the_script_clock_randomness_and_sleeps_come_from_the_workflow(
     assert 0 <= values[1] < 1
     timers = [e for e in history.events if e.HasField("timer_started_event_attributes")]
     assert len(timers) == 2  # each sleep (async, then blocking) was a durable timer
-    await replays(history)
+    await assert_replays(history)
     # The script's interpreter state never entered history: a few KB for the whole run.
     assert len(history.to_json()) < 60_000

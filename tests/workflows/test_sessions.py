@@ -13,22 +13,26 @@ import pytest
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.common import RawValue
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
 
 from durable_tools import search_attributes as sa
 from durable_tools.client import AgentRun, DurableTools, SessionRefused
 from durable_tools.protocol._limits import MAX_MESSAGE_CHARS
 from durable_tools.tools import ToolRegistry
-from durable_tools.worker import workflow_runner
 from durable_tools.workflows import (
     AgentConfig,
-    AgentWorkflow,
     Limits,
     RunStatus,
     SessionConfig,
 )
-from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
+from support import (
+    answer,
+    assert_not_wedged,
+    assert_replays,
+    calls,
+    running_worker,
+    wait_for,
+    write_script,
+)
 
 LONE = b'"\\ud800 x"'
 """A JSON string holding a lone surrogate (no UTF-8 encoding exists for it)."""
@@ -146,7 +150,7 @@ async def test_update_with_start_one_call_per_message(
     assert (second.message, second.answer) == (2, "two")
     assert texts(conversation, "user") == ["first", "second"]  # no empty start prompt
     assert pending.status == RunStatus.AWAITING_MESSAGE.value
-    await replay(history)
+    await assert_replays(history)
 
 
 async def wait_pending(tools: DurableTools, run_id: str) -> Any:
@@ -157,16 +161,6 @@ async def wait_pending(tools: DurableTools, run_id: str) -> Any:
             return found[0]
         await asyncio.sleep(0.1)
     raise AssertionError(f"{run_id} never listed as pending")
-
-
-async def replay(history: Any) -> None:
-    replayer = Replayer(
-        workflows=[AgentWorkflow],
-        data_converter=pydantic_data_converter,
-        workflow_runner=workflow_runner(strict=True),
-    )
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    assert result.replay_failure is None, result.replay_failure
 
 
 async def test_approval_inside_the_second_message_turn(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,8 @@ from durable_tools._activities._script_types import (
     HostCall,
     ScriptProgress,
     ScriptStep,
+    output_cap_bytes,
+    printed_too_much,
 )
 from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, clip
 from durable_tools.tools._artifacts import ArtifactStore, fetch_artifact
@@ -74,7 +77,7 @@ class _Step:
         self.store = store
         self.step = step
         self.calls: list[HostCall] = []
-        self.output = monty.CollectString(max_bytes=step.limits.max_output_chars * 4)
+        self.output = monty.CollectString(max_bytes=output_cap_bytes(step.limits))
 
     async def run(self) -> ScriptProgress:
         monty, limits = self.monty, self.step.limits
@@ -114,7 +117,7 @@ class _Step:
                 except (monty.MontyTypingError, monty.MontySyntaxError) as error:
                     return self._ended("invalid", error=clip(error.display(), 8_000))
                 except monty.MontyRuntimeError as error:
-                    return self._ended("failed", error=clip(error.display(), 8_000))
+                    return self._ended("failed", error=self._runtime_error(error.display()))
                 except monty.MontyCrashedError as error:
                     why = (
                         "it ran past its time limit and was killed"
@@ -122,6 +125,18 @@ class _Step:
                         else f"the sandbox stopped ({error})"
                     )
                     return self._ended("failed", error=f"the script was stopped: {why}")
+
+    def _runtime_error(self, shown: str) -> str:
+        """The error of a script that raised, or that the sandbox stopped at a bound.
+
+        The sandbox stops a script that prints past the print collector's cap with the
+        same `MemoryError` as one over `max_memory_bytes`; only the cap it names tells
+        them apart (the two never have the same value: `output_cap_bytes`).
+        """
+        cap = output_cap_bytes(self.step.limits)
+        if re.search(rf"MemoryError: memory limit exceeded: \d+ bytes > {cap} bytes", shown):
+            return printed_too_much(self.step.limits)
+        return clip(shown, 8_000)
 
     async def _begin(self, session: Any) -> Any:
         step = self.step

@@ -16,6 +16,7 @@ from durable_tools._wire import WireModel
 from durable_tools.tools._results import ArtifactRef
 
 __all__ = [
+    "PRINTED_TOO_MUCH",
     "SCRIPT_STATE_MISSING",
     "SCRIPT_STEP_ACTIVITY",
     "SLEEP",
@@ -24,6 +25,8 @@ __all__ = [
     "ScriptLimits",
     "ScriptProgress",
     "ScriptStep",
+    "output_cap_bytes",
+    "printed_too_much",
 ]
 
 SCRIPT_STEP_ACTIVITY = "durable_tools.script_step"
@@ -44,6 +47,29 @@ class ScriptLimits(WireModel):
     max_memory_bytes: int
     max_host_calls: int
     max_output_chars: int
+
+
+PRINTED_TOO_MUCH = "OutputLimitExceeded"
+"""How the error of a script stopped for printing too much in one step begins."""
+
+
+def output_cap_bytes(limits: ScriptLimits) -> int:
+    """Most bytes a script may print in one step (4 per character of `max_output_chars`:
+    what is shown is cut to `max_output_chars` anyway). Never equal to `max_memory_bytes`,
+    so that the sandbox's `memory limit exceeded: N bytes > CAP bytes` names which of the
+    two bounds it hit."""
+    cap = limits.max_output_chars * 4
+    return cap + 1 if cap == limits.max_memory_bytes else cap
+
+
+def printed_too_much(limits: ScriptLimits) -> str:
+    """The error of a script the sandbox stopped at `output_cap_bytes` (it reports that as
+    a `MemoryError`, although `max_memory_bytes` does not count printed text)."""
+    return (
+        f"{PRINTED_TOO_MUCH}: the script printed more than {output_cap_bytes(limits):,} bytes "
+        f"in one step (4 x max_output_chars, {limits.max_output_chars:,}); print less, or "
+        "return the value instead"
+    )
 
 
 class HostAnswer(WireModel):

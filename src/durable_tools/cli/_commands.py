@@ -1,10 +1,10 @@
-"""Commands that read runs: run, show, runs, pending, tools (and their shared helpers)."""
+"""Commands that read runs: show and tools, and the helpers every command shares (the
+agent flags' config, describing a run, the "no worker" hint)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import shlex
 import traceback
 from typing import Any
 
@@ -15,8 +15,7 @@ from temporalio.client import (
     WorkflowQueryFailedError,
 )
 from temporalio.common import SearchAttributeKey
-from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_tools import search_attributes as sa
 from durable_tools._client_start import check_model_spec
@@ -26,26 +25,27 @@ from durable_tools._render_tools import render_tool, tool_json
 from durable_tools._run_watch import ENCRYPTED_NOTE, PayloadsEncrypted, is_encrypted_payload_error
 from durable_tools.client import AgentRun, DurableTools
 from durable_tools.tools._catalog import filter_specs
-from durable_tools.tools._context import Identity
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker import load_registry
 from durable_tools.workflows import (
     AgentConfig,
+    CompactionConfig,
     ExecutionStrategy,
     Limits,
     PendingApproval,
+    SessionConfig,
     ToolCallRecord,
 )
 
+from ._agent_flags import validation_problems
 from ._errors import CliError, connect_or_explain, translate_rpc_errors
 from ._output import dump_json, echo
 from ._policy_flags import approval_policy
 from ._ui import run_link
-from ._watch import QUERY_TIMEOUT, RunWatcher, query_quietly, render_progress
+from ._watch import QUERY_TIMEOUT, query_quietly, render_progress
 
 __all__ = [
     "agent_config",
-    "cmd_run",
     "cmd_show",
     "cmd_tools",
     "describe_open_run",
@@ -104,16 +104,31 @@ async def tools_for(args: argparse.Namespace) -> DurableTools:
 # ----------------------------------------------------------------------------- run
 
 
-def agent_config(args: argparse.Namespace) -> AgentConfig:
-    """The run's `AgentConfig` from `run`'s (and `schedule create`'s) flags."""
+def agent_config(args: argparse.Namespace, *, session: bool = False) -> AgentConfig:
+    """The run's `AgentConfig` from the agent flags of `run`, `send` or `schedule create`.
+
+    Args:
+        args: The parsed flags (`_agent_flags.add_agent_flags`).
+        session: Make the run a session (`run --session`, `send --model`), waiting
+            `--idle-timeout` seconds for each next message (default a week).
+    """
     names = None
     if args.tools:  # first: the module may register a model adapter of its own
         names = [spec.name for spec in _registry(args).specs()]
-    try:  # before connecting: a spec no worker could resolve never becomes a run
-        for spec in (args.model, *args.fallback_model):
-            check_model_spec(spec)
-    except ValueError as error:
-        raise CliError(str(error)) from None
+    compaction: CompactionConfig | None = args.compaction
+    summarizer = [compaction.summarizer_model] if compaction and compaction.summarizer_model else []
+    # Before connecting: a spec no worker could resolve never becomes a run.
+    for where, specs in (
+        ("", [args.model, *args.fallback_model]),
+        ("--compaction summarizer_model: ", summarizer),
+    ):
+        try:
+            for spec in specs:
+                check_model_spec(spec)
+        except ValueError as error:
+            raise CliError(where + str(error)) from None
+    idle = getattr(args, "idle_timeout", None)
+    sessions = SessionConfig(idle_timeout_seconds=idle) if idle is not None else SessionConfig()
     strategy: dict[str, Any] = {}
     if args.strategy:
         strategy["mode"] = args.strategy
@@ -131,60 +146,12 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
             limits=Limits(max_turns=args.max_turns) if args.max_turns else Limits(),
             approval=approval_policy(args),
             versioning=args.versioning,
+            code_mode=args.code_mode,
+            compaction=compaction,
+            session=sessions if session else None,
         )
     except ValidationError as error:
-        raise CliError(f"invalid agent configuration: {error}") from None
-
-
-async def cmd_run(args: argparse.Namespace) -> int:
-    """Start a run; with `--wait`, follow it to its end."""
-    config = agent_config(args)
-    tools = await tools_for(args)
-    try:
-        async with translate_rpc_errors():
-            run = await tools.start(
-                args.prompt,
-                config=config,
-                run_id=args.run_id,
-                identity=Identity(user=args.user, tenant=args.tenant),
-                granted_scopes=args.scope,
-            )
-    except WorkflowAlreadyStartedError:
-        raise CliError(f"a run with id {args.run_id!r} already exists") from None
-    if not args.wait:
-        if args.json:
-            dump_json(
-                {"run_id": run.run_id, "ui_url": run_link(run), "task_queue": tools.task_queue}
-            )
-        else:
-            echo(f"started run {run.run_id} on task queue {tools.task_queue}")
-            echo(f"UI: {run_link(run)}")
-            echo(f"follow it: durable-tools show {shlex.quote(run.run_id)}")
-        return 0
-
-    # With --json, progress goes to stderr so stdout stays one JSON document.
-    def progress(line: str) -> None:
-        echo(line, err=args.json, flush=True)
-
-    progress(f"started run {run.run_id}")
-    progress(f"UI: {run_link(run)}")
-    try:
-        outcome = await RunWatcher(run, out=progress, task_queue=tools.task_queue).watch()
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        echo(
-            f"\nstopped following; the run goes on: durable-tools show {shlex.quote(run.run_id)}",
-            err=True,
-        )
-        raise
-    if args.json:
-        dump_json(outcome.to_json(run_link(run)))
-    else:
-        if outcome.reason:
-            echo(f"reason: {terminal_safe(outcome.reason)}")
-        if outcome.final_answer is not None:
-            echo("final answer:")
-            echo(outcome.final_answer)
-    return 0 if outcome.ok else 1
+        raise CliError(f"invalid agent configuration: {validation_problems(error)}") from None
 
 
 # ---------------------------------------------------------------------------- show
@@ -196,20 +163,32 @@ def _attributes(description: WorkflowExecutionDescription) -> dict[str, Any]:
     return {name: value for name, value in found.items() if value is not None}
 
 
-async def describe_run(run: AgentRun) -> WorkflowExecutionDescription:
+async def describe_run(run: AgentRun, missing: str | None = None) -> WorkflowExecutionDescription:
+    """The run's description from the server.
+
+    Raises:
+        CliError: no run has that id (`missing` says what to do then, if given), or no
+            server answers.
+    """
     async with translate_rpc_errors(run.run_id):
-        return await run.handle.describe()
+        try:
+            return await run.handle.describe()
+        except RPCError as error:
+            if missing is None or error.status != RPCStatusCode.NOT_FOUND:
+                raise
+            raise CliError(missing) from None
 
 
 async def describe_open_run(
-    run: AgentRun, nothing: str = "nothing waits"
+    run: AgentRun, nothing: str = "nothing waits", *, missing: str | None = None
 ) -> WorkflowExecutionDescription:
     """`describe_run`, for a command that needs the run still open.
 
     Raises:
-        CliError: the run has ended (`nothing` says what that leaves to do).
+        CliError: the run has ended (`nothing` says what that leaves to do), or as
+            `describe_run` (`missing`).
     """
-    description = await describe_run(run)
+    description = await describe_run(run, missing)
     if description.close_time is not None:
         raise CliError(f"run {run.run_id} has ended ({status_name(description)}): {nothing}")
     return description

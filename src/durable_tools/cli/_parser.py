@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 
-from ._agent_flags import add_agent_flags, positive
+from ._agent_flags import add_agent_flags, add_idle_timeout_flag, positive
 from ._answer import add_answer_command
 from ._artifact import cmd_artifact_get
 from ._callbacks import add_callbacks_command
 from ._codec import add_codec_server_command
-from ._commands import cmd_run, cmd_show, cmd_tools
+from ._commands import cmd_show, cmd_tools
 from ._decide import cmd_cancel, cmd_decide, cmd_steer
 from ._deployment import add_deployment_flags
 from ._events import cmd_events
@@ -20,6 +20,7 @@ from ._lists import cmd_pending, cmd_runs
 from ._oauth import cmd_auth_reissue
 from ._policy import add_policy_commands
 from ._run_filters import add_filter_flags
+from ._run_start import cmd_run
 from ._schedule import add_schedule_command
 from ._serve import cmd_serve
 from ._services import cmd_demo, cmd_server, cmd_worker
@@ -127,10 +128,28 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("inbox", help="manage the web inbox's users")
     add_token_commands(p.add_subparsers(title="inbox commands", metavar="COMMAND", required=True))
 
-    p = sub.add_parser("run", help="start an agent run")
-    p.add_argument("prompt", help="the user's request")
+    p = sub.add_parser(
+        "run",
+        help="start an agent run",
+        description="Start an agent run on PROMPT; with --session, a session that answers "
+        "PROMPT and then waits for the next message (`durable-tools send`).",
+    )
+    p.add_argument("prompt", nargs="?", metavar="PROMPT", help="the user's request (required)")
     p.add_argument("--id", dest="run_id", metavar="RUN_ID", help="the run (workflow) id")
-    p.add_argument("--wait", action="store_true", help="follow the run and print its answer")
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="follow the run and print its answer (a session's: the answer to PROMPT)",
+    )
+    p.add_argument(
+        "--session",
+        nargs="?",
+        const=True,
+        metavar="ID",
+        help="start a session: after its answer it waits for the next message "
+        "(`durable-tools send ID TEXT`; docs/sessions.md); ID is its id, as --id",
+    )
+    add_idle_timeout_flag(p)
     add_agent_flags(p)
     add_json_flag(p)
     add_connection_flags(p)
@@ -288,4 +307,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--auto-approve", action="store_true", help="approve without asking")
     p.add_argument("--keep-server", action="store_true", help="leave the server running")
     p.set_defaults(handler=cmd_demo)
+    _describe_every_command(parser)
     return parser
+
+
+def _describe_every_command(parser: argparse.ArgumentParser) -> None:
+    """Give every sub-command (at any depth) without a description its help as one.
+
+    `add_parser(help=...)` shows the help only in the parent's command list; the command's
+    own `--help` page would start with the bare usage line. The text is the help's own, so
+    the generated CLI reference (docs/hooks/cli_reference.py), which prints a description
+    only where it differs from the help, does not say it twice.
+    """
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        helps = {choice.dest: choice.help for choice in action._choices_actions}
+        for name, command in action.choices.items():
+            text = helps.get(name)
+            if command.description is None and text:
+                command.description = text
+            _describe_every_command(command)

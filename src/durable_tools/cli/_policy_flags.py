@@ -29,7 +29,7 @@ def load_policy_file(path: str) -> ApprovalPolicy:
         raise CliError(f"invalid approval policy in {path}: {error}") from None
 
 
-def add_run_policy_flags(p: argparse.ArgumentParser) -> None:
+def add_run_policy_flags(p: argparse._ActionsContainer) -> None:
     """The approval flags of `run`."""
     p.add_argument("--approval-policy", metavar="FILE", help="approval policy (JSON or TOML)")
     p.add_argument("--decider", action="append", default=[], metavar="WHO", help="may decide")

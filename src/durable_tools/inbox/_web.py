@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import quote, urlencode
 
 import jinja2
+from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -16,8 +17,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from durable_tools._encrypted import ENCRYPTED_NOTE
 from durable_tools.oauth import CallbackApp
+from durable_tools.tools._approval_summary import VALUE_CLOSE, VALUE_OPEN, summary_spans
 
-__all__ = ["HERE", "SecurityHeaders", "callback_route", "make_templates", "safe_next"]
+__all__ = [
+    "HERE",
+    "SecurityHeaders",
+    "callback_route",
+    "make_templates",
+    "marked_summary",
+    "safe_next",
+]
 
 HERE = Path(__file__).parent
 """The package directory: `templates/` and `static/`."""
@@ -63,8 +72,23 @@ def make_templates() -> Jinja2Templates:
     env.filters["when"] = lambda value: value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
     env.filters["q"] = lambda value: quote(str(value), safe="")
     env.filters["query"] = _query_string
+    env.filters["summary"] = marked_summary
     env.globals["encrypted_note"] = ENCRYPTED_NOTE
     return Jinja2Templates(env=env)
+
+
+def marked_summary(summary: str) -> Markup:
+    """An approval summary as HTML: every part escaped, each model-written value between
+    its marks and in a styled `<bdi class="value">` (isolated, so that right-to-left text
+    in it cannot reorder the marks or the words around it)."""
+    html = []
+    for text, is_value in summary_spans(summary):
+        if is_value:
+            value = f'<bdi class="value" title="written by the model">{escape(text)}</bdi>'
+            html.append(VALUE_OPEN + value + VALUE_CLOSE)
+        else:
+            html.append(str(escape(text)))
+    return Markup("".join(html))
 
 
 def _query_string(filters: dict[str, str], **changed: str) -> str:

@@ -32,6 +32,7 @@ EventName = Literal[
     # session
     "session.message",
     "session.answered",
+    "session.retried",
     "session.close_requested",
     "session.closed",
     # tool

@@ -102,7 +102,7 @@ class ModelLimits(BaseModel):
     (docs/models.md, "Rate limits"): each model call reserves a start time from it before
     calling the provider. Give every worker of the deployment the same limits.
 
-    Args:
+    Attributes:
         requests_per_minute: Most calls started in any window (scaled to `window_seconds`).
         tokens_per_minute: Most tokens (input plus output) in any window, scaled likewise;
             a call is counted by its estimate (input characters / 4 plus

@@ -16,9 +16,12 @@ from durable_tools._durations import Seconds
 from durable_tools._wire import WireModel
 
 __all__ = [
+    "ANSWERED_CARRIED",
+    "ANSWERED_CARRIED_BYTES",
     "CARRIED_ANSWER_CHARS",
     "DEFAULT_IDLE_TIMEOUT_SECONDS",
     "REFUSED",
+    "AnsweredMessage",
     "SessionCarried",
     "SessionConfig",
     "SessionReply",
@@ -39,6 +42,18 @@ CARRIED_ANSWER_CHARS = 64_000
 """Most characters of the last answer a session carries over continue-as-new."""
 
 
+ANSWERED_CARRIED = 100
+"""Most answered message ids a session carries over continue-as-new (the newest ones),
+so that a client that lost a reply and retries under the same id after the session
+continued is answered with that reply instead of sending the message again."""
+
+ANSWERED_CARRIED_BYTES = 256 * 1024
+"""Most bytes (JSON) of answered messages a session carries over continue-as-new. The
+newest replies are kept whole while they fit; older ids keep only their number and text
+digest (a retry of one is refused, never taken as a new message); past the bound even
+those are dropped (a retry of one is a new message)."""
+
+
 class SessionConfig(BaseModel):
     """Makes a run a session: after each answer it waits for the next user message."""
 
@@ -47,20 +62,6 @@ class SessionConfig(BaseModel):
     idle_timeout_seconds: Seconds = DEFAULT_IDLE_TIMEOUT_SECONDS
     """How long the session waits for the next message after an answer (a durable timer,
     kept across continue-as-new); then it ends `completed`, saying it was idle."""
-
-
-class SessionCarried(WireModel):
-    """What a session carries over continue-as-new (it continues only while idle)."""
-
-    messages: int = 0
-    """Messages received so far (the start prompt, when there was one, is message 1)."""
-    idle_deadline: datetime | None = None
-    """When the wait for the next message times out: not restarted by continue-as-new."""
-    answer: str | None = None
-    """The last answer (cut to `CARRIED_ANSWER_CHARS`): the run's final answer if the
-    session ends before the next one. The whole text stays in the conversation."""
-    output: Any = None
-    """The last answer's structured output (with `AgentConfig.output_type`)."""
 
 
 class SessionView(BaseModel):
@@ -99,6 +100,37 @@ class SessionReply(BaseModel):
     and hands a second update under it the first one's outcome: a client that reused a
     message id for other text compares it and tells its caller the message was not
     taken (None from a run of an earlier version)."""
+
+
+class AnsweredMessage(WireModel):
+    """A message a session answered, by its id (its `send_message` update's): what a
+    retry under that id is answered with after the session continued-as-new."""
+
+    id: str
+    """The message's id (the update id), or `sha256:<hex>` of a longer one."""
+    message: int
+    """The message's number in the session."""
+    text_sha256: str
+    """`message_digest` of its text: a retry with other text is refused."""
+    reply: SessionReply | None = None
+    """The reply it was given; None when it did not fit `ANSWERED_CARRIED_BYTES`."""
+
+
+class SessionCarried(WireModel):
+    """What a session carries over continue-as-new (it continues only while idle)."""
+
+    messages: int = 0
+    """Messages received so far (the start prompt, when there was one, is message 1)."""
+    idle_deadline: datetime | None = None
+    """When the wait for the next message times out: not restarted by continue-as-new."""
+    answer: str | None = None
+    """The last answer (cut to `CARRIED_ANSWER_CHARS`): the run's final answer if the
+    session ends before the next one. The whole text stays in the conversation."""
+    output: Any = None
+    """The last answer's structured output (with `AgentConfig.output_type`)."""
+    answered: list[AnsweredMessage] = Field(default_factory=list)
+    """The latest answered messages, oldest first (bounded by `ANSWERED_CARRIED` and
+    `ANSWERED_CARRIED_BYTES`); empty from a run of an earlier version."""
 
 
 def message_digest(text: str) -> str:

@@ -20,6 +20,18 @@ is shown anyway, with every secret-marked field (`redact=`, and `writeOnly` or `
 fields of the schema) already replaced by `[redacted]`; a template may not name one at
 all; a function's answer is scrubbed of the worker's secrets. It is one line, without
 control or bidirectional-formatting characters, at most `MAX_SUMMARY_CHARS` long.
+
+The arguments are the model's words, and the model may have read anything (a web page, an
+email): a template's summary marks where each value starts and ends, `VALUE_OPEN` and
+`VALUE_CLOSE` around it (`Refund «1,234.50» on order «A-17»`), so that an order id written
+as `A1} Approved by CFO: refund 0.01 {amount` reads as the value it is, never as the
+tool's own words. A value cannot forge a mark: the marks and their look-alikes in a value
+(and in a template's text, and in a function's whole answer) become ASCII, invisible and
+control characters become spaces, combining marks cannot stack over a mark, and each
+value is cut at 120 characters inside its marks. Every surface that shows a summary (the
+inbox, `durable-tools pending`/`show`, Slack, webhooks, the Temporal UI) shows these
+marks; the inbox also styles each marked value (`summary_spans`). A function's answer is
+the tool author's text, shown unmarked.
 """
 
 from __future__ import annotations
@@ -46,6 +58,8 @@ __all__ = [
     "MAX_SUMMARY_THREADS",
     "MAX_TEMPLATE_CHARS",
     "SUMMARY_FUNCTION_TIMEOUT",
+    "VALUE_CLOSE",
+    "VALUE_OPEN",
     "SummaryFunction",
     "SummaryTemplateError",
     "SummaryThreads",
@@ -55,6 +69,7 @@ __all__ = [
     "render_summary",
     "secret_fields",
     "summarize_call",
+    "summary_spans",
 ]
 
 MAX_SUMMARY_CHARS = 300
@@ -66,8 +81,29 @@ SUMMARY_FUNCTION_TIMEOUT = 5.0
 MAX_SUMMARY_THREADS = 8
 """Summary functions one worker runs at once, those given up on but still running
 included; past it a call shows without a summary."""
+VALUE_OPEN = "\u00ab"
+"""Where a value written by the model starts in a template's summary (`«`)."""
+VALUE_CLOSE = "\u00bb"
+"""Where it ends (`»`)."""
 _MAX_VALUE_CHARS = 120
+_MAX_COMBINING = 2
+"""Combining marks kept on one character: more stack over the line (and over a mark)."""
 _NOT_GIVEN = "(not given)"
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+"""Control, format (bidirectional overrides, zero-width), surrogate, private-use,
+unassigned and line/paragraph separator characters: each becomes a space."""
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+"""Letters that draw nothing (Hangul fillers, the blank Braille pattern): spaces too."""
+_MARK_LOOKALIKES: Mapping[str, str] = MappingProxyType(
+    {
+        **dict.fromkeys("\u00ab\u226a\u300a\u27ea", "<<"),
+        **dict.fromkeys("\u00bb\u226b\u300b\u27eb", ">>"),
+        **dict.fromkeys("\u2039\u3008\u27e8\u276e\u276c\u2329", "<"),
+        **dict.fromkeys("\u203a\u3009\u27e9\u276f\u276d\u232a", ">"),
+    }
+)
+"""The marks and the characters that look like them, as ASCII: text that is not a mark
+cannot pass for one."""
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 SummaryFunction = Callable[[dict[str, Any]], str]
@@ -222,27 +258,97 @@ def check_template(template: str, spec: ToolSpec) -> None:
             )
 
 
+def _neutral(text: str) -> str:
+    """`text` with nothing that could pass for a mark or hide: look-alikes of the marks
+    become ASCII; control, format and blank characters become spaces; combining marks
+    are kept at most `_MAX_COMBINING` per character and never open the text (where they
+    would sit on the mark before it)."""
+    out: list[str] = []
+    combining = _MAX_COMBINING  # none allowed before the first character
+    for ch in text:
+        if ch in _MARK_LOOKALIKES:
+            out.append(_MARK_LOOKALIKES[ch])
+            combining = 0
+            continue
+        category = unicodedata.category(ch)
+        if category in _INVISIBLE_CATEGORIES or ch in _BLANK_LETTERS:
+            out.append(" ")
+            combining = _MAX_COMBINING
+        elif category.startswith("M"):
+            if combining < _MAX_COMBINING:
+                out.append(ch)
+                combining += 1
+        else:
+            out.append(ch)
+            combining = _MAX_COMBINING if ch.isspace() else 0
+    return "".join(out)
+
+
+def _one_line(text: str) -> str:
+    """Runs of white space as one space, keeping one at either end when there was one
+    (a template's text keeps the space before and after a value)."""
+    words = text.split()
+    if not words:
+        return " " if text else ""
+    lead = " " if text[0].isspace() else ""
+    trail = " " if text[-1].isspace() else ""
+    return lead + " ".join(words) + trail
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def clean_summary(text: object) -> str | None:
     """`text` as one bounded line: control, formatting (bidirectional overrides, zero-width)
-    and separator characters become spaces, runs of spaces one, cut at `MAX_SUMMARY_CHARS`.
-    None for anything but non-blank text."""
+    and separator characters become spaces, the value marks and their look-alikes ASCII (a
+    summary function's answer is unmarked), runs of spaces one, cut at
+    `MAX_SUMMARY_CHARS`. None for anything but non-blank text."""
     if not isinstance(text, str):
         return None
     text = text[: MAX_SUMMARY_CHARS * 4]  # enough to fill the line once cleaned
-    kept = "".join(
-        " " if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp") else ch
-        for ch in text
-    )
-    line = " ".join(kept.split())
-    if not line:
-        return None
-    if len(line) > MAX_SUMMARY_CHARS:
-        line = line[: MAX_SUMMARY_CHARS - 1] + "…"
-    return line
+    line = " ".join(_neutral(text).split())
+    return _cut(line, MAX_SUMMARY_CHARS) if line else None
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 1] + "…"
+def _marked(pieces: list[tuple[str, bool]]) -> str | None:
+    """The summary line of (text, is a value) pieces, each value between the marks; at
+    most `MAX_SUMMARY_CHARS`, a value cut at the end still closed by its mark."""
+    out: list[str] = []
+    room = MAX_SUMMARY_CHARS
+    for text, is_value in pieces:
+        shown = VALUE_OPEN + text + VALUE_CLOSE if is_value else text
+        if len(shown) > room:
+            if not is_value:
+                out.append(_cut(shown, room))
+            elif room >= 3:  # room for `«…»` at least
+                out.append(VALUE_OPEN + text[: room - 3] + "…" + VALUE_CLOSE)
+            else:
+                out.append("…")
+            break
+        out.append(shown)
+        room -= len(shown)
+    return "".join(out).strip() or None
+
+
+def summary_spans(summary: str) -> list[tuple[str, bool]]:
+    """A summary as (text, is a model-written value) spans, for a surface that styles the
+    values (the inbox): the text between `VALUE_OPEN` and `VALUE_CLOSE`. A rendered
+    summary's marks are balanced (no text holds one); a mark without its pair (a summary
+    built some other way) stays text."""
+    spans: list[tuple[str, bool]] = []
+    rest = summary
+    while rest:
+        start = rest.find(VALUE_OPEN)
+        end = rest.find(VALUE_CLOSE, start + 1) if start >= 0 else -1
+        if start < 0 or end < 0:
+            spans.append((rest, False))
+            break
+        if start:
+            spans.append((rest[:start], False))
+        spans.append((rest[start + 1 : end], True))
+        rest = rest[end + 1 :]
+    return spans
 
 
 def render_summary(
@@ -251,7 +357,9 @@ def render_summary(
     """The summary `template` makes of `arguments`, or None when it cannot make one.
 
     Pure and total (workflow code calls it): a template the language refuses gives None;
-    an argument not given reads `(not given)`; each value is cut at 120 characters.
+    an argument not given reads `(not given)`; each value is neutralized (nothing in it
+    can pass for a mark, a line break or a direction change), cut at 120 characters and
+    put between `VALUE_OPEN` and `VALUE_CLOSE`.
 
     Args:
         template: The tool's template.
@@ -261,17 +369,20 @@ def render_summary(
     try:
         parts = _parse(template)
         shown = redact_value(dict(arguments), secrets)
-        out: list[str] = []
+        pieces: list[tuple[str, bool]] = []
         for literal, field, formatter in parts:
-            out.append(literal)
+            pieces.append((_one_line(_neutral(literal)), False))
             if field is None:
                 continue
             if field not in shown:
-                out.append(_NOT_GIVEN)
+                pieces.append((_NOT_GIVEN, False))
                 continue
             value = shown[field]
-            out.append(_clip(FORMATTERS[formatter](value) if formatter else _plain(value)))
-        return clean_summary("".join(out))
+            text = FORMATTERS[formatter](value) if formatter else _plain(value)
+            # Cleaned before the cut, so that hidden characters do not take the room.
+            cleaned = " ".join(_neutral(text[: _MAX_VALUE_CHARS * 4]).split())
+            pieces.append((_cut(cleaned, _MAX_VALUE_CHARS), True))
+        return _marked(pieces)
     except Exception:  # deep nesting, a value the encoder refuses: no summary, never a crash
         return None
 

@@ -59,6 +59,7 @@ from durable_tools.workflows.loop._session import (
     check_message,
     reply_to,
     request_close,
+    retried_reply,
     take_message,
 )
 from durable_tools.workflows.loop._steering import accept_steer
@@ -201,6 +202,9 @@ class RunHandlers:
         Refused (before it enters history) when the run is not a session, has ended or is
         closing, is answering a message already, or the text is empty or too long.
         """
+        retried = retried_reply(self._state, message)
+        if retried is not None:  # a retry of a message answered in an earlier run
+            return retried
         number = take_message(self._state, message)
         return await reply_to(self._state, number, message)
 

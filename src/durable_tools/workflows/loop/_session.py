@@ -12,6 +12,12 @@ to redirect the turn in progress steers it. A refusal keeps the number of update
 flight at one per session (Temporal bounds them per workflow) and leaves no queued
 message for continue-as-new to carry.
 
+A message is identified by its id (its update's). Temporal answers a second update under
+an id the run took already with the first one's outcome, but only within one run: the
+session keeps its latest answered ids, with their text digest and reply, and carries them
+over continue-as-new (bounded), so a client that lost a reply and retries after the
+session continued gets that reply, and the message's tools do not run again.
+
 This wait is not `gates._wait`'s: that one pauses a tool call inside a turn; this one is
 the run's own wait between turns, with its own status (`awaiting_message`).
 """
@@ -27,7 +33,12 @@ from temporalio.exceptions import ApplicationError
 
 from durable_tools.messages import Message
 from durable_tools.protocol._limits import MAX_CANCEL_REASON_CHARS, MAX_MESSAGE_CHARS, clip
-from durable_tools.protocol._session_types import REFUSED, SessionReply, message_digest
+from durable_tools.protocol._session_types import (
+    REFUSED,
+    AnsweredMessage,
+    SessionReply,
+    message_digest,
+)
 from durable_tools.protocol._types import RunStatus
 from durable_tools.workflows.loop._continue import continue_as_new_due, continue_now
 from durable_tools.workflows.observe._visibility import FINAL, publish
@@ -41,6 +52,7 @@ __all__ = [
     "refusal",
     "reply_to",
     "request_close",
+    "retried_reply",
     "run_session",
     "take_message",
 ]
@@ -49,6 +61,11 @@ MESSAGES_PER_RUN = 500
 """Messages one run of a session's chain takes before it continues-as-new (while idle).
 Each message is an update recorded in the run's history, and Temporal bounds the updates
 of one workflow run (2,000 by default, decisions and other updates included)."""
+
+ANSWERED_RETRY_PATCH = "session-answered-retry"
+"""Marks a run that answered a message id taken in an earlier run of its chain with that
+message's reply (carried). A history recorded before took such a retry as a new message,
+and replays so."""
 
 _NOTE_CHARS = 200
 """Characters of a message or answer an event's detail holds (events live in memory)."""
@@ -186,10 +203,25 @@ def _check_open(state: RunState) -> Session:
 def check_message(state: RunState, text: object) -> None:
     """The `send_message` validator: refuse what the session cannot take now.
 
+    A retry of a message answered in an earlier run of the chain (its id is among the
+    carried ones) passes whatever the session is doing: the handler answers it with its
+    reply.
+
     Raises:
         ApplicationError: (`REFUSED`) not a session, ended or closing, busy with a
-            message, or the text is not text, blank, too long or not encodable.
+            message, or the text is not text, blank, too long or not encodable; or the
+            id is an answered message's and the text is not its text, or its reply is
+            no longer kept.
     """
+    earlier = _answered_before(state)
+    if earlier is not None and isinstance(text, str):
+        _check_retry(earlier, text)
+        return
+    _check_new_message(state, text)
+
+
+def _check_new_message(state: RunState, text: object) -> None:
+    """Refuse a new message the session cannot take now (`check_message`'s checks)."""
     session = _check_open(state)
     if session.busy:
         raise refusal(
@@ -217,7 +249,9 @@ def take_message(state: RunState, text: object) -> int:
     Raises:
         ApplicationError: the message is refused (fails this update, not the run).
     """
-    check_message(state, text)
+    # A new message's checks, even under an answered id: `retried_reply` decided already
+    # (a history recorded before the retries were answered takes it as a new message).
+    _check_new_message(state, text)
     assert isinstance(text, str) and state.session is not None
     session = state.session
     session.messages += 1
@@ -227,14 +261,67 @@ def take_message(state: RunState, text: object) -> int:
     return session.messages
 
 
+def retried_reply(state: RunState, text: object) -> SessionReply | None:
+    """The reply to a message answered in an earlier run of the chain under this
+    update's id (a client's retry), or None when the update is a new message.
+
+    Raises:
+        ApplicationError: (`REFUSED`) the id's message had other text, or its reply is
+            no longer kept.
+    """
+    earlier = _answered_before(state)
+    if earlier is None or not isinstance(text, str):
+        return None
+    if not workflow.patched(ANSWERED_RETRY_PATCH):
+        return None
+    reply = _check_retry(earlier, text)
+    state.event("session.retried", detail=f"#{reply.message} answered again with its reply")
+    return reply
+
+
+def _answered_before(state: RunState) -> AnsweredMessage | None:
+    """The answered message whose id this `send_message` update has, if kept."""
+    info = workflow.current_update_info()
+    if state.session is None or info is None:
+        return None
+    return state.session.answered_as(info.id)
+
+
+def _check_retry(earlier: AnsweredMessage, text: str) -> SessionReply:
+    """`earlier`'s reply, for a retry with the same text.
+
+    Raises:
+        ApplicationError: (`REFUSED`) other text under the id, or a reply not kept.
+    """
+    info = workflow.current_update_info()
+    shown = (info.id if info is not None else earlier.id)[:100]
+    if message_digest(text) != earlier.text_sha256:
+        raise refusal(
+            f"message id {shown} was taken by message {earlier.message}, with other text: "
+            "this message was not sent (send it under a new id)"
+        )
+    if earlier.reply is None:
+        raise refusal(
+            f"message id {shown} was answered (message {earlier.message}) in an earlier run "
+            "of this session and its reply is no longer kept (too large to carry): read "
+            "the answer in the conversation; the message was not sent again"
+        )
+    return earlier.reply
+
+
 async def reply_to(state: RunState, number: int, text: str) -> SessionReply:
     """Wait for message `number`'s answer (or for the run to end) and return it, with
-    the digest of its `text` (a client that reused the message's id can tell)."""
+    the digest of its `text` (a client that reused the message's id can tell); keep it
+    as the answer to this update's id, for a retry after continue-as-new."""
     session = _session_of(state)
     await workflow.wait_condition(lambda: number in session.replies or state.status in FINAL)
     reply = session.replies.pop(number, None)
     if reply is not None:
-        return reply.model_copy(update={"text_sha256": message_digest(text)})
+        reply = reply.model_copy(update={"text_sha256": message_digest(text)})
+        info = workflow.current_update_info()
+        if info is not None:
+            session.remember(info.id, reply)
+        return reply
     return SessionReply(  # the run ended while answering (a limit, a cancel, a failure)
         text_sha256=message_digest(text),
         message=number,

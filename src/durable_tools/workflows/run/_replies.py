@@ -309,15 +309,28 @@ def script_reply(call_id: str, tool: str, output: str, result: str, host_calls: 
 
 
 def script_failed_reply(
-    call_id: str, tool: str, error: str, output: str, host_calls: int, bound: str | None
+    call_id: str,
+    tool: str,
+    error: str,
+    output: str,
+    host_calls: int,
+    ran: int,
+    bound: str | None,
 ) -> Message:
-    """A script that raised, or was stopped at a bound (`bound` names it); the host calls
-    it made before did run."""
-    made = (
-        f"after {host_calls} host call(s), which did run (do not repeat them blindly)"
-        if host_calls
-        else "before making any host call"
-    )
+    """A script that raised, or was stopped at a bound (`bound` names it); of the
+    `host_calls` it made before, `ran` started their tool (the others were refused or
+    denied, or were sleeps, and did nothing)."""
+    if not host_calls:
+        made = "before making any host call"
+    elif ran == host_calls:
+        made = f"after {host_calls} host call(s), which did run (do not repeat them blindly)"
+    elif ran:
+        made = (
+            f"after {host_calls} host call(s), of which {ran} did run (do not repeat them "
+            f"blindly) and {host_calls - ran} did not (refused, denied or sleeps)"
+        )
+    else:
+        made = f"after {host_calls} host call(s), none of which ran a tool"
     stopped = f"\nIt was stopped at {bound}." if bound else ""
     printed = f"\noutput before it stopped:\n{output}" if output else ""
     text = f"Error: the script of tool call {call_id} ({tool}) stopped {made}:\n{error}"

@@ -24,6 +24,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from durable_tools._activities._script_types import (
+    PRINTED_TOO_MUCH,
     SCRIPT_STATE_MISSING,
     SCRIPT_STEP_ACTIVITY,
     SLEEP,
@@ -58,6 +59,11 @@ HOST_IDS_CLAIMED_PATCH = "script-host-call-ids-claimed"
 """Marks a run whose host calls take call ids no other call of the run has, counted with
 the direct calls' ids (so their keys and decisions are as unique as a direct call's).
 Histories recorded before then replay with `<script call>/<n>` ids as they were."""
+
+PER_MESSAGE_CALLS_PATCH = "script-host-calls-per-message"
+"""Marks a session run whose host calls count against `max_tool_calls` per message, as
+direct calls do. Before, they counted the whole session's calls (after 100 tool calls in
+a session every host call was refused); histories recorded then replay as they were."""
 
 _ANSWERS_BUDGET = PAYLOAD_BUDGET_BYTES // 2
 """Most bytes of answers one step takes; more wait for the next step."""
@@ -144,6 +150,9 @@ class _ScriptRun:
             max_output_chars=config.max_output_chars,
         )
         self.made = 0
+        """Host calls the script made (sleeps and refused calls included)."""
+        self.ran = 0
+        """Of them, tool calls whose tool started (a refused or denied one never did)."""
         self.printed: list[str] = []
         self.running: dict[int, asyncio.Task[HostAnswer]] = {}
         self.answered: dict[int, HostAnswer] = {}
@@ -265,7 +274,7 @@ class _ScriptRun:
             why = script_host_error(host.function, "no such host function")
             return HostAnswer(call_id=host.call_id, error_type="NameError", error=why)
         limit = state.config.limits.max_tool_calls
-        if state.tool_calls >= limit:
+        if _over_call_limit(state, limit):
             why = script_host_error(host.function, f"max_tool_calls ({limit}) reached")
             return HostAnswer(call_id=host.call_id, error_type="RuntimeError", error=why)
         state.tool_calls += 1
@@ -290,7 +299,10 @@ class _ScriptRun:
             raise
         finally:
             state.running.pop(call_id, None)
-        return _answer(host.call_id, spec, state.records.get(call_id), message)
+        record = state.records.get(call_id)
+        if record is not None and record.started_at is not None:
+            self.ran += 1
+        return _answer(host.call_id, spec, record, message)
 
     async def _settle_running(self) -> None:
         if self.running:
@@ -317,6 +329,7 @@ class _ScriptRun:
             clip(error, 8_000),
             self._output(),
             self.made,
+            self.ran,
             _bound_hit(error, self.config),
         )
 
@@ -345,6 +358,11 @@ def _bound_hit(error: str, config: CodeMode) -> str | None:
             f"the per-step limit: max_step_seconds ({config.max_step_seconds:g} s of "
             "computing between two host calls)"
         )
+    if error.startswith(PRINTED_TOO_MUCH):
+        return (
+            f"the output limit: max_output_chars ({config.max_output_chars:,} characters "
+            "shown; a step may print at most 4 bytes per character of it)"
+        )
     if "memory limit exceeded" in error:
         return f"the memory limit: max_memory_bytes ({config.max_memory_bytes:,})"
     if "max_host_calls" in error:
@@ -355,6 +373,17 @@ def _bound_hit(error: str, config: CodeMode) -> str | None:
             "clock reads and sleeps in one step (4 x max_host_calls + 200)"
         )
     return None
+
+
+def _over_call_limit(state: RunState, limit: int) -> bool:
+    """Whether the run's `max_tool_calls` refuses one more call: counted per message in a
+    session (from `tool_calls_base`), as the loop counts direct calls."""
+    if state.tool_calls < limit:
+        return False
+    if state.tool_calls - state.tool_calls_base >= limit:
+        return True
+    # Only a session's later messages get here: the patch is asked (and marked) then only.
+    return not workflow.patched(PER_MESSAGE_CALLS_PATCH)
 
 
 def _unused_call_id(state: RunState, wanted: str) -> str:
