@@ -10,7 +10,7 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli
-from durable_tools.client import DurableTools
+from durable_tools.client import AgentRun, DurableTools
 from durable_tools.workflows import RunStatus
 from support import answer, calls, decisions_sent, running_worker, wait_for, write_script
 from test_cli_approvals import pay_registry
@@ -23,6 +23,15 @@ def one_line(err: str) -> str:
     assert "Traceback" not in err, err
     [line] = err.strip().splitlines()
     return line
+
+
+async def finished_run(client: Client, task_queue: str, tmp_path: Path) -> AgentRun:
+    """A run that has completed."""
+    model = write_script(tmp_path, [answer("done")])
+    async with running_worker(client, pay_registry(), task_queue):
+        finished = await DurableTools(client, task_queue).start("hi", model=model)
+        assert (await finished.result()).status == RunStatus.COMPLETED
+    return finished
 
 
 async def test_a_decision_right_after_the_worker_died_is_refused_in_one_line(
@@ -92,10 +101,7 @@ async def test_deny_needs_no_hash_but_still_refuses_an_unknown_or_decided_call(
 async def test_steer_on_an_ended_run_says_how_it_ended(
     client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
 ) -> None:
-    model = write_script(tmp_path, [answer("done")])
-    async with running_worker(client, pay_registry(), task_queue):
-        finished = await DurableTools(client, task_queue).start("hi", model=model)
-        assert (await finished.result()).status == RunStatus.COMPLETED
+    finished = await finished_run(client, task_queue, tmp_path)
     code, _, err = await cli(capsys, "steer", finished.run_id, "be brief")
     assert code == 2
     assert f"run {finished.run_id} has ended (COMPLETED): nothing to steer" in one_line(err)
@@ -104,10 +110,7 @@ async def test_steer_on_an_ended_run_says_how_it_ended(
 async def test_cancel_says_a_cancellation_was_already_asked_for_or_how_the_run_ended(
     client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
 ) -> None:
-    model = write_script(tmp_path, [answer("done")])
-    async with running_worker(client, pay_registry(), task_queue):
-        finished = await DurableTools(client, task_queue).start("hi", model=model)
-        assert (await finished.result()).status == RunStatus.COMPLETED
+    finished = await finished_run(client, task_queue, tmp_path)
     code, _, err = await cli(capsys, "cancel", finished.run_id)
     assert code == 2
     assert f"run {finished.run_id} has ended (COMPLETED): nothing to cancel" in one_line(err)

@@ -26,20 +26,9 @@ from durable_tools.client import (
     StaleRequest,
     WorkerUnavailable,
 )
-from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import AgentConfig, ApprovalPolicy, PendingApproval, RunStatus
 from support import answer, calls, decisions_sent, running_worker, wait_for, write_script
-
-
-def pay_registry() -> ToolRegistry:
-    registry = ToolRegistry()
-
-    @registry.tool(approval=True, idempotent=True)
-    def pay(amount_cents: int) -> str:
-        """Pay an amount (needs approval)."""
-        return f"paid {amount_cents}"
-
-    return registry
+from test_cli_approvals import pay_registry
 
 
 async def waiting_run(
