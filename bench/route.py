@@ -9,13 +9,22 @@ modules it passes through: a newcomer reading the route follows these changes.
 
 Replay runs the real workflow code in-process and deterministically (no server), so the
 count is the same on every machine.
+
+Then the client side (unless `--no-decide`): the decide path of one approval from the
+command line (`durable-tools approve RUN CALL --hash H`, from `cmd_decide`) and from the
+inbox's API (`POST /api/runs/RUN/calls/CALL/decide`, from `api_decide`), traced the same
+way on a dev server of its own with a real worker and a run waiting for approval.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
+import tempfile
 import threading
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -36,11 +45,13 @@ class RouteTrace:
     """Collects the durable-tools files entered between `run_calls` and `call_model`, and
     each call from one file into another (caller file, callee file)."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: str = "run_calls", stop: str = "call_model") -> None:
         self.files: list[str] = []
         self.jumps: list[tuple[str, str]] = []
         self.state = "before"  # before -> on_route -> done
         self.lock = threading.Lock()
+        self.start = start
+        self.stop = stop
 
     def profile(self, frame: FrameType, event: str, arg: Any) -> None:
         if event != "call" or self.state == "done":
@@ -50,9 +61,9 @@ class RouteTrace:
             return
         name = frame.f_code.co_name
         with self.lock:
-            if self.state == "before" and name == "run_calls":
+            if self.state == "before" and name == self.start:
                 self.state = "on_route"
-            elif self.state == "on_route" and name == "call_model":
+            elif self.state == "on_route" and name == self.stop:
                 self.state = "done"
                 return
             if self.state == "on_route":
@@ -83,11 +94,99 @@ async def trace_route() -> RouteTrace:
     return trace
 
 
-def main() -> None:
-    trace = asyncio.run(trace_route())
+def _traced(trace: RouteTrace, work: Callable[[], Any]) -> Any:
+    """Run `work` in this thread with `trace` watching it (and only it)."""
+    sys.setprofile(trace.profile)
+    try:
+        return work()
+    finally:
+        sys.setprofile(None)
+
+
+async def trace_decide_paths() -> tuple[RouteTrace, RouteTrace]:
+    """The decide path of one approval from the CLI and from the inbox's API, each traced
+    in a thread of its own while this one runs the worker."""
+    import httpx
+
+    from bench._common import free_port
+    from durable_tools.cli import main as cli_main
+    from durable_tools.client import DurableTools
+    from durable_tools.connection import connect
+    from durable_tools.inbox import AuthConfig, InboxConfig, TokenStore, add_token, create_app
+    from durable_tools.server import DevServer
+    from durable_tools.tools import ToolRegistry
+    from durable_tools.worker import build_worker
+    from durable_tools.workflows import AgentConfig
+
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True)
+    def pay(amount_cents: int) -> str:
+        """Pay an amount (needs approval)."""
+        return f"paid {amount_cents}"
+
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        server = DevServer(work / "server", port=free_port(), headless=True)
+        client = await server.start()
+        queue = f"route-{uuid.uuid4().hex[:8]}"
+        script = work / "script.json"
+        script.write_text(
+            '{"steps": [{"tool_calls": [{"id": "c1", "name": "pay", "arguments": '
+            '{"amount_cents": 5}}]}, {"text": "paid"}]}'
+        )
+        tokens = work / "tokens.json"
+        token = add_token(tokens, "alice")
+        try:
+            async with build_worker(client, registry, task_queue=queue):
+                tools = DurableTools(client, queue)
+
+                async def waiting() -> tuple[str, str]:
+                    run = await tools.start("pay", config=AgentConfig(model=f"scripted:{script}"))
+                    for _ in range(300):
+                        pending = (await run.status()).pending_approvals
+                        if pending:
+                            return run.run_id, pending[0].arguments_hash
+                        await asyncio.sleep(0.05)
+                    raise SystemExit("the run never waited for approval")
+
+                run_id, digest = await waiting()
+                cli_trace = RouteTrace("cmd_decide", "<none>")
+                argv = ["approve", run_id, "c1", "--hash", digest, "--as", "alice"]
+                argv += ["--address", server.address]
+                code = await asyncio.to_thread(_traced, cli_trace, lambda: cli_main(argv))
+                if code != 0:
+                    raise SystemExit(f"the CLI's approve failed ({code})")
+
+                run_id, digest = await waiting()
+
+                async def through_inbox() -> None:
+                    own = await connect(server.address)
+                    config = InboxConfig(
+                        auth=AuthConfig(TokenStore(tokens)), session_secret="s" * 32
+                    )
+                    app = create_app(DurableTools(own, queue), config)
+                    transport = httpx.ASGITransport(app=app)
+                    async with httpx.AsyncClient(transport=transport, base_url="http://x") as web:
+                        answer = await web.post(
+                            f"/api/runs/{run_id}/calls/c1/decide",
+                            json={"approve": True, "arguments_hash": digest},
+                            headers={"Authorization": f"Bearer {token}"},
+                        )
+                    if answer.status_code != 200:
+                        raise SystemExit(f"the inbox's decide failed: {answer.text}")
+
+                inbox_trace = RouteTrace("api_decide", "<none>")
+                await asyncio.to_thread(_traced, inbox_trace, lambda: asyncio.run(through_inbox()))
+        finally:
+            await server.stop()
+    return cli_trace, inbox_trace
+
+
+def report(title: str, trace: RouteTrace) -> None:
     changes = sum(1 for a, b in zip(trace.files, trace.files[1:], strict=False) if a != b)
     modules = sorted(set(trace.files))
-    print(f"route of one approval call: {changes} file changes across {len(modules)} modules")
+    print(f"{title}: {changes} file changes across {len(modules)} modules")
     # What a reader follows: each place the code calls into another file, counted once.
     print(
         f"calls into another file: {len(trace.jumps)}, "
@@ -95,6 +194,21 @@ def main() -> None:
     )
     for module in modules:
         print(f"  {module}: {trace.files.count(module)} calls")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.route", description=__doc__)
+    parser.add_argument(
+        "--no-decide",
+        action="store_true",
+        help="only the workflow route (no dev server for the decide paths)",
+    )
+    args = parser.parse_args()
+    report("route of one approval call", asyncio.run(trace_route()))
+    if not args.no_decide:
+        cli_trace, inbox_trace = asyncio.run(trace_decide_paths())
+        report("decide path from the CLI (cmd_decide)", cli_trace)
+        report("decide path from the inbox (api_decide)", inbox_trace)
 
 
 if __name__ == "__main__":

@@ -183,7 +183,7 @@ async def test_a_yes_to_a_request_replaced_while_asking_decides_nothing(
         )
         terminal.type("y")  # Bob's yes is about the 5 cents he saw
         assert await terminal.finish() == 2
-        assert "rejected by run" in terminal.text and "hash does not match" in terminal.text
+        assert "not the request you saw" in terminal.text and "nothing was decided" in terminal.text
         assert [d["decider"] for d in await decisions_sent(run)] == ["alice"]
         [still] = (await run.status()).pending_approvals
         assert still.arguments["amount_cents"] == 5_000_000

@@ -16,7 +16,7 @@ from temporalio.exceptions import CancelledError
 from durable_tools._activities._conversation import whole_conversation
 from durable_tools._callbacks_client import serve_callbacks
 from durable_tools._run_cancelled import cancelled_result
-from durable_tools._run_decisions import RunDecisions, with_decisions
+from durable_tools._run_decisions import RunDecisions
 from durable_tools._run_progress import ToolProgress, progress_in
 from durable_tools._session_client import RunSessions
 from durable_tools.events import EventSink, FollowResult, follow_events
@@ -37,9 +37,6 @@ from durable_tools.workflows import (
 __all__ = ["AgentRun"]
 
 _T = TypeVar("_T")
-
-# Statuses a call reaches without ever being put to a person.
-_NEVER_DECIDED = ("invalid", "awaiting_approval")
 
 
 class AgentRun(RunDecisions, RunSessions):
@@ -104,16 +101,13 @@ class AgentRun(RunDecisions, RunSessions):
     ) -> list[ToolCallRecord]:
         """The timeline with who decided each approval, when and why.
 
-        Records from a workflow that fills `decided_by` are returned as they are; for
-        older runs the decisions are read from the run's `approval.*` events.
+        Every record carries its decision (`decided_by`, `decided_at`, `decision_reason`,
+        set by the run when it records the decision), so this is the timeline itself.
 
         Args:
             timeline: The run's timeline when the caller already has it (saves a query).
         """
-        records = timeline if timeline is not None else await self.timeline()
-        if all(r.decided_by is not None or r.status in _NEVER_DECIDED for r in records):
-            return records
-        return with_decisions(records, await self.events())
+        return timeline if timeline is not None else await self.timeline()
 
     async def conversation(self, store: ArtifactStore | None = None) -> list[Message]:
         """The whole conversation so far.

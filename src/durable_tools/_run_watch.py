@@ -11,13 +11,9 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-from temporalio.client import Client, WorkflowFailureError, WorkflowQueryFailedError
+from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.exceptions import CancelledError as TemporalCancelledError
 from temporalio.service import RPCError
 
@@ -31,6 +27,7 @@ from durable_tools._render import (
     render_authorization,
     render_record,
 )
+from durable_tools._run_base import has_workers
 from durable_tools.client import AgentRun, ToolProgress
 from durable_tools.tools._progress import Progress
 from durable_tools.workflows import (
@@ -60,7 +57,6 @@ _T = TypeVar("_T")
 
 QUERY_TIMEOUT = 5.0
 """Seconds a status or timeline query may take before the watcher gives up on it."""
-_POLLER_FRESH = 75.0
 
 
 @dataclass
@@ -92,32 +88,6 @@ class Outcome:
             "tool_calls": self.tool_calls,
             "timeline": [r.model_dump(mode="json") for r in self.timeline],
         }
-
-
-async def has_workers(client: Client, task_queue: str) -> bool:
-    """Whether a worker polled the task queue for workflow tasks in the last ~75 s.
-
-    A query to a run whose task queue has no worker waits until it times out; asking the
-    server first answers at once. Long polls last up to ~70 s, so a live worker is seen
-    within that window; a worker that died more recently still counts (the query then
-    times out).
-    """
-    try:
-        response = await client.workflow_service.describe_task_queue(
-            DescribeTaskQueueRequest(
-                namespace=client.namespace,
-                task_queue=TaskQueue(name=task_queue),
-                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-            ),
-            timeout=timedelta(seconds=QUERY_TIMEOUT),
-        )
-    except RPCError:
-        return True  # cannot tell: let the query decide
-    now = datetime.now(UTC)
-    return any(
-        (now - poller.last_access_time.ToDatetime(UTC)).total_seconds() < _POLLER_FRESH
-        for poller in response.pollers
-    )
 
 
 async def query_quietly(

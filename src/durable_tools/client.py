@@ -2,6 +2,11 @@
 
 `DurableTools` starts and lists runs; `AgentRun` (`_run_handle`) is the handle on one;
 `answer_input` answers the question a run's MCP tool asks its user.
+
+`AgentRun.decide_request` decides a request a person was shown: the one decide path of
+the command line, the inbox and any front end of yours. When nothing was recorded it raises
+a `DecisionError` whose subclass says why (`AlreadyDecided`, `StaleRequest`,
+`NotADecider`, `WorkerUnavailable`, ...).
 """
 
 from __future__ import annotations
@@ -24,7 +29,23 @@ from durable_tools._client_start import (
     start_versioning,
 )
 from durable_tools._input_client import InputAnswerRejected, answer_input
-from durable_tools._run_decisions import with_decisions
+from durable_tools._run_decisions import (
+    AlreadyDecided,
+    AmbiguousRequest,
+    DecisionError,
+    DecisionRecorded,
+    DecisionTimedOut,
+    MalformedDecision,
+    NotADecider,
+    NothingPending,
+    PendingRequest,
+    RejectedByRun,
+    RunEnded,
+    RunNotFound,
+    RunUnreadable,
+    StaleRequest,
+    WorkerUnavailable,
+)
 from durable_tools._run_handle import AgentRun
 from durable_tools._run_progress import ToolProgress, progress_in
 from durable_tools._schedules import (
@@ -58,16 +79,30 @@ from durable_tools.workflows import (
 
 __all__ = [
     "AgentRun",
+    "AlreadyDecided",
+    "AmbiguousRequest",
+    "DecisionError",
+    "DecisionRecorded",
+    "DecisionTimedOut",
     "DurableTools",
     "InputAnswerRejected",
+    "MalformedDecision",
+    "NotADecider",
+    "NothingPending",
+    "PendingRequest",
+    "RejectedByRun",
+    "RunEnded",
+    "RunNotFound",
     "RunSummary",
+    "RunUnreadable",
     "ScheduleSummary",
     "SentMessage",
     "SessionRefused",
+    "StaleRequest",
     "ToolProgress",
+    "WorkerUnavailable",
     "answer_input",
     "progress_in",
-    "with_decisions",
 ]
 
 

@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 
 from starlette.requests import HTTPConnection
 
+from durable_tools.protocol._deciders import decider_name
+
 from ._sessions import EndedSessions, ended_sessions_file
 from ._tokens import TokenStore, User, valid_user
 
-__all__ = ["AuthConfig", "authenticate", "decider_for", "group_decider"]
+__all__ = ["AuthConfig", "authenticate", "decider_for"]
 
 SESSION_TOKEN = "token_sha256"
 """Session key holding the sha256 of the token the user logged in with."""
@@ -108,21 +110,12 @@ def authenticate(conn: HTTPConnection, config: AuthConfig) -> User | None:
     return None
 
 
-def group_decider(user: str, group: str) -> str:
-    """The decider string for a person deciding as a member of a group."""
-    return f"{user} via group:{group}"
-
-
 def decider_for(user: User, deciders: Sequence[str]) -> str | None:
     """The decider name to send for `user`, or None if the deciders exclude them.
 
-    A policy's deciders name people (`alice`) or groups (`group:ops`); an empty list means
-    anyone. A member of a named group decides as `alice via group:ops`, so the history
-    records both the person and the group that allowed them.
+    The rule of `protocol._deciders.decider_name` (the one the run applies): a policy's
+    deciders name people (`alice`, however spelled) or groups (`group:ops`); an empty list
+    means anyone. A member of a named group decides as `alice via group:ops`, so the
+    history records both the person and the group that allowed them.
     """
-    if not deciders or user.name in deciders:
-        return user.name
-    for group in user.groups:
-        if f"group:{group}" in deciders:
-            return group_decider(user.name, group)
-    return None
+    return decider_name(user.name, user.groups, deciders)

@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from durable_tools.protocol._deciders import name_key
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: changes are atomic but not serialized
@@ -101,9 +103,13 @@ def _entries(
         TokenFileError: an invalid user, token hash or group list.
     """
     found: dict[str, tuple[str, tuple[str, ...], str | None]] = {}
+    people: dict[str, str] = {}
     for name, entry in data["users"].items():
         if not isinstance(name, str) or not valid_user(name) or not isinstance(entry, dict):
             raise TokenFileError(f"tokens file {path}: invalid user {name!r}")
+        same = people.setdefault(name_key(name), name)
+        if same != name:
+            raise TokenFileError(_one_person(path, same, name))
         digest, groups = entry.get("token_sha256"), entry.get("groups", [])
         if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
             raise TokenFileError(f"tokens file {path}: user {name!r} has no token_sha256")
@@ -114,6 +120,15 @@ def _entries(
         created = entry.get("created")
         found[name] = (digest, tuple(groups), created if isinstance(created, str) else None)
     return found
+
+
+def _one_person(path: Path, first: str, second: str) -> str:
+    # Policies compare decider names case-insensitively (`protocol._deciders`): two users
+    # spelled alike would decide as one person, each for the other.
+    return (
+        f"tokens file {path}: users {first!r} and {second!r} are one person to every "
+        "approval policy (decider names compare without case): keep one of them"
+    )
 
 
 class TokenStore:
@@ -206,6 +221,9 @@ def add_token(path: Path, user: str, groups: list[str] | None = None) -> str:
             raise TokenFileError(f"invalid group name {_shown(group)} (letters, digits, ._-)")
 
     def change(users: dict[str, Any]) -> str:
+        for other in users:
+            if other != user and name_key(other) == name_key(user):
+                raise TokenFileError(_one_person(path, other, user))
         previous = users.get(user, {})
         kept = previous.get("groups", []) if isinstance(previous, dict) else []
         return _new_token(users, user, sorted(set(groups)) if groups is not None else kept)

@@ -2,17 +2,19 @@
 confirms at a terminal after seeing it.
 
 A call id names no single request: a model may reuse it in a later turn with other
-arguments. So `approve`/`deny` never pick "whatever is pending now" on their own: either
-`--hash` names the request the person reviewed (and a changed request is refused), or
-the command shows the request at a terminal and decides only on an explicit "y".
+arguments. So `approve` never picks "whatever is pending now" on its own: either `--hash`
+names the request the person reviewed (and a changed request is refused), or the command
+shows the request at a terminal and decides only on an explicit "y". `deny` is the safe
+direction: without `--hash` and without a terminal it denies the one request pending
+under the call id (shown first), still refusing an unknown or decided call.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 
 from durable_tools._render import render_approval, terminal_safe
+from durable_tools._run_decisions import MalformedDecision, arguments_hash_given, stale_request
 from durable_tools.workflows import PendingApproval
 
 from ._errors import CliError
@@ -24,35 +26,27 @@ __all__ = [
     "describe_request",
     "hash_given",
     "require_hash_or_terminal",
-    "stale_request",
+    "stale",
 ]
 
 DECLINED_EXIT_CODE = 1
 """Exit code when the person answers anything but yes: nothing was decided."""
 
-_FULL_HASH = re.compile(r"[0-9a-f]{64}")
-
 
 def hash_given(given: str | None) -> str | None:
     """`--hash` as it will be sent (lower case, surrounding blanks dropped); None without it.
 
-    Only the full hash is accepted. A prefix is refused rather than completed: a prefix
-    short enough to type (12 hex characters are 48 bits) can be matched by arguments
-    chosen for it, so it would not name the request the person reviewed.
+    Only the full hash is accepted (`arguments_hash_given`): never a prefix.
 
     Raises:
         CliError: `given` is not 64 hexadecimal characters.
     """
     if given is None:
         return None
-    digest = given.strip().lower()
-    if not _FULL_HASH.fullmatch(digest):
-        raise CliError(
-            f"--hash must be the full arguments hash, 64 hexadecimal characters (got "
-            f"{len(digest)} characters): copy it from `durable-tools pending` or `show`; a "
-            "prefix is not accepted, since arguments can be chosen to share a short prefix"
-        )
-    return digest
+    try:
+        return arguments_hash_given(given)
+    except MalformedDecision as error:
+        raise CliError(f"--hash: {error}") from None
 
 
 def can_ask() -> bool:
@@ -61,12 +55,13 @@ def can_ask() -> bool:
 
 
 def require_hash_or_terminal(verb: str, digest: str | None) -> None:
-    """Refuse a decision that names no request when nobody can be asked to confirm one.
+    """Refuse an approval that names no request when nobody can be asked to confirm one
+    (a denial goes ahead: it denies the one request pending under the call id).
 
     Raises:
-        CliError: no `--hash`, and stdin or stdout is not a terminal.
+        CliError: `approve` without `--hash`, and stdin or stdout is not a terminal.
     """
-    if digest is None and not can_ask():
+    if digest is None and verb == "approve" and not can_ask():
         raise CliError(
             f"`{verb}` without --hash needs a terminal, to show you the request and ask you "
             "to confirm it; there is none, so nothing was decided. Pass --hash H, the "
@@ -95,11 +90,6 @@ def confirm(verb: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def stale_request(run_id: str, call_id: str) -> CliError:
+def stale(run_id: str, call_id: str) -> CliError:
     """The refusal for a `--hash` that names a request no longer pending."""
-    return CliError(
-        f"the request pending for call {terminal_safe(call_id)} in run {terminal_safe(run_id)} "
-        "has another arguments hash than the one you gave: it is not the request you saw (the "
-        "model may have reused the call id with other arguments), so nothing was decided; "
-        "look at it again with `durable-tools pending`"
-    )
+    return CliError(terminal_safe(stale_request(run_id, call_id)))

@@ -3,7 +3,9 @@
 A policy may name groups as deciders (`group:ops`). The inbox decides as
 `alice via group:ops` after checking alice's membership; the CLI does the same against the
 inbox's tokens file (which lists each user's groups), so a group is never recorded as the
-person who decided, and nobody decides for a group the file does not put them in.
+person who decided, and nobody decides for a group the file does not put them in. The rule
+itself (who may decide, under which name) is the one the run applies
+(`protocol._deciders.decider_name`, through `AgentRun.decide_request`).
 """
 
 from __future__ import annotations
@@ -12,52 +14,54 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from durable_tools._extras import install_hint
-from durable_tools.protocol._deciders import GROUP_PREFIX, may_decide, name_key, person_of
+from durable_tools.protocol._deciders import GROUP_PREFIX, may_decide
 
 from ._errors import CliError
 
-__all__ = ["decider_for"]
+__all__ = ["groups_for", "not_a_member"]
 
 
-def decider_for(name: str, deciders: Sequence[str], tokens_file: Path | None = None) -> str:
-    """The decider name to send for `name` on a call with these `deciders`.
+def _default_tokens_file() -> Path:
+    from durable_tools.inbox import default_tokens_file
 
-    `name` itself when the policy lets it decide (named, or anyone may); `name via group:g`
-    when the policy names a group the tokens file (default: the inbox's) puts `name` in.
+    return default_tokens_file()
+
+
+def groups_for(
+    name: str, deciders: Sequence[str], tokens_file: Path | None = None
+) -> tuple[str, ...]:
+    """The groups the tokens file (default: the inbox's) puts `name` in, read only when
+    the policy names a group and not `name` itself; empty otherwise.
 
     Raises:
-        CliError: `name` may decide neither as a person nor through a group it belongs to.
+        CliError: a group decides and its membership cannot be checked (no inbox extra,
+            an unreadable tokens file).
     """
-    if person_of(name) != name_key(name):
-        # `bob via group:ops` would claim a membership nobody checked.
-        raise CliError(
-            f"--as takes a person's name, not {name!r}: the group a member decides through "
-            "is found in the tokens file"
-        )
-    if may_decide(name, deciders):
-        return name
-    named = ", ".join(deciders)
     groups = [d for d in deciders if d.startswith(GROUP_PREFIX)]
-    if not groups:
-        raise CliError(f"{name!r} may not decide this call (deciders: {named})")
+    if not groups or may_decide(name, deciders):
+        return ()
     try:  # the inbox package needs its extra: import it only when a group decides
-        from durable_tools.inbox import TokenFileError, TokenStore, default_tokens_file
+        from durable_tools.inbox import TokenFileError, TokenStore
     except ImportError as error:
         raise CliError(
             f"a group decides this call ({', '.join(groups)}): checking {name!r}'s "
             f"membership reads the inbox's tokens file, which needs "
             f"`{install_hint('inbox')}` ({error})"
         ) from None
-    path = tokens_file or default_tokens_file()
+    path = tokens_file or _default_tokens_file()
     try:
-        member_of = set(TokenStore(path).groups_of(name)) if path.exists() else set()
+        return TokenStore(path).groups_of(name) if path.exists() else ()
     except TokenFileError as error:
         raise CliError(f"cannot check {name!r}'s groups: {error}") from None
-    for group in groups:
-        if group[len(GROUP_PREFIX) :] in member_of:
-            return f"{name} via {group}"
-    raise CliError(
-        f"{name!r} may not decide this call (deciders: {named}); the tokens file {path} puts "
-        f"{name!r} in none of its groups: decide through the inbox, or add the user "
-        f"(durable-tools inbox token add {name} --group GROUP)"
+
+
+def not_a_member(name: str, deciders: Sequence[str], tokens_file: Path | None) -> str:
+    """What to do when the tokens file puts `name` in none of the deciding groups ("" when
+    no group decides)."""
+    if not any(d.startswith(GROUP_PREFIX) for d in deciders):
+        return ""
+    path = tokens_file or _default_tokens_file()
+    return (
+        f"; the tokens file {path} puts {name!r} in none of its groups: decide through the "
+        f"inbox, or add the user (durable-tools inbox token add {name} --group GROUP)"
     )

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from durable_tools._render import terminal_safe
 from durable_tools.workflows import PendingApproval
 
-from ._confirm import DECLINED_EXIT_CODE, confirm, describe_request, stale_request
+from ._confirm import DECLINED_EXIT_CODE, can_ask, confirm, describe_request, stale
 from ._errors import CliError
 from ._output import echo
 
@@ -66,7 +66,7 @@ def _request_listed(listing: Any, run_id: str, call_id: str, digest: str | None)
     except ValidationError:
         raise CliError("the inbox listed a request that is not a pending approval") from None
     if digest is not None and approval.arguments_hash != digest:
-        raise stale_request(run_id, call_id)
+        raise stale(run_id, call_id)
     return approval
 
 
@@ -76,7 +76,8 @@ async def decide_via_inbox(args: argparse.Namespace, digest: str | None) -> int:
     Args:
         args: The `approve`/`deny` arguments.
         digest: The `--hash` given (checked), or None: then the person confirms the request
-            shown at the terminal (the caller made sure there is one).
+            shown at the terminal, or, with none, a denial goes ahead on it (the caller
+            refused an approval without a terminal).
     """
     token = os.environ.get(INBOX_TOKEN_ENV, "")
     if not token:
@@ -101,7 +102,7 @@ async def decide_via_inbox(args: argparse.Namespace, digest: str | None) -> int:
             approval = _request_listed(listing, args.run_id, args.call_id, digest)
             user = terminal_safe(str(listing.get("user")))
             echo(f"to {verb} as {user}:\n{describe_request(args.run_id, approval)}", flush=True)
-            if digest is None and not confirm(verb):
+            if digest is None and can_ask() and not confirm(verb):
                 raise CliError(
                     f"nothing decided: call {terminal_safe(args.call_id)} of run "
                     f"{terminal_safe(args.run_id)} still waits",

@@ -219,8 +219,14 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"{verb} a pending tool call",
             description=f"{verb.capitalize()} the request pending for CALL_ID in RUN_ID, named "
             "by --hash (what `pending` and `show` print); without --hash the request is shown "
-            "at the terminal and decided only if you answer y, and without a terminal "
-            "nothing is decided.",
+            "at the terminal and decided only if you answer y"
+            + (
+                ", and without a terminal nothing is approved."
+                if verb == "approve"
+                else "; without a terminal, the one request pending under CALL_ID is shown "
+                "and denied (denying is the safe direction; an unknown or decided call is "
+                "still refused)."
+            ),
         )
         p.add_argument("run_id", metavar="RUN_ID", help="the run (workflow) id")
         p.add_argument("call_id", metavar="CALL_ID", help="the tool call, as `pending` lists it")

@@ -1,33 +1,55 @@
-"""Deciding a pending call as an authenticated user, bound to the arguments they saw."""
+"""Deciding a pending call as an authenticated user, bound to the arguments they saw.
+
+Deciding is `AgentRun.decide_request`; this turns its typed errors into HTTP statuses.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import re
 
-from temporalio.client import (
-    WorkflowQueryFailedError,
-    WorkflowUpdateFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
-)
+from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
-from durable_tools._callers._auth import decider_for
 from durable_tools._callers._tokens import User
-from durable_tools._encrypted import ENCRYPTED_NOTE, is_encrypted_payload_error
+from durable_tools._run_decisions import (
+    DECIDE_TIMEOUT,
+    AlreadyDecided,
+    AmbiguousRequest,
+    DecisionError,
+    DecisionTimedOut,
+    MalformedDecision,
+    NotADecider,
+    NothingPending,
+    RejectedByRun,
+    RunEnded,
+    RunNotFound,
+    RunUnreadable,
+    StaleRequest,
+    WorkerUnavailable,
+    arguments_hash_given,
+)
 from durable_tools.client import DurableTools
-from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, MAX_REASON_CHARS
+from durable_tools.protocol._limits import MAX_CALL_ID_CHARS
 from durable_tools.protocol._policy_types import GrantRequest
-from durable_tools.workflows import AgentWorkflow, ApprovalDecision, PendingAuthorization
+from durable_tools.workflows import AgentWorkflow, PendingAuthorization
 
-from ._pending import QUERY_TIMEOUT
+__all__ = ["DecisionRefused", "decide", "reissue"]
 
-__all__ = ["DECIDE_TIMEOUT", "DecisionRefused", "decide", "reissue"]
-
-DECIDE_TIMEOUT = 30.0
-"""Seconds a decision may wait for the run's worker to take it."""
-
-_HASH = re.compile(r"[0-9a-f]{64}")
+_STATUS: dict[type[DecisionError], int] = {
+    MalformedDecision: 400,
+    NotADecider: 403,
+    RunNotFound: 404,
+    NothingPending: 404,
+    AlreadyDecided: 409,
+    StaleRequest: 409,
+    AmbiguousRequest: 409,
+    RejectedByRun: 409,
+    RunEnded: 409,
+    WorkerUnavailable: 503,
+    DecisionTimedOut: 503,
+    RunUnreadable: 503,
+}
+"""The HTTP status answering each reason a decision was not recorded."""
 
 
 class DecisionRefused(Exception):
@@ -37,6 +59,22 @@ class DecisionRefused(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+def _hash_of(given: object) -> str:
+    """The arguments hash of a decision's body (required: a person decides what they saw).
+
+    Raises:
+        DecisionRefused: none given (400 "required"), or malformed (400 "malformed").
+    """
+    if given is None or given == "":
+        raise DecisionRefused(
+            400, "arguments_hash is required: the 64-hex hash of the request you were shown"
+        )
+    try:
+        return arguments_hash_given(given)
+    except MalformedDecision as error:
+        raise DecisionRefused(400, f"arguments_hash is malformed: {error.message}") from None
 
 
 async def decide(
@@ -60,57 +98,26 @@ async def decide(
 
     Raises:
         DecisionRefused: a malformed request (400), a user who may not decide (403), no
-            such pending call (404), a changed call or a rejection by the run (409), no
-            worker answering or a run whose payloads this inbox has no keys for (503).
+            such run or pending call (404), a changed or decided call, an ended run or a
+            rejection by the run (409), no worker answering or a run whose payloads this
+            inbox has no keys for (503).
     """
-    if not isinstance(arguments_hash, str) or not _HASH.fullmatch(arguments_hash):
-        raise DecisionRefused(400, "arguments_hash (the 64-hex hash you were shown) is required")
+    digest = _hash_of(arguments_hash)
     if reason is not None and not isinstance(reason, str):
         raise DecisionRefused(400, "reason must be a string")
-    if reason is not None and len(reason) > MAX_REASON_CHARS:
-        raise DecisionRefused(400, f"reason is longer than {MAX_REASON_CHARS} characters")
-    if len(call_id) > MAX_CALL_ID_CHARS:
-        raise DecisionRefused(400, "call id too long")
-    run = tools.run(run_id)
     try:
-        snapshot = await asyncio.wait_for(run.status(), QUERY_TIMEOUT)
-    except TimeoutError:
-        raise DecisionRefused(503, f"run {run_id} did not answer (is a worker running?)") from None
-    except (RPCError, WorkflowQueryFailedError) as error:
-        raise DecisionRefused(404, f"run {run_id} could not be read: {error}") from None
-    except KeyError as error:
-        if not is_encrypted_payload_error(error):
-            raise
-        message = f"this inbox cannot read run {run_id}: {ENCRYPTED_NOTE}"
-        raise DecisionRefused(503, message) from None
-    approval = next((a for a in snapshot.pending_approvals if a.call_id == call_id), None)
-    if approval is None:
-        raise DecisionRefused(404, f"no approval is pending for call {call_id} in run {run_id}")
-    if approval.arguments_hash != arguments_hash:
-        raise DecisionRefused(
-            409, "the call's arguments changed since you saw them: look at it again"
+        recorded = await tools.run(run_id).decide_request(
+            call_id,
+            approve,
+            arguments_hash=digest,
+            decider=user.name,
+            groups=user.groups,
+            reason=reason or None,
+            grant=GrantRequest(scope="run") if approve and remember else None,
         )
-    decider = decider_for(user, approval.deciders)
-    if decider is None:
-        raise DecisionRefused(
-            403, f"{user.name} may not decide this call (deciders: {', '.join(approval.deciders)})"
-        )
-    decision = ApprovalDecision(
-        call_id=call_id,
-        approve=approve,
-        decider=decider,
-        reason=reason or None,
-        arguments_hash=arguments_hash,
-        grant=GrantRequest(scope="run") if approve and remember else None,
-    )
-    try:
-        return await asyncio.wait_for(run.send_decision(decision), DECIDE_TIMEOUT)
-    except WorkflowUpdateFailedError as error:
-        cause = error.cause
-        message = getattr(cause, "message", None) or str(cause or error)
-        raise DecisionRefused(409, f"rejected by the run: {message}") from None
-    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
-        raise DecisionRefused(503, "no worker took the decision in time; try again") from None
+    except DecisionError as refused:
+        raise DecisionRefused(_STATUS.get(type(refused), 409), refused.message) from None
+    return recorded.verdict
 
 
 async def reissue(tools: DurableTools, run_id: str, call_id: str) -> PendingAuthorization:

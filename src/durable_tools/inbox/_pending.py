@@ -36,12 +36,12 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "DEFAULT_QUERY_CONCURRENCY",
     "QUERY_TIMEOUT",
-    "EncryptedPending",
     "OtherWait",
     "PageRequestError",
     "PendingItem",
     "PendingList",
     "RunQueries",
+    "WaitingRun",
     "list_pending",
 ]
 
@@ -76,8 +76,9 @@ class PendingItem:
 
 
 @dataclass(frozen=True)
-class EncryptedPending:
-    """A waiting run whose payloads this inbox cannot decrypt: what the server shows of it."""
+class WaitingRun:
+    """A waiting run the inbox could not ask (its payloads are encrypted and the inbox has
+    no keys, or its worker did not answer): what the server shows of it."""
 
     run_id: str
     agent: str | None
@@ -173,7 +174,8 @@ class PendingList:
 
     Attributes:
         items: The approvals shown.
-        unreachable: Runs of the page that did not answer.
+        unanswered: Runs of the page that wait but did not answer (no worker polling, or
+            none in time).
         encrypted: Runs of the page whose payloads are encrypted and the inbox has no keys.
         hidden: Approvals of the page left out because the user may not decide them.
         waits: The page's runs' other waits (questions, grants, callback clients).
@@ -182,10 +184,15 @@ class PendingList:
 
     items: list[PendingItem] = field(default_factory=list)
     waits: list[OtherWait] = field(default_factory=list)
-    unreachable: list[str] = field(default_factory=list)
-    encrypted: list[EncryptedPending] = field(default_factory=list)
+    unanswered: list[WaitingRun] = field(default_factory=list)
+    encrypted: list[WaitingRun] = field(default_factory=list)
     hidden: int = 0
     next_cursor: str | None = None
+
+    @property
+    def unreachable(self) -> list[str]:
+        """The ids of the runs that did not answer."""
+        return [run.run_id for run in self.unanswered]
 
 
 class RunQueries:
@@ -337,19 +344,16 @@ async def list_pending(
     result = PendingList(next_cursor=next_cursor)
     for run, answer in zip(runs, answers, strict=True):
         name = run.typed_search_attributes.get(sa.AGENT_NAME)
-        if isinstance(answer, BaseException) and is_encrypted_payload_error(answer):
-            attributes = run.typed_search_attributes
-            result.encrypted.append(
-                EncryptedPending(
-                    run.id,
-                    name,
-                    attributes.get(sa.AWAITING_TOOL) or None,
-                    attributes.get(sa.PENDING_APPROVALS) or 0,
-                )
-            )
-            continue
         if isinstance(answer, BaseException):
-            result.unreachable.append(run.id)
+            attributes = run.typed_search_attributes
+            shown = WaitingRun(
+                run.id,
+                name,
+                attributes.get(sa.AWAITING_TOOL) or None,
+                attributes.get(sa.PENDING_APPROVALS) or 0,
+            )
+            encrypted = is_encrypted_payload_error(answer)
+            (result.encrypted if encrypted else result.unanswered).append(shown)
             continue
         result.waits += [w for w in other_waits(run.id, name, answer) if not tool or w.tool == tool]
         for approval in answer.pending_approvals:

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 
 __all__ = [
     "GROUP_PREFIX",
+    "decider_name",
     "distinct_people",
     "impersonates",
     "may_decide",
@@ -100,3 +101,26 @@ def impersonates(decider: str) -> str | None:
     if person in _SYSTEM_DECIDERS or person.startswith("auto:"):
         return f"{person!r} is the name the run records for its own decisions"
     return None
+
+
+def decider_name(person: str, groups: Iterable[str], deciders: Iterable[str]) -> str | None:
+    """The decider name to record for `person` on a call with these `deciders`, or None.
+
+    `person` itself when the policy names them (however spelled) or lets anyone decide;
+    `person via group:g` when it names a group `g` of `groups` (the person's groups, as
+    someone who checked them says: the inbox's tokens file). None for a name that is no
+    person's (empty, a group, a name the run records for itself, or one that already
+    claims a group: `bob via group:ops` would be a membership nobody checked).
+    """
+    key = name_key(person)
+    if not key or key.startswith(GROUP_PREFIX) or person_of(person) != key:
+        return None
+    if impersonates(person) is not None:
+        return None
+    if not may_decide(person, deciders):
+        allowed = {name_key(d) for d in deciders}
+        for group in groups:
+            if name_key(GROUP_PREFIX + group) in allowed:
+                return f"{person}{_VIA}{GROUP_PREFIX}{group}"
+        return None
+    return person
