@@ -1,51 +1,34 @@
-"""Deciding a run's approvals and its policy: the part of `AgentRun` people decide with.
+"""The decide operation's parts that are not the run's handle: its typed errors, the check
+of an arguments hash as a person gives it, and the errors a refused lookup turns into.
 
-`AgentRun.decide_request` is the one way a surface that shows requests to people decides
-one (the command line, the inbox, and every later one): it finds the request in the run
-or a running sub-agent, checks the arguments hash and the decider against it, sends the
-decision, and raises a `DecisionError` that says why nothing was recorded. Surfaces only
-turn those errors into exit codes or HTTP statuses. Who decided a call is read from the
-run's structured state (the call's record, `ToolCallRecord.decided_by`), never from text.
-
-`decide`, `approve` and `deny` send a decision as given and leave every check to the run
-(its update validator); they raise Temporal's `WorkflowUpdateFailedError` on a refusal.
+`AgentRun.decide_request` (in `_agent_run`) is the one way a surface that shows requests to
+people decides one (the command line, the inbox, and every later one): it finds the request
+in the run or a running sub-agent, checks the arguments hash and the decider against it,
+sends the decision, and raises a `DecisionError` from here that says why nothing was
+recorded. Surfaces only turn those errors into exit codes or HTTP statuses. Who decided a
+call is read from the run's structured state (the call's record,
+`ToolCallRecord.decided_by`), never from text.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from pydantic import ValidationError
 from temporalio.client import (
     WorkflowExecutionDescription,
+    WorkflowHandle,
     WorkflowQueryFailedError,
-    WorkflowUpdateFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_tools._encrypted import ENCRYPTED_NOTE, is_encrypted_payload_error
-from durable_tools._render import render_decision
-from durable_tools._run_base import RunBase, has_workers
-from durable_tools.protocol._deciders import decider_name
-from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, MAX_REASON_CHARS
-from durable_tools.workflows import (
-    ApprovalDecision,
-    ApprovalPolicy,
-    BatchDecision,
-    BatchItem,
-    GrantRequest,
-    GrantRevocation,
-    PendingApproval,
-    PolicyChange,
-    StandingGrant,
-    ToolCallRecord,
-)
+from durable_tools.client.render._text import render_decision
+from durable_tools.workflows import ToolCallRecord
 
 __all__ = [
     "DECIDE_TIMEOUT",
@@ -58,16 +41,18 @@ __all__ = [
     "MalformedDecision",
     "NotADecider",
     "NothingPending",
-    "PendingRequest",
     "RejectedByRun",
-    "RunDecisions",
     "RunEnded",
     "RunNotFound",
     "RunUnreadable",
     "StaleRequest",
     "WorkerUnavailable",
     "arguments_hash_given",
+    "asking",
+    "open_run",
+    "run_ended",
     "stale_request",
+    "unreachable",
 ]
 
 DECIDE_TIMEOUT = 30.0
@@ -209,16 +194,6 @@ class RejectedByRun(DecisionError):
 
 
 @dataclass(frozen=True)
-class PendingRequest:
-    """A request waiting for a person, with the run that waits for it."""
-
-    run: RunDecisions
-    """The run that waits: the one asked, or one of its sub-agents."""
-    approval: PendingApproval
-    """The request as a person should see it (tool, arguments, hash, deciders)."""
-
-
-@dataclass(frozen=True)
 class DecisionRecorded:
     """A decision the run recorded."""
 
@@ -269,475 +244,92 @@ def arguments_hash_given(given: object, *, run_id: str = "", call_id: str = "") 
     return digest
 
 
-class RunDecisions(RunBase):
-    """Deciding a run's approvals and its policy: the part of `AgentRun` people decide with."""
+async def open_run(handle: WorkflowHandle[Any, Any], call_id: str) -> WorkflowExecutionDescription:
+    """The description of the run behind `handle`, when it is open.
 
-    async def pending_approvals(self) -> list[tuple[str, PendingApproval]]:
-        """Approvals this run and its running sub-agents wait for, as (run id, approval)."""
-        snapshot = await self.status()
-        mine = [(self.run_id, approval) for approval in snapshot.pending_approvals]
-        return mine + await self.subagent_approvals()
+    Raises:
+        RunNotFound, RunEnded: it is not.
+    """
+    try:
+        description = await handle.describe()
+    except RPCError as error:
+        raise await unreachable(handle, call_id, error) from None
+    if description.close_time is not None:
+        raise run_ended(handle.id, call_id, description)
+    return description
 
-    async def subagent_approvals(
-        self, timeline: list[ToolCallRecord] | None = None
-    ) -> list[tuple[str, PendingApproval]]:
-        """Approvals that this run's running sub-agents (and theirs) wait for.
 
-        Args:
-            timeline: The run's timeline when the caller already has it (saves a query).
-        """
-        found: list[tuple[str, PendingApproval]] = []
-        for record in timeline if timeline is not None else await self.timeline():
-            if record.child_run_id and record.status == "running":
-                try:
-                    found += await self._other(record.child_run_id).pending_approvals()
-                except RPCError as error:
-                    if error.status != RPCStatusCode.NOT_FOUND:
-                        raise
-                    # Being started (or gone): it waits for nothing yet.
-        return found
+def run_ended(run_id: str, call_id: str, description: WorkflowExecutionDescription) -> RunEnded:
+    """The refusal of a decision for `call_id` of a run that has ended as `description` says."""
+    status = description.status.name if description.status is not None else "UNKNOWN"
+    return RunEnded(
+        f"run {run_id} has ended ({status}): nothing waits in it, so nothing was decided",
+        run_id=run_id,
+        call_id=call_id,
+        status=status,
+    )
 
-    def _other(self, run_id: str) -> RunDecisions:
-        """The handle on another run (a sub-agent's), reached the same way."""
-        return type(self)(self.client, run_id)
 
-    async def find_approval(self, call_id: str) -> tuple[RunDecisions, PendingApproval] | None:
-        """The approval pending for `call_id` in this run or one of its running sub-agents,
-        with the run that waits for it; None when no such approval is pending."""
-        for approval in (await self.status()).pending_approvals:
-            if approval.call_id == call_id:
-                return self, approval
-        for run_id, approval in await self.subagent_approvals():
-            if approval.call_id == call_id:
-                return self._other(run_id), approval
-        return None
+async def unreachable(
+    handle: WorkflowHandle[Any, Any], call_id: str, error: RPCError, task_queue: str = ""
+) -> DecisionError:
+    """The error for an RPC the server refused while deciding `call_id` of `handle`'s run.
 
-    # ------------------------------------------------------ the one decide path
-
-    async def find_request(
-        self, call_id: str, *, arguments_hash: str | None = None
-    ) -> PendingRequest:
-        """The one request pending for `call_id` in this run or its running sub-agents
-        that a decision names (by `arguments_hash` when given), with the run that waits.
-
-        What a surface shows a person before they decide; `decide_request` looks it up
-        again when the decision is sent, so a request replaced meanwhile is never decided.
-
-        Raises:
-            MalformedDecision: a call id or hash that cannot name a request.
-            RunNotFound, RunEnded: no such run, or it has ended.
-            WorkerUnavailable: no worker polls the run's task queue, or none answered.
-            RunUnreadable: the run's payloads are encrypted and this client has no keys.
-            AlreadyDecided: nothing pending under `call_id`; the run records who decided it.
-            NothingPending: nothing pending under `call_id`, and no decision of it either.
-            StaleRequest: `arguments_hash` names none of what is pending under `call_id`.
-            AmbiguousRequest: several requests match (in the run and its sub-agents).
-        """
-        if not isinstance(call_id, str) or not 0 < len(call_id) <= MAX_CALL_ID_CHARS:
-            raise MalformedDecision(
-                f"a call id is 1 to {MAX_CALL_ID_CHARS} characters",
-                run_id=self.run_id,
-                call_id=str(call_id)[:MAX_CALL_ID_CHARS],
-            )
-        digest = None
-        if arguments_hash is not None:
-            digest = arguments_hash_given(arguments_hash, run_id=self.run_id, call_id=call_id)
-        task_queue = (await self._open_run(call_id)).task_queue
-        if not await has_workers(self.client, task_queue):
-            raise WorkerUnavailable(
-                f"no worker polls task queue {task_queue} of run {self.run_id}: nothing was "
-                "decided; start one (`durable-tools worker --tools MODULE --task-queue ...`)",
-                run_id=self.run_id,
-                call_id=call_id,
-                task_queue=task_queue,
-            )
-        async with self._asking(call_id, task_queue):
-            everything = await asyncio.wait_for(self.pending_approvals(), LOOKUP_TIMEOUT)
-        waiting = [(run_id, a) for run_id, a in everything if a.call_id == call_id]
-        if not waiting:
-            async with self._asking(call_id, task_queue):
-                decided = await asyncio.wait_for(self._decided(call_id), LOOKUP_TIMEOUT)
-            if decided is not None:
-                raise AlreadyDecided(decided, run_id=self.run_id)
-            pending = sorted({a.call_id for _, a in everything})
-            raise NothingPending(
-                f"no approval is pending for call {call_id} in run {self.run_id} (pending: "
-                f"{', '.join(pending) or 'none'}; see `durable-tools pending`)",
-                run_id=self.run_id,
-                call_id=call_id,
-                pending=pending,
-            )
-        if digest is not None:
-            waiting = [(run_id, a) for run_id, a in waiting if a.arguments_hash == digest]
-            if not waiting:
-                raise stale_request(self.run_id, call_id)
-        if len(waiting) > 1:
-            runs = [run_id for run_id, _ in waiting]
-            raise AmbiguousRequest(
-                f"several requests are pending for call {call_id} (in runs {', '.join(runs)}): "
-                "decide it in the run that waits for it, with its arguments hash",
-                run_id=self.run_id,
-                call_id=call_id,
-                run_ids=runs,
-            )
-        run_id, approval = waiting[0]
-        return PendingRequest(self if run_id == self.run_id else self._other(run_id), approval)
-
-    async def decide_request(
-        self,
-        call_id: str,
-        approve: bool,
-        *,
-        arguments_hash: str | None,
-        decider: str,
-        groups: Iterable[str] = (),
-        reason: str | None = None,
-        grant: GrantRequest | None = None,
-        timeout: float = DECIDE_TIMEOUT,
-    ) -> DecisionRecorded:
-        """Decide the request a person was shown: the one operation every surface uses.
-
-        Finds the request pending for `call_id` in this run or a running sub-agent
-        (`find_request`), checks that `decider` may decide it, and sends the decision to
-        the run that waits for it, bound to the request's arguments hash: the run refuses
-        it if the call pending under that id changed before it lands.
-
-        Args:
-            call_id: The call, as the request showed it.
-            approve: Approve (True) or deny (False).
-            arguments_hash: The hash of the request shown (required to approve). A denial
-                may leave it out: it then denies whatever single request is pending under
-                `call_id` now (denying is the safe direction; an unknown or decided call is
-                still refused).
-            decider: The person deciding (as authenticated, or as asserted by an operator
-                with rights on the namespace). Names compare as the policy compares them.
-            groups: The person's groups, as checked by whoever authenticated them (the
-                inbox's tokens file): a policy naming `group:ops` lets its members decide,
-                recorded as `alice via group:ops`.
-            reason: Why (kept in the run's history).
-            grant: With an approval: also stop asking (a standing grant).
-            timeout: Seconds the run's worker has to take the decision.
-
-        Returns:
-            What the run recorded.
-
-        Raises:
-            DecisionError: nothing was recorded; the subclass says why (see
-                `find_request`, and `NotADecider`, `RejectedByRun`, `DecisionTimedOut`).
-        """
-        if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS):
-            raise MalformedDecision(
-                f"a reason is a text of at most {MAX_REASON_CHARS} characters",
-                run_id=self.run_id,
-                call_id=str(call_id)[:MAX_CALL_ID_CHARS],
-            )
-        if approve and arguments_hash is None:
-            raise MalformedDecision(
-                "an approval names the request it approves: pass the arguments hash shown "
-                "with it (`durable-tools pending` and `show` print it)",
-                run_id=self.run_id,
-                call_id=str(call_id)[:MAX_CALL_ID_CHARS],
-            )
-        found = await self.find_request(call_id, arguments_hash=arguments_hash)
-        return await found.run._send(
-            found.approval, approve, decider, groups, reason, grant, timeout
-        )
-
-    async def _send(
-        self,
-        approval: PendingApproval,
-        approve: bool,
-        person: str,
-        groups: Iterable[str],
-        reason: str | None,
-        grant: GrantRequest | None,
-        timeout: float,
-    ) -> DecisionRecorded:
-        """Send a checked person's decision on `approval` to this run (which waits for it)."""
-        call_id = approval.call_id
-        name = decider_name(person, groups, approval.deciders) if isinstance(person, str) else None
-        if name is None:
-            allowed = ", ".join(approval.deciders) or "anyone with a person's name"
-            raise NotADecider(
-                f"{person!r} may not decide call {call_id} of run {self.run_id} (deciders: "
-                f"{allowed}); a decider is one person's name, checked as the run checks it",
-                run_id=self.run_id,
-                call_id=call_id,
-                deciders=approval.deciders,
-            )
-        try:
-            decision = ApprovalDecision(
-                call_id=call_id,
-                approve=approve,
-                decider=name,
-                reason=reason or None,
-                arguments_hash=approval.arguments_hash,
-                grant=grant,
-            )
-        except ValidationError as error:
-            problem = error.errors(include_url=False, include_input=False)[0]
-            raise MalformedDecision(
-                f"{'.'.join(map(str, problem['loc']))}: {problem['msg']}",
-                run_id=self.run_id,
-                call_id=call_id,
-            ) from None
-        try:
-            verdict = await asyncio.wait_for(self.send_decision(decision), timeout)
-        except WorkflowUpdateFailedError as error:
-            raise await self._refusal(approval, error) from None
-        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
-            raise DecisionTimedOut(
-                f"no worker of run {self.run_id} took the decision within {timeout:.0f} s: "
-                "it is not recorded (were the worker to come back soon it may still be; "
-                "`durable-tools show` tells)",
-                run_id=self.run_id,
-                call_id=call_id,
-            ) from None
-        except RPCError as error:
-            raise await self._unreachable(call_id, error) from None
-        return DecisionRecorded(self.run_id, call_id, verdict, name, approval.arguments_hash)
-
-    async def _refusal(
-        self, approval: PendingApproval, error: WorkflowUpdateFailedError
-    ) -> DecisionError:
-        """Why the run refused a decision on `approval`, from what it records now."""
-        call_id = approval.call_id
-        cause = error.cause
-        message = getattr(cause, "message", None) or str(cause or error)
-        rejected = RejectedByRun(
-            f"rejected by run {self.run_id}: {message}", run_id=self.run_id, call_id=call_id
-        )
-        try:
-            snapshot = await asyncio.wait_for(self.status(), LOOKUP_TIMEOUT)
-            if any(a.arguments_hash == approval.arguments_hash for a in snapshot.pending_approvals):
-                return rejected  # still pending as shown: refused for another reason
-            decided = await asyncio.wait_for(self._decided(call_id), LOOKUP_TIMEOUT)
-        except (TimeoutError, RPCError, WorkflowQueryFailedError):
-            return rejected
-        if decided is not None:
-            return AlreadyDecided(decided, run_id=self.run_id)
-        return rejected
-
-    async def _decided(self, call_id: str) -> ToolCallRecord | None:
-        """The run's record of the latest decision on `call_id` (its own calls first, then
-        its running sub-agents'); None when it records none."""
-        timeline = await self.timeline()
-        mine = [r for r in timeline if r.call_id == call_id and r.decided_by is not None]
-        if mine:
-            return mine[-1]
-        for record in timeline:
-            if record.child_run_id and record.status == "running":
-                try:
-                    found = await self._other(record.child_run_id)._decided(call_id)
-                except RPCError as error:
-                    if error.status != RPCStatusCode.NOT_FOUND:
-                        raise
-                    continue
-                if found is not None:
-                    return found
-        return None
-
-    async def _open_run(self, call_id: str) -> WorkflowExecutionDescription:
-        """The run's description, when it is open.
-
-        Raises:
-            RunNotFound, RunEnded: it is not.
-        """
-        try:
-            description = await self.handle.describe()
-        except RPCError as error:
-            raise await self._unreachable(call_id, error) from None
-        if description.close_time is not None:
-            raise self._ended(call_id, description)
-        return description
-
-    def _ended(self, call_id: str, description: WorkflowExecutionDescription) -> RunEnded:
-        status = description.status.name if description.status is not None else "UNKNOWN"
-        return RunEnded(
-            f"run {self.run_id} has ended ({status}): nothing waits in it, so nothing was decided",
-            run_id=self.run_id,
+    Raises:
+        RPCError: `error` itself, when it says nothing about the run (no server, no
+            rights): the caller's connection handling says that best.
+    """
+    run_id = handle.id
+    if error.status == RPCStatusCode.NOT_FOUND:
+        try:  # ended since (a signal or update to a closed run is "not found"), or never was
+            description = await handle.describe()
+        except RPCError:
+            description = None
+        if description is not None and description.close_time is not None:
+            return run_ended(run_id, call_id, description)
+        return RunNotFound(f"no run {run_id!r} in this namespace", run_id=run_id, call_id=call_id)
+    if error.status == RPCStatusCode.FAILED_PRECONDITION:
+        # "no poller seen for task queue recently": the worker died or stopped.
+        return WorkerUnavailable(
+            f"the worker of run {run_id} is not polling its task queue (it stopped "
+            "or died): nothing was decided; start one and decide again",
+            run_id=run_id,
             call_id=call_id,
-            status=status,
+            task_queue=task_queue,
         )
+    raise error
 
-    async def _unreachable(
-        self, call_id: str, error: RPCError, task_queue: str = ""
-    ) -> DecisionError:
-        """The error for an RPC the server refused while deciding `call_id`.
 
-        Raises:
-            RPCError: `error` itself, when it says nothing about the run (no server, no
-                rights): the caller's connection handling says that best.
-        """
-        if error.status == RPCStatusCode.NOT_FOUND:
-            try:  # ended since (a signal or update to a closed run is "not found"), or never was
-                description = await self.handle.describe()
-            except RPCError:
-                description = None
-            if description is not None and description.close_time is not None:
-                return self._ended(call_id, description)
-            return RunNotFound(
-                f"no run {self.run_id!r} in this namespace", run_id=self.run_id, call_id=call_id
-            )
-        if error.status == RPCStatusCode.FAILED_PRECONDITION:
-            # "no poller seen for task queue recently": the worker died or stopped.
-            return WorkerUnavailable(
-                f"the worker of run {self.run_id} is not polling its task queue (it stopped "
-                "or died): nothing was decided; start one and decide again",
-                run_id=self.run_id,
-                call_id=call_id,
-                task_queue=task_queue,
-            )
-        raise error
-
-    @asynccontextmanager
-    async def _asking(self, call_id: str, task_queue: str) -> AsyncIterator[None]:
-        """Turn what can go wrong while asking the run what is pending into a
-        `DecisionError`."""
-        try:
-            yield
-        except TimeoutError:
-            raise WorkerUnavailable(
-                f"the worker of run {self.run_id} did not answer within {LOOKUP_TIMEOUT:.0f} s "
-                f"(is it running? task queue {task_queue}): nothing was decided",
-                run_id=self.run_id,
-                call_id=call_id,
-                task_queue=task_queue,
-            ) from None
-        except RPCError as error:
-            raise await self._unreachable(call_id, error, task_queue) from None
-        except WorkflowQueryFailedError as error:
-            raise RejectedByRun(
-                f"run {self.run_id} did not say what is pending: {error}",
-                run_id=self.run_id,
-                call_id=call_id,
-            ) from None
-        except KeyError as error:
-            if not is_encrypted_payload_error(error):
-                raise
-            raise RunUnreadable(
-                f"this client cannot read run {self.run_id}: {ENCRYPTED_NOTE}",
-                run_id=self.run_id,
-                call_id=call_id,
-            ) from None
-
-    # ------------------------------------------------ decisions sent as given
-
-    async def decide(
-        self,
-        call_id: str,
-        *,
-        approve: bool,
-        decider: str = "anonymous",
-        reason: str | None = None,
-        arguments_hash: str | None = None,
-        grant: GrantRequest | None = None,
-    ) -> str:
-        """Approve or deny a pending call as given. Raises if the run's validator rejects
-        the decision (`WorkflowUpdateFailedError`).
-
-        Code that shows requests to people should use `decide_request`, which checks the
-        request, the hash and the decider first and says in a typed error why nothing was
-        recorded. This sends the decision as it is and leaves every check to the run:
-        pass the `arguments_hash` of the `PendingApproval` you showed, and the run accepts
-        the decision only for exactly those arguments. Without a hash the decision applies
-        to whatever is pending under `call_id` when it arrives, and the run accepts that
-        only while the id has been used by a single call: once it is reused, the hash is
-        required.
-
-        A call pending in a sub-agent of this run may be decided through this run: the
-        decision goes to the sub-agent run that waits for it.
-
-        With `grant`, an approval also stops asking: a standing grant for the tool, for the
-        run or the run's identity, optionally bounded by argument constraints.
-        """
-        found = await self.find_approval(call_id)
-        target = found[0] if found is not None else self
-        return await target.send_decision(
-            ApprovalDecision(
-                call_id=call_id,
-                approve=approve,
-                decider=decider,
-                reason=reason,
-                arguments_hash=arguments_hash,
-                grant=grant,
-            )
-        )
-
-    async def send_decision(self, decision: ApprovalDecision) -> str:
-        """Send a decision to this very run (no sub-agent lookup); returns the verdict."""
-        return await self._update("decide", decision, str)
-
-    async def approve(
-        self,
-        call_id: str,
-        *,
-        decider: str = "anonymous",
-        reason: str | None = None,
-        arguments_hash: str | None = None,
-        grant: GrantRequest | None = None,
-    ) -> str:
-        """Approve a pending call as given; pass the hash you showed (see `decide`)."""
-        return await self.decide(
-            call_id,
-            approve=True,
-            decider=decider,
-            reason=reason,
-            arguments_hash=arguments_hash,
-            grant=grant,
-        )
-
-    async def deny(
-        self,
-        call_id: str,
-        *,
-        decider: str = "anonymous",
-        reason: str | None = None,
-        arguments_hash: str | None = None,
-    ) -> str:
-        """Deny a pending call as given; pass the hash you showed (see `decide`)."""
-        return await self.decide(
-            call_id, approve=False, decider=decider, reason=reason, arguments_hash=arguments_hash
-        )
-
-    async def decide_batch(
-        self,
-        decisions: Sequence[tuple[str, bool, str]],
-        *,
-        decider: str = "anonymous",
-        reason: str | None = None,
-    ) -> list[str]:
-        """Decide several pending calls of this run at once: `(call_id, approve, hash)` each.
-
-        Every item must carry the arguments hash of the call it decides; the run checks all
-        of them before applying any, so one stale or unknown item rejects the whole batch.
-        """
-        batch = BatchDecision(
-            items=tuple(
-                BatchItem(call_id=call_id, approve=approve, arguments_hash=arguments_hash)
-                for call_id, approve, arguments_hash in decisions
-            ),
-            decider=decider,
-            reason=reason,
-        )
-        return await self._update("decide_batch", batch, list[str])
-
-    async def policy(self) -> ApprovalPolicy | None:
-        """The run's live approval policy."""
-        return (await self.status()).policy
-
-    async def set_policy(
-        self, policy: ApprovalPolicy, *, changed_by: str = "anonymous", reason: str | None = None
-    ) -> str:
-        """Replace the run's live approval policy (recorded in its events with who and why)."""
-        change = PolicyChange(policy=policy, changed_by=changed_by, reason=reason)
-        return await self._update("set_policy", change, str)
-
-    async def grants(self) -> list[StandingGrant]:
-        """The run's run-scoped standing grants (revoked ones included)."""
-        return (await self.status()).standing_grants
-
-    async def revoke_grant(self, grant_id: str, *, revoked_by: str = "anonymous") -> str:
-        """Revoke a run-scoped standing grant; the tool's next calls are asked again."""
-        revocation = GrantRevocation(grant_id=grant_id, revoked_by=revoked_by)
-        return await self._update("revoke_grant", revocation, str)
+@asynccontextmanager
+async def asking(
+    handle: WorkflowHandle[Any, Any], call_id: str, task_queue: str
+) -> AsyncIterator[None]:
+    """Turn what can go wrong while asking `handle`'s run what is pending into a
+    `DecisionError`."""
+    run_id = handle.id
+    try:
+        yield
+    except TimeoutError:
+        raise WorkerUnavailable(
+            f"the worker of run {run_id} did not answer within {LOOKUP_TIMEOUT:.0f} s "
+            f"(is it running? task queue {task_queue}): nothing was decided",
+            run_id=run_id,
+            call_id=call_id,
+            task_queue=task_queue,
+        ) from None
+    except RPCError as error:
+        raise await unreachable(handle, call_id, error, task_queue) from None
+    except WorkflowQueryFailedError as error:
+        raise RejectedByRun(
+            f"run {run_id} did not say what is pending: {error}",
+            run_id=run_id,
+            call_id=call_id,
+        ) from None
+    except KeyError as error:
+        if not is_encrypted_payload_error(error):
+            raise
+        raise RunUnreadable(
+            f"this client cannot read run {run_id}: {ENCRYPTED_NOTE}",
+            run_id=run_id,
+            call_id=call_id,
+        ) from None
