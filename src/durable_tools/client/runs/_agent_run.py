@@ -151,6 +151,8 @@ class AgentRun:
         address = self.client.service_client.config.target_host
         return ui_url(self.client.namespace, self.run_id, address=address)
 
+    # ------------------------------------ its handlers by name (under the loop's prefix)
+
     async def _query(self, name: str, result_type: type[_T], *args: Any) -> _T:
         """Ask the run's query `name` (under the loop's prefix)."""
         answer: _T = await self.handle.query(self.prefix + name, args=args, result_type=result_type)
@@ -164,6 +166,7 @@ class AgentRun:
         return verdict
 
     async def _signal(self, name: str, argument: Any) -> None:
+        """Send the run's signal `name` (under the loop's prefix)."""
         await self.handle.signal(self.prefix + name, argument)
 
     # --------------------------------------------------------------- reading the run
