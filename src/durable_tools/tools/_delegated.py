@@ -41,7 +41,7 @@ from ._flow_plan import plan_flow
 from ._names import ToolRegistrationError
 from ._options import ToolOptions
 from ._registered import RegisteredTool
-from ._schema import schema_for_model
+from ._schema_clean import schema_for_model
 from ._schema_tools import SchemaHandler
 from ._spec import ExecutionPolicy, RetrySpec
 
