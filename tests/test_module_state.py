@@ -84,10 +84,6 @@ TO_FIX: dict[str, str] = {
     "durable_tools.models._base._BUILTIN": "constant dict: should be a MappingProxyType",
     "durable_tools.models._base._FORMS": "constant dict: should be a MappingProxyType",
     "durable_tools.models._settings._ANTHROPIC_CHOICE": "constant dict: a MappingProxyType",
-    "durable_tools.tools._registry_subagent._TASK_SCHEMA": (
-        "one dict shared as the input schema of every sub-agent stub's spec: a spec whose "
-        "schema is edited in place edits them all (a fresh copy per stub)"
-    ),
     "durable_tools.tools._validation._cache": (
         "compiled validators shared by every run and thread (under `_cache_lock`), unbounded"
     ),

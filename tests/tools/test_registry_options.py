@@ -96,6 +96,20 @@ def test_a_subagent_keeps_its_task_queue_and_budget() -> None:
     assert spec.policy.task_queue == "research" and spec.policy.max_calls_per_run == 2
 
 
+def test_each_subagent_has_its_own_task_schema() -> None:
+    # Two registries, many sub-agents: a spec's schema edited in place (a caller adding
+    # provider hints, say) must not change what any other sub-agent asks for.
+    first, second = ToolRegistry(), ToolRegistry()
+    helpers = [first.subagent(CHILD, name=f"helper_{i}") for i in range(50)]
+    other = second.subagent(CHILD, name="helper_0")
+    helpers[0].spec.input_schema["properties"]["task"]["description"] = "edited"
+    helpers[0].spec.input_schema["required"].append("extra")
+    for tool in [*helpers[1:], other]:
+        task = tool.spec.input_schema["properties"]["task"]
+        assert task["description"] == "What the sub-agent should do."
+        assert tool.spec.input_schema["required"] == ["task"]
+
+
 @pytest.mark.parametrize(
     "value", [math.inf, math.nan, 1e300, -1, 0, "soon", timedelta(days=365 * 11)]
 )

@@ -5,6 +5,7 @@ can wedge a run. Tests written for a break failed before the fix that came with 
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from durable_tools.client import DurableTools
+from durable_tools.tools import ToolRegistry
 from durable_tools.worker import GrantStore, workflow_runner
 from durable_tools.workflows import (
     AgentConfig,
@@ -29,7 +31,7 @@ from durable_tools.workflows import (
     PolicyChange,
     RunStatus,
 )
-from support import answer, assert_not_wedged, running_worker, wait_for, write_script
+from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 
 async def replays(handle: WorkflowHandle[Any, Any]) -> None:
@@ -278,3 +280,43 @@ async def test_runs_that_set_grants_aside_replay_on_a_fresh_worker(
         await assert_not_wedged(run.handle, allowed=0)
         await replays(run.handle)
     assert executed == [("refund", 1), ("refund", 2), ("pay", 3), ("refund", 4)]
+
+
+async def test_a_tool_denied_during_its_preflight_is_denied_not_asked_of_anyone(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Broke: a `set_policy` denying the tool while the call's preflight ran (here: its
+    # approval summary, rendered on the worker) came too early for the refit (the call was
+    # not waiting yet) and too late for the deny list read before the preflight: the call
+    # went to a person, and to anyone, since a deny verdict names no deciders.
+    executed: list[Any] = []
+    asked, denied = threading.Event(), threading.Event()
+
+    def summary(args: dict[str, Any]) -> str:
+        asked.set()
+        denied.wait(4)  # under the worker's 5 s limit on summary functions
+        return f"tip {args['amount_cents']}"
+
+    tools = ToolRegistry()
+
+    @tools.tool(approval=True, approval_summary=summary, idempotent=True)
+    def tip(amount_cents: int) -> str:
+        """Leave a tip."""
+        executed.append(amount_cents)
+        return "tipped"
+
+    model = write_script(tmp_path, [calls(("t1", "tip", {"amount_cents": 500})), answer("done")])
+    config = AgentConfig(model=model, approval=ApprovalPolicy(deciders=("alice",)))
+    async with running_worker(client, tools, task_queue, max_cached_workflows=0):
+        run = await DurableTools(client, task_queue).start("tip", config=config)
+        assert await asyncio.to_thread(asked.wait, 30)
+        policy = ApprovalPolicy(deciders=("alice",), deny_tools=("tip",))
+        await run.set_policy(policy, changed_by="security")
+        denied.set()
+        result = await asyncio.wait_for(run.result(), 60)
+        (record,) = await run.timeline()
+        await assert_not_wedged(run.handle, allowed=0)
+        await replays(run.handle)
+    assert result.status == RunStatus.COMPLETED
+    assert executed == []
+    assert (record.status, record.policy_layer) == ("denied", "deny_list")

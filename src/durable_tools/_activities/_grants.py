@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 from temporalio import activity
 
 from durable_tools._file_lock import lock_file
-from durable_tools.protocol._policy import find_grant
+from durable_tools.policy._grants import find_grant
 from durable_tools.protocol._policy_types import (
     GRANT_FIND_ACTIVITY,
     GRANT_SAVE_ACTIVITY,

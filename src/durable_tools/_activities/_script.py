@@ -35,6 +35,7 @@ from durable_tools._activities._script_types import (
     output_cap_bytes,
     printed_too_much,
 )
+from durable_tools._extras import install_hint
 from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, clip
 from durable_tools.tools._artifacts import ArtifactStore, fetch_artifact
 from durable_tools.tools._results import ArtifactRef
@@ -60,7 +61,7 @@ def script_activity(runtime: ToolRuntime) -> Callable[..., Any]:
             import pydantic_monty as monty
         except ImportError:  # pragma: no cover - depends on the installed extras
             raise ApplicationError(
-                "code mode needs the sandbox on the worker: pip install 'durable-tools[code]'",
+                f"code mode needs the sandbox on the worker: {install_hint('code')}",
                 type="CodeModeUnavailable",
                 non_retryable=True,
             ) from None

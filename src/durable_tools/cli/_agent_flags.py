@@ -159,7 +159,7 @@ def add_agent_flags(
         "--code-mode",
         CodeMode,
         "offer the model run_script, a Python script over the tools (docs/code-mode.md; "
-        "needs durable-tools[code] on the workers); optional bounds, e.g. max_host_calls=50",
+        "needs the `code` extra on the workers); optional bounds, e.g. max_host_calls=50",
     )
     _add_settings_flag(
         p,

@@ -8,7 +8,7 @@ from typing import Any
 from temporalio.client import WorkflowUpdateFailedError
 
 from durable_tools._activities import GrantStore
-from durable_tools.protocol._policy import describe_constraints
+from durable_tools.policy._grants import describe_constraints
 from durable_tools.workflows import StandingGrant
 
 from ._commands import tools_for

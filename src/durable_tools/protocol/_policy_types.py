@@ -224,7 +224,7 @@ class ApprovalPolicy(BaseModel):
     """A denial goes back to the model as an error message, or ends the run."""
 
     # Layers, checked in this order for a call the rules above would send to a person
-    # (see `durable_tools.protocol._policy`). Every default keeps the rules above as they
+    # (see `durable_tools.policy.decide`). Every default keeps the rules above as they
     # were: a person is asked.
     skip_all_approvals_unsafe: bool = False
     """Never ask anyone, whatever tools and the rules above say. For tests and sandboxes

@@ -8,19 +8,16 @@ the `a2a` extra.
 """
 
 from ._a2a import A2AError, a2a_tool_name, attach_a2a, attach_a2a_sync
-from ._http import (
-    BearerSecret,
-    HeaderSecret,
-    HttpAuth,
-    OAuthBearer,
-    QuerySecret,
-    http_tool,
-)
+from ._http import http_tool
+from ._http_auth import BearerSecret, HeaderSecret, HttpAuth, OAuthBearer, QuerySecret
 from ._mcp import attach_mcp, attach_mcp_sync, mcp_tool_name, refresh_mcp
-from ._mcp_pool import McpConnectionError, McpPool, default_mcp_pool
+from ._mcp_connection import McpConnectionError
+from ._mcp_pool import McpPool, default_mcp_pool
 from ._mcp_results import mcp_result_to_tool_result
 from ._mcp_servers import FromSecret, McpHttp, McpServer, McpStdio
-from ._openapi import OpenAPIError, attach_openapi, load_openapi, operation_tool_name
+from ._openapi import attach_openapi, operation_tool_name
+from ._openapi_load import load_openapi
+from ._openapi_schema import OpenAPIError
 
 __all__ = [
     "A2AError",

@@ -1,10 +1,10 @@
 """HTTP tools: one request per call, with worker-side auth and classified failures.
 
 `http_tool` registers a plain HTTP endpoint as a tool. The parts it is built from live
-in their own modules and are re-exported here, where the other sources import them:
-`_http_auth` (worker-side credentials), `_http_request` (arguments to request parts),
-`_http_response` (sending, results and classified errors) and `_http_operation`
-(`HttpOperation`, the execution half shared with OpenAPI tools).
+in their own modules, and callers import them from there: `_http_auth` (worker-side
+credentials), `_http_request` (arguments to request parts), `_http_response` (sending,
+results and classified errors) and `_http_operation` (`HttpOperation`, the execution
+half shared with OpenAPI tools).
 """
 
 from __future__ import annotations
@@ -14,46 +14,23 @@ from typing import Any
 
 import httpx
 
-from durable_tools._http_clients import aclose_shared_clients, shared_client
 from durable_tools.tools._names import ToolRegistrationError
 from durable_tools.tools._registry import RegisteredTool, ToolRegistry
 
 from ._http_auth import (
     AUTH_HEADER_NAMES,
-    BearerSecret,
-    HeaderSecret,
     HttpAuth,
-    OAuthBearer,
-    QuerySecret,
     as_auth_list,
 )
 from ._http_operation import HttpOperation
 from ._http_request import (
     PLACEHOLDER,
-    BodyEncoder,
-    EncodedBody,
     HttpParameter,
     method_safety,
 )
 from ._http_response import DEFAULT_ERROR_BODY
 
-__all__ = [
-    "AUTH_HEADER_NAMES",
-    "BearerSecret",
-    "BodyEncoder",
-    "EncodedBody",
-    "HeaderSecret",
-    "HttpAuth",
-    "HttpOperation",
-    "HttpParameter",
-    "OAuthBearer",
-    "QuerySecret",
-    "aclose_shared_clients",
-    "as_auth_list",
-    "http_tool",
-    "method_safety",
-    "shared_client",
-]
+__all__ = ["http_tool"]
 
 
 def http_tool(

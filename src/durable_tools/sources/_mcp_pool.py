@@ -44,7 +44,7 @@ with contextlib.suppress(ImportError):
     import mcp_types
     from mcp import ClientSession, MCPError
 
-__all__ = ["McpConnectionError", "McpPool", "ProgressFn", "ToolsChanged", "default_mcp_pool"]
+__all__ = ["McpPool", "ProgressFn", "default_mcp_pool"]
 
 logger = logging.getLogger("durable_tools.sources.mcp")
 

@@ -33,7 +33,7 @@ from ._openapi_media import SkipOperation
 from ._openapi_operation import Operation, build_operation, document_operations
 from ._openapi_schema import OpenAPIError, RefResolver
 
-__all__ = ["OpenAPIError", "attach_openapi", "load_openapi", "operation_tool_name"]
+__all__ = ["attach_openapi", "operation_tool_name"]
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from durable_tools.tools._schema import clean_schema
+from durable_tools.tools._schema_clean import clean_schema
 
 __all__ = ["MISSING", "JsonSchema", "compatible", "describe", "field_schema", "json_types"]
 

@@ -23,7 +23,6 @@ from ._scrub import REDACTED, scrub, scrub_value
 
 __all__ = [
     "DEFAULT_LIMIT_BYTES",
-    "REDACTED",
     "abridge_arguments",
     "error_outcome",
     "finite_json",

@@ -2,33 +2,40 @@
 
 Registration checks everything up front (see `_options`), so a mistake fails the
 worker at start-up instead of a run. The registry keeps the worker-side half of each
-tool; only the `ToolSpec` half ever crosses into a workflow.
+tool; only the `ToolSpec` half ever crosses into a workflow. What a registration of a
+sub-agent, a flow or a callback tool is lives in `_delegated`; one call of a tool (its
+hooks, events and checks) in `_invoke`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel
 from typing_extensions import Unpack
 
-from ._context import ToolContext
+from ._catalog import IdentityIncomplete, filter_specs, missing_identity, search_specs
+from ._context import Identity, ToolContext
+from ._delegated import (
+    DelegatedTool,
+    callback_registration,
+    flow_registration,
+    subagent_registration,
+)
+from ._errors import ToolNotFound
 from ._events import EventBus, EventListener, ToolEvent, deliver
+from ._invoke import invoke_tool
 from ._names import NameStyle, ToolRegistrationError
 from ._options import ToolOptions, build_tool
 from ._registered import ApprovalPredicate, RegisteredTool
-from ._registry_callbacks import callback_stub
-from ._registry_catalog import RegistryCatalog
-from ._registry_flow import flow_stub
-from ._registry_invoke import invoke_tool
-from ._registry_stub import StubTool
-from ._registry_subagent import subagent_stub
 from ._results import ToolResult
 from ._schema_tools import SchemaHandler
+from ._spec import LoadingMode, ToolSpec
+from ._validation import parse_arguments
 
 # RegisteredTool, ToolOptions and ApprovalPredicate are re-exported: callers think of
 # them as parts of the registry.
@@ -37,7 +44,7 @@ __all__ = ["ApprovalPredicate", "RegisteredTool", "ToolOptions", "ToolRegistry"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class ToolRegistry(RegistryCatalog):
+class ToolRegistry:
     """The tools a worker offers.
 
     Args:
@@ -161,7 +168,7 @@ class ToolRegistry(RegistryCatalog):
             ToolRegistrationError: no `name=`, a config without a model, or an option a
                 child workflow cannot honour (`rule="options"`, naming it and why).
         """
-        return self._register_stub(subagent_stub(config, options))
+        return self._register_delegated(subagent_registration(config, options))
 
     def flow(
         self,
@@ -207,7 +214,7 @@ class ToolRegistry(RegistryCatalog):
             ToolRegistrationError: `rule="flow"` for a flow that does not validate,
                 `rule="options"` for an option a flow call cannot honour.
         """
-        stub = flow_stub(
+        delegated = flow_registration(
             name,
             description,
             tools=self._tools,
@@ -219,15 +226,50 @@ class ToolRegistry(RegistryCatalog):
             node_output_limit_bytes=node_output_limit_bytes,
             options=options,
         )
-        return self._register_stub(stub)
+        return self._register_delegated(delegated)
 
-    def _register_stub(self, stub: StubTool) -> RegisteredTool:
+    def callback_tool(
+        self,
+        name: str,
+        /,
+        *,
+        parameters: Mapping[str, Any] | type[BaseModel] | None = None,
+        output: Mapping[str, Any] | type[BaseModel] | None = None,
+        timeout: float | timedelta = 300.0,
+        **options: Unpack[ToolOptions],
+    ) -> RegisteredTool:
+        """Declare a callback tool: a schema, no worker body; a client runs it.
+
+        A call passes validation and the approval and authorization gates like any
+        other; then, instead of an activity, the run publishes the call and waits
+        durably for a client attached to it (`AgentRun.serve_callbacks`, or
+        `durable-tools callbacks serve`) to run the tool on its own machine and send the
+        result back, checked against `output`. No answer within `timeout` is a timeout
+        error the model sees.
+
+        Args:
+            name: The tool's name.
+            parameters: JSON Schema of the arguments, or a pydantic model (default: no
+                arguments).
+            output: JSON Schema of the result, or a pydantic model; None accepts any JSON.
+            timeout: Seconds (or a timedelta) the run waits for a client, per call.
+            **options: As for `register`: `description=` (what the model reads to decide
+                when to call it), safety, approval, tags, loading, ...
+        """
+        delegated = callback_registration(
+            name, parameters=parameters, output=output, timeout=timeout, options=options
+        )
+        return self._register_delegated(delegated)
+
+    def _register_delegated(self, delegated: DelegatedTool) -> RegisteredTool:
         """Register a tool the run carries out itself, then stamp its spec."""
-        tool = self.register_schema(stub.handler, input_schema=stub.input_schema, **stub.options)
+        tool = self.register_schema(
+            delegated.handler, input_schema=delegated.input_schema, **delegated.options
+        )
         with self._lock:
-            update = stub.spec_update
+            update = delegated.spec_update
             tool = dataclasses.replace(tool, spec=tool.spec.model_copy(update=update))
-            self._tools = {**self._tools, stub.name: tool}
+            self._tools = {**self._tools, delegated.name: tool}
         return tool
 
     def _add(self, tool: RegisteredTool) -> None:
@@ -254,6 +296,8 @@ class ToolRegistry(RegistryCatalog):
             self._tools = {**self._tools, name: tool}
             self._aliases = {**self._aliases, **{pair: name for pair in pairs}}
 
+    # ------------------------------------------------------------ hooks and events
+
     def use(self, middleware: object) -> None:
         """Add a middleware: an object with optional `before`/`after` hooks."""
         if not (hasattr(middleware, "before") or hasattr(middleware, "after")):
@@ -273,7 +317,115 @@ class ToolRegistry(RegistryCatalog):
             if hook is not None:
                 await deliver(hook, event)
 
-    # Reading (get, names, specs, catalog, search, ...) is `RegistryCatalog`'s.
+    # ------------------------------------------------------------------ reading
+
+    def get(self, name: str, *, provider: str | None = None) -> RegisteredTool:
+        """A registered tool by name (or by its alias for `provider`).
+
+        Raises:
+            ToolNotFound: no such tool.
+        """
+        tools = self._tools
+        found = tools.get(name)
+        if found is None and provider is not None:
+            canonical = self._aliases.get((provider, name))
+            found = tools.get(canonical) if canonical else None
+        if found is None:
+            raise ToolNotFound(f"no tool named {name!r} is registered", details={"tool": name})
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[RegisteredTool]:
+        return iter(list(self._tools.values()))
+
+    def names(self) -> list[str]:
+        """Registered tool names, in registration order."""
+        return list(self._tools)
+
+    def tools(self) -> list[RegisteredTool]:
+        """Registered tools, in registration order."""
+        return list(self._tools.values())
+
+    def specs(self) -> list[ToolSpec]:
+        """Every spec, unfiltered, in registration order."""
+        return [tool.spec for tool in self._tools.values()]
+
+    def catalog(
+        self,
+        *,
+        identity: Identity | None = None,
+        granted_scopes: Collection[str] | None = None,
+        loading: LoadingMode | str | None = None,
+        pattern: str | None = None,
+        transport: str | None = None,
+        source: str | None = None,
+        mime_type: str | None = None,
+        tag: str | None = None,
+    ) -> list[ToolSpec]:
+        """The specs a run may see.
+
+        Args:
+            identity: Who the run acts for; tools whose `visible_to` rule rejects it are hidden.
+            granted_scopes: The run's scopes; a tool needing any other scope is hidden.
+                None grants none (fail closed).
+            loading: Only tools of this loading mode.
+            pattern: A glob over names.
+            transport: Only tools reached this way (`function`, `mcp`, `http`, `sub-agent`).
+            source: A glob over the tools' `source`.
+            mime_type: Only tools handling this MIME type.
+            tag: Only tools with this tag.
+
+        Raises:
+            IdentityIncomplete: the registry has `require_full_identity` and `identity`
+                lacks a user, a tenant or a session.
+        """
+        if self.require_full_identity:
+            missing = missing_identity(identity)
+            if missing:
+                raise IdentityIncomplete(
+                    "this worker serves tools only to a full identity (user, tenant and "
+                    f"session); missing: {', '.join(missing)}"
+                )
+        visible = [t.spec for t in self._tools.values() if t.is_visible_to(identity)]
+        return filter_specs(
+            visible,
+            granted_scopes=granted_scopes,
+            loading=loading,
+            pattern=pattern,
+            transport=transport,
+            source=source,
+            mime_type=mime_type,
+            tag=tag,
+        )
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        identity: Identity | None = None,
+        granted_scopes: Collection[str] | None = None,
+    ) -> list[ToolSpec]:
+        """Deferred tools matching `query`, best first, among those the run may see."""
+        candidates = self.catalog(
+            identity=identity, granted_scopes=granted_scopes, loading=LoadingMode.DEFERRED
+        )
+        return search_specs(candidates, query, limit=limit)
+
+    def requires_approval(self, name: str, args: Mapping[str, Any] | str) -> bool:
+        """Whether a call of `name` with `args` needs a person's approval.
+
+        Raises:
+            ToolNotFound: no such tool.
+            InvalidArguments: `args` is text that is not a JSON object.
+        """
+        tool = self.get(name)
+        return tool.requires_approval(parse_arguments(args))
 
     # ---------------------------------------------------------------- executing
 
@@ -319,41 +471,6 @@ class ToolRegistry(RegistryCatalog):
             validate_outputs=self.validate_outputs,
             run_before_hooks=run_before_hooks,
         )
-
-    # ------------------------------------------------------------ callback tools
-
-    def callback_tool(
-        self,
-        name: str,
-        /,
-        *,
-        parameters: Mapping[str, Any] | type[BaseModel] | None = None,
-        output: Mapping[str, Any] | type[BaseModel] | None = None,
-        timeout: float | timedelta = 300.0,
-        **options: Unpack[ToolOptions],
-    ) -> RegisteredTool:
-        """Declare a callback tool: a schema, no worker body; a client runs it.
-
-        A call passes validation and the approval and authorization gates like any
-        other; then, instead of an activity, the run publishes the call and waits
-        durably for a client attached to it (`AgentRun.serve_callbacks`, or
-        `durable-tools callbacks serve`) to run the tool on its own machine and send the
-        result back, checked against `output`. No answer within `timeout` is a timeout
-        error the model sees.
-
-        Args:
-            name: The tool's name.
-            parameters: JSON Schema of the arguments, or a pydantic model (default: no
-                arguments).
-            output: JSON Schema of the result, or a pydantic model; None accepts any JSON.
-            timeout: Seconds (or a timedelta) the run waits for a client, per call.
-            **options: As for `register`: `description=` (what the model reads to decide
-                when to call it), safety, approval, tags, loading, ...
-        """
-        stub = callback_stub(
-            name, parameters=parameters, output=output, timeout=timeout, options=options
-        )
-        return self._register_stub(stub)
 
 
 def _check_alias_names(

@@ -4,7 +4,7 @@ Pydantic builds the schema, so the schema and the validation that turns JSON int
 Python values come from one source. Injected parameters (`ToolContext`, anything
 annotated `Injected(...)`) are left out of the schema: the model never learns they
 exist, and cannot set them. Cleaning the schema is `_schema_clean`'s job, strict mode
-`_schema_strict`'s; their functions are re-exported here.
+`_schema_strict`'s; import their functions from there.
 """
 
 from __future__ import annotations
@@ -23,19 +23,10 @@ from pydantic.fields import FieldInfo
 from ._context import Injected, ToolContext
 from ._docstrings import Docstring
 from ._names import ToolRegistrationError
-from ._schema_clean import JsonSchema, clean_schema, schema_for_model
-from ._schema_strict import drop_added_nulls, make_strict
+from ._schema_clean import JsonSchema, schema_for_model
+from ._schema_strict import make_strict
 
-__all__ = [
-    "ParameterPlan",
-    "SignaturePlan",
-    "clean_schema",
-    "drop_added_nulls",
-    "make_strict",
-    "output_schema_for",
-    "plan_signature",
-    "schema_for_model",
-]
+__all__ = ["ParameterPlan", "SignaturePlan", "output_schema_for", "plan_signature"]
 
 
 @dataclass(frozen=True)

@@ -23,17 +23,11 @@ from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError, best_match, relevance
 from jsonschema.validators import extend
 
-from ._classify import classify_exception, error_message_for_model
 from ._errors import InvalidArguments, ToolExecutionError
 from ._spec import ToolSpec
 
-# classify_exception and error_message_for_model live in `_classify`; they are
-# re-exported here because validation failures and call failures reach the model
-# through the same message.
 __all__ = [
     "MAX_DEPTH",
-    "classify_exception",
-    "error_message_for_model",
     "format_schema_errors",
     "non_finite_number",
     "parse_arguments",

@@ -46,6 +46,7 @@ PASSTHROUGH_MODULES = (
     "durable_tools.search_attributes",
     "durable_tools.streaming",
     "durable_tools.protocol",
+    "durable_tools.policy",
     "durable_tools.workflows.catalog._tool_search",
     "jsonschema",
     "httpx",

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from durable_tools.protocol._policy import describe_policy
+from durable_tools.policy._decide import describe_policy
 from durable_tools.protocol._resume import reissue_command
 from durable_tools.workflows import (
     PendingApproval,

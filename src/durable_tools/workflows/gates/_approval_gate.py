@@ -1,9 +1,10 @@
-"""Stage 2a of a call: the approval gate. The layered policy, then a person's decision.
+"""Stage 2a of a call: the approval gate. The policy's verdict, then a person's decision.
 
-`approve` decides whether the call needs a person (from the tool, the run's live policy
-and its layers, or a worker-side predicate through the preflight activity) and waits
-durably for the decision, racing auto mode's evaluator when the policy has one; a denial
-becomes a refusal message for the model (or ends the run, by policy).
+`approve` asks the policy about the call (`_approval_policy.rule`: the pure `decide`, and
+the worker's preflight and grant store where it consults them), acts on the verdict, and
+for a call that needs a person waits durably for the decision, racing auto mode's
+evaluator when the verdict names one; a denial becomes a refusal message for the model (or
+ends the run, by policy).
 """
 
 from __future__ import annotations
@@ -14,17 +15,17 @@ from datetime import timedelta
 
 from temporalio import workflow
 
-from durable_tools._activities._types import PREFLIGHT_ACTIVITY, PreflightRequest, PreflightResult
+from durable_tools._activities._types import PreflightResult
 from durable_tools.messages import Message, ToolCall
-from durable_tools.protocol._approvals import arguments_hash, static_approval
-from durable_tools.protocol._policy import Verdict, criteria_for, screen
+from durable_tools.policy._decide import Verdict
+from durable_tools.policy._decisions import arguments_hash
 from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.protocol._types import RunStatus
 from durable_tools.protocol._wait_types import ApprovalDecision, PendingApproval
 from durable_tools.tools._approval_summary import call_summary
 from durable_tools.tools._formatting import redact_arguments
-from durable_tools.workflows.gates._decisions import PENDING_REFIT_PATCH
-from durable_tools.workflows.gates._grants import grant_from_decision, policy_verdict
+from durable_tools.workflows.gates._approval_policy import PENDING_REFIT_PATCH, rule
+from durable_tools.workflows.gates._grants import grant_from_decision
 from durable_tools.workflows.gates._policy_auto import evaluate_call
 from durable_tools.workflows.gates._wait import (
     answer_of,
@@ -40,7 +41,7 @@ from durable_tools.workflows.run._replies import denied_reply
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 
-__all__ = ["Gate", "approve", "preflight"]
+__all__ = ["Gate", "approve"]
 
 
 @dataclass(frozen=True)
@@ -53,55 +54,27 @@ class Gate:
     """The preflight's answer, when one ran (OAuth grant or authorization URL)."""
 
 
-async def preflight(state: RunState, valid: ValidCall, *, force: bool) -> PreflightResult:
-    """Ask the worker whether the call needs approval (predicates) and has its OAuth grant."""
-    result: PreflightResult = await workflow.execute_activity(
-        PREFLIGHT_ACTIVITY,
-        PreflightRequest(
-            call_id=valid.call.id,
-            tool_name=valid.spec.name,
-            arguments=valid.arguments,
-            workflow_id=workflow.info().workflow_id,
-            handler_prefix=state.handler_prefix,
-            identity=state.input.identity,
-            force_reauthorization=force,
-        ),
-        result_type=PreflightResult,
-        start_to_close_timeout=timedelta(seconds=30),
-        summary=f"preflight {valid.spec.name} {valid.call.id}",
-    )
-    return result
-
-
 async def approve(state: RunState, valid: ValidCall, record: ToolCallRecord) -> Gate:
     """Run the approval gate: no approval needed, approved, or denied (a refusal).
 
-    The layers of the run's live policy decide in order (`_policy`): skip switch, deny
-    list, the tool's and run's own rules, safe tools, allow list, standing grants, auto
-    mode, then a person. The layer that decided is kept on the call's record.
+    The layers of the run's live policy decide in order (`durable_tools.policy.decide`):
+    skip switch, deny list, the tool's and run's own rules, safe tools, allow list, standing
+    grants, auto mode, then a person. The layer that decided is kept on the call's record.
     """
-    spec = valid.spec
-    screened = screen(spec, state.policy)
-    if screened is not None and screened.action == "deny":
-        record.policy_layer = screened.layer
-        state.event("policy.denied", valid.call, detail=screened.detail)
-        return _refuse(state, valid, record, f"denied by policy ({screened.layer})")
-    rules_ask = False if screened is not None else static_approval(spec, state.policy)
-    checked: PreflightResult | None = None
-    # A summary function runs on the worker, in the preflight, when a person may be asked.
-    if (
-        rules_ask is None
-        or spec.oauth is not None
-        or (rules_ask and spec.approval_summary_on_worker)
-    ):
-        checked = await preflight(state, valid, force=False)
-        if rules_ask is None:
-            rules_ask = checked.approval_required
-    verdict = screened or await policy_verdict(state, valid, rules_ask=rules_ask)
+    ruling = await rule(state, valid)
+    verdict, checked = ruling.verdict, ruling.preflight
+    if verdict.action == "deny":
+        record.policy_layer = verdict.layer
+        state.event("policy.denied", valid.call, detail=verdict.detail)
+        return _refuse(state, valid, record, f"denied by policy ({verdict.layer})")
     if verdict.action == "allow":
         if verdict.layer != "rules":
             record.policy_layer = verdict.layer
-            detail = verdict.detail if screened else f"{verdict.layer}: {verdict.detail}"
+            detail = (
+                verdict.detail
+                if verdict.layer == "skip_all"
+                else f"{verdict.layer}: {verdict.detail}"
+            )
             state.event("policy.allowed", valid.call, detail=detail)
         return Gate(preflight=checked)
     record.status = "awaiting_approval"
@@ -147,7 +120,7 @@ async def _await_decision(
     waits = state.approvals
     approval_requested(spec.name)
     open_wait(state, waits, call, pending, detail=f"hash {pending.arguments_hash[:12]}")
-    evaluation = _start_evaluation(state, valid, pending)
+    evaluation = _start_evaluation(state, valid, verdict, pending)
     try:
         shown = (
             f"approval deadline: {pending.summary} ({spec.name})"
@@ -198,15 +171,13 @@ def _cancel(state: RunState, call: ToolCall, task: asyncio.Task[None]) -> None:
 
 
 def _start_evaluation(
-    state: RunState, valid: ValidCall, pending: PendingApproval
+    state: RunState, valid: ValidCall, verdict: Verdict, pending: PendingApproval
 ) -> asyncio.Task[None] | None:
-    """Start auto mode's evaluator, racing the person; None when auto mode is off or the
-    tool has no criteria set (then the person alone decides)."""
-    auto = state.policy.auto
-    if auto is None:
+    """Start auto mode's evaluator, racing the person; None when the verdict names no
+    evaluator or the tool has no criteria set (then the person alone decides)."""
+    if verdict.auto is None:
         return None
-    criteria = criteria_for(state.policy, valid.spec.name)
-    if criteria is None:
+    if verdict.criteria is None:
         state.event("auto.no_criteria", valid.call, detail="no criteria set; a person decides")
         return None
-    return asyncio.create_task(evaluate_call(state, valid, pending, auto, criteria))
+    return asyncio.create_task(evaluate_call(state, valid, pending, verdict.auto, verdict.criteria))

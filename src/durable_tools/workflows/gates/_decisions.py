@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from durable_tools.protocol._approvals import InvalidDecision, check_decision
-from durable_tools.protocol._deciders import may_decide
+from durable_tools.policy._decisions import InvalidDecision, check_decision
 from durable_tools.protocol._limits import (
     MAX_REASON_CHARS,
     PAYLOAD_BUDGET_BYTES,
@@ -19,13 +18,13 @@ from durable_tools.protocol._limits import (
     payload_bytes,
 )
 from durable_tools.protocol._policy_types import BatchDecision, GrantRevocation, PolicyChange
-from durable_tools.protocol._wait_types import ApprovalDecision, PendingApproval
+from durable_tools.protocol._wait_types import ApprovalDecision
+from durable_tools.workflows.gates._approval_policy import PENDING_REFIT_PATCH, refit_waiting
 from durable_tools.workflows.gates._grants import scope_key
 from durable_tools.workflows.observe._visibility import publish
 from durable_tools.workflows.run._state import RunState
 
 __all__ = [
-    "PENDING_REFIT_PATCH",
     "apply_policy_change",
     "apply_revocation",
     "batch_decisions",
@@ -35,11 +34,6 @@ __all__ = [
     "check_revocation",
     "record_decision",
 ]
-
-
-PENDING_REFIT_PATCH = "policy-change-refits-pending"
-"""Marks a run whose `set_policy` reached calls already waiting for a person. Histories
-recorded before then replay with those calls keeping the policy they were asked under."""
 
 
 def check_decision_of(state: RunState, decision: object) -> None:
@@ -134,49 +128,15 @@ def check_policy_change(change: object) -> None:
 
 def apply_policy_change(state: RunState, change: PolicyChange) -> str:
     """Make `change.policy` the live policy, its deny list and deciders also for calls
-    already waiting for a person (`refit_pending`); audited in the run's events."""
+    already waiting for a person (`refit_waiting`); audited in the run's events."""
     state.policy = change.policy
     detail = f"by {change.changed_by}" + (f": {change.reason}" if change.reason else "")
     state.event("policy.changed", detail=clip(detail, MAX_REASON_CHARS))
     if state.pending and workflow.patched(PENDING_REFIT_PATCH):
         for approval in list(state.pending.values()):
-            refit_pending(state, approval)
+            refit_waiting(state, approval)
     publish(state)  # the UI's current details show the live policy
     return "policy changed"
-
-
-def refit_pending(state: RunState, approval: PendingApproval) -> None:
-    """Hold a call already waiting for a person to the live policy's deny list and deciders.
-
-    An operator who tightens a policy mid-run (an incident) means the call on screen too:
-    a tool the policy now denies is denied, and deciders it names replace the call's, so
-    approvals from people it no longer names stop counting (an empty list, anyone, keeps
-    the call's deciders: a change never opens a waiting call to more people). The number
-    of approvals the call needs stays as it was asked (a quorum raised with nobody named
-    could leave it unreachable); the quorum rules the calls asked from then on.
-    """
-    policy, call_id = state.policy, approval.call_id
-    if approval.tool in policy.deny_tools:
-        state.decisions[call_id] = ApprovalDecision(
-            call_id=call_id,
-            approve=False,
-            decider="policy",
-            reason=f"{approval.tool} is in the policy's deny_tools (set while it waited)",
-            arguments_hash=approval.arguments_hash,
-        )
-        state.event("approval.refitted", call_id=call_id, detail="denied by the new policy")
-        return
-    named = policy.escalate_to if approval.escalated and policy.escalate_to else policy.deciders
-    deciders = list(named) or approval.deciders
-    if deciders == approval.deciders:
-        return
-    kept = [name for name in approval.approved_by if may_decide(name, deciders)]
-    dropped = [name for name in approval.approved_by if name not in kept]
-    approval.deciders, approval.approved_by = deciders, kept
-    detail = "deciders " + ", ".join(deciders)
-    if dropped:
-        detail += f"; approvals no longer counted: {', '.join(dropped)}"
-    state.event("approval.refitted", call_id=call_id, detail=clip(detail, MAX_REASON_CHARS))
 
 
 def check_revocation(state: RunState, revocation: object) -> None:

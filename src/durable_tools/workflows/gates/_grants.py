@@ -1,10 +1,11 @@
-"""The policy's verdict on a call in the workflow, and standing grants created by decisions.
+"""Standing grants in the workflow: the run's scope, the grant store's lookup, and the grants
+approving decisions create.
 
 Run-scoped grants live in `RunState.standing_grants`; identity-scoped ones live in the
 worker's grant store and are reached through activities, only when the run's policy
 turns `identity_grants` on, the run acts for an identity, and a grant could stand for the
-call at all (so runs without them schedule no new commands). Which grant may stand in for
-a person is decided by the pure `decide`, also for the grant the store returns.
+call at all (so runs without them schedule no new commands: `_approval_policy` asks). Which
+grant may stand in for a person is decided by the pure `decide`, also for the store's.
 """
 
 from __future__ import annotations
@@ -14,15 +15,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from durable_tools.protocol._policy import (
-    Verdict,
-    decide,
-    describe_constraints,
-    grant_makers,
-    identity_key,
-    make_grant,
-    quorum_for,
-)
+from durable_tools.policy._grants import describe_constraints, identity_key, make_grant
 from durable_tools.protocol._policy_types import (
     GRANT_FIND_ACTIVITY,
     GRANT_SAVE_ACTIVITY,
@@ -33,14 +26,9 @@ from durable_tools.protocol._wait_types import ApprovalDecision
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 
-__all__ = ["GRANTS_CHECKED_PATCH", "grant_from_decision", "policy_verdict", "scope_key"]
+__all__ = ["find_identity_grant", "grant_from_decision", "scope_key"]
 
 _STORE_TIMEOUT = timedelta(seconds=30)
-
-GRANTS_CHECKED_PATCH = "grants-checked-against-policy"
-"""Marks a run that set a covering grant aside (or skipped the grant store) because of the
-policy in force. Histories recorded before that check replay with grants allowing as they
-did then; `workflow.patched` is asked only where the two would differ."""
 
 
 def scope_key(state: RunState) -> str | None:
@@ -48,49 +36,20 @@ def scope_key(state: RunState) -> str | None:
     return identity_key(state.config.name, state.input.identity)
 
 
-def _recorded_before_check() -> bool:
-    # False when running live (and then a marker is recorded): only a replayed history
-    # from before the check answers True here.
-    return not workflow.patched(GRANTS_CHECKED_PATCH)
-
-
-async def policy_verdict(state: RunState, valid: ValidCall, *, rules_ask: bool) -> Verdict:
-    """The policy's verdict on a call: `decide` over the run's grants, then the store's."""
-    spec, arguments, policy = valid.spec, valid.arguments, state.policy
-    verdict = _decide(state, valid, list(state.standing_grants), rules_ask=rules_ask)
-    if verdict.action != "ask" or not policy.identity_grants:
-        return verdict
-    key = scope_key(state)
-    could_stand = key is not None and quorum_for(spec, policy) == 1
-    if not could_stand and not _recorded_before_check():
-        return verdict
+async def find_identity_grant(
+    valid: ValidCall, key: str, makers: tuple[str, ...]
+) -> StandingGrant | None:
+    """The worker's grant store's grant for the call in scope `key`, made by one of
+    `makers` (empty: anyone), or None. Whether it may stand in is `decide`'s question."""
     found: StandingGrant | None = await workflow.execute_activity(
         GRANT_FIND_ACTIVITY,
-        GrantLookup(
-            identity=key or "", tool=spec.name, arguments=arguments, makers=grant_makers(policy)
-        ),
+        GrantLookup(identity=key, tool=valid.spec.name, arguments=valid.arguments, makers=makers),
         result_type=StandingGrant | None,  # type: ignore[arg-type]
         start_to_close_timeout=_STORE_TIMEOUT,
         retry_policy=RetryPolicy(maximum_attempts=3),
-        summary=f"find a standing grant for {spec.name}",
+        summary=f"find a standing grant for {valid.spec.name}",
     )
-    if found is None:
-        return verdict
-    # The run's own grants were set aside (and reported) already: only the store's is new.
-    return _decide(state, valid, [found], rules_ask=True)
-
-
-def _decide(
-    state: RunState, valid: ValidCall, grants: list[StandingGrant], *, rules_ask: bool
-) -> Verdict:
-    args = (valid.spec, state.policy, valid.arguments)
-    now = workflow.now()
-    verdict = decide(*args, rules_ask=rules_ask, grants=grants, now=now)
-    if verdict.set_aside and _recorded_before_check():
-        return decide(*args, rules_ask=rules_ask, grants=grants, now=now, legacy_grants=True)
-    for why in verdict.set_aside:
-        state.event("grant.set_aside", valid.call, detail=why)
-    return verdict
+    return found
 
 
 async def grant_from_decision(

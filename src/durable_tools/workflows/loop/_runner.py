@@ -14,7 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import FailureError
 
 from durable_tools.messages import Message, ToolCall
-from durable_tools.protocol._approvals import InvalidDecision
+from durable_tools.policy._decisions import InvalidDecision
 from durable_tools.protocol._event_names import RUN_ENDED
 from durable_tools.protocol._limits import (
     MAX_CANCEL_REASON_CHARS,

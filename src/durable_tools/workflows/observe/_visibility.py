@@ -11,10 +11,10 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeUpdate
 
 from durable_tools import search_attributes as sa
+from durable_tools.policy._decide import describe_policy
 from durable_tools.protocol._callback_types import PendingCallback
 from durable_tools.protocol._input_types import PendingInput
 from durable_tools.protocol._limits import MAX_REASON_CHARS, clip
-from durable_tools.protocol._policy import describe_policy
 from durable_tools.protocol._policy_types import ApprovalPolicy
 from durable_tools.protocol._resume import answer_command
 from durable_tools.protocol._run_io import REVISION_SHORT_START

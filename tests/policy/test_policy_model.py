@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from pydantic import ValidationError
 
-from durable_tools.protocol._approvals import InvalidDecision, check_decision
-from durable_tools.protocol._policy import decide
+from durable_tools.policy._decide import decide
+from durable_tools.policy._decisions import InvalidDecision, check_decision
 from durable_tools.tools import Safety, ToolSpec
 from durable_tools.workflows import (
     ApprovalDecision,

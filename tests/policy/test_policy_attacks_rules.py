@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from durable_tools.policy._grants import constraints_hold
 from durable_tools.protocol._deciders import distinct_people, may_decide, name_key
-from durable_tools.protocol._policy import constraints_hold
 from durable_tools.workflows import Constraint
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from durable_tools.protocol._policy import constraints_hold, grant_covers
+from durable_tools.policy._grants import constraints_hold, grant_covers
 from durable_tools.workflows import ApprovalPolicy, Constraint, GrantRequest, StandingGrant
 
 

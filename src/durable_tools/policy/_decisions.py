@@ -1,7 +1,8 @@
-"""Approval rules as pure functions: who must approve what, and which decisions are valid.
+"""Which decisions a run accepts, as pure functions: a decision names a call that waits,
+comes from one of its deciders, is bound to the arguments shown, and counts each person once.
 
-The workflow calls these from its update validator and its call pipeline; keeping
-them pure makes the rules testable without a server and safe inside the sandbox.
+The workflow's update validators call these (`check_decision`); keeping them pure makes the
+rules testable without a server and safe inside the sandbox.
 """
 
 from __future__ import annotations
@@ -17,15 +18,12 @@ from durable_tools.protocol._deciders import (
     may_decide,
     person_of,
 )
-from durable_tools.protocol._types import ApprovalPolicy
 from durable_tools.protocol._wait_types import ApprovalDecision, PendingApproval
-from durable_tools.tools._spec import ToolSpec
 
 __all__ = [
     "InvalidDecision",
     "arguments_hash",
     "check_decision",
-    "static_approval",
 ]
 
 
@@ -37,26 +35,6 @@ def arguments_hash(arguments: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of the arguments: binds a decision to exactly them."""
     canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def static_approval(spec: ToolSpec, policy: ApprovalPolicy) -> bool | None:
-    """Whether a call of `spec` needs approval, or None when a worker-side predicate decides.
-
-    Args:
-        spec: The tool.
-        policy: The run's approval policy.
-    """
-    if policy.require == "none":
-        return False
-    if policy.require == "all":
-        return True
-    if policy.require == "mutating" and spec.safety.mutating:
-        return True
-    if spec.approval == "always" or spec.safety.requires_confirmation:
-        return True
-    if spec.approval == "conditional":
-        return None
-    return False
 
 
 def check_decision(

@@ -1,4 +1,4 @@
-"""`ToolRegistry.invoke`: one call of a tool, with its hooks, its events and its checks."""
+"""One call of a tool (`ToolRegistry.invoke`), with its hooks, its events and its checks."""
 
 from __future__ import annotations
 

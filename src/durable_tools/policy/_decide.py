@@ -1,0 +1,281 @@
+"""The layered approval policy as one pure function: which layer decides a call, and how.
+
+`decide` asks, in order:
+
+1. `skip_all_approvals_unsafe`: allow everything (tests, sandboxes);
+2. `deny_tools`: deny;
+3. the tool's and the run's own rules (`require`, the tool's `approval` and
+   `requires_confirmation`, or a worker-side predicate whose answer the caller fetches when
+   the verdict asks for it): a call they do not send to a person is allowed;
+4. `allow_safe_tools`: allow tools safe under any input;
+5. `allow_tools`: allow by name;
+6. standing grants (run-scoped, and identity-scoped ones the caller fetched from the
+   worker's store), each within its argument constraints and before its expiry, and only
+   where its maker could have given the approval under the policy in force for this call
+   (`grant_stands`): one of the policy's deciders, and never for a call that needs more
+   than one approval;
+7. a person: `quorum` distinct approvals for money-spending or chosen tools, from the
+   policy's deciders (auto mode, when on, races that person with the tool's criteria).
+
+A verdict may also be `consult`: a layer needs a fact only the caller can fetch (the
+worker-side predicate's answer, the run's grants), and `decide` is asked again with it. A
+call already waiting for a person (`waiting=`) is held to a changed policy: its deny list
+and its deciders, never an allowing layer (a policy change never approves a call by itself).
+
+Nothing here does I/O, reads a clock or draws randomness: the workflow passes `now`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from durable_tools.policy._grants import grant_covers
+from durable_tools.protocol._deciders import may_decide
+from durable_tools.protocol._policy_types import AutoApproval, CriteriaSet, StandingGrant
+from durable_tools.protocol._types import ApprovalPolicy
+from durable_tools.protocol._wait_types import PendingApproval
+from durable_tools.tools._spec import ToolSpec
+
+__all__ = [
+    "SAFE_TAG",
+    "Verdict",
+    "decide",
+    "describe_policy",
+    "grant_stands",
+    "is_safe_tool",
+    "quorum_for",
+]
+
+SAFE_TAG = "approval_safe"
+"""A tool tagged so declares itself safe under any input (for `allow_safe_tools`)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the policy decided for one call, and which layer decided it."""
+
+    action: Literal["allow", "deny", "ask", "consult"]
+    """`consult`: the layer named needs a fact the caller fetches (`needs`), then asks again."""
+    layer: str
+    """`skip_all`, `deny_list`, `rules`, `safe_tool`, `allow_list`, `grant:<id>`, `grants`
+    (consulted) or `person`."""
+    detail: str = ""
+    needs: Literal["predicate", "grants"] | None = None
+    """For `consult`: the worker-side predicate's answer, or the run's standing grants."""
+    rules_ask: bool | None = False
+    """What the tool's and the run's own rules said (None: a worker-side predicate decides
+    and was not asked yet; False also when a layer before the rules decided)."""
+    approvals_required: int = 1
+    """For `ask`: distinct people who must approve (the two-person rule)."""
+    deciders: tuple[str, ...] = ()
+    """For `ask`: who may approve; empty means anyone who can reach the run."""
+    grant_makers: tuple[str, ...] = ()
+    """For `ask`: whose identity-scoped grant could stand in for the person (empty: anyone's)."""
+    auto: AutoApproval | None = None
+    """For `ask`: auto mode's evaluator, racing the person (None: auto mode is off)."""
+    criteria: CriteriaSet | None = None
+    """For `ask`: the criteria auto mode judges this tool's calls against (its own, else
+    `*`); None leaves the call to the person alone."""
+    set_aside: tuple[str, ...] = ()
+    """Grants that covered the call but may not stand in for its approval, each with why."""
+
+
+def decide(
+    spec: ToolSpec,
+    policy: ApprovalPolicy,
+    arguments: dict[str, Any],
+    *,
+    now: datetime,
+    rules_ask: bool | None = None,
+    grants: Iterable[StandingGrant] | None = None,
+    waiting: PendingApproval | None = None,
+    legacy_grants: bool = False,
+) -> Verdict:
+    """Decide one validated call under the run's live policy.
+
+    Args:
+        spec: The tool called.
+        policy: The run's live approval policy.
+        arguments: The call's validated arguments.
+        now: The workflow's clock.
+        rules_ask: Whether the tool's and the run's own rules send the call to a person,
+            when the caller knows it already (the worker-side predicate's answer, or an
+            earlier verdict's `rules_ask`); None: the rules are read here, and a tool whose
+            predicate decides gets a `consult` verdict that `needs` it.
+        grants: Standing grants that may cover the call: the run's own, and the one the
+            identity store returned (if it was asked). None: not fetched yet, so a call the
+            layers before them leave open gets a `consult` verdict that `needs` them.
+        waiting: The request of a call already waiting for a person, when the policy changed
+            since it was asked: the verdict denies it (deny list) or names who may decide it
+            now, keeping the approvals it needs; it never allows it.
+        legacy_grants: Replay only: a history recorded before grants were checked against
+            the policy in force, where any covering grant allowed the call.
+
+    Returns:
+        The verdict and the layer that decided it.
+    """
+    if waiting is not None:
+        return _refit(spec, policy, waiting)
+    if policy.skip_all_approvals_unsafe:
+        return Verdict("allow", "skip_all", "skip_all_approvals_unsafe is set")
+    if spec.name in policy.deny_tools:
+        return Verdict("deny", "deny_list", f"{spec.name} is in the policy's deny_tools")
+    if rules_ask is None:
+        rules_ask = _rules_ask(spec, policy)
+        if rules_ask is None:
+            detail = f"{spec.name}'s worker-side predicate decides"
+            return Verdict("consult", "rules", detail, needs="predicate", rules_ask=None)
+    if not rules_ask:
+        return Verdict("allow", "rules", f"{spec.name} needs no approval under its rules")
+    if policy.allow_safe_tools and is_safe_tool(spec):
+        return Verdict("allow", "safe_tool", f"{spec.name} is safe under any input", rules_ask=True)
+    if spec.name in policy.allow_tools:
+        return Verdict(
+            "allow", "allow_list", f"{spec.name} is in the policy's allow_tools", rules_ask=True
+        )
+    if grants is None:
+        return Verdict("consult", "grants", "standing grants", needs="grants", rules_ask=True)
+    set_aside: list[str] = []
+    for grant in grants:
+        if not grant_covers(grant, spec.name, arguments, now):
+            continue
+        why_not = None if legacy_grants else grant_stands(grant, spec, policy)
+        if why_not is None:
+            return Verdict(
+                "allow",
+                f"grant:{grant.grant_id}",
+                f"standing grant by {grant.granted_by}",
+                rules_ask=True,
+            )
+        set_aside.append(f"{grant.grant_id}: {why_not}")
+    needed = quorum_for(spec, policy)
+    return Verdict(
+        "ask",
+        "person",
+        f"{needed} approval{'s' if needed > 1 else ''} from "
+        + (", ".join(policy.deciders) or "anyone"),
+        rules_ask=True,
+        approvals_required=needed,
+        deciders=tuple(policy.deciders),
+        grant_makers=_grant_makers(policy),
+        auto=policy.auto,
+        criteria=_criteria_for(policy, spec.name),
+        set_aside=tuple(set_aside),
+    )
+
+
+def _refit(spec: ToolSpec, policy: ApprovalPolicy, waiting: PendingApproval) -> Verdict:
+    """A call already waiting for a person, under a changed policy.
+
+    An operator who tightens a policy mid-run (an incident) means the call on screen too:
+    a tool the policy now denies is denied (also where the policy skips approvals: the call
+    was asked, and only a person or its deadline ends that), and the deciders it names
+    replace the call's, the escalation's people for an escalated call (an empty list,
+    anyone, keeps the call's deciders: a change never opens a waiting call to more people).
+    The number of approvals stays as it was asked (a quorum raised with nobody named could
+    leave it unreachable); the quorum rules the calls asked from then on.
+    """
+    if spec.name in policy.deny_tools:
+        detail = f"{spec.name} is in the policy's deny_tools (set while it waited)"
+        return Verdict("deny", "deny_list", detail, rules_ask=True)
+    named = policy.escalate_to if waiting.escalated and policy.escalate_to else policy.deciders
+    deciders = tuple(named) or tuple(waiting.deciders)
+    return Verdict(
+        "ask",
+        "person",
+        "deciders " + ", ".join(deciders),
+        rules_ask=True,
+        approvals_required=waiting.approvals_required,
+        deciders=deciders,
+    )
+
+
+def _rules_ask(spec: ToolSpec, policy: ApprovalPolicy) -> bool | None:
+    """Whether the tool's and the run's own rules send a call of `spec` to a person, or
+    None when the tool's worker-side predicate decides."""
+    if policy.require == "none":
+        return False
+    if policy.require == "all":
+        return True
+    if policy.require == "mutating" and spec.safety.mutating:
+        return True
+    if spec.approval == "always" or spec.safety.requires_confirmation:
+        return True
+    if spec.approval == "conditional":
+        return None
+    return False
+
+
+def _grant_makers(policy: ApprovalPolicy) -> tuple[str, ...]:
+    """Who could have given an approval under `policy`: its deciders, and the people it
+    escalates to (empty: anyone)."""
+    if not policy.deciders:
+        return ()
+    escalated = policy.escalate_to if policy.on_timeout == "escalate" else ()
+    return (*policy.deciders, *escalated)
+
+
+def grant_stands(grant: StandingGrant, spec: ToolSpec, policy: ApprovalPolicy) -> str | None:
+    """Why a grant covering a call may not stand in for its approval, or None if it may.
+
+    A grant is one person's approval given in advance, so it stands only where that person
+    could have approved the call under the policy in force now (which may be stricter than
+    the one the grant was made under): never for a call that needs several approvals, and
+    only from one of the policy's deciders.
+    """
+    needed = quorum_for(spec, policy)
+    if needed > 1:
+        return f"{spec.name} needs {needed} approvals; a grant is one person's"
+    makers = _grant_makers(policy)
+    if makers and not may_decide(grant.granted_by, makers):
+        return f"{grant.granted_by} is not among the policy's deciders"
+    if grant.scope == "identity" and not policy.identity_grants:
+        return "the policy does not use identity-scoped grants"
+    return None
+
+
+def is_safe_tool(spec: ToolSpec) -> bool:
+    """Read-only and not networked, or explicitly tagged `approval_safe`."""
+    return (spec.safety.read_only and not spec.safety.networked) or SAFE_TAG in spec.tags
+
+
+def quorum_for(spec: ToolSpec, policy: ApprovalPolicy) -> int:
+    """Distinct approvals a call of `spec` needs under `policy` (two-person rule)."""
+    if policy.quorum > 1 and (spec.safety.spends_money or spec.name in policy.quorum_tools):
+        return policy.quorum
+    return 1
+
+
+def _criteria_for(policy: ApprovalPolicy, tool: str) -> CriteriaSet | None:
+    """The auto-mode criteria set for `tool` (its own, else `*`), or None."""
+    if policy.auto is None:
+        return None
+    return policy.auto.criteria.get(tool) or policy.auto.criteria.get("*")
+
+
+def describe_policy(policy: ApprovalPolicy) -> str:
+    """The live policy in one line: its layers that differ from asking per tool."""
+    parts = [f"require {policy.require}"]
+    if policy.skip_all_approvals_unsafe:
+        parts.insert(0, "SKIP ALL APPROVALS (unsafe)")
+    if policy.deny_tools:
+        parts.append("deny " + ", ".join(policy.deny_tools))
+    if policy.allow_safe_tools:
+        parts.append("safe tools allowed")
+    if policy.allow_tools:
+        parts.append("allow " + ", ".join(policy.allow_tools))
+    if policy.identity_grants:
+        parts.append("identity grants")
+    if policy.auto is not None:
+        parts.append(f"auto mode ({policy.auto.evaluator})")
+    if policy.quorum > 1:
+        tools = ", ".join(("tools that spend money", *policy.quorum_tools))
+        parts.append(f"{policy.quorum} approvers for {tools}")
+    if policy.deciders:
+        parts.append("deciders " + ", ".join(policy.deciders))
+    if policy.timeout_seconds is not None:
+        parts.append(f"deadline {policy.timeout_seconds:g}s then {policy.on_timeout}")
+    return "; ".join(parts)
