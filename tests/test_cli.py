@@ -342,8 +342,8 @@ async def test_worker_runs_a_module_that_attaches_mcp(
 async def test_run_links_to_the_ui_the_server_recorded(
     client: Client, task_queue: str, cli_env: str, capsys: Any
 ) -> None:
-    from durable_tools._server_process import process_cmdline
-    from durable_tools._server_ui import forget_ui, record_ui
+    from durable_tools.server._process import process_cmdline
+    from durable_tools.server._ui import forget_ui, record_ui
 
     # What `durable-tools server --ui-port 9411` records while it runs.
     me = process_cmdline(os.getpid())

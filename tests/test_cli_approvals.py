@@ -14,10 +14,10 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 
 import cli_support
 from cli_support import cli, cli_json
-from durable_tools._render import terminal_safe
 from durable_tools.cli import CliError
 from durable_tools.cli._confirm import hash_given
 from durable_tools.client import DurableTools
+from durable_tools.client.render._text import terminal_safe
 from durable_tools.tools import ToolRegistry
 from durable_tools.workflows import RunStatus
 from support import answer, calls, decisions_sent, running_worker, wait_for, write_script

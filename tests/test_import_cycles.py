@@ -153,6 +153,31 @@ def test_the_workflow_packages_import_only_downwards() -> None:
     assert set(rank) == {n for n in graph if n.startswith("durable_tools.workflows.")}
 
 
+CLIENT_LAYERS = ["", "runs", "start", "sessions", "callbacks", "inputs", "render"]
+"""`durable_tools.client`'s role packages, top first: the package itself (the public names
+and `DurableTools`) hands out `runs`' `AgentRun`, which calls on a session's messages,
+callback tools and the decide operation's rendering; `start` (what a start sends),
+`inputs` (answering a tool's question) and `render` (the CLI's plain text) are below."""
+
+SURFACES = {"durable_tools.cli", "durable_tools.inbox", "durable_tools.demo"}
+"""What people use the client through: the client imports none of them."""
+
+
+def test_the_client_packages_import_only_downwards() -> None:
+    graph = _package_graph()
+    rank = {f"durable_tools.client.{name}".rstrip("."): i for i, name in enumerate(CLIENT_LAYERS)}
+    upward = {
+        (package, target)
+        for package, targets in graph.items()
+        if package in rank
+        for target in targets
+        if target in rank and rank[target] <= rank[package]
+    }
+    assert upward == set()
+    assert set(rank) == {n for n in graph if n.startswith("durable_tools.client")}
+    assert {(p, t) for p in rank for t in graph[p] & SURFACES} == set()
+
+
 def test_the_tool_layer_imports_no_durable_layer() -> None:
     # `tools` is plain Python (no Temporal): it must not import what runs on Temporal.
     allowed = {"durable_tools._durations", "durable_tools._extras", "durable_tools._wire"}

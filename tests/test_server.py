@@ -19,8 +19,6 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
-from durable_tools._server_process import PidFile, process_cmdline
-from durable_tools._server_ui import record_ui
 from durable_tools.connection import connect
 from durable_tools.search_attributes import SEARCH_ATTRIBUTES
 from durable_tools.server import (
@@ -30,6 +28,8 @@ from durable_tools.server import (
     find_temporal_cli,
     ui_url,
 )
+from durable_tools.server._process import PidFile, process_cmdline
+from durable_tools.server._ui import record_ui
 from support import free_port
 
 

@@ -19,10 +19,10 @@ import httpx
 import pytest
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
-from durable_tools._server_process import PidFile, process_cmdline
 from durable_tools.client import DurableTools
 from durable_tools.connection import connect
 from durable_tools.server import DevServer, DevServerError, ensure_server
+from durable_tools.server._process import PidFile, process_cmdline
 from support import free_port
 from test_server import (
     alive_as,

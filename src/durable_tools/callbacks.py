@@ -6,7 +6,7 @@ until the run ends (`AgentRun.serve_callbacks` or `serve_callbacks`), or read an
 calls one by one (`pending_callbacks`, `answer_callback`). See docs/sources/callbacks.md.
 """
 
-from durable_tools._callbacks_client import (
+from durable_tools.client.callbacks._serve import (
     RUN_ENDED,
     CallbackHandler,
     CallbackRejected,

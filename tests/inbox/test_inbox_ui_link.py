@@ -10,8 +10,8 @@ import pytest
 from inbox_support import cancel_and_check, http, login, make_app, pending_call
 from temporalio.client import Client
 
-from durable_tools._server_process import process_cmdline
-from durable_tools._server_ui import forget_ui, record_ui
+from durable_tools.server._process import process_cmdline
+from durable_tools.server._ui import forget_ui, record_ui
 
 
 async def test_the_run_page_links_to_the_ui_the_server_recorded(

@@ -16,8 +16,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from durable_tools._render import render_snapshot
 from durable_tools.client import DurableTools
+from durable_tools.client.render._text import render_snapshot
 from durable_tools.messages import OutputSchema
 from durable_tools.models import aclose_shared_clients
 from durable_tools.tools import FileSystemArtifactStore, ToolRegistry

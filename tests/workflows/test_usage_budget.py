@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from durable_tools._render import render_snapshot
 from durable_tools.client import DurableTools
+from durable_tools.client.render._text import render_snapshot
 from durable_tools.messages import ModelSettings
 from durable_tools.models import aclose_shared_clients
 from durable_tools.tools import FileSystemArtifactStore, ToolRegistry

@@ -9,12 +9,12 @@ from typing import Literal
 
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 
-from durable_tools._input_client import InputAnswerRejected, answer_input
-from durable_tools._render import terminal_safe
 from durable_tools.cli._commands import describe_open_run, no_worker, run_of, tools_for
 from durable_tools.cli._errors import CliError, translate_rpc_errors
 from durable_tools.cli._flags import add_connection_flags, add_prefix_flag
 from durable_tools.cli._output import echo
+from durable_tools.client.inputs._answer import InputAnswerRejected, answer_input
+from durable_tools.client.render._text import terminal_safe
 
 __all__ = ["ANSWER_TIMEOUT", "add_answer_command", "cmd_answer"]
 

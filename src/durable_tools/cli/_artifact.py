@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from durable_tools._render import terminal_safe
 from durable_tools.cli._errors import CliError
+from durable_tools.client.render._text import terminal_safe
 from durable_tools.tools._artifacts import artifact_store_at, fetch_artifact, ref_from_uri
 
 __all__ = ["cmd_artifact_get"]

@@ -11,8 +11,6 @@ import argparse
 import sys
 from typing import Any
 
-from durable_tools._callbacks_client import handlers_from_module, serve_callbacks
-from durable_tools._render import terminal_safe
 from durable_tools.cli._commands import (
     describe_open_run,
     describe_run,
@@ -23,6 +21,8 @@ from durable_tools.cli._commands import (
 from durable_tools.cli._errors import CliError
 from durable_tools.cli._flags import add_connection_flags, add_prefix_flag
 from durable_tools.cli._output import echo
+from durable_tools.client.callbacks._serve import handlers_from_module, serve_callbacks
+from durable_tools.client.render._text import terminal_safe
 from durable_tools.protocol._callback_types import PendingCallback
 
 __all__ = ["add_callbacks_command", "cmd_callbacks_serve"]

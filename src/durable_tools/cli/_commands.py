@@ -18,13 +18,22 @@ from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_tools import search_attributes as sa
-from durable_tools._client_start import check_model_spec
 from durable_tools._extras import missing_extra_in
-from durable_tools._input_client import render_pending_input
-from durable_tools._render import render_approval, render_snapshot, running_calls, terminal_safe
-from durable_tools._render_tools import render_tool, tool_json
-from durable_tools._run_watch import ENCRYPTED_NOTE, PayloadsEncrypted, is_encrypted_payload_error
 from durable_tools.client import AgentRun, DurableTools
+from durable_tools.client.inputs._answer import render_pending_input
+from durable_tools.client.render._text import (
+    render_approval,
+    render_snapshot,
+    running_calls,
+    terminal_safe,
+)
+from durable_tools.client.render._tools import render_tool, tool_json
+from durable_tools.client.runs._watch import (
+    ENCRYPTED_NOTE,
+    PayloadsEncrypted,
+    is_encrypted_payload_error,
+)
+from durable_tools.client.start._options import check_model_spec
 from durable_tools.tools._catalog import filter_specs
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker import load_registry

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import sys
 
-from durable_tools._render import render_approval, terminal_safe
-from durable_tools._run_decisions import MalformedDecision, arguments_hash_given, stale_request
+from durable_tools.client.render._text import render_approval, terminal_safe
+from durable_tools.client.runs._decide import MalformedDecision, arguments_hash_given, stale_request
 from durable_tools.workflows import PendingApproval
 
 from ._errors import CliError

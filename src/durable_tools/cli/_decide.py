@@ -9,9 +9,9 @@ from pathlib import Path
 from pydantic import ValidationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_tools._render import terminal_safe
-from durable_tools._run_decisions import DecisionError, NotADecider
 from durable_tools.client import AgentRun
+from durable_tools.client.render._text import terminal_safe
+from durable_tools.client.runs._decide import DecisionError, NotADecider
 
 from ._commands import describe_run, run_of, status_name, tools_for
 from ._confirm import (

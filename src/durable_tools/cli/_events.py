@@ -8,7 +8,7 @@ import json
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from durable_tools._render import terminal_safe
+from durable_tools.client.render._text import terminal_safe
 from durable_tools.events import EventSink, MultiSink, follow_events, sink_from_spec
 from durable_tools.workflows import RunEvent
 

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
-from durable_tools._render import terminal_safe
+from durable_tools.client.render._text import terminal_safe
 from durable_tools.workflows import PendingApproval
 
 from ._confirm import DECLINED_EXIT_CODE, can_ask, confirm, describe_request, stale

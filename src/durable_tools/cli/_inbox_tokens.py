@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from durable_tools._extras import install_hint
-from durable_tools._render import render_table
+from durable_tools.client.render._text import render_table
 
 from ._errors import CliError
 from ._flags import add_json_flag

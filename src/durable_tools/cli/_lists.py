@@ -11,15 +11,15 @@ from typing import Literal
 from temporalio.client import Client, WorkflowExecution
 
 from durable_tools import search_attributes as sa
-from durable_tools._input_client import render_pending_input
-from durable_tools._render import (
+from durable_tools.client import RunSummary
+from durable_tools.client.inputs._answer import render_pending_input
+from durable_tools.client.render._text import (
     render_approval,
     render_authorization,
     render_table,
     terminal_safe,
 )
-from durable_tools._run_watch import ENCRYPTED_NOTE, PayloadsEncrypted, status_quietly
-from durable_tools.client import RunSummary
+from durable_tools.client.runs._watch import ENCRYPTED_NOTE, PayloadsEncrypted, status_quietly
 from durable_tools.protocol._types import WAITING_STATUSES, status_in
 from durable_tools.workflows import RunSnapshot, RunStatus
 

@@ -13,7 +13,7 @@ import re
 
 from pydantic import ValidationError
 
-from durable_tools._client_start import check_model_spec
+from durable_tools.client.start._options import check_model_spec
 from durable_tools.protocol._models import MAX_MODEL_SPEC_CHARS
 from durable_tools.worker import ModelLimits
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 
-from durable_tools._render import render_authorization, terminal_safe
 from durable_tools.cli._commands import describe_open_run, no_worker, tools_for
 from durable_tools.cli._errors import CliError, translate_rpc_errors
 from durable_tools.cli._output import echo
+from durable_tools.client.render._text import render_authorization, terminal_safe
 from durable_tools.oauth import (
     OAuthBroker,
     OAuthError,

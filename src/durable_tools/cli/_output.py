@@ -12,7 +12,7 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from durable_tools._render import terminal_safe
+from durable_tools.client.render._text import terminal_safe
 
 __all__ = ["dump_json", "echo"]
 

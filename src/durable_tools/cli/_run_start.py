@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from durable_tools._render import terminal_safe
 from durable_tools.client import AgentRun, DurableTools
+from durable_tools.client.render._text import terminal_safe
 from durable_tools.tools._context import Identity
 
 from ._commands import agent_config, tools_for

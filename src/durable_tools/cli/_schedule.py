@@ -9,8 +9,8 @@ from datetime import timedelta
 from temporalio.client import ScheduleAlreadyRunningError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_tools._render import render_table, terminal_safe
-from durable_tools._schedules import DEFAULT_CATCHUP_WINDOW, OVERLAP_POLICIES
+from durable_tools.client.render._text import render_table, terminal_safe
+from durable_tools.client.start._schedules import DEFAULT_CATCHUP_WINDOW, OVERLAP_POLICIES
 from durable_tools.tools._context import Identity
 
 from ._agent_flags import add_agent_flags, positive

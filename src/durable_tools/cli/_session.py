@@ -13,15 +13,15 @@ from collections.abc import Awaitable, Callable
 
 from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
 
-from durable_tools._render import terminal_safe
-from durable_tools._run_handle import AgentRun
-from durable_tools._run_watch import RunWatcher
-from durable_tools._session_client import SentMessage, SessionRefused
 from durable_tools.cli._agent_flags import add_agent_flags, add_idle_timeout_flag, given_agent_flags
 from durable_tools.cli._commands import agent_config, describe_open_run, no_worker, tools_for
 from durable_tools.cli._errors import CliError, translate_rpc_errors
 from durable_tools.cli._flags import add_connection_flags
 from durable_tools.cli._output import echo
+from durable_tools.client.render._text import terminal_safe
+from durable_tools.client.runs._agent_run import AgentRun
+from durable_tools.client.runs._watch import RunWatcher
+from durable_tools.client.sessions._messages import SentMessage, SessionRefused
 from durable_tools.protocol._limits import check_handler_prefix
 from durable_tools.protocol._session_types import SessionReply
 from durable_tools.tools._context import Identity

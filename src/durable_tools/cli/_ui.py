@@ -1,4 +1,4 @@
-"""Where a run's Web UI page is, as the CLI prints it (`durable_tools._server_ui` decides)."""
+"""Where a run's Web UI page is, as the CLI prints it (`durable_tools.server._ui` decides)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 `cmd_watch` and `LivePrinter` print the model's text as it is generated, tool progress,
 and the run's end. The status-polling watcher of `run --wait` and the demo is
-`durable_tools._run_watch.RunWatcher`.
+`durable_tools.client.runs._watch.RunWatcher`.
 """
 
 from __future__ import annotations
@@ -14,14 +14,19 @@ from collections.abc import Callable
 
 from temporalio.service import RPCError
 
-from durable_tools._render import terminal_safe
-from durable_tools._run_watch import QUERY_TIMEOUT, RunWatcher, query_quietly, render_progress
 from durable_tools.client import AgentRun
+from durable_tools.client.render._text import terminal_safe
+from durable_tools.client.runs._watch import (
+    QUERY_TIMEOUT,
+    RunWatcher,
+    query_quietly,
+    render_progress,
+)
 from durable_tools.streaming import StreamEvent
 
 from ._errors import CliError, connect_or_explain
 
-# The watcher moved to `durable_tools._run_watch` (the demo uses it, and `demo` must not
+# The watcher moved to `durable_tools.client.runs._watch` (the demo uses it, and `demo` must not
 # import `cli`); `_commands` still imports these four from here.
 __all__ = [
     "QUERY_TIMEOUT",

@@ -23,9 +23,9 @@ from contextlib import AsyncExitStack
 from importlib import resources
 from pathlib import Path
 
-from durable_tools._render import clip, render_approval, render_timeline
-from durable_tools._run_watch import ApprovalHandler, RunWatcher
 from durable_tools.client import AgentRun, DurableTools
+from durable_tools.client.render._text import clip, render_approval, render_timeline
+from durable_tools.client.runs._watch import ApprovalHandler, RunWatcher
 from durable_tools.connection import resolve_address
 from durable_tools.server import DevServer, default_data_dir, ensure_server, ui_url
 from durable_tools.tools._artifacts import ARTIFACTS_ENV, FileSystemArtifactStore

@@ -11,7 +11,8 @@ from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeou
 from temporalio.service import RPCError
 
 from durable_tools._callers._tokens import User
-from durable_tools._run_decisions import (
+from durable_tools.client import DurableTools
+from durable_tools.client.runs._decide import (
     DECIDE_TIMEOUT,
     AlreadyDecided,
     AmbiguousRequest,
@@ -28,7 +29,6 @@ from durable_tools._run_decisions import (
     WorkerUnavailable,
     arguments_hash_given,
 )
-from durable_tools.client import DurableTools
 from durable_tools.protocol._limits import MAX_CALL_ID_CHARS
 from durable_tools.protocol._policy_types import GrantRequest
 from durable_tools.workflows import AgentWorkflow, PendingAuthorization

@@ -22,13 +22,14 @@ from durable_tools._encrypted import (
     PayloadsEncrypted,
     is_encrypted_payload_error,
 )
-from durable_tools._render import (
+from durable_tools.client.render._text import (
     render_approval,
     render_authorization,
     render_record,
 )
-from durable_tools._run_base import has_workers
-from durable_tools.client import AgentRun, ToolProgress
+from durable_tools.client.runs._agent_run import AgentRun
+from durable_tools.client.runs._progress import ToolProgress
+from durable_tools.client.runs._workers import has_workers
 from durable_tools.tools._progress import Progress
 from durable_tools.workflows import (
     AgentResult,

@@ -1,12 +1,5 @@
-"""Starting runs, approving, steering and reading them: the Python API behind the CLI.
-
-`DurableTools` starts and lists runs; `AgentRun` (`_run_handle`) is the handle on one;
-`answer_input` answers the question a run's MCP tool asks its user.
-
-`AgentRun.decide_request` decides a request a person was shown: the one decide path of
-the command line, the inbox and any front end of yours. When nothing was recorded it raises
-a `DecisionError` whose subclass says why (`AlreadyDecided`, `StaleRequest`,
-`NotADecider`, `WorkerUnavailable`, ...).
+"""`DurableTools`: the entry point that starts runs (now, per message, on a calendar) and finds
+them; `DurableTools.run` hands out the `AgentRun` handle on one.
 """
 
 from __future__ import annotations
@@ -22,33 +15,19 @@ from temporalio.client import Client, ScheduleHandle, WorkflowExecution, Workflo
 from temporalio.converter import PayloadCodec
 
 from durable_tools import search_attributes as sa
-from durable_tools._client_start import (
+from durable_tools.client.runs._agent_run import AgentRun
+from durable_tools.client.sessions._messages import (
+    SentMessage,
+    send_with_start,
+    start_operation,
+)
+from durable_tools.client.start._options import (
     start_attributes,
     start_config,
     start_summary,
     start_versioning,
 )
-from durable_tools._input_client import InputAnswerRejected, answer_input
-from durable_tools._run_decisions import (
-    AlreadyDecided,
-    AmbiguousRequest,
-    DecisionError,
-    DecisionRecorded,
-    DecisionTimedOut,
-    MalformedDecision,
-    NotADecider,
-    NothingPending,
-    PendingRequest,
-    RejectedByRun,
-    RunEnded,
-    RunNotFound,
-    RunUnreadable,
-    StaleRequest,
-    WorkerUnavailable,
-)
-from durable_tools._run_handle import AgentRun
-from durable_tools._run_progress import ToolProgress, progress_in
-from durable_tools._schedules import (
+from durable_tools.client.start._schedules import (
     CRON_MEMO,
     DEFAULT_CATCHUP_WINDOW,
     Overlap,
@@ -56,12 +35,6 @@ from durable_tools._schedules import (
     check_schedule_id,
     list_schedules,
     new_schedule,
-)
-from durable_tools._session_client import (
-    SentMessage,
-    SessionRefused,
-    send_with_start,
-    start_operation,
 )
 from durable_tools.connection import ConnectionOptions, connect
 from durable_tools.messages import ModelSettings
@@ -77,33 +50,7 @@ from durable_tools.workflows import (
     SessionReply,
 )
 
-__all__ = [
-    "AgentRun",
-    "AlreadyDecided",
-    "AmbiguousRequest",
-    "DecisionError",
-    "DecisionRecorded",
-    "DecisionTimedOut",
-    "DurableTools",
-    "InputAnswerRejected",
-    "MalformedDecision",
-    "NotADecider",
-    "NothingPending",
-    "PendingRequest",
-    "RejectedByRun",
-    "RunEnded",
-    "RunNotFound",
-    "RunSummary",
-    "RunUnreadable",
-    "ScheduleSummary",
-    "SentMessage",
-    "SessionRefused",
-    "StaleRequest",
-    "ToolProgress",
-    "WorkerUnavailable",
-    "answer_input",
-    "progress_in",
-]
+__all__ = ["DurableTools", "RunSummary"]
 
 
 class RunSummary(BaseModel):

@@ -7,6 +7,7 @@ run's history, but a client call should not be held open that long: `start_send`
 once the run has accepted the message, with a `SentMessage` whose `result()` waits for the
 answer and whose id (the update's) can be handed to another process (`AgentRun.message`).
 
+`AgentRun.send`, `start_send`, `message` and `close` call the functions here;
 `send_with_start` is update-with-start: it starts the session if no run with that id is
 running and sends the message in the same request, so a chat front end needs one call per
 message, the first one included.
@@ -28,12 +29,10 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 
-from durable_tools._run_base import RunBase
 from durable_tools.protocol._limits import MAX_MESSAGE_CHARS
 from durable_tools.protocol._session_types import REFUSED, SessionReply, message_digest
 
 __all__ = [
-    "RunSessions",
     "SentMessage",
     "SessionRefused",
     "check_text",
@@ -231,50 +230,3 @@ def start_operation(
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
         **options,
     )
-
-
-class RunSessions(RunBase):
-    """A session's messages: the part of `AgentRun` a chat front end uses (docs/sessions.md)."""
-
-    async def send(self, text: str, *, message_id: str | None = None) -> SessionReply:
-        """Send a session its next message and wait for the answer (docs/sessions.md).
-
-        For a turn that may wait on people for long, `start_send` and wait later.
-
-        Raises:
-            SessionRefused: the run refused it (not a session, ended or closing, busy
-                answering another message, empty or too long).
-        """
-        sent = await self.start_send(text, message_id=message_id)
-        return await sent.result()
-
-    async def start_send(self, text: str, *, message_id: str | None = None) -> SentMessage:
-        """Send a session its next message; return once the run accepted it.
-
-        Args:
-            text: The user's message.
-            message_id: The message's id (its update's; unique per run): a retry with the
-                same id while the run holds it does not send it twice. Default: a new one.
-
-        Raises:
-            SessionRefused: as for `send`.
-        """
-        return await start_message(self.handle, self.prefix + "send_message", text, message_id)
-
-    def message(self, message_id: str, *, workflow_run_id: str | None = None) -> SentMessage:
-        """A message sent before, by its id, to wait for its answer (`SentMessage.result`).
-
-        Args:
-            message_id: `SentMessage.id`.
-            workflow_run_id: `SentMessage.workflow_run_id`: needed once the session has
-                continued-as-new since (the answer is in the run that took the message).
-        """
-        return message_handle(self.handle, message_id, workflow_run_id)
-
-    async def close(self, reason: str | None = None) -> str:
-        """End a session: now when it awaits a message, else after the current answer.
-
-        Raises:
-            SessionRefused: not a session, or it has ended or is closing already.
-        """
-        return await close_session(self.handle, self.prefix + "close", reason)

@@ -1,276 +1,311 @@
-"""Deciding a run's approvals and its policy: the part of `AgentRun` people decide with.
+"""`AgentRun`: the handle on one agent run, in one class that reads top to bottom.
 
-`AgentRun.decide_request` is the one way a surface that shows requests to people decides
-one (the command line, the inbox, and every later one): it finds the request in the run
-or a running sub-agent, checks the arguments hash and the decider against it, sends the
-decision, and raises a `DecisionError` that says why nothing was recorded. Surfaces only
-turn those errors into exit codes or HTTP statuses. Who decided a call is read from the
-run's structured state (the call's record, `ToolCallRecord.decided_by`), never from text.
+Reach the run (its workflow handle and its handlers by name), read it, find and decide its
+approvals (`decide_request`, the one decide path of every surface), change its policy and
+grants, send a session its messages, steer it, cancel it, serve its callback tools.
 
-`decide`, `approve` and `deny` send a decision as given and leave every check to the run
-(its update validator); they raise Temporal's `WorkflowUpdateFailedError` on a refusal.
+What it calls that is a concept of its own lives next to it: the decide operation's typed
+errors and checks (`_decide`), whether a worker polls (`_workers`), tool progress
+(`_progress`), how a cancelled run ended (`_cancelled`); a session's messages
+(`client/sessions`), callback tools (`client/callbacks`).
+
+An agent run's handlers have their plain names; an agent loop embedded in a workflow of
+the user's has them under its prefix (`AgentLoop.register_handlers`): `_query`,
+`_update` and `_signal` put the prefix before every name, so the rest of the handle is
+the same for both.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from temporalio.client import (
+    Client,
     WorkflowExecutionDescription,
+    WorkflowFailureError,
+    WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
+from temporalio.exceptions import CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_tools._encrypted import ENCRYPTED_NOTE, is_encrypted_payload_error
-from durable_tools._render import render_decision
-from durable_tools._run_base import RunBase, has_workers
+from durable_tools._activities._conversation import whole_conversation
+from durable_tools.client.callbacks._serve import serve_callbacks
+from durable_tools.client.runs._cancelled import cancelled_result
+from durable_tools.client.runs._decide import (
+    DECIDE_TIMEOUT,
+    LOOKUP_TIMEOUT,
+    AlreadyDecided,
+    AmbiguousRequest,
+    DecisionError,
+    DecisionRecorded,
+    DecisionTimedOut,
+    MalformedDecision,
+    NotADecider,
+    NothingPending,
+    RejectedByRun,
+    WorkerUnavailable,
+    arguments_hash_given,
+    asking,
+    open_run,
+    stale_request,
+    unreachable,
+)
+from durable_tools.client.runs._progress import ToolProgress, progress_in
+from durable_tools.client.runs._workers import has_workers
+from durable_tools.client.sessions._messages import (
+    SentMessage,
+    close_session,
+    message_handle,
+    start_message,
+)
+from durable_tools.events import EventSink, FollowResult, follow_events
+from durable_tools.messages import Message
 from durable_tools.protocol._deciders import decider_name
-from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, MAX_REASON_CHARS
+from durable_tools.protocol._limits import (
+    MAX_CALL_ID_CHARS,
+    MAX_REASON_CHARS,
+    check_handler_prefix,
+)
+from durable_tools.protocol._run_io import ConversationView
+from durable_tools.protocol._session_types import SessionReply
+from durable_tools.server import ui_url
+from durable_tools.streaming import StreamEvent
+from durable_tools.streaming._watch import follow_stream
+from durable_tools.tools._artifacts import ArtifactStore, fetch_artifact, ref_from_uri
+from durable_tools.tools._results import ArtifactRef
 from durable_tools.workflows import (
+    AgentResult,
+    AgentWorkflow,
     ApprovalDecision,
     ApprovalPolicy,
     BatchDecision,
     BatchItem,
+    EventsPage,
     GrantRequest,
     GrantRevocation,
     PendingApproval,
     PolicyChange,
+    RunEvent,
+    RunSnapshot,
     StandingGrant,
+    Steer,
     ToolCallRecord,
 )
 
-__all__ = [
-    "DECIDE_TIMEOUT",
-    "LOOKUP_TIMEOUT",
-    "AlreadyDecided",
-    "AmbiguousRequest",
-    "DecisionError",
-    "DecisionRecorded",
-    "DecisionTimedOut",
-    "MalformedDecision",
-    "NotADecider",
-    "NothingPending",
-    "PendingRequest",
-    "RejectedByRun",
-    "RunDecisions",
-    "RunEnded",
-    "RunNotFound",
-    "RunUnreadable",
-    "StaleRequest",
-    "WorkerUnavailable",
-    "arguments_hash_given",
-    "stale_request",
-]
+__all__ = ["AgentRun", "PendingRequest"]
 
-DECIDE_TIMEOUT = 30.0
-"""Seconds a decision may wait for the run's worker to take it."""
-LOOKUP_TIMEOUT = 10.0
-"""Seconds the run's worker has to say what is pending (a live worker answers at once)."""
-
-_HASH = re.compile(r"[0-9a-f]{64}")
-
-
-class DecisionError(Exception):
-    """A decision that was not recorded; the message says why and what to do.
-
-    Attributes:
-        message: The reason, for a person (it may quote the call id: escape it for a
-            terminal or a page).
-        run_id: The run the decision was meant for.
-        call_id: The call it was meant for.
-    """
-
-    def __init__(self, message: str, *, run_id: str, call_id: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.run_id = run_id
-        self.call_id = call_id
-
-
-class MalformedDecision(DecisionError):
-    """The decision itself is malformed (hash, call id, reason, decider's name): nothing
-    was asked of the run."""
-
-
-class RunNotFound(DecisionError):
-    """No run has this id in the namespace."""
-
-
-class RunEnded(DecisionError):
-    """The run has ended: nothing waits in it any more.
-
-    Attributes:
-        status: How it ended, as Temporal says it (`COMPLETED`, `CANCELED`, ...).
-    """
-
-    def __init__(self, message: str, *, run_id: str, call_id: str, status: str) -> None:
-        super().__init__(message, run_id=run_id, call_id=call_id)
-        self.status = status
-
-
-class WorkerUnavailable(DecisionError):
-    """No worker polls the run's task queue, or none answered: the decision was not sent.
-
-    Attributes:
-        task_queue: The run's task queue, where a worker must run.
-    """
-
-    def __init__(self, message: str, *, run_id: str, call_id: str, task_queue: str) -> None:
-        super().__init__(message, run_id=run_id, call_id=call_id)
-        self.task_queue = task_queue
-
-
-class DecisionTimedOut(DecisionError):
-    """The decision was sent but no worker took it in time: it is not recorded (if the
-    run's worker comes back soon it may still be; `AgentRun.timeline` tells)."""
-
-
-class RunUnreadable(DecisionError):
-    """The run's payloads are encrypted and this client has no keys to read them."""
-
-
-class NothingPending(DecisionError):
-    """No approval is pending for the call (and the run records no decision of it).
-
-    Attributes:
-        pending: The call ids that do wait for a decision in the run and its sub-agents.
-    """
-
-    def __init__(self, message: str, *, run_id: str, call_id: str, pending: Sequence[str]) -> None:
-        super().__init__(message, run_id=run_id, call_id=call_id)
-        self.pending = tuple(pending)
-
-
-class AlreadyDecided(DecisionError):
-    """Someone decided the call first (read from the run's record of the call).
-
-    Attributes:
-        approved: Whether it was approved.
-        decided_by: Who decided (`deadline` when it expired).
-        decided_at: When the run recorded the decision.
-        reason: The reason they gave.
-    """
-
-    def __init__(self, record: ToolCallRecord, *, run_id: str) -> None:
-        super().__init__(
-            f"call {record.call_id} of run {run_id} was already {render_decision(record)}; "
-            "nothing is pending under it",
-            run_id=run_id,
-            call_id=record.call_id,
-        )
-        self.approved = record.status != "denied"
-        self.decided_by: str = record.decided_by or ""
-        self.decided_at: datetime | None = record.decided_at
-        self.reason = record.decision_reason
-
-
-class StaleRequest(DecisionError):
-    """The arguments hash given names no request pending under the call id: the call
-    pending now is not the one the person saw (a model may reuse a call id)."""
-
-
-class AmbiguousRequest(DecisionError):
-    """Several requests (in the run and its sub-agents) match: the decision must be sent
-    to the run that waits for it.
-
-    Attributes:
-        run_ids: The runs that wait for a request under the call id.
-    """
-
-    def __init__(self, message: str, *, run_id: str, call_id: str, run_ids: Sequence[str]) -> None:
-        super().__init__(message, run_id=run_id, call_id=call_id)
-        self.run_ids = tuple(run_ids)
-
-
-class NotADecider(DecisionError):
-    """The decider may not decide this call (not named by its policy, not in a group it
-    names, or a name that is no person's).
-
-    Attributes:
-        deciders: Who may (empty: anyone with a person's name).
-    """
-
-    def __init__(self, message: str, *, run_id: str, call_id: str, deciders: Sequence[str]) -> None:
-        super().__init__(message, run_id=run_id, call_id=call_id)
-        self.deciders = tuple(deciders)
-
-
-class RejectedByRun(DecisionError):
-    """The run's own check refused the decision for another reason (a second approval
-    by the same person, a grant the policy does not allow, ...)."""
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
 class PendingRequest:
     """A request waiting for a person, with the run that waits for it."""
 
-    run: RunDecisions
+    run: AgentRun
     """The run that waits: the one asked, or one of its sub-agents."""
     approval: PendingApproval
     """The request as a person should see it (tool, arguments, hash, deciders)."""
 
 
-@dataclass(frozen=True)
-class DecisionRecorded:
-    """A decision the run recorded."""
+class AgentRun:
+    """A handle on one agent run (a workflow id).
 
-    run_id: str
-    """The run that recorded it (a sub-agent's when the call was one of its calls)."""
-    call_id: str
-    verdict: str
-    """`approved`, `denied`, or `approved (1 of 2)` while a quorum is not reached."""
-    decider: str
-    """The name recorded (`alice`, or `alice via group:ops`)."""
-    arguments_hash: str
-    """The hash of the request decided."""
+    An agent loop embedded in a workflow of your own (`AgentLoop.register_handlers`) is
+    reached the same way: `run_id` is the host workflow's id and `prefix` the loop's
+    handler prefix. Everything but `result()` works on it (the host's result is the
+    host's own).
 
-
-def stale_request(run_id: str, call_id: str) -> StaleRequest:
-    """The refusal of a hash that names no request pending under `call_id`."""
-    return StaleRequest(
-        f"the request pending for call {call_id} in run {run_id} has another arguments hash "
-        "than the one given: it is not the request you saw (the model may have reused the "
-        "call id with other arguments), so nothing was decided; look at it again with "
-        "`durable-tools pending`",
-        run_id=run_id,
-        call_id=call_id,
-    )
-
-
-def arguments_hash_given(given: object, *, run_id: str = "", call_id: str = "") -> str:
-    """An arguments hash as given by a person or a client: the full 64 hexadecimal
-    characters (surrounding blanks dropped, capitals read as small letters).
-
-    A prefix is refused rather than completed: a prefix short enough to type (12 hex
-    characters are 48 bits) can be matched by arguments chosen for it, so it would not
-    name the request the person reviewed.
+    Args:
+        client: The client the run is reached through.
+        run_id: The run's workflow id.
+        output_type: The Python type of the run's structured final answer, for
+            `result()` to turn `AgentResult.output` into.
+        prefix: The handler prefix of an embedded loop; "" for an agent workflow.
 
     Raises:
-        MalformedDecision: anything else (saying what form is expected).
+        ValueError: `prefix` is not a handler prefix a loop can have.
     """
-    digest = given.strip().lower() if isinstance(given, str) else None
-    if digest is None or len(digest) != 64 or not _HASH.fullmatch(digest):
-        got = f"{len(given)} characters" if isinstance(given, str) else type(given).__name__
-        raise MalformedDecision(
-            "the arguments hash must be the full hash, 64 hexadecimal characters 0-9 a-f "
-            f"(got {got}): copy it from where the request is shown (`durable-tools pending` "
-            "or `show`); a prefix is not accepted, since arguments can be chosen to share one",
-            run_id=run_id,
-            call_id=call_id,
+
+    def __init__(
+        self, client: Client, run_id: str, output_type: Any = None, *, prefix: str = ""
+    ) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.output_type = output_type
+        self.prefix = check_handler_prefix(prefix)
+        self.handle: WorkflowHandle[AgentWorkflow, AgentResult] = client.get_workflow_handle_for(
+            AgentWorkflow.run, run_id
         )
-    return digest
 
+    @property
+    def ui_url(self) -> str:
+        """The run's page in the Temporal UI (`TEMPORAL_UI_URL`, else the UI the embedded
+        server on the run's address recorded, else the default next to it)."""
+        address = self.client.service_client.config.target_host
+        return ui_url(self.client.namespace, self.run_id, address=address)
 
-class RunDecisions(RunBase):
-    """Deciding a run's approvals and its policy: the part of `AgentRun` people decide with."""
+    # ------------------------------------ its handlers by name (under the loop's prefix)
+
+    async def _query(self, name: str, result_type: type[_T], *args: Any) -> _T:
+        """Ask the run's query `name` (under the loop's prefix)."""
+        answer: _T = await self.handle.query(self.prefix + name, args=args, result_type=result_type)
+        return answer
+
+    async def _update(self, name: str, argument: Any, result_type: type[_T]) -> _T:
+        """Send the run's update `name` (under the loop's prefix); its verdict."""
+        verdict: _T = await self.handle.execute_update(
+            self.prefix + name, argument, result_type=result_type
+        )
+        return verdict
+
+    async def _signal(self, name: str, argument: Any) -> None:
+        """Send the run's signal `name` (under the loop's prefix)."""
+        await self.handle.signal(self.prefix + name, argument)
+
+    # --------------------------------------------------------------- reading the run
+
+    async def status(self) -> RunSnapshot:
+        """What the run is doing now (a query; needs a worker, also for ended runs)."""
+        return await self._query("status", RunSnapshot)
+
+    async def timeline(self) -> list[ToolCallRecord]:
+        """Every tool call of the run so far."""
+        return await self._query("timeline", list[ToolCallRecord])
+
+    async def result(self, output_type: Any = None) -> AgentResult:
+        """Wait for the run to end and return how it ended (follows continue-as-new).
+
+        Args:
+            output_type: The type to validate `AgentResult.output` into; default the
+                handle's (the `output_type` the run was started with from this process).
+                Without one, `output` stays the JSON object the workflow validated.
+
+        Raises:
+            pydantic.ValidationError: The answer matched the run's JSON schema but not
+                the type (a validator of the type that the schema cannot express).
+        """
+        if self.prefix:
+            raise TypeError(
+                f"run {self.run_id!r} is an agent loop embedded under the prefix "
+                f"{self.prefix!r}: its host workflow's result is the host's own; ask "
+                "client.get_workflow_handle(run_id).result(), or status() for the loop"
+            )
+        try:
+            result = await self.handle.result()
+        except WorkflowFailureError as error:
+            if not isinstance(error.cause, CancelledError):
+                raise
+            result = await cancelled_result(self.handle, error.cause)
+        wanted = output_type if output_type is not None else self.output_type
+        if wanted is not None and result.output is not None:
+            result.output = TypeAdapter(wanted).validate_python(result.output)
+        return result
+
+    async def conversation(self, store: ArtifactStore | None = None) -> list[Message]:
+        """The whole conversation so far.
+
+        A continued run holds only the messages after its conversation snapshot: the
+        earlier ones are read from the artifact store (`store`, default the one the
+        snapshot points into), which this process must reach.
+
+        Raises:
+            SnapshotMissing: the store does not hold the snapshot.
+        """
+        try:
+            view = await self._query("conversation_view", ConversationView)
+        except WorkflowQueryFailedError:
+            # A worker from before the query: it answers what its run holds.
+            return await self._query("conversation", list[Message])
+        return await whole_conversation(
+            view.snapshot, view.snapshot_length, view.offset, view.messages, store
+        )
+
+    async def artifact(self, ref: ArtifactRef | str, store: ArtifactStore | None = None) -> bytes:
+        """The full bytes of an artifact (a large tool output kept out of the history).
+
+        Args:
+            ref: A reference from the run's timeline (`ToolCallRecord.outcome.artifacts`)
+                or the URI a truncated output names.
+            store: Where to read; default the store the reference points into
+                (`s3://` with `DURABLE_TOOLS_S3_ENDPOINT` and the AWS credentials of this
+                process, or the `file://` directory).
+
+        Raises:
+            KeyError: the store does not hold it, or it does not match its sha256.
+            ValueError: `ref` is a string that names no artifact.
+        """
+        if isinstance(ref, str):
+            ref = ref_from_uri(ref)
+        return await fetch_artifact(ref, store)
+
+    async def events(self) -> list[RunEvent]:
+        """The run's kept events (the last `AgentConfig.events_kept`)."""
+        return await self._query("events", list[RunEvent])
+
+    async def events_since(self, cursor: int) -> EventsPage:
+        """The kept events from event index `cursor` on, and the cursor to ask from next."""
+        return await self._query("events_since", EventsPage, cursor)
+
+    async def follow_events(
+        self, sink: EventSink, *, cursor: int = 0, interval: float = 0.5
+    ) -> FollowResult:
+        """Deliver every event of the run to `sink`, in order, until the run ends.
+
+        See `durable_tools.events.follow_events`.
+        """
+        return await follow_events(self, sink, cursor=cursor, interval=interval)
+
+    async def progress(
+        self, description: WorkflowExecutionDescription | None = None
+    ) -> list[ToolProgress]:
+        """The latest typed progress of each running tool call that reports some.
+
+        Read from the run's pending activities (`describe()`): heartbeats are not history
+        events, so progress costs the history nothing, and it is never in the conversation.
+
+        Args:
+            description: The run's `describe()` answer when the caller already has it.
+        """
+        described = description if description is not None else await self.handle.describe()
+        return await progress_in(self.client, described)
+
+    def stream(self) -> AsyncIterator[StreamEvent]:
+        """The run live: the model's text as it is generated, tool progress, its end.
+
+        Needs `AgentConfig(stream_tokens=True)` for the text; tool progress comes either
+        way. The iterator ends after a `run_ended` event. See docs/streaming.md.
+        """
+        return follow_stream(self.client, self.run_id, progress=self.progress)
+
+    async def child_runs(self) -> list[AgentRun]:
+        """Sub-agent runs this run started, in the order it started them."""
+        return [
+            AgentRun(self.client, record.child_run_id)
+            for record in await self.timeline()
+            if record.child_run_id
+        ]
+
+    async def decided_timeline(
+        self, timeline: list[ToolCallRecord] | None = None
+    ) -> list[ToolCallRecord]:
+        """The timeline with who decided each approval, when and why.
+
+        Every record carries its decision (`decided_by`, `decided_at`, `decision_reason`,
+        set by the run when it records the decision), so this is the timeline itself.
+
+        Args:
+            timeline: The run's timeline when the caller already has it (saves a query).
+        """
+        return timeline if timeline is not None else await self.timeline()
+
+    # ------------------------------- approvals pending in the run and its sub-agents
 
     async def pending_approvals(self) -> list[tuple[str, PendingApproval]]:
         """Approvals this run and its running sub-agents wait for, as (run id, approval)."""
@@ -297,11 +332,7 @@ class RunDecisions(RunBase):
                     # Being started (or gone): it waits for nothing yet.
         return found
 
-    def _other(self, run_id: str) -> RunDecisions:
-        """The handle on another run (a sub-agent's), reached the same way."""
-        return type(self)(self.client, run_id)
-
-    async def find_approval(self, call_id: str) -> tuple[RunDecisions, PendingApproval] | None:
+    async def find_approval(self, call_id: str) -> tuple[AgentRun, PendingApproval] | None:
         """The approval pending for `call_id` in this run or one of its running sub-agents,
         with the run that waits for it; None when no such approval is pending."""
         for approval in (await self.status()).pending_approvals:
@@ -312,7 +343,11 @@ class RunDecisions(RunBase):
                 return self._other(run_id), approval
         return None
 
-    # ------------------------------------------------------ the one decide path
+    def _other(self, run_id: str) -> AgentRun:
+        """The handle on another run (a sub-agent's), reached the same way."""
+        return type(self)(self.client, run_id)
+
+    # ----------------------------------------------------------- the one decide path
 
     async def find_request(
         self, call_id: str, *, arguments_hash: str | None = None
@@ -342,7 +377,7 @@ class RunDecisions(RunBase):
         digest = None
         if arguments_hash is not None:
             digest = arguments_hash_given(arguments_hash, run_id=self.run_id, call_id=call_id)
-        task_queue = (await self._open_run(call_id)).task_queue
+        task_queue = (await open_run(self.handle, call_id)).task_queue
         if not await has_workers(self.client, task_queue):
             raise WorkerUnavailable(
                 f"no worker polls task queue {task_queue} of run {self.run_id}: nothing was "
@@ -351,11 +386,11 @@ class RunDecisions(RunBase):
                 call_id=call_id,
                 task_queue=task_queue,
             )
-        async with self._asking(call_id, task_queue):
+        async with asking(self.handle, call_id, task_queue):
             everything = await asyncio.wait_for(self.pending_approvals(), LOOKUP_TIMEOUT)
         waiting = [(run_id, a) for run_id, a in everything if a.call_id == call_id]
         if not waiting:
-            async with self._asking(call_id, task_queue):
+            async with asking(self.handle, call_id, task_queue):
                 decided = await asyncio.wait_for(self._decided(call_id), LOOKUP_TIMEOUT)
             if decided is not None:
                 raise AlreadyDecided(decided, run_id=self.run_id)
@@ -494,7 +529,7 @@ class RunDecisions(RunBase):
                 call_id=call_id,
             ) from None
         except RPCError as error:
-            raise await self._unreachable(call_id, error) from None
+            raise await unreachable(self.handle, call_id, error) from None
         return DecisionRecorded(self.run_id, call_id, verdict, name, approval.arguments_hash)
 
     async def _refusal(
@@ -537,91 +572,7 @@ class RunDecisions(RunBase):
                     return found
         return None
 
-    async def _open_run(self, call_id: str) -> WorkflowExecutionDescription:
-        """The run's description, when it is open.
-
-        Raises:
-            RunNotFound, RunEnded: it is not.
-        """
-        try:
-            description = await self.handle.describe()
-        except RPCError as error:
-            raise await self._unreachable(call_id, error) from None
-        if description.close_time is not None:
-            raise self._ended(call_id, description)
-        return description
-
-    def _ended(self, call_id: str, description: WorkflowExecutionDescription) -> RunEnded:
-        status = description.status.name if description.status is not None else "UNKNOWN"
-        return RunEnded(
-            f"run {self.run_id} has ended ({status}): nothing waits in it, so nothing was decided",
-            run_id=self.run_id,
-            call_id=call_id,
-            status=status,
-        )
-
-    async def _unreachable(
-        self, call_id: str, error: RPCError, task_queue: str = ""
-    ) -> DecisionError:
-        """The error for an RPC the server refused while deciding `call_id`.
-
-        Raises:
-            RPCError: `error` itself, when it says nothing about the run (no server, no
-                rights): the caller's connection handling says that best.
-        """
-        if error.status == RPCStatusCode.NOT_FOUND:
-            try:  # ended since (a signal or update to a closed run is "not found"), or never was
-                description = await self.handle.describe()
-            except RPCError:
-                description = None
-            if description is not None and description.close_time is not None:
-                return self._ended(call_id, description)
-            return RunNotFound(
-                f"no run {self.run_id!r} in this namespace", run_id=self.run_id, call_id=call_id
-            )
-        if error.status == RPCStatusCode.FAILED_PRECONDITION:
-            # "no poller seen for task queue recently": the worker died or stopped.
-            return WorkerUnavailable(
-                f"the worker of run {self.run_id} is not polling its task queue (it stopped "
-                "or died): nothing was decided; start one and decide again",
-                run_id=self.run_id,
-                call_id=call_id,
-                task_queue=task_queue,
-            )
-        raise error
-
-    @asynccontextmanager
-    async def _asking(self, call_id: str, task_queue: str) -> AsyncIterator[None]:
-        """Turn what can go wrong while asking the run what is pending into a
-        `DecisionError`."""
-        try:
-            yield
-        except TimeoutError:
-            raise WorkerUnavailable(
-                f"the worker of run {self.run_id} did not answer within {LOOKUP_TIMEOUT:.0f} s "
-                f"(is it running? task queue {task_queue}): nothing was decided",
-                run_id=self.run_id,
-                call_id=call_id,
-                task_queue=task_queue,
-            ) from None
-        except RPCError as error:
-            raise await self._unreachable(call_id, error, task_queue) from None
-        except WorkflowQueryFailedError as error:
-            raise RejectedByRun(
-                f"run {self.run_id} did not say what is pending: {error}",
-                run_id=self.run_id,
-                call_id=call_id,
-            ) from None
-        except KeyError as error:
-            if not is_encrypted_payload_error(error):
-                raise
-            raise RunUnreadable(
-                f"this client cannot read run {self.run_id}: {ENCRYPTED_NOTE}",
-                run_id=self.run_id,
-                call_id=call_id,
-            ) from None
-
-    # ------------------------------------------------ decisions sent as given
+    # ------------------------------------------------------- decisions sent as given
 
     async def decide(
         self,
@@ -722,6 +673,8 @@ class RunDecisions(RunBase):
         )
         return await self._update("decide_batch", batch, list[str])
 
+    # ------------------------------------------- the live policy and standing grants
+
     async def policy(self) -> ApprovalPolicy | None:
         """The run's live approval policy."""
         return (await self.status()).policy
@@ -741,3 +694,96 @@ class RunDecisions(RunBase):
         """Revoke a run-scoped standing grant; the tool's next calls are asked again."""
         revocation = GrantRevocation(grant_id=grant_id, revoked_by=revoked_by)
         return await self._update("revoke_grant", revocation, str)
+
+    # --------------------------------------- a session's messages (docs/sessions.md)
+
+    async def send(self, text: str, *, message_id: str | None = None) -> SessionReply:
+        """Send a session its next message and wait for the answer (docs/sessions.md).
+
+        For a turn that may wait on people for long, `start_send` and wait later.
+
+        Raises:
+            SessionRefused: the run refused it (not a session, ended or closing, busy
+                answering another message, empty or too long).
+        """
+        sent = await self.start_send(text, message_id=message_id)
+        return await sent.result()
+
+    async def start_send(self, text: str, *, message_id: str | None = None) -> SentMessage:
+        """Send a session its next message; return once the run accepted it.
+
+        Args:
+            text: The user's message.
+            message_id: The message's id (its update's; unique per run): a retry with the
+                same id while the run holds it does not send it twice. Default: a new one.
+
+        Raises:
+            SessionRefused: as for `send`.
+        """
+        return await start_message(self.handle, self.prefix + "send_message", text, message_id)
+
+    def message(self, message_id: str, *, workflow_run_id: str | None = None) -> SentMessage:
+        """A message sent before, by its id, to wait for its answer (`SentMessage.result`).
+
+        Args:
+            message_id: `SentMessage.id`.
+            workflow_run_id: `SentMessage.workflow_run_id`: needed once the session has
+                continued-as-new since (the answer is in the run that took the message).
+        """
+        return message_handle(self.handle, message_id, workflow_run_id)
+
+    async def close(self, reason: str | None = None) -> str:
+        """End a session: now when it awaits a message, else after the current answer.
+
+        Raises:
+            SessionRefused: not a session, or it has ended or is closing already.
+        """
+        return await close_session(self.handle, self.prefix + "close", reason)
+
+    # ----------------------------------------------------------- steering and ending
+
+    async def steer(self, instruction: str, *, skip_remaining: bool = False) -> None:
+        """Give the model a new instruction before its next turn.
+
+        Args:
+            instruction: What the model should do now; it reads it as a user message.
+            skip_remaining: Also skip the current turn's calls that have not started:
+                each gets the result `skipped: the user steered: <instruction>`, and calls
+                waiting for approval stop waiting (a later decision is rejected). Calls
+                already running finish.
+
+        Raises:
+            pydantic.ValidationError: The instruction is empty or too long (checked here,
+                before anything is sent).
+        """
+        steer = Steer(instruction=instruction, skip_remaining=skip_remaining)
+        if skip_remaining:
+            await self._signal("steer_turn", steer)
+        else:
+            # The plain signal: workers deployed before `steer_turn` existed understand it.
+            await self._signal("steer", steer.instruction)
+
+    async def cancel(self, reason: str | None = None) -> None:
+        """End the run cleanly, cancelling running tools; it closes CANCELED in Temporal.
+
+        Temporal's cancellation request, with `reason`: the run stops the clean way (calls
+        not started never start, waits stop, running tools get their grace period), and
+        the execution then closes as cancelled, so the UI's status filter and `runs
+        --status` find it; `result()` still reads how it ended. An embedded loop gets the
+        `cancel` signal instead: its host workflow decides how the host ends.
+        """
+        if self.prefix:
+            await self._signal("cancel", reason)
+        else:
+            await self.handle.cancel(reason=reason or "")
+
+    # ---------------------------------------------------- callback tools served here
+
+    async def serve_callbacks(
+        self, handlers: Mapping[str, Callable[..., Any]], *, poll_interval: float = 0.5
+    ) -> int:
+        """Run this run's callback tools here until it ends (see `_callbacks_client`):
+        `handlers` maps tool names to callables taking the arguments as keywords."""
+        return await serve_callbacks(
+            self.handle, handlers, poll_interval=poll_interval, prefix=self.prefix
+        )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from durable_tools._render import terminal_safe
+from durable_tools.client.render._text import terminal_safe
 from durable_tools.tools._spec import ToolSpec
 
 __all__ = [

@@ -15,8 +15,8 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributeIndexedValueType, SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_tools._server_locate import DevServerError
 from durable_tools.search_attributes import SEARCH_ATTRIBUTES
+from durable_tools.server._locate import DevServerError
 
 __all__ = ["CLI_TYPE_NAMES", "ensure_search_attributes"]
 

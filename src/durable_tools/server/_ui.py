@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from durable_tools._server_locate import DEFAULT_UI_URL, check_codec_endpoint, default_data_dir
-from durable_tools._server_process import process_cmdline
 from durable_tools.connection import resolve_address
+from durable_tools.server._locate import DEFAULT_UI_URL, check_codec_endpoint, default_data_dir
+from durable_tools.server._process import process_cmdline
 
 __all__ = ["UI_URL_ENV", "forget_ui", "record_ui", "recorded_ui", "ui_base_for", "ui_url"]
 

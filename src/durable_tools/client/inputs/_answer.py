@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
-from durable_tools._render import terminal_safe
+from durable_tools.client.render._text import terminal_safe
 from durable_tools.protocol._input_types import PendingInput
 from durable_tools.protocol._limits import check_handler_prefix
 from durable_tools.protocol._resume import answer_command

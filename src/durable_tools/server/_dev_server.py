@@ -20,12 +20,12 @@ shutdown) and stop it before starting afresh, instead of failing on a port or a 
 that is still held. Only such an orphan is stopped: never a server whose parent still holds
 the lock or is still its parent, nor a detached one.
 
-While it runs, a started server records where its Web UI is (`_server_ui`), so the links
+While it runs, a started server records where its Web UI is (`_ui`), so the links
 other processes print follow `--ui-port`.
 
-Finding the binary and the data directory is in `_server_locate`, the UI links in
-`_server_ui`, registering the search attributes in `_server_attributes`; their public names
-are re-exported here.
+Finding the binary and the data directory is in `_locate`, the UI links in `_ui`,
+registering the search attributes in `_attributes`, the child process and its pid file in
+`_process`; their public names are exported by `durable_tools.server`.
 """
 
 from __future__ import annotations
@@ -48,31 +48,19 @@ from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError
 
 from durable_tools._file_lock import try_lock_file
-from durable_tools._server_attributes import CLI_TYPE_NAMES, ensure_search_attributes
-from durable_tools._server_locate import (
-    DEFAULT_UI_URL,
+from durable_tools.connection import connect, resolve_address, resolve_namespace
+from durable_tools.search_attributes import SEARCH_ATTRIBUTES
+from durable_tools.server._attributes import CLI_TYPE_NAMES, ensure_search_attributes
+from durable_tools.server._locate import (
     DevServerError,
     check_codec_endpoint,
     default_data_dir,
     find_temporal_cli,
 )
-from durable_tools._server_process import PidFile, ServerRecord, spawn, stop_process
-from durable_tools._server_ui import UI_URL_ENV, forget_ui, record_ui, ui_base_for, ui_url
-from durable_tools.connection import connect, resolve_address, resolve_namespace
-from durable_tools.search_attributes import SEARCH_ATTRIBUTES
+from durable_tools.server._process import PidFile, ServerRecord, spawn, stop_process
+from durable_tools.server._ui import forget_ui, record_ui, ui_url
 
-__all__ = [
-    "DEFAULT_UI_URL",
-    "UI_URL_ENV",
-    "DevServer",
-    "DevServerError",
-    "default_data_dir",
-    "ensure_search_attributes",
-    "ensure_server",
-    "find_temporal_cli",
-    "ui_base_for",
-    "ui_url",
-]
+__all__ = ["DevServer", "ensure_server"]
 
 logger = logging.getLogger("durable_tools.server")
 

@@ -25,7 +25,7 @@ from temporalio.client import (
     ScheduleState,
 )
 
-from durable_tools._client_start import start_attributes, start_summary
+from durable_tools.client.start._options import start_attributes, start_summary
 from durable_tools.protocol._run_io import INPUT_REVISION
 from durable_tools.tools._context import Identity
 from durable_tools.workflows import AgentConfig, AgentInput, AgentWorkflow
