@@ -1,8 +1,10 @@
-"""`python -m bench [--quick | --scale] [--address HOST:PORT] [--only NAME ...]`.
+"""`python -m bench [--quick | --scale] [--address HOST:PORT] [--only NAME ...] [--publish]`.
 
 Shows a progress bar, prints the ratio table (durable-tools against a hand-written Temporal
-loop measured in the same run), writes bench/results/latest.json and the curves
-(docs/bench-throughput.png, docs/bench-latency.png).
+loop measured in the same run), and writes the figures (JSON) and the curves (PNG) to
+bench/results/local/, which git ignores: running the bench leaves the tree as it was. The
+committed reference figures (bench/results/latest.json or scale.json, and the curves in
+docs/) change only with `--publish` (`make bench-publish`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from bench._common import Bench, machine, server_client
+from bench._logs import core_logs_to_stderr
 from bench.curves import measure_curves, plot_curves
 from bench.history import measure_history
 from bench.latency import measure_latency
@@ -29,7 +32,9 @@ from bench.paused import measure_paused
 from bench.scale import measure_long_run, measure_recovery
 from bench.throughput import measure_throughput
 
-RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
+RESULTS = Path(__file__).resolve().parent / "results"
+LOCAL = RESULTS / "local"
+"""Where a run writes by default (git-ignored)."""
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 BENCHMARKS = ("latency", "throughput", "history", "curves", "long_run", "paused", "recovery")
 
@@ -258,7 +263,20 @@ def _steps(name: str, params: dict[str, Any]) -> int:
     return 1
 
 
+def destinations(args: argparse.Namespace) -> tuple[Path, Path]:
+    """Where the JSON and the PNG curves go: `--output`/`--plots` if given, the committed
+    reference files with `--publish`, else bench/results/local/ (git-ignored)."""
+    if args.publish:
+        output = RESULTS / ("scale.json" if args.scale else "latest.json")
+        plots = DOCS
+    else:
+        output, plots = LOCAL / "latest.json", LOCAL
+    return Path(args.output or output), Path(args.plots or plots)
+
+
 async def main(args: argparse.Namespace) -> int:
+    core_logs_to_stderr()  # before the first client: the core's runtime is set once
+    output, plot_dir = destinations(args)
     if args.scale:
         params, mode = (SCALE_REDUCED, "scale-reduced") if args.reduced else (SCALE, "scale")
     else:
@@ -292,8 +310,8 @@ async def main(args: argparse.Namespace) -> int:
                 "seconds": {k: round(v, 1) for k, v in timings.items()},
                 "results": results,
             }
-            Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.output).write_text(json.dumps(report, indent=2) + "\n")
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text(json.dumps(report, indent=2) + "\n")
 
         def tick() -> None:
             progress.advance(bar)
@@ -328,8 +346,7 @@ async def main(args: argparse.Namespace) -> int:
         await measure("recovery", lambda: measure_recovery(work, **params["recovery"]))
         progress.update(bar, description="bench: done")
     if "curves" in results and not args.no_plots:
-        where = args.plots or (RESULTS.parent if args.quick else DOCS)
-        plots = plot_curves(results["curves"], Path(where))
+        plots = plot_curves(results["curves"], plot_dir)
     rows = table(results)
     shown = Table(title=f"durable-tools vs a hand-written Temporal loop ({mode}, one run)")
     for column in ["benchmark", "durable-tools", "bare Temporal", "ratio", "target", ""]:
@@ -351,12 +368,19 @@ async def main(args: argparse.Namespace) -> int:
         "results": results,
         "table": rows,
     }
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    written = ", ".join(str(p) for p in [out, *plots])
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=2) + "\n")
+    written = ", ".join(_shown(p) for p in [output, *plots])
     console.print(f"\nwrote {written} ({report['seconds']['total']:.0f} s)")
     return 0
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the working directory when it is under it (shorter to read)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -381,14 +405,23 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "(default: /dev/shm where it exists, so the disk stays out of the figures; pass "
         "the system temp dir for a server on disk)",
     )
-    parser.add_argument("--output", default=str(RESULTS), help="where to write the JSON")
     parser.add_argument(
-        "--plots",
-        help="where to write the PNG curves (default: docs/, or bench/results/ with --quick, "
-        "so a quick run does not replace the published curves)",
+        "--output", help="where to write the JSON (default: bench/results/local/latest.json)"
+    )
+    parser.add_argument(
+        "--plots", help="where to write the PNG curves (default: bench/results/local/)"
     )
     parser.add_argument("--no-plots", action="store_true", help="write no PNG")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--publish",
+        action="store_true",
+        help="replace the committed reference figures: bench/results/latest.json (scale.json "
+        "with --scale) and docs/bench-*.png (`make bench-publish`); not with --quick",
+    )
+    args = parser.parse_args(argv)
+    if args.publish and args.quick:
+        parser.error("--publish replaces the reference figures: not with --quick")
+    return args
 
 
 if __name__ == "__main__":

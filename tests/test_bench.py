@@ -6,15 +6,21 @@ tested here is what turns figures into the table and the pictures a team plans f
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repo's bench/
 
-from bench.__main__ import table
+from bench.__main__ import destinations, parse, table
 from bench.curves import _percentile, plot_curves
 from bench.profile import summarize
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _latency(durable: float, bare: float, cpu_durable: float, cpu_bare: float) -> dict[str, Any]:
@@ -98,3 +104,64 @@ def test_profile_summary_counts_inclusive_and_self_shares(tmp_path: Path) -> Non
     assert "100.0%  work (b.py)" in inclusive
     assert " 75.0%  encode (c.py)" in own
     assert " 25.0%  work (b.py)" in own
+
+
+def _ignored(path: Path) -> bool:
+    """True when git ignores `path` in this checkout (it need not exist)."""
+    checked = subprocess.run(["git", "check-ignore", "-q", str(path)], cwd=REPO, check=False)
+    return checked.returncode == 0
+
+
+@pytest.mark.parametrize("argv", [[], ["--quick"], ["--scale"], ["--scale", "--reduced"]])
+def test_a_bench_run_writes_only_where_git_does_not_look(argv: list[str]) -> None:
+    output, plots = destinations(parse(argv))
+    assert _ignored(output), output
+    assert _ignored(plots / "bench-throughput.png"), plots
+
+
+def test_only_publish_replaces_the_committed_reference_figures() -> None:
+    output, plots = destinations(parse(["--publish"]))
+    assert output == REPO / "bench" / "results" / "latest.json"
+    assert plots == REPO / "docs"
+    assert not _ignored(output)
+    scale, _ = destinations(parse(["--scale", "--publish"]))
+    assert scale == REPO / "bench" / "results" / "scale.json"
+    with pytest.raises(SystemExit):
+        parse(["--quick", "--publish"])  # a quick run never replaces the reference
+
+
+@pytest.mark.slow
+def test_the_bench_leaves_the_tree_clean_and_exits_quietly() -> None:
+    """The quick recovery figure (a server stopped and restarted under a working worker,
+    the noisiest part) from the repo, as a user runs it: nothing tracked changes, and the
+    core's retry warnings during the restart are one summary line, not a screen."""
+
+    def status() -> str:
+        return subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    before = status()
+    ran = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--only", "recovery"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    output = ran.stdout + ran.stderr
+    assert ran.returncode == 0, output
+    assert status() == before
+    retries = [
+        line
+        for line in output.splitlines()
+        if "tcp connect error" in line and not line.startswith("bench: ")  # its summary line
+    ]
+    assert retries == []
+    assert "bench/results/local/latest.json" in output
