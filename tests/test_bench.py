@@ -165,3 +165,41 @@ def test_the_bench_leaves_the_tree_clean_and_exits_quietly() -> None:
     ]
     assert retries == []
     assert "bench/results/local/latest.json" in output
+
+
+def test_the_curve_holds_50_and_200_runs_to_the_throughput_target() -> None:
+    def point(runs: int, rate: float) -> dict[str, float]:
+        return {"runs": runs, "tool_calls_per_second": rate, "p95_ms": 1.0}
+
+    levels = [10, 50, 200, 500]
+    durable = [point(10, 50.0), point(50, 96.0), point(200, 90.0), point(500, 10.0)]
+    bare = [point(runs, 100.0) for runs in levels]
+    rows = table({"curves": {"levels": levels, "points": {"durable": durable, "bare": bare}}})
+    verdicts = {row[0].split(":")[1].split(",")[0].strip(): (row[4], row[5]) for row in rows}
+    assert verdicts["10 concurrent runs"] == ("-", "")
+    assert verdicts["50 concurrent runs"] == (">= 0.95x", "ok")
+    assert verdicts["200 concurrent runs"] == (">= 0.95x", "MISSED")
+    assert verdicts["500 concurrent runs"] == ("-", "")
+
+
+def test_history_bytes_above_the_bare_loop_are_missed() -> None:
+    def verdict(durable_bytes: float) -> str:
+        small = {"events_per_call": 12.0}
+        results = {
+            "history": {
+                "durable": {**small, "bytes_per_call": durable_bytes},
+                "bare": {**small, "bytes_per_call": 3_000.0},
+                "durable_big": {"bytes_per_call": 35_000.0},
+                "bare_big": {"bytes_per_call": 2_000_000.0},
+                "big_output_bytes": 1_000_000,
+            }
+        }
+        rows = {row[0]: row[-1] for row in table(results)}
+        return rows["history bytes per tool call (small output)"]
+
+    assert verdict(2_990.0) == "ok"
+    assert verdict(3_010.0) == "MISSED"
+
+
+def test_levels_replace_the_curves_levels() -> None:
+    assert parse(["--only", "curves", "--levels", "1", "50", "500"]).levels == [1, 50, 500]
