@@ -71,6 +71,8 @@ SCALE_REDUCED = {
 }
 """`--scale --reduced`: the capacity suite at sizes a shared 2-core machine gets through."""
 DEFAULT_DATA_DIR = "/dev/shm" if Path("/dev/shm").is_dir() else None
+REPEATED = ("latency", "throughput")
+"""The benchmarks whose figure is a median over repeats (`--repeats`)."""
 CURVE_TARGET_LEVELS = (50, 200)
 """Levels of the curve held to the throughput target (>= 0.95x the bare loop, issue #33)."""
 QUICK_SKIPS = ("recovery",)
@@ -286,6 +288,11 @@ async def main(args: argparse.Namespace) -> int:
         params, mode = (QUICK, "quick") if args.quick else (FULL, "full")
     if args.levels:
         params = {**params, "curves": {**params["curves"], "levels": args.levels}}
+    if args.repeats:
+        params = {
+            **params,
+            **{name: {**params[name], "repeats": args.repeats} for name in REPEATED},
+        }
     chosen = args.only or [b for b in BENCHMARKS if not (args.quick and b in QUICK_SKIPS)]
     results: dict[str, Any] = {}
     timings: dict[str, float] = {}
@@ -403,6 +410,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--address", help="use this Temporal server instead of starting one")
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, help="run only these")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        help="repeats of latency and throughput, whose figures are medians (more: steadier "
+        "on a busy machine)",
+    )
     parser.add_argument(
         "--levels",
         nargs="+",

@@ -201,5 +201,6 @@ def test_history_bytes_above_the_bare_loop_are_missed() -> None:
     assert verdict(3_010.0) == "MISSED"
 
 
-def test_levels_replace_the_curves_levels() -> None:
+def test_levels_and_repeats_are_options() -> None:
     assert parse(["--only", "curves", "--levels", "1", "50", "500"]).levels == [1, 50, 500]
+    assert parse(["--repeats", "6"]).repeats == 6

@@ -226,9 +226,6 @@ class _NoStore:
         raise KeyError(ref.uri)
 
 
-_NO_STORE = _NoStore()
-
-
 def _small_text(result: ToolResult, limit_bytes: int) -> bool:
     """Whether `result` is text blocks only, of at most `limit_bytes` characters in all:
     cheap to format on the event loop (no JSON to render, likely no store write)."""
@@ -255,7 +252,7 @@ async def _format(
     """
     if _small_text(result, options["limit_bytes"]):
         try:
-            return format_result(result, store=_NO_STORE if store is not None else None, **options)
+            return format_result(result, store=_NoStore() if store is not None else None, **options)
         except _StoreNeeded:
             pass
     return await asyncio.to_thread(format_result, result, store=store, **options)
