@@ -50,7 +50,7 @@ FULL = {
 QUICK = {
     "latency": {"calls": 10, "repeats": 3},
     "throughput": {"runs": 20, "calls": 3, "repeats": 1},
-    "history": {"short": 2, "long": 6, "big": 1_000_000},
+    "history": {"short": 2, "long": 10, "big": 1_000_000},  # the 10-turn workload
     "curves": {"levels": [1, 10], "calls": 3},
     "long_run": {"turns": 30, "after_events": 200},
     "paused": {"runs": 50, "max_cached": 10},
