@@ -261,6 +261,8 @@ async def limited_worker(
     monkeypatch: pytest.MonkeyPatch,
     server: FakeOpenAIServer,
     limits: dict[str, ModelLimits],
+    registry: ToolRegistry | None = None,
+    **options: Any,
 ) -> AsyncIterator[None]:
     with server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -268,10 +270,11 @@ async def limited_worker(
         try:
             async with running_worker(
                 client,
-                ToolRegistry(),
+                registry or ToolRegistry(),
                 task_queue,
                 artifact_store=FileSystemArtifactStore(tmp_path),
                 model_limits=limits,
+                **options,
             ):
                 yield
         finally:
@@ -466,32 +469,63 @@ async def test_a_hundred_runs_at_once_under_limits_that_never_bind_all_complete(
     # A listen backlog for 100 clients at once (the standard library's is 5).
     monkeypatch.setattr(fake_openai.ThreadingHTTPServer, "request_queue_size", 1024)
     server = FakeOpenAIServer(three_turns)
-    with server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        try:
-            async with running_worker(
-                client,
-                registry,
-                task_queue,
-                artifact_store=FileSystemArtifactStore(tmp_path),
-                model_limits=limits,
-                max_concurrent_activities=300,
-            ):
-                tools = DurableTools(client, task_queue)
-                # One attempt: a booking that fails would fail the run.
-                config = AgentConfig(model="openai:gpt-limited", model_max_attempts=1)
-                started = await asyncio.gather(
-                    *(tools.start("hi", config=config) for _ in range(runs))
-                )
-                results = await asyncio.gather(
-                    *(run.result() for run in started), return_exceptions=True
-                )
-        finally:
-            await aclose_shared_clients()
-            with contextlib.suppress(Exception):
-                await client.get_workflow_handle(
-                    limiter_id(task_queue, "openai:gpt-limited")
-                ).terminate()
+    async with limited_worker(
+        client,
+        task_queue,
+        tmp_path,
+        monkeypatch,
+        server,
+        limits,
+        registry,
+        max_concurrent_activities=300,
+    ):
+        tools = DurableTools(client, task_queue)
+        # One attempt: a booking that fails would fail the run.
+        config = AgentConfig(model="openai:gpt-limited", model_max_attempts=1)
+        started = await asyncio.gather(*(tools.start("hi", config=config) for _ in range(runs)))
+        results = await asyncio.gather(*(run.result() for run in started), return_exceptions=True)
     statuses = [getattr(r, "status", repr(r)[:200]) for r in results]
     assert statuses == [RunStatus.COMPLETED] * runs
+
+
+@pytest.mark.slow
+async def test_hundreds_of_runs_keep_a_binding_limit_through_a_continue_as_new(
+    client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """300 runs started at once against a limit that binds (60 calls
+    per 4 s), while a flood of signals makes the limiter continue as new in the middle:
+    every run completes, and no window at the fake provider holds more than the limit."""
+    runs, window, per_window, margin = 300, 4.0, 60, 1.5
+    spec = "openai:gpt-limited"
+    limits = ModelLimits(requests_per_minute=per_window * 60 / window, window_seconds=window)
+    monkeypatch.setattr(fake_openai.ThreadingHTTPServer, "request_queue_size", 1024)
+    server = FakeOpenAIServer(answer)
+    async with limited_worker(client, task_queue, tmp_path, monkeypatch, server, {spec: limits}):
+        tools = DurableTools(client, task_queue)
+        warm = await tools.start("hi", config=AgentConfig(model="openai:gpt-warm"))
+        assert (await warm.result()).status == RunStatus.COMPLETED
+        config = AgentConfig(model=spec)
+        started = await asyncio.gather(*(tools.start("hi", config=config) for _ in range(runs)))
+        limiter = client.get_workflow_handle(limiter_id(task_queue, spec))
+        while len(server.requests) < runs // 3:
+            await asyncio.sleep(0.2)
+        middle_run = (await limiter.describe()).run_id
+        for _ in range(25):  # continue-as-new in the middle of the load
+            await asyncio.gather(
+                *(limiter.signal(SETTLE_SIGNAL, {"call": f"x{n}", "tokens": 1}) for n in range(100))
+            )
+        results = await asyncio.gather(*(run.result() for run in started), return_exceptions=True)
+        latest_run = (await limiter.describe()).run_id
+        chain = [e.run_id async for e in client.list_workflows(f"WorkflowId = '{limiter.id}'")]
+        for run_id in chain:
+            history = await client.get_workflow_handle(limiter.id, run_id=run_id).fetch_history()
+            failed = event_attributes(history, "workflow_task_failed_event_attributes")
+            assert [f.failure.message for f in failed if f.cause == CODE_FAILED] == []
+    assert latest_run != middle_run, "the limiter did not continue as new in the middle"
+    statuses = [getattr(r, "status", repr(r)[:200]) for r in results]
+    assert statuses == [RunStatus.COMPLETED] * runs
+    # Every request counts, retried attempts' too (a starved worker's heartbeats can time
+    # an attempt out: its retry books again).
+    arrivals = sorted(r.received_at for r in server.requests if r.json["model"] == "gpt-limited")
+    assert len(arrivals) >= runs
+    assert starts_in_busiest_window(arrivals, window - margin) == per_window

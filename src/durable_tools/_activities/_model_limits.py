@@ -69,6 +69,10 @@ _FLUSH_SECONDS = 0.5
 # Backoff between refused leases: from the first to the most, with jitter.
 _FIRST_BACKOFF = 0.05
 _MOST_BACKOFF = 2.0
+# A lease not answered after this is asked again (its calls' time permitting).
+_LEASE_TIMEOUT = 30.0
+# A signal of adjustments gives up after this (its worker may be shutting down).
+_SIGNAL_TIMEOUT = timedelta(seconds=10)
 # Adjustments kept while the limiter cannot be told (the oldest go first: they only make
 # the count more precise, and a lost one leaves it higher, never lower).
 _MOST_PENDING_ADJUSTMENTS = 10 * MAX_ADJUSTMENTS
@@ -233,8 +237,13 @@ class _Leaser:
             if not batch:
                 continue
             changes = self._take_adjustments()
+            left = max(w.deadline for w in batch) - asyncio.get_running_loop().time()
             try:
-                lease, answer = await self._lease(batch, changes)
+                # Bounded: a limiter whose task does not run must not hold calls past
+                # their time (a lease answered after this still counts its slots: safe).
+                lease, answer = await asyncio.wait_for(
+                    self._lease(batch, changes), timeout=min(max(left, 1.0), _LEASE_TIMEOUT)
+                )
             except asyncio.CancelledError:
                 raise
             except Exception as error:
@@ -340,7 +349,7 @@ class _Leaser:
                 waiter.booked.set_exception(
                     ModelError(
                         f"{self.spec}: the model's rate limiter could not be reached in "
-                        f"time: {str(error)[:300]}",
+                        f"time: {type(error).__name__}: {str(error)[:300]}",
                         retryable=True,
                     )
                 )
@@ -348,7 +357,9 @@ class _Leaser:
     async def _signal(self, changes: list[Adjustment]) -> None:
         try:
             handle = self.client.get_workflow_handle(self._id)
-            await handle.signal(ADJUST_SIGNAL, AdjustRequest(adjust=changes))
+            await handle.signal(
+                ADJUST_SIGNAL, AdjustRequest(adjust=changes), rpc_timeout=_SIGNAL_TIMEOUT
+            )
         except asyncio.CancelledError:
             raise
         except Exception as error:  # accounting must not fail an answered call
