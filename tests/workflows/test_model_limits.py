@@ -36,6 +36,7 @@ from durable_tools.protocol._limiter import (
     Window,
     carried,
     limiter_id,
+    limiter_task_queue,
 )
 from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
 from durable_tools.worker import ModelLimits
@@ -484,6 +485,9 @@ async def test_a_hundred_runs_at_once_under_limits_that_never_bind_all_complete(
         config = AgentConfig(model="openai:gpt-limited", model_max_attempts=1)
         started = await asyncio.gather(*(tools.start("hi", config=config) for _ in range(runs)))
         results = await asyncio.gather(*(run.result() for run in started), return_exceptions=True)
+        # On a queue of its own: a lease never waits behind the runs' workflow tasks.
+        limiter = client.get_workflow_handle(limiter_id(task_queue, "openai:gpt-limited"))
+        assert (await limiter.describe()).task_queue == limiter_task_queue(task_queue)
     statuses = [getattr(r, "status", repr(r)[:200]) for r in results]
     assert statuses == [RunStatus.COMPLETED] * runs
 

@@ -55,6 +55,7 @@ from durable_tools.protocol._limiter import (
     LeaseRequest,
     LimiterInput,
     limiter_id,
+    limiter_task_queue,
 )
 from durable_tools.protocol._models import ModelLimits
 
@@ -107,6 +108,10 @@ class ModelLimiter:
 
     def __init__(self, limits: Mapping[str, ModelLimits]) -> None:
         self.limits = dict(limits)
+        self.own_queue = False
+        """Start limiters on their own task queue (`limiter_task_queue`): set when this
+        worker also runs a worker of that queue (`DurableToolsPlugin.limited_workers`);
+        otherwise they run on the runs' queue. A running limiter is found either way."""
         self._leasers: dict[tuple[str, str], _Leaser] = {}
 
     async def admit(self, request: ModelRequest) -> Slot | None:
@@ -122,7 +127,8 @@ class ModelLimiter:
         queue = activity.info().task_queue
         leaser = self._leasers.get((queue, request.model))
         if leaser is None:
-            leaser = _Leaser(activity.client(), queue, request.model, limits)
+            home = limiter_task_queue(queue) if self.own_queue else queue
+            leaser = _Leaser(activity.client(), queue, home, request.model, limits)
             self._leasers[(queue, request.model)] = leaser
         return await leaser.admit(_estimate(request), _max_delay())
 
@@ -137,9 +143,12 @@ class ModelLimiter:
 class _Leaser:
     """Books the calls of one model spec on one task queue for this worker process."""
 
-    def __init__(self, client: Client, queue: str, spec: str, limits: ModelLimits) -> None:
+    def __init__(
+        self, client: Client, queue: str, home: str, spec: str, limits: ModelLimits
+    ) -> None:
         self.client = client
         self.queue = queue
+        self.home = home
         self.spec = spec
         self.limits = limits
         self._id = limiter_id(queue, spec)
@@ -289,7 +298,7 @@ class _Leaser:
             LIMITER_WORKFLOW,
             LimiterInput(spec=self.spec),
             id=self._id,
-            task_queue=self.queue,
+            task_queue=self.home,
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         )
         grant: LeaseGrant = await self.client.execute_update_with_start_workflow(

@@ -52,6 +52,7 @@ __all__ = [
     "Window",
     "carried",
     "limiter_id",
+    "limiter_task_queue",
     "slot_grace",
 ]
 
@@ -98,6 +99,13 @@ def slot_grace(limits: ModelLimits) -> float:
 def _counted_over(limits: ModelLimits) -> float:
     """The span a booking is counted over: the window and the grace of a late start."""
     return limits.window_seconds + slot_grace(limits)
+
+
+def limiter_task_queue(task_queue: str) -> str:
+    """The task queue of the limiters of `task_queue`'s runs, served by a worker of its own
+    (`DurableToolsPlugin.limited_workers`): on the runs' queue, a lease would wait behind
+    every run's workflow tasks, which under load is seconds."""
+    return f"{task_queue}.model-limiter"
 
 
 def limiter_id(task_queue: str, spec: str) -> str:
