@@ -166,28 +166,33 @@ def test_merged_entries_never_let_a_window_exceed_its_limits() -> None:
 def test_a_lease_books_a_worker_s_waiting_calls_at_once() -> None:
     limits = ModelLimits(requests_per_minute=300, window_seconds=1.0)  # 5 a second
     window = Window([])
+    # With room for all the window holds and them, the calls may start any time in the
+    # next quarter window (and a grace): they are kept as if they started at its end.
     fits = window.grant(0.0, lease(limits, [1, 2, 3], name="a"))
-    assert (fits.starts, fits.wait) == ([0.0] * 3, None)
-    assert [(c.call, c.requests, c.tokens) for c in window.calls] == [("a", 3, 6)]
+    assert (fits.starts, fits.wait, fits.at, fits.grace) == ([0.0] * 3, None, 0.25, 0.35)
+    assert [(c.call, c.requests, c.tokens, c.start) for c in window.calls] == [("a", 3, 6, 0.25)]
     # Two more fit this window; the rest start in the next ones, one by one, in order
     # (each counted for the window and the grace of a late start, 1.1 s).
     spread = window.grant(0.5, lease(limits, [1] * 9, name="b"))
-    assert spread.starts == pytest.approx([0.5, 0.5, 1.1, 1.1, 1.1, 1.6, 1.6, 2.2, 2.2])
+    assert spread.starts == pytest.approx([0.5, 0.5, 1.35, 1.35, 1.35, 1.6, 1.6, 2.45, 2.45])
     # A start past the longest wait is not booked: the grant says how long it would be.
-    short = window.grant(0.5, lease(limits, [1, 1], name="c", max_delay=1.75))
-    assert (short.starts, short.wait) == (pytest.approx([2.2]), pytest.approx(2.2))
-    assert starts_in_busiest_window([*fits.starts, *spread.starts, *short.starts], 1.0) == 5
+    short = window.grant(0.5, lease(limits, [1, 1], name="c", max_delay=2.0))
+    assert (short.starts, short.wait) == (pytest.approx([2.45]), pytest.approx(2.2))
+    # However late in their hold the first three start, no window holds more than 5.
+    for late in (0.0, 0.35):
+        starts = [late] * 3 + [*spread.starts, *short.starts]
+        assert starts_in_busiest_window(starts, 1.0) == 5
 
 
 def test_adjustments_return_slots_and_settle_tokens() -> None:
     limits = ModelLimits(requests_per_minute=120, tokens_per_minute=6_000, window_seconds=1.0)
     window = Window([])
     first = window.grant(0.0, lease(limits, [40, 40], name="a"))  # 2 a second, 100 tokens
-    assert first.starts == [0.0, 0.0]
-    assert copy(window).grant(0.0, lease(limits, [10], name="b")).starts == [1.1]
+    assert (first.starts, first.at) == ([0.0, 0.0], 0.25)
+    assert copy(window).grant(0.0, lease(limits, [10], name="b")).starts == [1.35]
     # One slot comes back unused, the other call cost 5 tokens, not 40.
-    back = Adjustment(lease="a", start=0.0, returned=1, tokens=-40)
-    used = Adjustment(lease="a", start=0.0, tokens=5 - 40)
+    back = Adjustment(lease="a", start=0.25, returned=1, tokens=-40)
+    used = Adjustment(lease="a", start=0.25, tokens=5 - 40)
     assert window.grant(0.0, lease(limits, [90], name="b", adjust=[back, used])).starts == [0.0]
     # Forged adjustments can neither take an entry below nothing nor touch another's.
     forged = [
@@ -196,7 +201,7 @@ def test_adjustments_return_slots_and_settle_tokens() -> None:
         Adjustment(lease="a", start=123.0, returned=1),
     ]
     window.adjust(forged)
-    assert [(c.call, c.requests, c.tokens) for c in window.calls] == [("a", 1, 5)]
+    assert [(c.call, c.requests, c.tokens) for c in window.calls] == [("a", 1, 5), ("b", 1, 90)]
 
 
 def test_a_forged_carried_window_is_sorted_and_bounded() -> None:

@@ -87,6 +87,8 @@ class Slot:
     lease: str
     start: float
     tokens: int
+    entry: float
+    """Where the limiter's window keeps it (its adjustments name this)."""
 
 
 @dataclass
@@ -187,13 +189,13 @@ class _Leaser:
 
     def give_back(self, slot: Slot) -> None:
         """Return a slot no call will use, so that the window counts it no longer."""
-        self._add(Adjustment(lease=slot.lease, start=slot.start, returned=1, tokens=-slot.tokens))
+        self._add(Adjustment(lease=slot.lease, start=slot.entry, returned=1, tokens=-slot.tokens))
 
     def settle(self, slot: Slot, tokens: int) -> None:
         """Replace a used slot's estimate by the call's real tokens."""
         delta = max(-(10**12), min(tokens - slot.tokens, 10**12))
         if delta:
-            self._add(Adjustment(lease=slot.lease, start=slot.start, tokens=delta))
+            self._add(Adjustment(lease=slot.lease, start=slot.entry, tokens=delta))
 
     def _add(self, change: Adjustment) -> None:
         key = (change.lease, change.start)
@@ -319,7 +321,13 @@ class _Leaser:
                 self._refuse(waiter, grant.wait or 0.0)
                 continue
             start = grant.starts[index]
-            slot = Slot(spec=self.spec, lease=lease, start=start, tokens=waiter.tokens)
+            slot = Slot(
+                spec=self.spec,
+                lease=lease,
+                start=start,
+                tokens=waiter.tokens,
+                entry=start if grant.at is None else grant.at,
+            )
             if waiter.booked.done():
                 self.give_back(slot)
             elif now > start + grant.grace:

@@ -36,6 +36,7 @@ __all__ = [
     "MAX_CARRIED_ENTRIES",
     "MAX_DELAY_SECONDS",
     "MAX_GRACE_SECONDS",
+    "MAX_HOLD_SECONDS",
     "MAX_LEASE_CALLS",
     "MAX_WINDOW_ENTRIES",
     "RESERVE_UPDATE",
@@ -54,6 +55,7 @@ __all__ = [
     "limiter_id",
     "limiter_task_queue",
     "slot_grace",
+    "slot_hold",
 ]
 
 LIMITER_WORKFLOW = "durable_tools.ModelLimiter"
@@ -78,6 +80,8 @@ MAX_ADJUSTMENTS = 1_000
 """Most adjustments one lease or signal carries."""
 MAX_DELAY_SECONDS = 86_400.0
 """The longest a call may ask to wait for its start."""
+MAX_HOLD_SECONDS = 10.0
+"""The most a call of a lease granted with room to spare may wait to start (`slot_hold`)."""
 MAX_GRACE_SECONDS = 1.0
 """The most a call may start after its booked start (see `slot_grace`)."""
 
@@ -94,6 +98,13 @@ def slot_grace(limits: ModelLimits) -> float:
     a tenth of the limit's throughput for short windows and under 2% for a minute's.
     """
     return min(MAX_GRACE_SECONDS, limits.window_seconds / 10)
+
+
+def slot_hold(limits: ModelLimits) -> float:
+    """How long the calls of a lease granted while the window has room for all it holds
+    and them may wait before starting: a quarter of the window, at most
+    `MAX_HOLD_SECONDS`. They are counted as if they started at its end."""
+    return min(MAX_HOLD_SECONDS, limits.window_seconds / 4)
 
 
 def _counted_over(limits: ModelLimits) -> float:
@@ -167,7 +178,7 @@ class Adjustment(WireModel):
 
     lease: str = Field(min_length=1, max_length=200)
     start: float = Field(allow_inf_nan=False)
-    """The start the limiter granted (`LeaseGrant.starts`), which names the entry."""
+    """Where the window keeps the entry (`LeaseGrant.at`, else the start granted)."""
     returned: int = Field(default=0, ge=0, le=MAX_LEASE_CALLS)
     """Slots of the entry not used (a call cancelled or out of time)."""
     tokens: int = Field(default=0, ge=-(10**12), le=10**12)
@@ -207,7 +218,11 @@ class LeaseGrant(WireModel):
     wait: float | None = None
     """When not every call was booked: how long the next would have had to wait."""
     grace: float = 0.0
-    """How late after its start a call may still start (`slot_grace`)."""
+    """How late after its start a call may still start (`slot_grace`, plus `slot_hold`
+    for a lease granted with room to spare)."""
+    at: float | None = None
+    """Where the window keeps the lease's calls, when not at their start (with room to
+    spare: at the end of their hold); their adjustments name this."""
 
 
 class Window:
@@ -258,14 +273,18 @@ class Window:
         self._prune(now, _counted_over(limits))
         count, total = len(request.tokens), sum(request.tokens)
         most_requests, most_tokens = limits.requests_per_window, limits.tokens_per_window
-        if (most_requests is None or count <= most_requests) and (
-            most_tokens is None or total <= most_tokens
+        before_requests, before_tokens = self._prefix_sums()
+        if (most_requests is None or before_requests[-1] + count <= most_requests) and (
+            most_tokens is None or before_tokens[-1] + total <= most_tokens
         ):
-            first = max(now, self.calls[-1].start) if self.calls else now
-            start = self._earliest(now, limits, count, total)
-            if start == first and start - now <= request.max_delay:
-                self._append(start, count, total, request.lease)
-                return LeaseGrant(now=now, starts=[start] * count, grace=slot_grace(limits))
+            # Everything the window holds and these fit one window: they may start any
+            # time in the next `hold`, and are counted as if they started at its end, so
+            # a slow answer (a loaded worker) does not make them book again.
+            hold = slot_hold(limits)
+            self._append(now + hold, count, total, request.lease)
+            return LeaseGrant(
+                now=now, starts=[now] * count, grace=hold + slot_grace(limits), at=now + hold
+            )
         starts: list[float] = []
         for tokens in request.tokens:
             start = self._earliest(now, limits, 1, tokens)
