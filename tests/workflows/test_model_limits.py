@@ -19,6 +19,7 @@ import fake_openai
 from durable_tools.client import DurableTools
 from durable_tools.models import aclose_shared_clients
 from durable_tools.protocol._limiter import (
+    ADJUST_SIGNAL,
     LEASE_UPDATE,
     LIMITER_WORKFLOW,
     MAX_CARRIED_ENTRIES,
@@ -376,8 +377,28 @@ async def test_the_limiter_refuses_malformed_input_and_keeps_booking(
         ]:
             with pytest.raises(WorkflowUpdateFailedError):
                 await limiter.execute_update(RESERVE_UPDATE, bad)
+        lease_ok = {
+            "limits": {"requests_per_minute": 1},
+            "tokens": [1],
+            "max_delay": 1,
+            "lease": "l",
+        }
+        for bad in [
+            {**lease_ok, "tokens": []},
+            {**lease_ok, "tokens": [-1]},
+            {**lease_ok, "tokens": [1] * 201},
+            {**lease_ok, "max_delay": float("inf")},
+            {**lease_ok, "lease": ""},
+            {**lease_ok, "adjust": [{"lease": "l", "start": float("nan")}]},
+            {**lease_ok, "adjust": [{"lease": "l", "start": 1.0, "returned": 10**6}]},
+            {**lease_ok, "adjust": [{"lease": "l", "start": 1.0}] * 1_001},
+        ]:
+            with pytest.raises(WorkflowUpdateFailedError):
+                await limiter.execute_update(LEASE_UPDATE, bad)
         for bad in [None, {"call": "x"}, {"call": "x", "tokens": -5}, [1, 2]]:
             await limiter.signal(SETTLE_SIGNAL, bad)
+        for bad in [None, {"adjust": [{"lease": "", "start": 1.0}]}, {"adjust": "x"}]:
+            await limiter.signal(ADJUST_SIGNAL, bad)
         second = await tools.start("hi", config=config)
         assert (await second.result()).status == RunStatus.COMPLETED
         await assert_not_wedged(limiter, allowed=0)
