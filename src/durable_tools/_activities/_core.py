@@ -131,14 +131,18 @@ async def _authorization_link(
 
 
 def core_activities(
-    runtime: ToolRuntime, model_limits: Mapping[str, ModelLimits] | None = None
+    runtime: ToolRuntime,
+    model_limits: Mapping[str, ModelLimits] | None = None,
+    *,
+    model_limiter: ModelLimiter | None = None,
 ) -> list[Callable[..., Any]]:
     """The catalog, model, compact and preflight activities bound to a worker's runtime.
 
-    Calls of a model in `model_limits` wait for their start from the model's limiter.
+    Calls of a model in `model_limits` (or `model_limiter`'s) wait for their start from
+    the model's limiter.
     """
     registry = runtime.registry
-    limiter = ModelLimiter(model_limits) if model_limits else None
+    limiter = model_limiter or (ModelLimiter(model_limits) if model_limits else None)
 
     def visible(request: CatalogRequest) -> list[ToolSpec]:
         if request.tools is not None:

@@ -4,38 +4,23 @@
 one `model` string, so every reader of `config.model` (and every recorded history, whose
 config has no `fallback_models`) sees what it always did. `ModelLimits` is worker
 configuration (`DurableToolsPlugin(model_limits=...)`), sent with each reservation to the
-model's limiter workflow (`workflows/limiter`).
+model's limiter workflow (`workflows/limiter`, wire types in `protocol/_limiter.py`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from durable_tools._wire import WireModel
-
 __all__ = [
-    "LIMITER_WORKFLOW",
     "MAX_FALLBACK_MODELS",
-    "MAX_LIMITED_CALLS",
     "MAX_MODEL_SPEC_CHARS",
-    "RESERVE_UPDATE",
-    "SETTLE_SIGNAL",
-    "LimitedCall",
-    "LimiterInput",
     "ModelLimits",
-    "Reservation",
-    "ReserveRequest",
-    "SettleRequest",
-    "book",
     "check_fallbacks",
     "checked_model_limits",
-    "limiter_id",
-    "settle",
     "split_model_list",
 ]
 
@@ -158,109 +143,3 @@ def checked_model_limits(limits: Mapping[str, ModelLimits]) -> dict[str, ModelLi
             )
         checked[spec] = value
     return checked
-
-
-class ReserveRequest(WireModel):
-    """A model call asking its limiter for a start time."""
-
-    limits: ModelLimits
-    tokens: int = Field(default=0, ge=0, le=10**12)
-    """The call's estimated tokens."""
-    max_delay: float = Field(default=60.0, ge=0, le=86_400.0, allow_inf_nan=False)
-    """The longest the call can wait; a later slot is not booked (the call retries)."""
-    call: str = Field(default="", max_length=200)
-    """Names the reservation, for its settlement (`SettleRequest.call`)."""
-
-
-class Reservation(WireModel):
-    """The limiter's answer: start after `delay` seconds, or come back after it."""
-
-    booked: bool
-    delay: float = 0.0
-
-
-class SettleRequest(WireModel):
-    """A finished call's real tokens, replacing its estimate in the limiter's window."""
-
-    call: str = Field(max_length=200)
-    tokens: int = Field(ge=0, le=10**12)
-
-
-LIMITER_WORKFLOW = "durable_tools.ModelLimiter"
-"""The workflow type of a model's limiter (`workflows/limiter`)."""
-RESERVE_UPDATE = "reserve"
-SETTLE_SIGNAL = "settle"
-MAX_LIMITED_CALLS = 5_000
-"""Most calls a limiter keeps in its window (more would make its state, carried over
-continue-as-new, too large): a window holding this many is full."""
-
-
-def limiter_id(task_queue: str, spec: str) -> str:
-    """The workflow id of the limiter of model `spec` for the runs of `task_queue`."""
-    if len(spec) > 200:
-        spec = "sha256-" + hashlib.sha256(spec.encode()).hexdigest()
-    return f"durable-tools-model-limit/{task_queue}/{spec}"
-
-
-class LimitedCall(WireModel):
-    """A booked call in a limiter's window."""
-
-    start: float
-    """When it may start, in seconds since the epoch (the limiter's clock)."""
-    tokens: int = 0
-    call: str = ""
-
-
-class LimiterInput(WireModel):
-    """A limiter's start (and continue-as-new) input."""
-
-    spec: str = Field(max_length=MAX_MODEL_SPEC_CHARS)
-    calls: list[LimitedCall] = Field(default_factory=list, max_length=MAX_LIMITED_CALLS)
-
-
-def book(calls: list[LimitedCall], now: float, request: ReserveRequest) -> Reservation:
-    """Find the earliest start for `request` that keeps every window within its limits.
-
-    `calls` is sorted by start and updated in place: calls that can no longer share a
-    window with a new one are dropped, a booked call is appended. Starts are handed out in
-    order (first come, first served), so the list stays sorted. A call whose estimate
-    alone passes the tokens of a window waits for a window with nothing else in it.
-
-    Returns:
-        A booked reservation with the delay until the start, or, when that delay would
-        pass `request.max_delay`, an unbooked one saying how long the wait would be.
-    """
-    limits = request.limits
-    window = limits.window_seconds
-    while calls and calls[0].start <= now - window:
-        calls.pop(0)
-    start = max(now, calls[-1].start) if calls else now
-    requests = limits.requests_per_window
-    if requests is not None and len(calls) >= requests:
-        start = max(start, calls[-requests].start + window)
-    if len(calls) >= MAX_LIMITED_CALLS:
-        start = max(start, calls[-MAX_LIMITED_CALLS].start + window)
-    budget = limits.tokens_per_window
-    if budget is not None and calls:
-        need = min(request.tokens, budget)
-        used = 0
-        # The latest calls the new one can share a window with: stop at the first that
-        # would take the window's tokens past the budget; it must be out of the window.
-        for earlier in reversed(calls):
-            used += earlier.tokens
-            if used + need > budget:
-                start = max(start, earlier.start + window)
-                break
-    delay = start - now
-    if delay > request.max_delay:
-        return Reservation(booked=False, delay=delay)
-    calls.append(LimitedCall(start=start, tokens=request.tokens, call=request.call))
-    return Reservation(booked=True, delay=delay)
-
-
-def settle(calls: list[LimitedCall], request: SettleRequest) -> None:
-    """Replace a booked call's estimate by its real tokens (a call no longer kept: none)."""
-    for booked in reversed(calls):
-        if booked.call == request.call:
-            booked.tokens = request.tokens
-            return

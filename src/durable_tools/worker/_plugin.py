@@ -14,7 +14,9 @@ given a `deployment_version`, makes the worker a versioned one (`_deployment.py`
 Tools with `max_concurrent` or `rate_limit` run on task queues of their own, served by
 extra workers that a plugin cannot add: `build_worker` runs them beside the main worker
 (it is this plugin plus those workers); with a plain `Worker`, run
-`plugin.limited_workers(client, task_queue)` beside it.
+`plugin.limited_workers(client, task_queue)` beside it. Given `model_limits`, those
+workers include one for the model limiters' own task queue (without it, the limiters run
+on the runs' queue, where under load their leases wait behind the runs' workflow tasks).
 """
 
 from __future__ import annotations
@@ -44,11 +46,13 @@ from durable_tools._activities import (
     notify_activity,
 )
 from durable_tools._activities._callback import callback_result_activity
+from durable_tools._activities._model_limits import ModelLimiter
 from durable_tools._activities._runtime import AuthorizationBroker
 from durable_tools._activities._script import script_activity
 from durable_tools._activities._tools import HEARTBEAT_THROTTLE
 from durable_tools._data_converter import with_durable_conversion
 from durable_tools.flows import FlowWorkflow
+from durable_tools.protocol._limiter import limiter_task_queue
 from durable_tools.protocol._models import ModelLimits, checked_model_limits
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
 from durable_tools.tools._registry import ToolRegistry
@@ -77,6 +81,9 @@ s each on a loaded 2-core machine. Each task the worker holds runs down its 10 s
 holding 100, the last ones timed out, their completions were rejected, the runs were evicted
 and replayed, and 200 runs started at once never got past their first turn (issue #15).
 Tasks beyond the slots wait on the server, where no start-to-close clock runs."""
+
+# Options of the main worker that the model limiters' worker keeps.
+_LIMITER_OPTIONS = ("deployment_config", "max_cached_workflows", "debug_mode", "identity")
 
 # Set while the limited tools' workers are built: they serve one tool each, so the
 # plugin (which their client may carry) must not add the workflow and every activity.
@@ -127,6 +134,8 @@ class DurableToolsPlugin(SimplePlugin):
         model_limits: Requests and tokens a minute by model spec (as runs name it, e.g.
             `"openai:gpt-4.1"`), held across every worker of the task queue by a limiter
             workflow per model (docs/models.md, "Rate limits"); give every worker the same.
+            Run `limited_workers` beside a plain `Worker` (`build_worker` does): one of
+            them serves the limiters' own task queue.
     """
 
     def __init__(
@@ -160,6 +169,7 @@ class DurableToolsPlugin(SimplePlugin):
             artifact_store=artifact_store or default_artifact_store(),
             oauth=oauth,
         )
+        self._model_limiter = ModelLimiter(self.model_limits) if self.model_limits else None
         # Sub-agents run as child workflows, not activities. A limited tool stays
         # registered on the main queue too, so a call scheduled there before the tool got
         # its limits still finds a worker.
@@ -174,7 +184,7 @@ class DurableToolsPlugin(SimplePlugin):
         from durable_tools.sources._mcp_activity import late_tools_activity
 
         activities = [
-            *core_activities(self.runtime, self.model_limits),
+            *core_activities(self.runtime, model_limiter=self._model_limiter),
             late_tools_activity(self.runtime),
             evaluate_activity(evaluators or {}),
             *grant_activities(grant_store or GrantStore()),
@@ -213,7 +223,8 @@ class DurableToolsPlugin(SimplePlugin):
     def limited_workers(
         self, client: Client, task_queue: str, **worker_options: Any
     ) -> list[Worker]:
-        """The workers of the tools with `max_concurrent`/`rate_limit`, one per queue.
+        """The workers of the tools with `max_concurrent`/`rate_limit`, one per queue, and
+        of the model limiters' queue when the plugin has `model_limits`.
 
         Run them beside the main worker of `task_queue` (`build_worker` does). Main-queue
         options (workflow runner, cache sizes, task-queue rate) are dropped; each worker
@@ -236,4 +247,24 @@ class DurableToolsPlugin(SimplePlugin):
             options.setdefault("deployment_config", versioned(self.deployment_version))
         activity_for: Callable[..., Any] = lambda tool: make_tool_activity(tool, self.runtime)  # noqa: E731
         with _building_limited():
-            return limited_workers(client, self._tools, task_queue, activity_for, options)
+            workers = limited_workers(client, self._tools, task_queue, activity_for, options)
+            if self._model_limiter is not None:
+                workers.append(self._limiter_worker(client, task_queue, options))
+        return workers
+
+    def _limiter_worker(
+        self, client: Client, task_queue: str, options: Mapping[str, Any]
+    ) -> Worker:
+        """The worker of the model limiters' own queue (`limiter_task_queue`): their
+        leases then never wait behind the runs' workflow tasks. From now on this worker's
+        model calls start their limiters there."""
+        assert self._model_limiter is not None
+        self._model_limiter.own_queue = True
+        kept = {key: options[key] for key in _LIMITER_OPTIONS if key in options}
+        return Worker(
+            client,
+            task_queue=limiter_task_queue(task_queue),
+            workflows=[ModelLimiterWorkflow],
+            workflow_runner=_with_passthrough(options.get("workflow_runner")),
+            **kept,
+        )

@@ -1,20 +1,26 @@
 """The workflow that books model calls' start times: `durable-tools-model-limit/<queue>/<model>`.
 
-The model activity of a limited model asks it, by update-with-start, when its call may
-start (`protocol._models.book`): the workflow's state is the window of calls booked,
-changed by one update at a time, so the bound holds whatever the number of workers and
-runs. The answer is a delay, which the activity sleeps before calling the provider; a call
-that would wait longer than its attempt allows is not booked and retries later, as after a
-provider's 429. After the call, a signal replaces the call's estimated tokens by its
-usage.
+Each worker's model activities ask it for starts through one leaser per worker process
+(`_activities/_model_limits.py`): one `lease` update, by update-with-start, books every
+call that worker has waiting (`protocol._limiter.grant`), so the updates in flight follow
+the number of workers, never the number of calls (Temporal takes at most 10 at once). The
+workflow's state is the window of calls booked, changed by one update at a time, so the
+limits hold whatever the number of workers and runs. The answer is a start per call, which
+the activity sleeps until before calling the provider; a call that would wait longer than
+its attempt allows is not booked and retries later, as after a provider's 429. Slots a
+worker could not use and finished calls' real tokens come back as adjustments, with the
+worker's next lease or by the `adjust` signal. The per-call `reserve` update and `settle`
+signal of the previous build still work.
 
-Its history grows by a few events per call, so it continues as new after
-`CONTINUE_AFTER_EVENTS` events (or when the server suggests it) carrying the calls still
-in the window; it ends after `IDLE_SECONDS` without a call (the next call starts it
-again). Under worker versioning it continues as new onto the current build as soon as
-one is set: a limiter pinned to a retired build would hold every limited call of the
-deployment. (It declares no versioning behaviour: on server 1.32 a workflow type that
-declares one cannot complete a task on an unversioned worker.)
+Its state is bounded by design (`MAX_WINDOW_ENTRIES`, oldest entries merge), never by a
+validator: the continue-as-new input it builds always decodes. Its history grows by a few
+events per lease, so it continues as new after `CONTINUE_AFTER_EVENTS` events (or when the
+server suggests it) carrying the calls still in the window; it ends after `IDLE_SECONDS`
+without a call (the next call starts it again). Under worker versioning it continues as
+new onto the current build as soon as one is set: a limiter pinned to a retired build
+would hold every limited call of the deployment. (It declares no versioning behaviour: on
+server 1.32 a workflow type that declares one cannot complete a task on an unversioned
+worker.)
 """
 
 # No `from __future__ import annotations`: the sandbox re-imports this module per run.
@@ -26,16 +32,21 @@ from temporalio import workflow
 from temporalio.workflow import ContinueAsNewVersioningBehavior
 
 with workflow.unsafe.imports_passed_through():
-    from durable_tools.protocol._models import (
+    from durable_tools.protocol._limiter import (
+        ADJUST_SIGNAL,
+        LEASE_UPDATE,
         LIMITER_WORKFLOW,
         RESERVE_UPDATE,
         SETTLE_SIGNAL,
+        AdjustRequest,
+        LeaseGrant,
+        LeaseRequest,
         LimiterInput,
         Reservation,
         ReserveRequest,
         SettleRequest,
-        book,
-        settle,
+        Window,
+        carried,
     )
 
 __all__ = ["CONTINUE_AFTER_EVENTS", "IDLE_SECONDS", "ModelLimiterWorkflow"]
@@ -53,7 +64,7 @@ class ModelLimiterWorkflow:
     @workflow.init
     def __init__(self, input: LimiterInput) -> None:
         self._spec = input.spec
-        self._calls = list(input.calls)
+        self._window = Window(carried(input.calls, workflow.now().timestamp()))
         self._asked = 0
 
     @workflow.run
@@ -68,7 +79,7 @@ class ModelLimiterWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         if self._too_long():
             workflow.continue_as_new(
-                LimiterInput(spec=self._spec, calls=self._calls),
+                LimiterInput(spec=self._spec, calls=self._window.calls),
                 # The new run's first task goes to the current build (unversioned: no effect).
                 initial_versioning_behavior=ContinueAsNewVersioningBehavior.AUTO_UPGRADE,
             )
@@ -81,12 +92,34 @@ class ModelLimiterWorkflow:
             or info.is_target_worker_deployment_version_changed()
         )
 
+    @workflow.update(name=LEASE_UPDATE)
+    def lease(self, request: Any) -> LeaseGrant:
+        """Book the earliest starts within the limits for a worker's waiting calls."""
+        self._asked += 1
+        checked = LeaseRequest.model_validate(request)
+        return self._window.grant(workflow.now().timestamp(), checked)
+
+    @lease.validator
+    def _check_lease(self, request: Any) -> None:
+        LeaseRequest.model_validate(request)  # a ValidationError rejects the update
+
+    @workflow.signal(name=ADJUST_SIGNAL)
+    def adjust(self, request: Any) -> None:
+        """Give back unused slots, settle tokens; a malformed signal is dropped."""
+        self._asked += 1
+        try:
+            checked = AdjustRequest.model_validate(request)
+        except ValidationError:
+            workflow.logger.warning("model limiter: dropped a malformed adjust signal")
+            return
+        self._window.adjust(checked.adjust)
+
     @workflow.update(name=RESERVE_UPDATE)
     def reserve(self, request: Any) -> Reservation:
-        """Book the earliest start within the limits, or say how long the wait would be."""
+        """Book one call (the previous build's way), or say how long the wait would be."""
         self._asked += 1
         checked = ReserveRequest.model_validate(request)
-        return book(self._calls, workflow.now().timestamp(), checked)
+        return self._window.book(workflow.now().timestamp(), checked)
 
     @reserve.validator
     def _check_reserve(self, request: Any) -> None:
@@ -100,4 +133,4 @@ class ModelLimiterWorkflow:
         except ValidationError:
             workflow.logger.warning("model limiter: dropped a malformed settle signal")
             return
-        settle(self._calls, checked)
+        self._window.settle(checked)
