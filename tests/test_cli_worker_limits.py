@@ -140,8 +140,8 @@ async def test_the_worker_puts_the_limits_in_force(
         run = await DurableTools(client, task_queue).start("hello", model=spec)
         assert (await run.result()).final_answer == "hello back"
         # The model call booked its start with the limiter: a workflow of its own on the
-        # task queue, besides the run (none without limits).
-        query = f'TaskQueue = "{task_queue}"'
+        # limiters' queue beside the runs' (none without limits).
+        query = f'TaskQueue = "{task_queue}" OR TaskQueue = "{task_queue}.model-limiter"'
         deadline = time.monotonic() + 30
         others: list[str] = []
         while not others and time.monotonic() < deadline:
