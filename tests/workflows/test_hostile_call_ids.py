@@ -9,7 +9,6 @@ escape sequence can plant a hyperlink). Tested on a real run with a real Slack r
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from durable_tools.workflows import (
     SlackTarget,
 )
 from support import answer, calls, running_worker, wait_for, write_script
-from webhook_support import Receiver, webhook_receiver
+from webhook_support import webhook_receiver
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
 
@@ -52,15 +51,6 @@ def pay_registry() -> ToolRegistry:
     return registry
 
 
-async def slack_text(receiver: Receiver) -> str:
-    deadline = asyncio.get_running_loop().time() + 20
-    while not any(r.path == "/slack" for r in receiver.requests):
-        assert asyncio.get_running_loop().time() < deadline, "no Slack message"
-        await asyncio.sleep(0.1)
-    body = json.loads(next(r.body for r in receiver.requests if r.path == "/slack"))
-    return json.dumps(body)  # the text and the blocks
-
-
 async def test_a_call_id_is_text_on_every_surface(
     client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
 ) -> None:
@@ -81,7 +71,7 @@ async def test_a_call_id_is_text_on_every_surface(
             run = await DurableTools(client, task_queue).start("pay", config=config)
             status = await wait_for(run, lambda s: bool(s.pending_approvals))
             assert status.pending_approvals[0].call_id == HOSTILE
-            slack = await slack_text(receiver)
+            slack = json.dumps(await receiver.slack_message())  # the text and the blocks
             assert "<https://evil.example|" not in slack and "<!channel>" not in slack
             assert "&lt;https://evil.example|Open the inbox&gt;" in slack
             metadata = await run.handle.query(
