@@ -165,7 +165,7 @@ async def test_a_tokens_file_made_unusable_while_serving_answers_503_and_says_so
     users = make_users(tmp_path)
     async with (
         served(make_app(client, task_queue, users)) as server,
-        httpx.AsyncClient(base_url=server.url) as http_client,
+        httpx.AsyncClient(base_url=server.url, timeout=60) as http_client,
     ):
         bearer = {"Authorization": f"Bearer {users.alice}"}
         assert (await http_client.get("/api/pending", headers=bearer)).status_code == 200
