@@ -222,3 +222,32 @@ async def test_schedule_create_takes_the_same_code_mode_and_compaction_flags(
     assert isinstance(started, AgentInput)
     assert started.config.code_mode == CodeMode()
     assert started.config.compaction == CompactionConfig(window_tokens=4000)
+
+
+@pytest.mark.parametrize("flag", ["--concurrency", "--max-turns", "--idle-timeout"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "\u0661\u0660",  # Arabic-Indic digits: Python's int() and float() read 10
+        "\uff11\uff10",  # full-width digits
+        "1_0",
+        "9" * 5_000,  # past int()'s digit limit: a ValueError of its own
+    ],
+)
+async def test_count_and_seconds_flags_take_ascii_digits_only(
+    client: Client,
+    tmp_path: Path,
+    cli_env: str,
+    capsys: pytest.CaptureFixture[str],
+    flag: str,
+    value: str,
+) -> None:
+    model = write_script(tmp_path, [answer("x")])
+    run_id = f"digits-{uuid.uuid4().hex[:8]}"
+    session = ("--session",) if flag == "--idle-timeout" else ()
+    code, _, err = await usage_error(
+        capsys, "run", "hi", "--model", model, "--id", run_id, *session, flag, value
+    )
+    [error] = [line for line in err.splitlines() if "error:" in line]
+    assert code == 2 and f"argument {flag}" in error and len(error) < 400, error
+    assert not await run_exists(client, run_id)

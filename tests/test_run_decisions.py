@@ -26,7 +26,13 @@ from durable_tools.client import (
     StaleRequest,
     WorkerUnavailable,
 )
-from durable_tools.workflows import AgentConfig, ApprovalPolicy, PendingApproval, RunStatus
+from durable_tools.workflows import (
+    AgentConfig,
+    ApprovalPolicy,
+    ExecutionStrategy,
+    PendingApproval,
+    RunStatus,
+)
 from support import answer, calls, decisions_sent, running_worker, wait_for, write_script
 from test_cli_approvals import pay_registry
 
@@ -247,3 +253,39 @@ async def test_no_worker_is_said_at_once(client: Client, task_queue: str) -> Non
         assert "nothing was decided" in error.message
     finally:
         await run.handle.terminate("test over")
+
+
+async def test_a_call_is_decided_while_a_sub_agent_waits_for_its_own_workers(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # The run asks about c1 while its sub-agent runs on a task queue no worker polls (yet):
+    # that sub-agent cannot say what it waits for, and it must not stop anyone deciding c1.
+    registry = pay_registry()
+    child = write_script(tmp_path, [answer("child ok")])
+    registry.subagent(
+        AgentConfig(model=child),
+        name="writer",
+        description="Writes.",
+        task_queue=f"{task_queue}-elsewhere",
+    )
+    parent = write_script(
+        tmp_path,
+        [calls(("c1", "pay", {"amount_cents": 5}), ("w1", "writer", {"task": "go"})), answer("ok")],
+    )
+    config = AgentConfig(model=parent, strategy=ExecutionStrategy(mode="parallel"))
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("go", config=config)
+        [pending] = (await wait_for(run, lambda s: bool(s.pending_approvals))).pending_approvals
+        for _ in range(150):  # the sub-agent's run is started (and waits for a worker)
+            if any(r.child_run_id and r.status == "running" for r in await run.timeline()):
+                break
+            await asyncio.sleep(0.1)
+        await AgentRun(client, f"{run.run_id}.w1").handle.describe()
+        assert [a.call_id for _, a in await run.pending_approvals()] == ["c1"]
+        recorded = await run.decide_request(
+            "c1", True, arguments_hash=pending.arguments_hash, decider="ops"
+        )
+        assert recorded.verdict == "approved" and recorded.run_id == run.run_id
+        # A cancel would wait for the sub-agent, which no worker runs: end both.
+        await run.handle.terminate("test over")
+        await AgentRun(client, f"{run.run_id}.w1").handle.terminate("test over")

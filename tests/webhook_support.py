@@ -45,6 +45,14 @@ class Receiver:
             assert asyncio.get_running_loop().time() < deadline, f"no {event}: {self.events()}"
             await asyncio.sleep(0.1)
 
+    async def slack_message(self, path: str = "/slack", timeout: float = 20) -> Any:
+        """The first Slack message received at `path` (a Slack body names no event)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not any(r.path == path for r in self.requests):
+            assert asyncio.get_running_loop().time() < deadline, "no Slack message"
+            await asyncio.sleep(0.1)
+        return json.loads(next(r.body for r in self.requests if r.path == path))
+
 
 @contextmanager
 def webhook_receiver() -> Iterator[Receiver]:

@@ -35,7 +35,7 @@ from durable_tools.workflows import (
     WebhookTarget,
 )
 from support import answer, calls, running_worker, scheduled_activities, wait_for, write_script
-from webhook_support import Receiver, webhook_receiver
+from webhook_support import webhook_receiver
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
 
@@ -75,15 +75,6 @@ async def start(
     return run
 
 
-async def slack_message(receiver: Receiver) -> Any:
-    """The first Slack message received (a Slack body names no event)."""
-    deadline = asyncio.get_running_loop().time() + 20
-    while not any(r.path == "/slack" for r in receiver.requests):
-        assert asyncio.get_running_loop().time() < deadline, "no Slack message"
-        await asyncio.sleep(0.1)
-    return json.loads(next(r.body for r in receiver.requests if r.path == "/slack"))
-
-
 def timer_summaries(history: Any) -> list[str]:
     converter = pydantic_data_converter.payload_converter
     return [
@@ -105,7 +96,7 @@ async def test_a_template_summary_is_said_first_everywhere(
             assert pending.arguments["card"] == "[redacted]"
             requested = await receiver.wait_for("approval.requested")
             assert requested["summary"] == SHOWN
-            slack = await slack_message(receiver)
+            slack = await receiver.slack_message()
             assert SHOWN in slack["text"]
             metadata = await run.handle.query(
                 "__temporal_workflow_metadata", result_type=WorkflowMetadata
@@ -141,7 +132,7 @@ async def test_a_summary_cannot_plant_a_link_in_slack_or_the_ui(
             client, refund_registry(TEMPLATE), task_queue, secrets={"webhook": WORKER_SECRET}
         ):
             run = await start(client, task_queue, tmp_path, planted, receiver.url)
-            slack = await slack_message(receiver)
+            slack = await receiver.slack_message()
             assert "<https://evil.example|" not in slack["text"]
             assert "&lt;https://evil.example|Approve here&gt;" in slack["text"]
             metadata = await run.handle.query(
@@ -170,7 +161,7 @@ async def test_a_value_that_imitates_the_tools_words_is_marked_on_every_surface(
             run = await start(client, task_queue, tmp_path, FORGED, receiver.url)
             [pending] = (await run.status()).pending_approvals
             requested = await receiver.wait_for("approval.requested")
-            slack = await slack_message(receiver)
+            slack = await receiver.slack_message()
             metadata = await run.handle.query(
                 "__temporal_workflow_metadata", result_type=WorkflowMetadata
             )

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from inbox_support import csrf_token, make_users, pending_call
+from inbox_support import csrf_token, make_app, make_users, pending_call, served
 from temporalio.client import Client
 
 import cli_support
@@ -155,3 +155,26 @@ async def test_cli_decides_through_the_inbox_with_its_token(
         assert (sent["decider"], sent["reason"]) == ("bob", "fine")
         assert sent["arguments_hash"] == approval.arguments_hash
         await assert_not_wedged(run.handle)
+
+
+async def test_a_tokens_file_made_unusable_while_serving_answers_503_and_says_so(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # An operator's hand edit adds `Alice` beside `alice` (one person to every policy):
+    # the inbox refuses everyone, saying why in one line, naming nobody.
+    users = make_users(tmp_path)
+    async with (
+        served(make_app(client, task_queue, users)) as server,
+        httpx.AsyncClient(base_url=server.url, timeout=60) as http_client,
+    ):
+        bearer = {"Authorization": f"Bearer {users.alice}"}
+        assert (await http_client.get("/api/pending", headers=bearer)).status_code == 200
+        written = json.loads(users.path.read_text())
+        written["users"]["Alice"] = dict(written["users"]["alice"], token_sha256="0" * 64)
+        users.path.write_text(json.dumps(written))
+        api = await http_client.get("/api/pending", headers=bearer)
+        page = await http_client.get("/", headers=bearer)
+    assert api.status_code == 503 and "tokens file" in api.json()["error"], api.text
+    assert page.status_code == 503 and "tokens file" in page.text, page.text
+    for answer in (api.text, page.text):
+        assert "alice" not in answer.lower() and str(users.path) not in answer

@@ -228,6 +228,9 @@ def test_each_model_written_value_is_marked_where_it_starts_and_ends() -> None:
         ("A1» on order «B2", "A1>> on order <<B2"),
         ("x\u226b y \u300a z \u27ea", "x>> y << z <<"),
         ("\u2039a\u203a \u3008b\u3009 \u27e8c\u27e9 \u276ed\u276f", "<a> <b> <c> <d>"),
+        # Double and triple nested angles, and the vertical forms of the marks.
+        ("a\u22d9 b\u22d8 c\u2aa2 d\u2aa1\u2aa3", "a>> b<< c>> d<<<<"),
+        ("e\u2af8 f\u2af7 g\ufe3e h\ufe3d", "e>> f<< g>> h<<"),
         # Bidirectional overrides and isolates, zero-width characters, BOM, tags.
         ("A1\u202e\u00bb fake \u202c", "A1 >> fake"),
         ("A\u2066B\u2069C\u200bD\u200dE\ufeffF", "A B C D E F"),

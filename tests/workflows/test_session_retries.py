@@ -9,6 +9,7 @@ and the message, with its non-idempotent tool, ran a second time.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -158,3 +159,26 @@ def test_a_long_message_id_is_kept_as_its_digest() -> None:
     assert answered_key("short") == "short"
     assert answered_key(long_id).startswith("sha256:") and len(answered_key(long_id)) == 71
     assert answered_key(long_id) != answered_key(long_id + "x")
+
+
+async def test_an_id_spelling_a_long_ids_digest_is_a_new_message(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # A long id is kept as `sha256:<hex>`; a short id spelling just that is another id,
+    # and its message is new (before, it was answered with the long id's reply).
+    long_id = "retry-" + "x" * 300
+    lookalike = "sha256:" + hashlib.sha256(long_id.encode()).hexdigest()
+    model = write_script(tmp_path, [answer("hello"), answer("first"), answer("second")])
+    config = session_config(model, continue_as_new_after_events=20)
+    async with running_worker(client, ToolRegistry(), task_queue, max_cached_workflows=0):
+        run = await DurableTools(client, task_queue).start("hi", config=config)
+        await continued_and_idle(run, -1)
+        before = (await run.status()).continued
+        first = await run.send("same words", message_id=long_id)
+        await continued_and_idle(run, before)
+        assert await run.send("same words", message_id=long_id) == first  # a retry
+        other = await run.send("same words", message_id=lookalike)
+        await run.close()
+        await run.result()
+    assert (first.message, first.answer) == (2, "first")
+    assert (other.message, other.answer) == (3, "second")

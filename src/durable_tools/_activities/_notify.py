@@ -126,13 +126,18 @@ def _slack_message(note: Notification) -> dict[str, Any]:
         "callback.published": "waits for a client to run it",
         "callback.expired": "was not run by a client in time",
     }.get(note.event, note.event)
-    text = f"{note.agent}: `{note.tool}` (call {note.call_id}, run {note.run_id}) {what}"
+    # Every name is escaped, not only the summary: the call id is the model's (a model can
+    # name a call `<https://evil.example|Open the inbox>`), a decider's name is whatever
+    # the operator who decided typed.
+    text = _slack_escape(
+        f"{note.agent}: `{note.tool}` (call {note.call_id}, run {note.run_id}) {what}"
+    )
     if note.summary:
         text += f": {_slack_escape(note.summary)}"
     if note.decider:
-        text += f" by {note.decider}"
+        text += f" by {_slack_escape(note.decider)}"
     if note.deciders:
-        text += f"; deciders: {', '.join(note.deciders)}"
+        text += f"; deciders: {_slack_escape(', '.join(note.deciders))}"
     if note.deadline:
         text += f"; deadline {note.deadline.isoformat(timespec='seconds')}"
     blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -32,8 +33,15 @@ MAX_SETTINGS_CHARS = 2_000
 """Longest `KEY=VALUE,...` a settings flag takes (every field of a setting fits many times)."""
 
 
+_COUNT = re.compile(r"[0-9]{1,18}", re.ASCII)
+_SECONDS = re.compile(r"[0-9]{1,18}(\.[0-9]{1,18})?", re.ASCII)
+
+
 def positive(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
+    """An argparse type: an integer of at least 1, in ASCII digits (Python's `int()` also
+    reads other scripts' digits, `1_000`, and fails past 4,300 digits on its own line)."""
+    if not _COUNT.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text[:60]!a} is not a whole number like 8")
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
@@ -41,11 +49,13 @@ def positive(text: str) -> int:
 
 
 def idle_seconds(text: str) -> float:
-    """An argparse type: a session's idle timeout, positive, finite, at most ten years."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:60]!a} is not a number of seconds") from None
+    """An argparse type: a session's idle timeout, positive, finite, at most ten years,
+    in ASCII digits (like 600 or 0.5)."""
+    if not _SECONDS.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text[:60]!a} is not a number of seconds like 600 or 0.5"
+        )
+    value = float(text)
     if not math.isfinite(value) or not 0 < value <= MAX_DURATION_SECONDS:
         raise argparse.ArgumentTypeError(
             f"must be more than 0 and at most {MAX_DURATION_SECONDS} seconds (ten years)"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from pydantic import ValidationError
@@ -109,7 +110,9 @@ async def decide_via_inbox(args: argparse.Namespace, digest: str | None) -> int:
                     exit_code=DECLINED_EXIT_CODE,
                 )
             answer = await http.post(
-                f"/api/runs/{args.run_id}/calls/{args.call_id}/decide",
+                # Each id in one path segment: a call id is the model's (`s1/1`, `c?x`).
+                f"/api/runs/{quote(args.run_id, safe='')}/calls/{quote(args.call_id, safe='')}"
+                "/decide",
                 json={
                     "approve": args.approve,
                     "reason": args.reason,

@@ -48,7 +48,15 @@ from ._pending import (
     list_pending,
 )
 from ._run_record import RunRecords
-from ._web import HERE, SecurityHeaders, callback_route, make_templates, safe_next
+from ._web import (
+    HERE,
+    IdSegments,
+    SecurityHeaders,
+    callback_route,
+    id_param,
+    make_templates,
+    safe_next,
+)
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "InboxConfig", "create_app"]
 
@@ -129,7 +137,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         user = user_of(request)
         form = await request.form()
         require_csrf(request, user, form.get(CSRF_FIELD))
-        return user, form, request.path_params["run_id"], request.path_params["call_id"]
+        return user, form, id_param(request, "run_id"), id_param(request, "call_id")
 
     def refused_page(
         request: Request, user: User, refused: DecisionRefused, run_id: str, call_id: str
@@ -220,7 +228,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
 
     async def call_page(request: Request) -> Response:
         user = user_of(request)
-        run_id, call_id = request.path_params["run_id"], request.path_params["call_id"]
+        run_id, call_id = id_param(request, "run_id"), id_param(request, "call_id")
         try:
             view = await find_call(tools, run_id, call_id, config.registry, records)
         except PayloadsEncrypted:
@@ -237,7 +245,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
 
     async def run_page(request: Request) -> Response:
         user = user_of(request)
-        run_id = request.path_params["run_id"]
+        run_id = id_param(request, "run_id")
         try:
             view = await load_run(tools, run_id, config.ui_base)
         except PayloadsEncrypted:
@@ -305,7 +313,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         except (ValueError, RecursionError):  # RecursionError: nested too deep
             return JSONResponse({"error": "the body must be a JSON object"}, 400)
         require_csrf(request, user, request.headers.get(CSRF_HEADER))
-        run_id, call_id = request.path_params["run_id"], request.path_params["call_id"]
+        run_id, call_id = id_param(request, "run_id"), id_param(request, "call_id")
         try:
             verdict = await decide(
                 tools,
@@ -374,6 +382,7 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
             # pass the limit, before anything buffers the body.
             *body_limit(config.max_body_bytes),
             Middleware(SecurityHeaders),
+            Middleware(IdSegments),
             Middleware(
                 SessionMiddleware,
                 secret_key=config.session_secret or secrets.token_urlsafe(32),

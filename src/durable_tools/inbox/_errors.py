@@ -3,6 +3,7 @@ redirect) for pages."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
@@ -13,6 +14,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
+from durable_tools._callers._tokens import TokenFileError
 from durable_tools._encrypted import PayloadsEncrypted
 
 from ._pending import PageRequestError
@@ -20,6 +22,8 @@ from ._pending import PageRequestError
 __all__ = ["NotAuthenticated", "error_handlers"]
 
 Handler = Callable[[Request, Exception], Awaitable[Response]]
+
+logger = logging.getLogger(__name__)
 
 
 class NotAuthenticated(Exception):
@@ -70,7 +74,20 @@ def error_handlers(max_body_bytes: int) -> dict[Any, Handler]:
             return JSONResponse({"error": message}, 503)
         return Response(f"{message}\n", 503, media_type="text/plain")
 
+    async def tokens_unusable(request: Request, exc: Exception) -> Response:
+        # Fail closed, and say so; the details (the file, the users) go to the operator's
+        # log, not to whoever asked.
+        logger.error("the inbox refuses every request: %s", exc)
+        message = (
+            "the inbox's tokens file cannot be used (changed by hand?): nobody is let in "
+            "until its operator fixes it; the server's log says what is wrong"
+        )
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": message}, 503)
+        return Response(f"{message}\n", 503, media_type="text/plain")
+
     return {
+        TokenFileError: tokens_unusable,
         PayloadsEncrypted: encrypted,
         NotAuthenticated: not_authenticated,
         HTTPException: http_error,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, unquote, urlencode
 
 import jinja2
 from markupsafe import Markup, escape
@@ -21,8 +21,10 @@ from durable_tools.tools._approval_summary import VALUE_CLOSE, VALUE_OPEN, summa
 
 __all__ = [
     "HERE",
+    "IdSegments",
     "SecurityHeaders",
     "callback_route",
+    "id_param",
     "make_templates",
     "marked_summary",
     "safe_next",
@@ -58,6 +60,41 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+_ID_PATHS = ("/runs/", "/api/runs/")
+"""Where paths carry a run's and a call's id, each in one segment."""
+_RAW_IDS = "durable_tools.raw_ids"
+"""The scope key saying the path was routed undecoded (`IdSegments`)."""
+
+
+class IdSegments:
+    """Routes the paths that carry ids on the path as sent, each id still percent-encoded.
+
+    Run and call ids may hold a slash (a code-mode script's host calls are `s1/1`, a
+    sub-agent's id ends with its call's key, a model names its calls as it likes); the
+    pages put each id in one path segment (`s1%2F1`). The server decodes the path before
+    routing, which would split that segment in two and answer 404: so these paths are
+    routed undecoded, and `id_param` decodes each id.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw = scope.get("raw_path") if scope["type"] == "http" else None
+        if isinstance(raw, bytes):
+            # Some clients put the query in raw_path too (httpx's ASGI transport).
+            path = raw.split(b"?", 1)[0].decode("latin-1")
+            if path.startswith(_ID_PATHS):
+                scope = {**scope, "path": path, _RAW_IDS: True}
+        await self.app(scope, receive, send)
+
+
+def id_param(request: Request, name: str) -> str:
+    """The id a path carries as `name` (`run_id`, `call_id`), decoded."""
+    value: str = request.path_params[name]
+    return unquote(value, errors="replace") if request.scope.get(_RAW_IDS) else value
 
 
 def make_templates() -> Jinja2Templates:

@@ -80,6 +80,10 @@ def check_fallbacks(models: list[str], max_attempts: int) -> None:
         )
 
 
+_MAX_WINDOW_SECONDS = 3_600.0
+"""The longest window a limit is counted over."""
+
+
 class ModelLimits(BaseModel):
     """How fast a worker's deployment may call one model spec, across all its runs.
 
@@ -94,19 +98,34 @@ class ModelLimits(BaseModel):
             `max_output_tokens`) until its usage is known.
         window_seconds: The window the limits are counted over: 60 counts per minute, as
             providers do; a shorter one spreads calls more evenly (some providers enforce a
-            minute's limit per second, e.g. 600 a minute as 10 a second).
+            minute's limit per second, e.g. 600 a minute as 10 a second). A rate under
+            one call (or token) a window widens the window to hold exactly one: 0.5
+            requests a minute counts one call per 120 s.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     requests_per_minute: float | None = Field(default=None, gt=0, le=1e9, allow_inf_nan=False)
     tokens_per_minute: int | None = Field(default=None, gt=0, le=10**12)
-    window_seconds: float = Field(default=60.0, ge=0.1, le=3_600.0, allow_inf_nan=False)
+    window_seconds: float = Field(default=60.0, ge=0.1, le=_MAX_WINDOW_SECONDS, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _something_limited(self) -> ModelLimits:
         if self.requests_per_minute is None and self.tokens_per_minute is None:
             raise ValueError("ModelLimits needs requests_per_minute or tokens_per_minute")
+        # A window holds at least one call and one token: a rate under one a window (0.5
+        # requests a minute over 60 s) would be rounded up to one a window, a faster rate
+        # than asked. The window widens to hold exactly one instead (120 s for 0.5 a
+        # minute), which keeps the rate.
+        rates = [r for r in (self.requests_per_minute, self.tokens_per_minute) if r is not None]
+        needed = max(60.0 / rate for rate in rates)
+        if needed > self.window_seconds:
+            if needed > _MAX_WINDOW_SECONDS:
+                raise ValueError(
+                    f"ModelLimits: a rate under one a {_MAX_WINDOW_SECONDS:.0f} s window "
+                    f"({min(rates)} a minute) is not supported"
+                )
+            object.__setattr__(self, "window_seconds", needed)  # frozen: set once, here
         return self
 
     @property

@@ -96,8 +96,8 @@ _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 """Letters that draw nothing (Hangul fillers, the blank Braille pattern): spaces too."""
 _MARK_LOOKALIKES: Mapping[str, str] = MappingProxyType(
     {
-        **dict.fromkeys("\u00ab\u226a\u300a\u27ea", "<<"),
-        **dict.fromkeys("\u00bb\u226b\u300b\u27eb", ">>"),
+        **dict.fromkeys("\u00ab\u226a\u300a\u27ea\u22d8\u2aa1\u2aa3\u2af7\ufe3d", "<<"),
+        **dict.fromkeys("\u00bb\u226b\u300b\u27eb\u22d9\u2aa2\u2af8\ufe3e", ">>"),
         **dict.fromkeys("\u2039\u3008\u27e8\u276e\u276c\u2329", "<"),
         **dict.fromkeys("\u203a\u3009\u27e9\u276f\u276d\u232a", ">"),
     }

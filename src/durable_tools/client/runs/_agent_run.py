@@ -322,15 +322,39 @@ class AgentRun:
             timeline: The run's timeline when the caller already has it (saves a query).
         """
         found: list[tuple[str, PendingApproval]] = []
-        for record in timeline if timeline is not None else await self.timeline():
-            if record.child_run_id and record.status == "running":
-                try:
-                    found += await self._other(record.child_run_id).pending_approvals()
-                except RPCError as error:
-                    if error.status != RPCStatusCode.NOT_FOUND:
-                        raise
-                    # Being started (or gone): it waits for nothing yet.
+        for child in await self._answering_subagents(timeline):
+            try:
+                found += await child.pending_approvals()
+            except RPCError as error:
+                if error.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                # Being started (or gone): it waits for nothing yet.
         return found
+
+    async def _answering_subagents(
+        self, timeline: list[ToolCallRecord] | None = None
+    ) -> list[AgentRun]:
+        """This run's running sub-agents that can answer a query: those a worker serves.
+
+        A sub-agent may run on a task queue of its own; while no worker polls it, a query
+        to it waits until the RPC times out, and asking it would stop everyone deciding
+        this run's own calls. It is left out: nothing of it can be decided before its
+        worker comes anyway.
+        """
+        children = []
+        for record in timeline if timeline is not None else await self.timeline():
+            if not (record.child_run_id and record.status == "running"):
+                continue
+            child = self._other(record.child_run_id)
+            try:
+                task_queue = (await child.handle.describe()).task_queue
+            except RPCError as error:
+                if error.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                continue  # being started (or gone): it waits for nothing yet
+            if await has_workers(self.client, task_queue):
+                children.append(child)
+        return children
 
     async def find_approval(self, call_id: str) -> tuple[AgentRun, PendingApproval] | None:
         """The approval pending for `call_id` in this run or one of its running sub-agents,
@@ -560,16 +584,15 @@ class AgentRun:
         mine = [r for r in timeline if r.call_id == call_id and r.decided_by is not None]
         if mine:
             return mine[-1]
-        for record in timeline:
-            if record.child_run_id and record.status == "running":
-                try:
-                    found = await self._other(record.child_run_id)._decided(call_id)
-                except RPCError as error:
-                    if error.status != RPCStatusCode.NOT_FOUND:
-                        raise
-                    continue
-                if found is not None:
-                    return found
+        for child in await self._answering_subagents(timeline):
+            try:
+                found = await child._decided(call_id)
+            except RPCError as error:
+                if error.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                continue
+            if found is not None:
+                return found
         return None
 
     # ------------------------------------------------------- decisions sent as given

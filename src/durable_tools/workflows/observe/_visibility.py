@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from collections.abc import Callable
@@ -157,9 +158,15 @@ def _how_to_resume(run_id: str, pending: object) -> str:
 
 
 def _unticked(text: str) -> str:
-    """`text` without backticks, to sit in a markdown code span it cannot end (the details
-    are markdown: what followed a backtick of a model's call id would render as such)."""
-    return text.replace("`", "'")
+    """`text` without backticks or line breaks, to sit in a markdown code span it cannot
+    end (the details are markdown: what followed a backtick of a model's call id, or a
+    blank line in it, would render as such, a link included)."""
+    return _LINE_BREAKS.sub(" ", text.replace("`", "'"))
+
+
+_LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""Control characters (line breaks among them) and Unicode's line and paragraph
+separators: each becomes a space in the details."""
 
 
 def _word(text: str) -> str:

@@ -31,7 +31,8 @@ __all__ = ["MESSAGE_ID_CHARS", "Session", "answered_key", "bounded_answered"]
 
 MESSAGE_ID_CHARS = 200
 """Longest message id kept as it is among the answered ones; a longer one is kept as its
-SHA-256 (`answered_key`), so that a client's long ids cannot grow what is carried."""
+SHA-256 (`answered_key`), so that a client's long ids cannot grow what is carried (so is
+one that starts `sha256:`, so that no id can spell another's key)."""
 
 
 @dataclass
@@ -113,12 +114,16 @@ class Session:
         )
 
 
+_DIGEST_PREFIX = "sha256:"
+
+
 def answered_key(message_id: str) -> str:
-    """How an answered message's id is kept: as it is, or `sha256:<hex>` when long."""
-    if len(message_id) <= MESSAGE_ID_CHARS:
+    """How an answered message's id is kept: as it is, or `sha256:<hex>` when long, or
+    when it starts like a digest (an id spelling another id's key is not that id)."""
+    if len(message_id) <= MESSAGE_ID_CHARS and not message_id.startswith(_DIGEST_PREFIX):
         return message_id
     digest = hashlib.sha256(message_id.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"sha256:{digest}"
+    return f"{_DIGEST_PREFIX}{digest}"
 
 
 def bounded_answered(
