@@ -28,9 +28,8 @@ from temporalio.runtime import (
     TelemetryFilter,
 )
 
-from durable_tools.connection import connect
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.worker import build_worker
+from durable_tools import ToolRegistry, build_worker, connect
+from durable_tools.tools import FileSystemArtifactStore
 
 
 def rss_kb() -> int:

@@ -13,7 +13,7 @@ import httpx
 from temporalio.client import Client
 
 from cli_support import cli, cli_json
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools
 from durable_tools.inbox import (
     AuthConfig,
     InboxConfig,

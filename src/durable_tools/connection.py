@@ -28,7 +28,6 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "ConnectionConfigError",
     "ConnectionOptions",
-    "connect",
     "connect_config",
     "resolve_address",
     "resolve_namespace",

@@ -19,13 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, fie
 from durable_tools._wire import WireModel
 
 __all__ = [
-    "Message",
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
     "NamedToolChoice",
     "OutputSchema",
-    "ToolCall",
     "ToolDefinition",
     "Usage",
 ]

@@ -14,6 +14,6 @@ or `rate_limit` need the extra workers of `plugin.limited_workers(client, "agent
 """
 
 from durable_tools._data_converter import durable_data_converter
-from durable_tools.worker._plugin import PLUGIN_NAME, DurableToolsPlugin
+from durable_tools.worker._plugin import PLUGIN_NAME, DurableToolsPlugin as DurableToolsPlugin
 
-__all__ = ["PLUGIN_NAME", "DurableToolsPlugin", "durable_data_converter"]
+__all__ = ["PLUGIN_NAME", "durable_data_converter"]

@@ -16,8 +16,8 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli
+from durable_tools import DurableTools
 from durable_tools.cli import main
-from durable_tools.client import DurableTools
 from durable_tools.inbox import (
     AuthConfig,
     InboxConfig,

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from durable_tools import oauth
+from durable_tools import NeedsAuthorization, oauth
 from durable_tools.oauth import (
     ExpiredState,
     FileStateStore,
@@ -32,7 +32,6 @@ from durable_tools.oauth import (
     load_providers,
     new_code_verifier,
 )
-from durable_tools.tools import NeedsAuthorization
 from oauth.fake_provider import FakeOAuthProvider
 from oauth_support import Clock
 

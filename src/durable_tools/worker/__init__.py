@@ -15,7 +15,7 @@ from durable_tools.protocol._models import ModelLimits
 from ._build import (
     DEFAULT_TASK_QUEUE,
     SECRET_ENV_PREFIX,
-    build_worker,
+    build_worker as build_worker,
     load_registry,
     secrets_from_env,
     task_queue_from_env,
@@ -35,7 +35,6 @@ __all__ = [
     "GrantStore",
     "ModelLimits",
     "ToolWorker",
-    "build_worker",
     "deployment_version",
     "load_registry",
     "missing_extras",

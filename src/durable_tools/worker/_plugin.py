@@ -52,8 +52,7 @@ from durable_tools.flows import FlowWorkflow
 from durable_tools.protocol._models import ModelLimits, checked_model_limits
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
 from durable_tools.tools._registry import ToolRegistry
-from durable_tools.worker._deployment import deployment_version as checked_version
-from durable_tools.worker._deployment import versioned
+from durable_tools.worker._deployment import deployment_version as checked_version, versioned
 from durable_tools.worker._limited import limited_workers
 from durable_tools.worker._sandbox import passthrough_modules, workflow_runner
 from durable_tools.workflows import AgentWorkflow
