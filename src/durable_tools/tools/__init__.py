@@ -1,7 +1,10 @@
 """The tool layer: plain Python, testable without a server.
 
 Specs, the registry, schemas, validation, errors and result formatting live here.
-Nothing in this package imports Temporal's worker or client.
+Nothing in this package imports Temporal's worker or client. What a tool author imports
+(`ToolRegistry`, `ToolContext`, `ToolSpec` and its policies, `ToolResult`, the errors) is
+exported by the top-level `durable_tools`; this module lists the rest: middleware, artifact
+stores, the tool catalog, the tool events' names.
 """
 
 from ._artifacts import (

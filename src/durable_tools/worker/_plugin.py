@@ -1,4 +1,4 @@
-"""The Temporal plugin behind `durable_tools.plugin.DurableToolsPlugin` and `build_worker`.
+"""The Temporal plugin behind `durable_tools.DurableToolsPlugin` and `build_worker`.
 
 On the client it sets the data converter: pydantic payload conversion, composed with a
 `payload_codec` if one is given (the client's other converter choices are kept). On each

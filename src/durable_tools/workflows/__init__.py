@@ -1,4 +1,11 @@
-"""The agent workflow and the data it takes, keeps and returns."""
+"""The agent workflow: embedding its loop, and what policies and evaluators exchange.
+
+`AgentConfig` and its parts, and what a run returns and reports (`AgentResult`,
+`RunStatus`, `RunEvent`, ...), are exported by the top-level `durable_tools`. This module
+lists what embedding the loop in a workflow of your own takes (`AgentLoop`, `AgentInput`,
+`run_agent`, `start_agent`, the `AgentWorkflow` class) and the types of policy extensions
+(`Constraint`, `CriteriaSet`, an evaluator's `EvaluationRequest` and `Evaluation`).
+"""
 
 from durable_tools.protocol._code_mode import CodeMode as CodeMode
 from durable_tools.protocol._compaction import CompactionConfig as CompactionConfig, ContextView
