@@ -1,7 +1,8 @@
 """Building and running a worker from a tool registry.
 
-`build_worker` (exported by the top-level `durable_tools`) is `DurableToolsPlugin` (`durable_tools.plugin`) on a `Worker`, plus the
-workers of rate-limited tools; use the plugin directly in an application's own workers.
+`build_worker` (exported, like `DurableToolsPlugin`, by the top-level `durable_tools`) is
+the plugin on a `Worker`, plus the workers of rate-limited tools; use the plugin directly in
+an application's own workers.
 
 The worker-side objects `build_worker` takes are here too: a custom OAuth broker
 (`AuthorizationBroker`, `oauth=`), evaluators (`Evaluator`, `evaluators=`) and the
