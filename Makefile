@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 # pyproject.toml keeps the ranges users get; `make lock` refreshes this file from them.
 CONSTRAINTS := constraints.txt
 
-.PHONY: install lock test lint typecheck unit test-slow test-sandbox demo bench server clean bytecode browser docs screenshots
+.PHONY: install lock test lint typecheck unit test-slow test-sandbox demo bench bench-publish server clean bytecode browser docs screenshots
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	python3 -m venv $(VENV)
@@ -96,10 +96,16 @@ demo: $(RUNTIME_STAMP)
 	$(PY) -m compileall -q src
 	$(VENV)/bin/durable-tools demo $(DEMO_ARGS)
 
-## make bench: benchmarks vs a bare Temporal loop; table + bench/results/latest.json.
+## make bench: benchmarks vs a bare Temporal loop; the table, figures and curves in
+## bench/results/local/ (git-ignored: the tree stays clean).
 ## BENCH_ARGS=--quick for a ~1 minute version, --address HOST:PORT for another server.
 bench: bytecode
 	$(PY) -m bench $(BENCH_ARGS)
+
+## make bench-publish: the same, replacing the committed reference figures
+## (bench/results/latest.json, scale.json with --scale, docs/bench-*.png); commit them on purpose.
+bench-publish: bytecode
+	$(PY) -m bench --publish $(BENCH_ARGS)
 
 server: $(STAMP)
 	$(VENV)/bin/durable-tools server

@@ -45,6 +45,9 @@ __all__ = ["measure_code_mode"]
 
 LOOKUPS = 20
 RESULTS = Path(__file__).resolve().parent / "results" / "code_mode.json"
+"""The committed reference figures, replaced only with `--publish`."""
+LOCAL_RESULTS = RESULTS.parent / "local" / RESULTS.name
+"""Where a run writes by default (git-ignored)."""
 _FAKE = Path(__file__).resolve().parent.parent / "tests" / "fake_openai.py"
 
 SCRIPT = f"""
@@ -167,13 +170,18 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--address", help="a Temporal server to use (default: start one)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--publish", action="store_true", help=f"replace the committed {RESULTS.name}"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as data:
         async with server_client(args.address, Path(data)) as (client, _):
             results = await measure_code_mode(client, args.repeats)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    output = RESULTS if args.publish else LOCAL_RESULTS
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(results, indent=2) + "\n")
     print(table(results))
+    print(f"wrote {output}")
 
 
 if __name__ == "__main__":

@@ -16,18 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import logging
 import sys
 from pathlib import Path
 
-from temporalio.runtime import (
-    LogForwardingConfig,
-    LoggingConfig,
-    Runtime,
-    TelemetryConfig,
-    TelemetryFilter,
-)
-
+from bench._logs import core_logs_to_stderr
 from durable_tools import ToolRegistry, build_worker, connect
 from durable_tools.tools import FileSystemArtifactStore
 
@@ -48,16 +40,6 @@ def registry() -> ToolRegistry:
         return f"moved {amount}"
 
     return tools
-
-
-def core_logs_to_stderr() -> None:
-    """Send the SDK core's log lines (WARN and up) to stderr, never to the protocol pipe."""
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    forwarding = LogForwardingConfig(logger=logging.getLogger("temporalio.core"))
-    logs = LoggingConfig(
-        filter=TelemetryFilter(core_level="WARN", other_level="ERROR"), forwarding=forwarding
-    )
-    Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=logs)))
 
 
 async def main(address: str, task_queue: str, max_cached: int, artifacts: str) -> None:

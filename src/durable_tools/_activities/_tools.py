@@ -23,6 +23,7 @@ from temporalio.exceptions import ApplicationError
 from durable_tools._activities._runtime import ToolRuntime
 from durable_tools._activities._types import ToolInvocation
 from durable_tools.protocol._options import retry_delay
+from durable_tools.tools._artifacts import ArtifactStore
 from durable_tools.tools._classify import (
     apply_retry_spec,
     classify_exception,
@@ -34,6 +35,7 @@ from durable_tools.tools._events import TOOL_POLICY_EXHAUSTED, ToolEvent, scrub_
 from durable_tools.tools._formatting import format_result, output_lost_outcome
 from durable_tools.tools._progress_scrub import scrub_progress
 from durable_tools.tools._registry import RegisteredTool
+from durable_tools.tools._results import ArtifactRef, ToolOutcome, ToolResult
 from durable_tools.tools._scrub import scrub
 from durable_tools.tools._spec import ToolSpec
 
@@ -209,6 +211,53 @@ def _log_late_end(context: ToolContext, error: BaseException | None, late: float
     )
 
 
+class _StoreNeeded(Exception):
+    """The output is over its limit: formatting it writes to the artifact store."""
+
+
+class _NoStore:
+    """The store `format_result` gets on the event loop: it refuses, so that an output
+    the real store must keep is formatted again in a thread."""
+
+    def put(self, data: bytes, media_type: str = "application/octet-stream") -> ArtifactRef:
+        raise _StoreNeeded
+
+    def get(self, ref: ArtifactRef) -> bytes:
+        raise KeyError(ref.uri)
+
+
+def _small_text(result: ToolResult, limit_bytes: int) -> bool:
+    """Whether `result` is text blocks only, of at most `limit_bytes` characters in all:
+    cheap to format on the event loop (no JSON to render, likely no store write)."""
+    if result.structured is not None:
+        return False
+    chars = 0
+    for block in result.content:
+        if block.type != "text":
+            return False
+        chars += len(block.text or "")
+    return chars <= limit_bytes
+
+
+async def _format(
+    result: ToolResult, *, store: ArtifactStore | None, **options: Any
+) -> ToolOutcome:
+    """`format_result`, on the event loop when the result is small text, else in a thread.
+
+    A thread costs a hop each way on every call, which on a busy worker is most of what
+    formatting a one-line result costs. The store may write to disk or to S3 over the
+    network, and a large output takes a while to scrub and cut, so those stay off the
+    event loop: a small result that still needs the store (scrubbing made it longer) is
+    formatted again in the thread.
+    """
+    if _small_text(result, options["limit_bytes"]):
+        try:
+            return format_result(result, store=_NoStore() if store is not None else None, **options)
+        except _StoreNeeded:
+            pass
+    return await asyncio.to_thread(format_result, result, store=store, **options)
+
+
 def make_tool_activity(
     tool: RegisteredTool, runtime: ToolRuntime
 ) -> Callable[[ToolInvocation], Awaitable[Any]]:
@@ -314,9 +363,7 @@ def make_tool_activity(
             ) from None
         # The tool has run: from here on nothing may raise, or the engine would run it again.
         try:
-            # In a thread: the store may write to disk or to S3 over the network.
-            outcome = await asyncio.to_thread(
-                format_result,
+            outcome = await _format(
                 result,
                 call_id=invocation.call_id,
                 tool_name=spec.name,

@@ -54,7 +54,11 @@ from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._deployment import deployment_version as checked_version, versioned
 from durable_tools.worker._limited import limited_workers
-from durable_tools.worker._sandbox import passthrough_modules, workflow_runner
+from durable_tools.worker._sandbox import (
+    ContextLookupRunner,
+    passthrough_modules,
+    workflow_runner,
+)
 from durable_tools.workflows import AgentWorkflow
 from durable_tools.workflows.limiter._model_limiter import ModelLimiterWorkflow
 from durable_tools.workflows.loop._token_stream import TokenStreamWorkflow
@@ -93,6 +97,8 @@ def _with_passthrough(existing: WorkflowRunner | None) -> WorkflowRunner:
         return workflow_runner()
     if isinstance(existing, SandboxedWorkflowRunner):
         restrictions = existing.restrictions.with_passthrough_modules(*passthrough_modules())
+        if type(existing) is SandboxedWorkflowRunner:  # the SDK's own: same, cheaper lookups
+            return ContextLookupRunner(restrictions, existing.runner_class)
         return dataclasses.replace(existing, restrictions=restrictions)
     return existing  # unsandboxed: nothing is re-imported, nothing to pass through
 

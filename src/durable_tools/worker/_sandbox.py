@@ -21,22 +21,75 @@ non-deterministic call in durable-tools' workflow code fails there, not in produ
 Data modules (messages, tool specs, activity and run types) always pass through: a model
 class imported twice is two classes, and pydantic then refuses an instance of one where
 the other is expected.
+
+The runner is also cheaper per payload than the SDK's (`ContextLookupRunner`): for every
+payload of every activation and completion, the SDK asks the run's sandbox which
+serialization context applies (the workflow's, or the activity's a command schedules) by
+compiling and running a line of code inside it, under its import hooks: about a third of
+the Python CPU of a tool call (docs/benchmarks.md). The answer is a lookup in the run's
+own tables, with no import and no workflow code, so this runner asks the sandboxed
+instance directly; the sandbox still runs every activation, as before.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from typing import Any
 
+import temporalio.converter
+from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker.workflow_sandbox._runner import _Instance
 
 __all__ = [
     "PASSTHROUGH_MODULES",
     "STRICT_SANDBOX_ENV",
     "WORKFLOW_CODE_MODULES",
+    "ContextLookupRunner",
     "passthrough_modules",
     "strict_sandbox",
     "workflow_runner",
 ]
+
+_IN_SANDBOX = "__temporal_in_sandbox"
+"""The name the SDK's sandbox gives the run's instance inside it (`_Instance._create_instance`)."""
+
+
+class _ContextLookupInstance(_Instance):
+    """The SDK's sandboxed run, answering serialization-context questions directly.
+
+    `get_serialization_context` and `get_external_store_context` read the run's pending
+    commands and its info, nothing else: asked of the instance inside the sandbox without
+    compiling code and entering the import hooks, they return the same objects. Should an
+    SDK version keep the instance elsewhere, the SDK's own way is used.
+    """
+
+    def get_serialization_context(
+        self, command_info: Any
+    ) -> temporalio.converter.SerializationContext | None:
+        inner: Any = self.globals_and_locals.get(_IN_SANDBOX)
+        if inner is None:
+            return super().get_serialization_context(command_info)
+        context: temporalio.converter.SerializationContext | None
+        context = inner.get_serialization_context(command_info)
+        return context
+
+    def get_external_store_context(self, command_info: Any) -> Any:
+        inner: Any = self.globals_and_locals.get(_IN_SANDBOX)
+        if inner is None:
+            return super().get_external_store_context(command_info)
+        return inner.get_external_store_context(command_info)
+
+
+@dataclasses.dataclass(frozen=True)
+class ContextLookupRunner(SandboxedWorkflowRunner):
+    """`SandboxedWorkflowRunner` whose runs answer serialization-context lookups directly
+    (see the module's docstring): the same sandbox, without its per-payload cost."""
+
+    def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
+        return _ContextLookupInstance(det, self.runner_class, self.restrictions)
+
 
 PASSTHROUGH_MODULES = (
     "durable_tools.messages",
@@ -83,7 +136,7 @@ def workflow_runner(*, strict: bool | None = None) -> SandboxedWorkflowRunner:
     Args:
         strict: See `passthrough_modules`.
     """
-    return SandboxedWorkflowRunner(
+    return ContextLookupRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(
             *passthrough_modules(strict=strict)
         )
