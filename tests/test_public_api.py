@@ -179,7 +179,7 @@ def test_no_wire_record_or_plumbing_is_public() -> None:
 
 
 def test_the_old_paths_of_top_level_names_still_import_the_same_object() -> None:
-    # `from durable_tools.tools import ToolRegistry` was the one path before 0.2: it keeps
+    # `from durable_tools.tools import ToolRegistry` was the one path before: it keeps
     # working, it is just no longer listed (or documented) there.
     for name in sorted(ROOT_NAMES):
         home = durable_tools._EXPORTS[name]
