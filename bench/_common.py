@@ -19,12 +19,17 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bench.bare_workflow import BareAgentInput, BareAgentWorkflow, bare_activities
-from durable_tools.client import DurableTools
-from durable_tools.connection import connect
+from durable_tools import (
+    AgentConfig,
+    DurableTools,
+    Limits,
+    RunStatus,
+    ToolRegistry,
+    build_worker,
+    connect,
+)
 from durable_tools.server import DevServer
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.worker import build_worker
-from durable_tools.workflows import AgentConfig, Limits, RunStatus
+from durable_tools.tools import FileSystemArtifactStore
 
 __all__ = [
     "Bench",

@@ -21,7 +21,8 @@ from pydantic import BaseModel
 from temporalio import activity, workflow
 
 with workflow.unsafe.imports_passed_through():
-    from durable_tools.messages import Message, ModelRequest, ModelResponse
+    from durable_tools import Message
+    from durable_tools.messages import ModelRequest, ModelResponse
     from durable_tools.models import resolve_model
 
 __all__ = ["BareAgentInput", "BareAgentWorkflow", "BareToolCall", "bare_activities"]

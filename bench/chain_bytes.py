@@ -20,8 +20,7 @@ from temporalio.api.common.v1 import Payloads
 from temporalio.api.enums.v1 import EventType
 
 from bench._common import Bench, server_client, tool_steps
-from durable_tools.client import DurableTools
-from durable_tools.workflows import AgentConfig, Limits
+from durable_tools import AgentConfig, DurableTools, Limits
 
 __all__ = ["main"]
 

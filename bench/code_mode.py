@@ -32,10 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import server_client
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.worker import build_worker
-from durable_tools.workflows import AgentConfig, CodeMode, ExecutionStrategy
+from durable_tools import (
+    AgentConfig,
+    CodeMode,
+    DurableTools,
+    ExecutionStrategy,
+    ToolRegistry,
+    build_worker,
+)
 
 __all__ = ["measure_code_mode"]
 

@@ -25,12 +25,20 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import machine, server_client
-from durable_tools.client import DurableTools
-from durable_tools.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from durable_tools import (
+    AgentConfig,
+    CompactionConfig,
+    DurableTools,
+    Limits,
+    Message,
+    RunStatus,
+    ToolCall,
+    ToolRegistry,
+    build_worker,
+)
+from durable_tools.messages import ModelRequest, ModelResponse, Usage
 from durable_tools.models import register_model_adapter, unregister_model_adapter
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.worker import build_worker
-from durable_tools.workflows import AgentConfig, CompactionConfig, Limits, RunStatus
+from durable_tools.tools import FileSystemArtifactStore
 
 __all__ = ["main"]
 

@@ -18,8 +18,7 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.workflows import AgentConfig
+from durable_tools import AgentConfig, DurableTools
 
 __all__ = ["measure_paused"]
 

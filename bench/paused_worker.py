@@ -20,9 +20,8 @@ import sys
 from pathlib import Path
 
 from bench._logs import core_logs_to_stderr
-from durable_tools.connection import connect
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.worker import build_worker
+from durable_tools import ToolRegistry, build_worker, connect
+from durable_tools.tools import FileSystemArtifactStore
 
 
 def rss_kb() -> int:

@@ -109,14 +109,10 @@ async def trace_decide_paths() -> tuple[RouteTrace, RouteTrace]:
     import httpx
 
     from bench._common import free_port
+    from durable_tools import AgentConfig, DurableTools, ToolRegistry, build_worker, connect
     from durable_tools.cli import main as cli_main
-    from durable_tools.client import DurableTools
-    from durable_tools.connection import connect
     from durable_tools.inbox import AuthConfig, InboxConfig, TokenStore, add_token, create_app
     from durable_tools.server import DevServer
-    from durable_tools.tools import ToolRegistry
-    from durable_tools.worker import build_worker
-    from durable_tools.workflows import AgentConfig
 
     registry = ToolRegistry()
 

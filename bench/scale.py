@@ -13,11 +13,9 @@ from temporalio.client import Client
 
 from bench._common import Bench, free_port, make_registry, tool_steps
 from bench._logs import expected_core_logs
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, Limits, RunStatus, build_worker
 from durable_tools.server import DevServer
 from durable_tools.tools import FileSystemArtifactStore
-from durable_tools.worker import build_worker
-from durable_tools.workflows import AgentConfig, Limits, RunStatus
 
 __all__ = ["measure_long_run", "measure_recovery"]
 

@@ -28,8 +28,7 @@ from typing import Any
 from temporalio.client import Client
 
 from bench._common import Bench, server_client, tool_steps
-from durable_tools.client import DurableTools
-from durable_tools.workflows import AgentConfig, Limits, SessionConfig
+from durable_tools import AgentConfig, DurableTools, Limits, SessionConfig
 
 __all__ = ["measure_session"]
 

@@ -12,13 +12,10 @@ import os
 import re
 import sys
 
-from durable_tools.client import DurableTools
-from durable_tools.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from durable_tools import AgentConfig, DurableTools, Message, ToolCall, ToolRegistry, build_worker
+from durable_tools.messages import ModelRequest, ModelResponse, Usage
 from durable_tools.models import ModelError, register_model_adapter
 from durable_tools.server import ensure_server
-from durable_tools.tools import ToolRegistry
-from durable_tools.worker import build_worker
-from durable_tools.workflows import AgentConfig
 
 registry = ToolRegistry()
 

@@ -7,7 +7,8 @@ import asyncio
 import json
 from typing import Annotated
 
-from durable_tools.tools import Injected, ToolContext, ToolRegistry, format_result
+from durable_tools import Injected, ToolContext, ToolRegistry
+from durable_tools.tools import format_result
 
 registry = ToolRegistry()
 

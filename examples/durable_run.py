@@ -11,11 +11,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, ToolContext, ToolRegistry, build_worker
 from durable_tools.server import ensure_server
-from durable_tools.tools import ToolContext, ToolRegistry
-from durable_tools.worker import build_worker
-from durable_tools.workflows import AgentConfig
 
 registry = ToolRegistry()
 

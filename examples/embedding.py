@@ -14,19 +14,13 @@ from pathlib import Path
 
 from temporalio import workflow
 
-from durable_tools.client import AgentRun
+from durable_tools import AgentRun, ToolRegistry, build_worker
 from durable_tools.server import ensure_server
-from durable_tools.tools import ToolRegistry
-from durable_tools.worker import build_worker
 
 # --8<-- [start:imports]
 with workflow.unsafe.imports_passed_through():
-    from durable_tools.workflows import (
-        AgentConfig,
-        AgentInput,
-        AgentLoop,
-        run_agent,
-    )
+    from durable_tools import AgentConfig
+    from durable_tools.workflows import AgentInput, AgentLoop, run_agent
 # --8<-- [end:imports]
 
 registry = ToolRegistry()

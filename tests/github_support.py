@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from durable_tools import ToolRegistry
 from durable_tools.sources import attach_openapi
-from durable_tools.tools import ToolRegistry
 
 __all__ = ["GITHUB_DOCUMENT", "GitHubMock", "github_document", "github_mock", "github_registry"]
 

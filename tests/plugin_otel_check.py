@@ -29,9 +29,7 @@ from temporalio.contrib.opentelemetry import (
 )
 from temporalio.worker import Worker
 
-from durable_tools.client import DurableTools
-from durable_tools.plugin import DurableToolsPlugin
-from durable_tools.tools import ToolRegistry
+from durable_tools import DurableTools, DurableToolsPlugin, ToolRegistry
 from support import answer, calls, write_script
 
 

@@ -15,10 +15,9 @@ from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from durable_tools.client import AgentRun
-from durable_tools.tools import ToolRegistry
-from durable_tools.worker import build_worker, workflow_runner
-from durable_tools.workflows import AgentConfig, AgentWorkflow, ExecutionStrategy, RunSnapshot
+from durable_tools import AgentConfig, AgentRun, ExecutionStrategy, ToolRegistry, build_worker
+from durable_tools.worker import workflow_runner
+from durable_tools.workflows import AgentWorkflow, RunSnapshot
 
 
 def write_script(directory: Path, steps: list[dict[str, Any]]) -> str:

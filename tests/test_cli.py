@@ -16,9 +16,8 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli, cli_json
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools, RunStatus
 from durable_tools.demo.tools import registry as demo_registry
-from durable_tools.workflows import RunStatus
 from support import (
     answer,
     calls,
@@ -223,8 +222,7 @@ async def test_demo_auto_approve(cli_env: str, tmp_path: Path, capsys: Any) -> N
 async def test_show_lists_approvals_inside_subagents(
     client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
 ) -> None:
-    from durable_tools.tools import ToolRegistry
-    from durable_tools.workflows import AgentConfig
+    from durable_tools import AgentConfig, ToolRegistry
 
     registry = ToolRegistry()
 
@@ -279,7 +277,7 @@ async def test_show_marks_each_call_done_as_it_finishes(
 MCP_TOOLS_MODULE = """
 import sys
 from durable_tools.sources import McpStdio, attach_mcp_sync
-from durable_tools.tools import ToolRegistry
+from durable_tools import ToolRegistry
 
 registry = ToolRegistry()
 attach_mcp_sync(registry, McpStdio(sys.executable, ({server!r}, "stdio"), name="calc"))

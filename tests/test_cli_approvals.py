@@ -14,12 +14,10 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 
 import cli_support
 from cli_support import cli, cli_json
+from durable_tools import DurableTools, RunStatus, ToolRegistry
 from durable_tools.cli import CliError
 from durable_tools.cli._confirm import hash_given
-from durable_tools.client import DurableTools
 from durable_tools.client.render._text import terminal_safe
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import RunStatus
 from support import answer, calls, decisions_sent, running_worker, wait_for, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
@@ -269,8 +267,8 @@ def test_hash_given_takes_a_pasted_hash_as_it_is_meant() -> None:
 async def test_a_group_decided_call_is_decided_by_a_member_named_as_such(
     client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
 ) -> None:
+    from durable_tools import AgentConfig, ApprovalPolicy
     from durable_tools.inbox import add_token
-    from durable_tools.workflows import AgentConfig, ApprovalPolicy
 
     tokens = tmp_path / "tokens.json"
     add_token(tokens, "alice", groups=["ops"])

@@ -14,10 +14,9 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli
+from durable_tools import DurableTools, RunStatus, ToolRegistry
 from durable_tools.callbacks import pending_callbacks
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentWorkflow, RunStatus
+from durable_tools.workflows import AgentWorkflow
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for

@@ -10,8 +10,7 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.workflows import RunStatus
+from durable_tools import AgentRun, DurableTools, RunStatus
 from support import answer, calls, decisions_sent, running_worker, wait_for, write_script
 from test_cli_approvals import pay_registry
 

@@ -19,8 +19,15 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli
+from durable_tools import (
+    AgentConfig,
+    AgentRun,
+    DurableTools,
+    ExecutionStrategy,
+    PendingApproval,
+    RunStatus,
+)
 from durable_tools.cli._confirm import describe_request
-from durable_tools.client import AgentRun, DurableTools
 from durable_tools.inbox import (
     AuthConfig,
     InboxConfig,
@@ -29,7 +36,6 @@ from durable_tools.inbox import (
     add_token,
     create_app,
 )
-from durable_tools.workflows import AgentConfig, ExecutionStrategy, PendingApproval, RunStatus
 from support import answer, calls, decisions_sent, running_worker, wait_for, write_script
 from test_cli_approvals import pay_registry, reused_call_id_script
 

@@ -13,8 +13,8 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli
+from durable_tools import DurableTools
 from durable_tools.cli import build_parser
-from durable_tools.client import DurableTools
 from durable_tools.demo.tools import registry as demo_registry
 from support import answer, running_worker, write_script
 

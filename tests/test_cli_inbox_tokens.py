@@ -13,7 +13,8 @@ import httpx
 from temporalio.client import Client
 
 from cli_support import cli, cli_json
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools
+from durable_tools._callers._tokens import hash_token
 from durable_tools.inbox import (
     AuthConfig,
     InboxConfig,
@@ -21,7 +22,6 @@ from durable_tools.inbox import (
     TokenStore,
     add_token,
     create_app,
-    hash_token,
 )
 
 

@@ -10,7 +10,7 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli, run_exists
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools
 from durable_tools.models import register_model_adapter, unregister_model_adapter
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for

@@ -10,10 +10,8 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry
+from durable_tools import DurableTools, GrantRequest, RunStatus, ToolRegistry
 from durable_tools.worker import GrantStore
-from durable_tools.workflows import GrantRequest, RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for

@@ -14,10 +14,15 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli, cli_json
-from durable_tools import search_attributes as sa
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import Identity, ToolRegistry
-from durable_tools.workflows import AgentConfig, ExecutionStrategy
+from durable_tools import (
+    AgentConfig,
+    AgentRun,
+    DurableTools,
+    ExecutionStrategy,
+    Identity,
+    ToolRegistry,
+    search_attributes as sa,
+)
 from support import answer, calls, running_worker, wait_for, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for

@@ -14,9 +14,9 @@ from temporalio.client import Client, ScheduleActionStartWorkflow
 
 import cli_support
 from cli_support import cli, run_exists, start_input, usage_error
+from durable_tools import CodeMode, CompactionConfig, ToolRegistry
 from durable_tools.cli import build_parser
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentInput, CodeMode, CompactionConfig
+from durable_tools.workflows import AgentInput
 from support import answer, calls, running_worker, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for

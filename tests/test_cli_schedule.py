@@ -15,10 +15,13 @@ from temporalio.service import RPCError
 
 import cli_support
 from cli_support import cli, cli_json
-from durable_tools import search_attributes as sa
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig, RunStatus
+from durable_tools import (
+    AgentConfig,
+    DurableTools,
+    RunStatus,
+    ToolRegistry,
+    search_attributes as sa,
+)
 from support import answer, calls, running_worker, wait_for, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for

@@ -12,9 +12,7 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli, run_exists, start_input, usage_error
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig, RunStatus, SessionConfig
+from durable_tools import AgentConfig, DurableTools, RunStatus, SessionConfig, ToolRegistry
 from fake_openai import FakeOpenAIServer, RecordedRequest, chat_completion
 from support import answer, calls, running_worker, wait_for, write_script
 

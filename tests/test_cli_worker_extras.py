@@ -15,7 +15,7 @@ from durable_tools._extras import install_hint
 from durable_tools.worker import missing_extras
 
 TOOLS_MODULE = '''
-from durable_tools.tools import ToolRegistry
+from durable_tools import ToolRegistry
 
 registry = ToolRegistry()
 
@@ -92,7 +92,7 @@ MCP_TOOLS_MODULE = """
 import sys
 
 from durable_tools.sources import McpStdio, attach_mcp_sync
-from durable_tools.tools import ToolRegistry
+from durable_tools import ToolRegistry
 
 registry = ToolRegistry()
 attach_mcp_sync(registry, McpStdio(sys.executable, ("-c", "pass"), name="calc"))

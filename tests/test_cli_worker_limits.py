@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from durable_tools import DurableTools
 from durable_tools.cli import build_parser
-from durable_tools.client import DurableTools
 from durable_tools.worker import ModelLimits
 from support import write_script
 

@@ -14,11 +14,11 @@ from temporalio.testing import WorkflowEnvironment
 
 import cli_support
 from cli_support import cli
+from durable_tools import connect
 from durable_tools.connection import (
     DEFAULT_ADDRESS,
     ConnectionConfigError,
     ConnectionOptions,
-    connect,
     connect_config,
 )
 from tls_proxy import Pki, TlsProxy, make_pki

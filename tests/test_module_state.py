@@ -39,7 +39,7 @@ import pytest
 from pydantic import BaseModel, TypeAdapter
 from snowballstemmer.english_stemmer import EnglishStemmer
 
-from durable_tools.tools import Identity, ToolSpec
+from durable_tools import Identity, ToolSpec
 
 SAFE: dict[str, str] = {
     "durable_tools._http_clients._clients": (

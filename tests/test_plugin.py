@@ -18,12 +18,14 @@ from temporalio.converter import DataConverter, PayloadCodec
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from durable_tools.client import DurableTools
-from durable_tools.connection import connect
-from durable_tools.plugin import DurableToolsPlugin
-from durable_tools.tools import ToolRegistry
-from durable_tools.worker import build_worker
-from durable_tools.workflows import RunStatus
+from durable_tools import (
+    DurableTools,
+    DurableToolsPlugin,
+    RunStatus,
+    ToolRegistry,
+    build_worker,
+    connect,
+)
 from support import answer, assert_not_wedged, calls, write_script
 
 

@@ -11,27 +11,25 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from durable_tools.client import (
+from durable_tools import (
+    AgentConfig,
     AgentRun,
     AlreadyDecided,
+    ApprovalPolicy,
     DecisionError,
     DecisionRecorded,
     DurableTools,
+    ExecutionStrategy,
     MalformedDecision,
     NotADecider,
     NothingPending,
+    PendingApproval,
     RejectedByRun,
     RunEnded,
     RunNotFound,
+    RunStatus,
     StaleRequest,
     WorkerUnavailable,
-)
-from durable_tools.workflows import (
-    AgentConfig,
-    ApprovalPolicy,
-    ExecutionStrategy,
-    PendingApproval,
-    RunStatus,
 )
 from support import answer, calls, decisions_sent, running_worker, wait_for, write_script
 from test_cli_approvals import pay_registry

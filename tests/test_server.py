@@ -19,7 +19,7 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
-from durable_tools.connection import connect
+from durable_tools import connect
 from durable_tools.search_attributes import SEARCH_ATTRIBUTES
 from durable_tools.server import (
     DevServer,

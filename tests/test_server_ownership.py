@@ -19,8 +19,7 @@ import httpx
 import pytest
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
-from durable_tools.client import DurableTools
-from durable_tools.connection import connect
+from durable_tools import DurableTools, connect
 from durable_tools.server import DevServer, DevServerError, ensure_server
 from durable_tools.server._process import PidFile, process_cmdline
 from support import free_port

@@ -19,6 +19,15 @@ from pydantic_core import to_json
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from durable_tools import (
+    AgentConfig,
+    ApprovalPolicy,
+    ArtifactRef,
+    Identity,
+    Limits,
+    Message,
+    ToolCall,
+)
 from durable_tools._activities._types import (
     COMPACT_ACTIVITY,
     CatalogRequest,
@@ -31,9 +40,9 @@ from durable_tools._activities._types import (
     ToolInvocation,
 )
 from durable_tools._wire import WireModel
-from durable_tools.messages import Message, ModelRequest, ModelResponse, ToolCall, Usage
-from durable_tools.tools import ArtifactRef, Identity, ToolOutcome
-from durable_tools.workflows import AgentConfig, AgentInput, ApprovalPolicy, Limits
+from durable_tools.messages import ModelRequest, ModelResponse, Usage
+from durable_tools.tools import ToolOutcome
+from durable_tools.workflows import AgentInput
 
 HISTORIES = sorted((Path(__file__).parent / "workflows" / "histories").glob("*.json"))
 RECORDED_FULL = frozenset(

@@ -18,7 +18,8 @@ from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest
 from temporalio.client import Client
 from temporalio.plugin import SimplePlugin
 
-from durable_tools.workflows import AgentInput, AgentResult, AgentWorkflow
+from durable_tools import AgentResult
+from durable_tools.workflows import AgentInput, AgentWorkflow
 
 BUILD_B_MARK = " (build B)"
 

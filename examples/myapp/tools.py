@@ -23,8 +23,8 @@ from pathlib import Path
 
 import httpx
 
+from durable_tools import OAuthRequirement, ToolContext, ToolRegistry
 from durable_tools.sources import BearerSecret, McpStdio, attach_mcp_sync, attach_openapi
-from durable_tools.tools import OAuthRequirement, ToolContext, ToolRegistry
 
 HERE = Path(__file__).resolve().parent
 

@@ -6,6 +6,8 @@ Temporal SDK: a profile from a TOML file (`TEMPORAL_CONFIG_FILE`, else
 overridden by `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, `TEMPORAL_TLS`
 and `TEMPORAL_TLS_*`, overridden in turn by explicit arguments (the CLI's flags). With
 nothing configured it is the embedded dev server, 127.0.0.1:7233, namespace "default".
+
+`connect` is exported by the top-level `durable_tools`; this module lists what it reads.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "ConnectionConfigError",
     "ConnectionOptions",
-    "connect",
     "connect_config",
     "resolve_address",
     "resolve_namespace",

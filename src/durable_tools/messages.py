@@ -3,6 +3,9 @@
 These types cross the wire between the agent workflow and the model activity, so they
 are pydantic models with JSON-able fields only. Tool call arguments stay the raw
 text the model produced: parsing is validation's job, and malformed JSON must reach it.
+
+`Message` and `ToolCall`, which results carry, are exported by the top-level
+`durable_tools`; this module lists what a model adapter takes and returns.
 """
 
 from __future__ import annotations
@@ -19,13 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, fie
 from durable_tools._wire import WireModel
 
 __all__ = [
-    "Message",
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
     "NamedToolChoice",
     "OutputSchema",
-    "ToolCall",
     "ToolDefinition",
     "Usage",
 ]

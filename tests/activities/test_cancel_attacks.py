@@ -13,10 +13,15 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import CancelledError
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import RetrySpec, ToolContext, ToolExecutionError, ToolRegistry
-from durable_tools.workflows import AgentConfig as _AgentConfig
-from durable_tools.workflows import RunStatus
+from durable_tools import (
+    AgentConfig as _AgentConfig,
+    DurableTools,
+    RetrySpec,
+    RunStatus,
+    ToolContext,
+    ToolExecutionError,
+    ToolRegistry,
+)
 from support import answer, calls, running_worker, wait_for, write_script
 
 CANCEL_GRACE_SECONDS = _AgentConfig.model_fields["cancel_grace_seconds"].default  # the default

@@ -15,9 +15,15 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli, cli_json
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import ToolContext, ToolRegistry
-from durable_tools.workflows import AgentConfig, RunStatus, ToolCallRecord
+from durable_tools import (
+    AgentConfig,
+    AgentRun,
+    DurableTools,
+    RunStatus,
+    ToolCallRecord,
+    ToolContext,
+    ToolRegistry,
+)
 from support import answer, calls, history_of, running_worker, scheduled_activities, write_script
 
 CANCEL_GRACE_SECONDS = AgentConfig.model_fields["cancel_grace_seconds"].default  # the default

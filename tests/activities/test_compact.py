@@ -16,6 +16,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from durable_tools import ArtifactRef, Message, ToolCall, ToolRegistry
 from durable_tools._activities._compact import render_transcript, summary_boundary
 from durable_tools._activities._conversation import ConversationSnapshots
 from durable_tools._activities._core import core_activities
@@ -28,13 +29,13 @@ from durable_tools._activities._types import (
     Compacted,
     ModelCall,
 )
-from durable_tools.messages import Message, ModelRequest, ToolCall
+from durable_tools.messages import ModelRequest
 from durable_tools.models import aclose_shared_clients
 from durable_tools.protocol._compaction import (
     MAX_SUMMARY_CHARS,
     estimate_message_tokens,
 )
-from durable_tools.tools import ArtifactRef, FileSystemArtifactStore, ToolRegistry
+from durable_tools.tools import FileSystemArtifactStore
 from durable_tools.workflows import ContextView
 from fake_openai import FakeOpenAIServer, chat_completion
 from support import write_script

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from durable_tools import Message
 from durable_tools._activities._conversation import ConversationSnapshots, SnapshotMissing
-from durable_tools.messages import Message
 from durable_tools.tools import FileSystemArtifactStore
 
 

@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
+from durable_tools import Message, ToolRegistry
 from durable_tools._activities._core import core_activities
 from durable_tools._activities._runtime import ToolRuntime
 from durable_tools._activities._types import MODEL_ACTIVITY, ModelCall, ModelTurn
-from durable_tools.messages import Message, ModelRequest
+from durable_tools.messages import ModelRequest
 from durable_tools.models import aclose_shared_clients
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
+from durable_tools.tools import FileSystemArtifactStore
 from fake_openai import CannedResponse, FakeOpenAIServer, chat_completion
 
 

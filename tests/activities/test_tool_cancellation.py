@@ -11,10 +11,8 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.workflow import ActivityCancellationType
 
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools, RunStatus, ToolContext, ToolRegistry, ToolSpec
 from durable_tools.protocol._options import activity_options_for
-from durable_tools.tools import ToolContext, ToolRegistry, ToolSpec
-from durable_tools.workflows import RunStatus
 from support import answer, calls, running_worker, wait_for, write_script
 
 # Long enough that a tool still running when a test gives up was never cancelled.

@@ -11,10 +11,11 @@ from pathlib import Path
 
 from temporalio.testing import ActivityEnvironment
 
+from durable_tools import ToolRegistry
 from durable_tools._activities._runtime import ToolRuntime
 from durable_tools._activities._tools import make_tool_activity
 from durable_tools._activities._types import ToolInvocation
-from durable_tools.tools import FileSystemArtifactStore, ToolOutcome, ToolRegistry
+from durable_tools.tools import FileSystemArtifactStore, ToolOutcome
 
 
 async def test_elapsed_time_is_kept_to_a_tenth_of_a_millisecond(tmp_path: Path) -> None:

@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
+from durable_tools import ToolRegistry
 from durable_tools._activities._runtime import ToolRuntime
 from durable_tools._activities._tools import make_tool_activity
 from durable_tools._activities._types import ToolInvocation
-from durable_tools.tools import FileSystemArtifactStore, ToolOutcome, ToolRegistry
+from durable_tools.tools import FileSystemArtifactStore, ToolOutcome
 
 SECRET = "hunter42"
 

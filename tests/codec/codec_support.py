@@ -6,8 +6,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from durable_tools import ToolRegistry
 from durable_tools.codec import EncryptionCodec, KeyRing, data_converter
-from durable_tools.tools import ToolRegistry
 from support import answer, calls, write_script
 
 KEY = bytes(range(7, 39))

@@ -19,12 +19,11 @@ from codec_support import ARGUMENT, codec, vault_model, vault_registry
 from temporalio.client import Client
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools, RunStatus
 from durable_tools.codec import data_converter
 from durable_tools.codec.server import CodecServerConfig, create_codec_app
 from durable_tools.inbox import AuthConfig, InboxServer, TokenStore, add_token
 from durable_tools.server import DevServer
-from durable_tools.workflows import RunStatus
 from support import assert_not_wedged, free_port, running_worker
 
 playwright_api = require_browser()

@@ -25,12 +25,10 @@ from temporalio.api.common.v1 import Payload
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, RunStatus, connect
 from durable_tools.codec import CodecKeyError, EncryptionCodec
 from durable_tools.codec.server import CodecServerConfig, create_codec_app
-from durable_tools.connection import connect
 from durable_tools.inbox import AuthConfig, InboxServer, TokenStore, add_token
-from durable_tools.workflows import AgentConfig, RunStatus
 from support import assert_not_wedged, running_worker
 
 UI = "http://127.0.0.1:8233"

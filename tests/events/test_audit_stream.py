@@ -9,17 +9,18 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.events import MISSED_EVENT, JsonLinesSink
-from durable_tools.tools import (
+from durable_tools import (
+    AgentConfig,
     ContentBlock,
-    FileSystemArtifactStore,
+    DurableTools,
     Identity,
+    RunStatus,
     ToolContext,
     ToolRegistry,
     ToolResult,
 )
-from durable_tools.workflows import AgentConfig, RunStatus
+from durable_tools.events import MISSED_EVENT, JsonLinesSink
+from durable_tools.tools import FileSystemArtifactStore
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 STEPS = 6

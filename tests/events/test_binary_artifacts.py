@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools, RunStatus, ToolContext, ToolRegistry
 from durable_tools.sources import McpPool, McpStdio, attach_mcp, http_tool
-from durable_tools.tools import FileSystemArtifactStore, ToolContext, ToolRegistry
-from durable_tools.workflows import RunStatus
+from durable_tools.tools import FileSystemArtifactStore
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 MCP_SERVER = str(Path(__file__).parents[1] / "sources" / "mcp_test_server.py")

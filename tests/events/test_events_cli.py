@@ -10,8 +10,7 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry
+from durable_tools import DurableTools, ToolRegistry
 from support import answer, calls, running_worker, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for

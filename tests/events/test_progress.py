@@ -9,10 +9,19 @@ from typing import Annotated
 
 from temporalio.client import Client
 
-from durable_tools.client import AgentRun, DurableTools, ToolProgress
+from durable_tools import (
+    AgentConfig,
+    AgentRun,
+    DurableTools,
+    ExecutionStrategy,
+    Injected,
+    RetrySpec,
+    RunStatus,
+    ToolContext,
+    ToolProgress,
+    ToolRegistry,
+)
 from durable_tools.client.runs._watch import RunWatcher
-from durable_tools.tools import Injected, RetrySpec, ToolContext, ToolRegistry
-from durable_tools.workflows import AgentConfig, ExecutionStrategy, RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 

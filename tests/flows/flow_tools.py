@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from durable_tools import ToolRegistry
 from durable_tools.flows import FlowNode
-from durable_tools.tools import ToolRegistry
 
 
 class Place(BaseModel):

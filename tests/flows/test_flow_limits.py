@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, RunStatus, ToolRegistry
 from durable_tools.flows import FlowNode, FlowPlan
-from durable_tools.tools import InMemoryArtifactStore, ToolRegistry
-from durable_tools.workflows import AgentConfig, RunStatus
+from durable_tools.tools import InMemoryArtifactStore
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 

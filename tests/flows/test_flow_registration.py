@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from durable_tools import OAuthRequirement, ToolRegistrationError, ToolRegistry
 from durable_tools.flows import FlowNode, FlowPlan
-from durable_tools.tools import OAuthRequirement, ToolRegistrationError, ToolRegistry
 
 
 class Place(BaseModel):

@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, RunStatus, ToolRegistry
 from durable_tools.flows import FlowNode
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig, RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 

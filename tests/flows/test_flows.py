@@ -11,10 +11,16 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from durable_tools.client import DurableTools
+from durable_tools import (
+    AgentConfig,
+    DurableTools,
+    ExecutionPolicy,
+    RetrySpec,
+    RunStatus,
+    ToolExecutionError,
+    ToolRegistry,
+)
 from durable_tools.flows import FlowNode, FlowWorkflow
-from durable_tools.tools import ExecutionPolicy, RetrySpec, ToolExecutionError, ToolRegistry
-from durable_tools.workflows import AgentConfig, RunStatus
 from support import (
     answer,
     assert_not_wedged,

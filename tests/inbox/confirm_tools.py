@@ -3,7 +3,7 @@ declares nothing else about approval."""
 
 from __future__ import annotations
 
-from durable_tools.tools import ToolRegistry
+from durable_tools import ToolRegistry
 
 dropped: list[str] = []
 

@@ -15,7 +15,15 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 
-from durable_tools.client import AgentRun, DurableTools
+from durable_tools import (
+    AgentConfig,
+    AgentRun,
+    ApprovalPolicy,
+    DurableTools,
+    PendingApproval,
+    RunStatus,
+    ToolRegistry,
+)
 from durable_tools.inbox import (
     AuthConfig,
     InboxConfig,
@@ -24,8 +32,6 @@ from durable_tools.inbox import (
     add_token,
     create_app,
 )
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig, ApprovalPolicy, PendingApproval, RunStatus
 from support import (
     answer,
     assert_not_wedged,

@@ -22,18 +22,19 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 import cli_support
 from cli_support import cli, cli_json
-from durable_tools._activities import PREFLIGHT_ACTIVITY
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import (
+from durable_tools import (
     AgentConfig,
+    AgentRun,
     ApprovalPolicy,
+    DurableTools,
     ExecutionStrategy,
     Limits,
     NotificationConfig,
     SlackTarget,
+    ToolRegistry,
     WebhookTarget,
 )
+from durable_tools._activities import PREFLIGHT_ACTIVITY
 from support import answer, calls, running_worker, scheduled_activities, wait_for, write_script
 from webhook_support import webhook_receiver
 

@@ -21,12 +21,17 @@ from inbox_support import (
 )
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import (
+    AgentConfig,
+    ApprovalPolicy,
+    DurableTools,
+    Identity,
+    PendingApproval,
+    ToolRegistry,
+)
 from durable_tools.codec import EncryptionCodec, KeyRing, data_converter
 from durable_tools.inbox._explain import acts_for, at_deadline, grant_offer, short_prompt
 from durable_tools.inbox._run_record import MAX_CATALOG_BYTES, RunRecords, _unpack
-from durable_tools.tools import Identity, ToolRegistry
-from durable_tools.workflows import AgentConfig, ApprovalPolicy, PendingApproval
 from support import answer, calls, decisions_sent, running_worker, wait_for, write_script
 
 

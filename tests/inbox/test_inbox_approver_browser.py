@@ -27,11 +27,17 @@ from inbox_support import Users, make_users, served
 from temporalio.client import Client
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser, screenshot
-from durable_tools.client import AgentRun, DurableTools
+from durable_tools import (
+    AgentConfig,
+    AgentRun,
+    ApprovalPolicy,
+    DurableTools,
+    Identity,
+    RunStatus,
+    ToolRegistry,
+)
 from durable_tools.codec import EncryptionCodec, KeyRing, data_converter
 from durable_tools.inbox import AuthConfig, InboxConfig, create_app
-from durable_tools.tools import Identity, ToolRegistry
-from durable_tools.workflows import AgentConfig, ApprovalPolicy, RunStatus
 from support import (
     answer,
     assert_not_wedged,

@@ -10,9 +10,8 @@ from inbox_support import pay_registry, pending_call, start_pending
 from temporalio.client import Client
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools, RunStatus
 from durable_tools.inbox import AuthConfig, InboxConfig, InboxServer, create_app
-from durable_tools.workflows import RunStatus
 from support import assert_not_wedged, decisions_sent
 
 playwright_api = require_browser()

@@ -15,9 +15,8 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli, cli_json
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools, RunStatus
 from durable_tools.inbox import AuthConfig, InboxConfig, create_app
-from durable_tools.workflows import RunStatus
 from support import answer, calls, running_worker, wait_for, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for

@@ -22,8 +22,8 @@ from inbox_support import (
 from temporalio.client import Client
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
+from durable_tools import RunStatus
 from durable_tools.inbox import TokenFileError, TokenStore, add_token
-from durable_tools.workflows import RunStatus
 from support import assert_not_wedged, decisions_sent, running_worker
 
 playwright_api = require_browser()

@@ -19,8 +19,7 @@ from inbox_support import (
 )
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.workflows import RunStatus
+from durable_tools import DurableTools, RunStatus
 from support import (
     answer,
     assert_not_wedged,

@@ -26,11 +26,10 @@ from inbox_support import (
 )
 from temporalio.client import Client
 
-from durable_tools.client import AgentRun, DurableTools
+from durable_tools import AgentConfig, AgentRun, DurableTools, PendingInput, RunStatus, ToolRegistry
 from durable_tools.inbox._pending import other_waits
 from durable_tools.protocol._input_types import InputQuestion
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig, PendingInput, RunSnapshot, RunStatus
+from durable_tools.workflows import RunSnapshot
 from support import answer, calls, running_worker, wait_for, write_script
 
 RUNS = 5

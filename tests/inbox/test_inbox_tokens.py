@@ -16,8 +16,9 @@ from temporalio.client import Client
 
 import cli_support
 from cli_support import cli
+from durable_tools import DurableTools
+from durable_tools._callers._tokens import hash_token
 from durable_tools.cli import main
-from durable_tools.client import DurableTools
 from durable_tools.inbox import (
     AuthConfig,
     InboxConfig,
@@ -26,7 +27,6 @@ from durable_tools.inbox import (
     TokenStore,
     add_token,
     create_app,
-    hash_token,
 )
 from durable_tools.oauth import make_callback_app
 from oauth.fake_provider import FakeOAuthProvider

@@ -8,7 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from durable_tools.messages import Message, ModelRequest, ToolCall, ToolDefinition
+from durable_tools import Message, ToolCall
+from durable_tools.messages import ModelRequest, ToolDefinition
 from durable_tools.models import AnthropicModel, ModelError, aclose_shared_clients, resolve_model
 from fake_anthropic import (
     CannedResponse,

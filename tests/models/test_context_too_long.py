@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from durable_tools.messages import Message, ModelRequest
+from durable_tools import AgentConfig, CompactionConfig, Message
+from durable_tools.messages import ModelRequest
 from durable_tools.models import (
     CONTEXT_TOO_LONG,
     AnthropicModel,
@@ -16,7 +17,6 @@ from durable_tools.models import (
     aclose_shared_clients,
     context_window,
 )
-from durable_tools.workflows import AgentConfig, CompactionConfig
 from fake_anthropic import FakeAnthropicServer, message, text
 from fake_openai import FakeOpenAIServer, chat_completion, responses_response
 

@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, RunStatus, ToolRegistry
 from durable_tools.models import aclose_shared_clients
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.workflows import AgentConfig, RunStatus
+from durable_tools.tools import FileSystemArtifactStore
 from fake_anthropic import FakeAnthropicServer, message, text, tool_use
 from fake_openai import (
     FakeOpenAIServer,

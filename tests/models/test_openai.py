@@ -13,7 +13,8 @@ import httpx
 import httpx2
 import pytest
 
-from durable_tools.messages import Message, ModelRequest, ToolCall, ToolDefinition
+from durable_tools import Message, ToolCall
+from durable_tools.messages import ModelRequest, ToolDefinition
 from durable_tools.models import (
     ModelError,
     OpenAIChatModel,

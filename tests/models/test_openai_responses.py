@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from durable_tools import Message, ToolCall
 from durable_tools._extras import install_hint
-from durable_tools.messages import Message, ModelRequest, ToolCall, ToolDefinition
+from durable_tools.messages import ModelRequest, ToolDefinition
 from durable_tools.models import (
     ModelError,
     OpenAIResponsesModel,

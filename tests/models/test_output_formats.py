@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from durable_tools.messages import Message, ModelRequest, ModelSettings, OutputSchema
+from durable_tools import Message
+from durable_tools.messages import ModelRequest, ModelSettings, OutputSchema
 from durable_tools.models import AnthropicModel, OpenAIChatModel, OpenAIResponsesModel
 
 SCHEMA = {

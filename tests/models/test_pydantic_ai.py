@@ -8,13 +8,12 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from durable_tools import Message, ToolCall
 from durable_tools.messages import (
-    Message,
     ModelRequest,
     ModelSettings,
     NamedToolChoice,
     OutputSchema,
-    ToolCall,
     ToolDefinition,
 )
 from durable_tools.models import ModelError, PydanticAIModel, aclose_shared_clients, resolve_model

@@ -11,7 +11,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 
 import durable_tools.models as models
-from durable_tools.messages import Message, ModelRequest, ModelResponse
+from durable_tools import Message
+from durable_tools.messages import ModelRequest, ModelResponse
 from durable_tools.models import (
     AnthropicModel,
     ModelAdapter,

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from durable_tools.messages import Message, ModelRequest
+from durable_tools import Message
+from durable_tools.messages import ModelRequest
 from durable_tools.models import ModelError, ScriptedModel, load_script, resolve_model
 
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from durable_tools.messages import Message, ModelRequest, ModelSettings, ToolDefinition
+from durable_tools import Message
+from durable_tools.messages import ModelRequest, ModelSettings, ToolDefinition
 from durable_tools.models import (
     AnthropicModel,
     OpenAIChatModel,

@@ -17,11 +17,18 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 
 import cli_support
 from cli_support import cli, cli_json
-from durable_tools.client import DurableTools
+from durable_tools import (
+    AgentConfig,
+    AuthorizationPolicy,
+    DurableTools,
+    Identity,
+    OAuthRequirement,
+    RunStatus,
+    ToolContext,
+    ToolRegistry,
+)
 from durable_tools.inbox import AuthConfig, InboxConfig, TokenStore, add_token, create_app
 from durable_tools.oauth import OAuthBroker
-from durable_tools.tools import Identity, OAuthRequirement, ToolContext, ToolRegistry
-from durable_tools.workflows import AgentConfig, AuthorizationPolicy, RunStatus
 from oauth_support import Clock, OAuthSetup, open_link, serving_callback
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from durable_tools import oauth
+from durable_tools import NeedsAuthorization, oauth
 from durable_tools.oauth import (
     ExpiredState,
     FileStateStore,
@@ -27,12 +27,10 @@ from durable_tools.oauth import (
     TokenEndpointError,
     TokenKeyError,
     UnknownProvider,
-    code_challenge,
     generate_key,
     load_providers,
-    new_code_verifier,
 )
-from durable_tools.tools import NeedsAuthorization
+from durable_tools.oauth._pkce import code_challenge, new_code_verifier
 from oauth.fake_provider import FakeOAuthProvider
 from oauth_support import Clock
 

@@ -13,17 +13,18 @@ from tcp_proxy import TcpProxy
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.oauth import NotifyRetry, OAuthBroker
-from durable_tools.oauth._sanitize import MAX_DESCRIPTION
-from durable_tools.tools import (
+from durable_tools import (
+    AgentRun,
+    DurableTools,
     Identity,
     NeedsAuthorization,
     OAuthRequirement,
+    RunStatus,
     ToolContext,
     ToolRegistry,
 )
-from durable_tools.workflows import RunStatus
+from durable_tools.oauth import NotifyRetry, OAuthBroker
+from durable_tools.oauth._sanitize import MAX_DESCRIPTION
 from oauth_support import OAuthSetup, open_link, serving_callback
 from support import answer, calls, running_worker, wait_for, write_script
 

@@ -12,11 +12,11 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from durable_tools import Identity, OAuthRequirement, ToolRegistry
 from durable_tools._activities import ToolRuntime, core_activities
 from durable_tools._activities._types import PreflightRequest, PreflightResult
 from durable_tools.oauth import PendingAuthorization
 from durable_tools.oauth._broker import authorization_signal
-from durable_tools.tools import Identity, OAuthRequirement, ToolRegistry
 
 
 class OlderBroker:

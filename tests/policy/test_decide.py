@@ -7,15 +7,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from durable_tools.policy._decide import decide
-from durable_tools.tools import Safety, ToolSpec
-from durable_tools.workflows import (
+from durable_tools import (
     ApprovalPolicy,
     AutoApproval,
-    CriteriaSet,
     PendingApproval,
+    Safety,
     StandingGrant,
+    ToolSpec,
 )
+from durable_tools.policy._decide import decide
+from durable_tools.workflows import CriteriaSet
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 REFUND = ToolSpec(name="refund", approval="always")

@@ -16,16 +16,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from pydantic import ValidationError
 
+from durable_tools import ApprovalPolicy, PendingApproval, Safety, StandingGrant, ToolSpec
 from durable_tools.policy._decide import decide
 from durable_tools.policy._decisions import InvalidDecision, check_decision
-from durable_tools.tools import Safety, ToolSpec
-from durable_tools.workflows import (
-    ApprovalDecision,
-    ApprovalPolicy,
-    Constraint,
-    PendingApproval,
-    StandingGrant,
-)
+from durable_tools.workflows import ApprovalDecision, Constraint
 
 PEOPLE = ("alice", "bob", "carol", "dave")
 GROUPS = ("group:ops", "group:finance")

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
+from durable_tools import ApprovalPolicy, GrantRequest, StandingGrant
 from durable_tools.policy._grants import constraints_hold, grant_covers
-from durable_tools.workflows import ApprovalPolicy, Constraint, GrantRequest, StandingGrant
+from durable_tools.workflows import Constraint
 
 
 def bound(op: str, value: object, path: str = "amount_cents") -> list[Constraint]:

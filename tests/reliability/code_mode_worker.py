@@ -17,7 +17,7 @@ from pathlib import Path
 
 from worker_proc import append_line, serve
 
-from durable_tools.tools import ToolContext, ToolRegistry
+from durable_tools import ToolContext, ToolRegistry
 
 
 def make_registry(work: Path) -> ToolRegistry:

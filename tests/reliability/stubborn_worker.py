@@ -14,9 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from durable_tools.connection import connect
-from durable_tools.tools import ToolContext, ToolRegistry
-from durable_tools.worker import build_worker
+from durable_tools import ToolContext, ToolRegistry, build_worker, connect
 
 
 def make_registry(work: Path) -> ToolRegistry:

@@ -11,22 +11,21 @@ import json
 from pathlib import Path
 from typing import Annotated, Any
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from jsonschema import Draft202012Validator
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import (
+from durable_tools import (
+    AgentConfig,
+    DurableTools,
     Injected,
     InvalidArguments,
+    Limits,
+    RunStatus,
     ToolContext,
     ToolRegistry,
-    parse_arguments,
-    validate_arguments,
 )
-from durable_tools.tools._validation import MAX_DEPTH
-from durable_tools.workflows import AgentConfig, Limits, RunStatus
+from durable_tools.tools._validation import MAX_DEPTH, parse_arguments, validate_arguments
 from support import (
     answer,
     assert_not_wedged,

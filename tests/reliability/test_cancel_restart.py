@@ -11,9 +11,7 @@ import pytest
 from subprocess_workers import WorkerProcess, wait_until
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.workflows import AgentConfig as _AgentConfig
-from durable_tools.workflows import RunStatus
+from durable_tools import AgentConfig as _AgentConfig, DurableTools, RunStatus
 from support import answer, assert_not_wedged, calls, scheduled_activities, write_script
 
 CANCEL_GRACE_SECONDS = _AgentConfig.model_fields["cancel_grace_seconds"].default  # the default

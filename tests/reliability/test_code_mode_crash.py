@@ -9,8 +9,7 @@ import pytest
 from subprocess_workers import WorkerProcess, read_jsonl, wait_until
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.workflows import AgentConfig, CodeMode, RunStatus
+from durable_tools import AgentConfig, CodeMode, DurableTools, RunStatus
 from support import answer, assert_not_wedged, calls, scheduled_activities, write_script
 
 CODE_MODE_WORKER = Path(__file__).with_name("code_mode_worker.py")

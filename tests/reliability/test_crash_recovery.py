@@ -9,8 +9,7 @@ import pytest
 from subprocess_workers import WorkerProcess, read_jsonl, wait_until
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.workflows import RunStatus
+from durable_tools import DurableTools, RunStatus
 from support import answer, assert_not_wedged, calls, scheduled_activities, write_script
 
 SENTINEL = "sk-CRASH-SENTINEL-5d1e0b"

@@ -15,16 +15,9 @@ import pytest
 from pydantic import ValidationError
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, ApprovalPolicy, DurableTools, RunStatus, ToolRegistry
 from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, MAX_REASON_CHARS, MAX_STEER_CHARS
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import (
-    AgentConfig,
-    AgentWorkflow,
-    ApprovalDecision,
-    ApprovalPolicy,
-    RunStatus,
-)
+from durable_tools.workflows import AgentWorkflow, ApprovalDecision
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 MEGA = 1_100_000

@@ -15,8 +15,7 @@ from subprocess_workers import WorkerProcess, wait_until
 from temporalio.api.enums.v1 import TimeoutType
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.workflows import AgentConfig, RunStatus
+from durable_tools import AgentConfig, DurableTools, RunStatus
 from fake_openai import CannedResponse, FakeOpenAIServer, RecordedRequest, chat_completion
 from support import assert_not_wedged
 

@@ -12,11 +12,9 @@ import pytest
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import FixedSizeSlotSupplier, WorkerTuner
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.worker import build_worker
+from durable_tools import AgentConfig, DurableTools, RunStatus, ToolRegistry, build_worker
+from durable_tools.tools import FileSystemArtifactStore
 from durable_tools.worker._plugin import WORKFLOW_TASK_SLOTS
-from durable_tools.workflows import AgentConfig, RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 RUNS = 30

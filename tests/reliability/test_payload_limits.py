@@ -8,9 +8,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import ArtifactRef, FileSystemArtifactStore, ToolRegistry
-from durable_tools.workflows import AgentConfig, RunStatus
+from durable_tools import AgentConfig, ArtifactRef, DurableTools, RunStatus, ToolRegistry
+from durable_tools.tools import FileSystemArtifactStore
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 SIZE = 5 * 1024 * 1024

@@ -10,8 +10,7 @@ import pytest
 from subprocess_workers import WorkerProcess, read_jsonl
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.workflows import RunStatus
+from durable_tools import DurableTools, RunStatus
 from support import answer, assert_not_wedged, calls, write_script
 
 RUNS = 50

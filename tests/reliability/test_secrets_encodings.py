@@ -19,9 +19,15 @@ from urllib.parse import quote, quote_plus
 from temporalio.client import Client
 from test_secrets_scan import decoded_history
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import RetrySpec, ToolContext, ToolEvent, ToolExecutionError, ToolRegistry
-from durable_tools.workflows import RunStatus
+from durable_tools import (
+    DurableTools,
+    RetrySpec,
+    RunStatus,
+    ToolContext,
+    ToolExecutionError,
+    ToolRegistry,
+)
+from durable_tools.tools import ToolEvent
 from support import answer, calls, running_worker, write_script
 
 # Over 57 bytes (MIME wraps its base64), with characters each encoding changes.

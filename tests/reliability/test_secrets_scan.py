@@ -16,20 +16,19 @@ import pytest
 from temporalio.client import Client, WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 
-from durable_tools.cli import main
-from durable_tools.client import DurableTools
-from durable_tools.tools import (
-    FileSystemArtifactStore,
+from durable_tools import (
+    DurableTools,
     Identity,
     Injected,
     OAuthRequirement,
     RetrySpec,
+    RunStatus,
     ToolContext,
-    ToolEvent,
     ToolExecutionError,
     ToolRegistry,
 )
-from durable_tools.workflows import RunStatus
+from durable_tools.cli import main
+from durable_tools.tools import FileSystemArtifactStore, ToolEvent
 from support import answer, calls, running_worker, write_script
 
 SENTINEL = "sk-SCAN-SENTINEL-0c4f9a71"

@@ -6,10 +6,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools, RunStatus, ToolRegistry
 from durable_tools.server import DevServer
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.workflows import RunStatus
+from durable_tools.tools import FileSystemArtifactStore
 from support import (
     answer,
     assert_not_wedged,

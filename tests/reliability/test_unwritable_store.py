@@ -13,11 +13,9 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHistory
 
+from durable_tools import ArtifactRef, DurableTools, Message, RunStatus, ToolRegistry
 from durable_tools._activities._types import MODEL_ACTIVITY
-from durable_tools.client import DurableTools
-from durable_tools.messages import Message
-from durable_tools.tools import ArtifactRef, FileSystemArtifactStore, ToolRegistry
-from durable_tools.workflows import RunStatus
+from durable_tools.tools import FileSystemArtifactStore
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 OUTPUT_BYTES = 60_000  # far over the default 16 KB inline limit

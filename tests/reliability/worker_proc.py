@@ -27,15 +27,16 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
-from durable_tools.connection import connect
-from durable_tools.tools import (
-    FileSystemArtifactStore,
+from durable_tools import (
     Injected,
     ToolContext,
     ToolExecutionError,
     ToolRegistry,
+    build_worker,
+    connect,
 )
-from durable_tools.worker import build_worker, secrets_from_env
+from durable_tools.tools import FileSystemArtifactStore
+from durable_tools.worker import secrets_from_env
 
 STEP_SECONDS = 0.25
 

@@ -14,9 +14,7 @@ import contextlib
 import signal
 import sys
 
-from durable_tools.connection import connect
-from durable_tools.tools import ToolRegistry
-from durable_tools.worker import build_worker
+from durable_tools import ToolRegistry, build_worker, connect
 
 
 def report_text(rows: int) -> str:

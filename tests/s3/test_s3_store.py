@@ -9,16 +9,12 @@ from pathlib import Path
 import pytest
 from s3_support import raw_client
 
+from durable_tools import Message
 from durable_tools._activities._conversation import ConversationSnapshots, SnapshotMissing
 from durable_tools.cli import main
-from durable_tools.messages import Message
-from durable_tools.tools import (
-    FileSystemArtifactStore,
-    default_artifact_store,
-    format_result,
-    to_tool_result,
-)
+from durable_tools.tools import FileSystemArtifactStore, default_artifact_store, format_result
 from durable_tools.tools._artifacts import fetch_artifact, ref_from_uri
+from durable_tools.tools._formatting import to_tool_result
 from durable_tools.tools._s3_artifacts import S3ArtifactStore, parse_s3_url
 
 # Every byte value, and more than one network read's worth.

@@ -20,10 +20,9 @@ import pytest
 from s3_worker import report_text
 from temporalio.client import Client, WorkflowHistory
 
+from durable_tools import AgentConfig, AgentRun, ApprovalPolicy, DurableTools, RunStatus
 from durable_tools._activities._types import MODEL_ACTIVITY, SNAPSHOT_MISSING
 from durable_tools.cli import main
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.workflows import AgentConfig, ApprovalPolicy, RunStatus
 from support import answer, assert_not_wedged, calls, wait_for, write_script
 
 WORKER = Path(__file__).with_name("s3_worker.py")

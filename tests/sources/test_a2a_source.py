@@ -12,12 +12,10 @@ import pytest
 from a2a_test_server import A2AServer
 from temporalio.client import Client, WorkflowHandle
 
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools, RunStatus, ToolContext, ToolRegistry
 from durable_tools.sources import A2AError, BearerSecret, attach_a2a, attach_a2a_sync
 from durable_tools.sources._a2a_call import message_id_for
-from durable_tools.tools import ToolContext, ToolRegistry
 from durable_tools.tools._progress import parse_beat
-from durable_tools.workflows import RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 

@@ -16,8 +16,8 @@ from urllib.parse import parse_qs, quote, quote_plus, urlsplit
 
 import pytest
 
+from durable_tools import ToolContext, ToolExecutionError, ToolRegistry
 from durable_tools.sources import QuerySecret, http_tool
-from durable_tools.tools import ToolContext, ToolExecutionError, ToolRegistry
 
 # '/', '+', '=' and a space: its URL-encoded form differs from the raw one.
 KEY = "qk/LEAK+check=7 f00d"

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from petstore_server import TOKEN, PetStore
 
-from durable_tools.sources import BearerSecret, http_tool
-from durable_tools.tools import (
+from durable_tools import (
     InvalidArguments,
     ToolContext,
     ToolExecutionError,
@@ -17,6 +16,7 @@ from durable_tools.tools import (
     ToolRegistry,
     ToolTimeout,
 )
+from durable_tools.sources import BearerSecret, http_tool
 
 
 def ctx(name: str, **kw: Any) -> ToolContext:

@@ -11,10 +11,11 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from durable_tools import ToolRegistry
 from durable_tools._activities._runtime import ToolRuntime
 from durable_tools._activities._types import ToolInvocation
 from durable_tools.sources._mcp_activity import late_tools_activity
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
+from durable_tools.tools import FileSystemArtifactStore
 
 
 def environment(activity_type: str) -> ActivityEnvironment:

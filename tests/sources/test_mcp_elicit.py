@@ -18,10 +18,16 @@ import pytest
 from temporalio.client import Client
 
 from cli_support import cli, cli_env  # noqa: F401  (a fixture)
-from durable_tools.client import AgentRun, DurableTools, InputAnswerRejected, answer_input
+from durable_tools import (
+    AgentRun,
+    DurableTools,
+    InputAnswerRejected,
+    RunStatus,
+    ToolRegistry,
+    answer_input,
+)
 from durable_tools.sources import McpPool, McpStdio, attach_mcp
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import RunSnapshot, RunStatus
+from durable_tools.workflows import RunSnapshot
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 SERVER = str(Path(__file__).with_name("mcp_elicit_server.py"))

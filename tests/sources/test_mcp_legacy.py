@@ -13,10 +13,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools, RunStatus, ToolRegistry
 from durable_tools.sources import McpPool, McpStdio, attach_mcp
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 V1_SERVER = str(Path(__file__).with_name("mcp_v1_server.py"))

@@ -14,17 +14,19 @@ import pytest
 from mcp_support import history_bytes
 from temporalio.client import Client
 
-from durable_tools.client import AgentRun, DurableTools, ToolProgress
-from durable_tools.sources import McpPool, McpStdio, attach_mcp
-from durable_tools.tools import (
-    FileSystemArtifactStore,
+from durable_tools import (
+    AgentRun,
+    DurableTools,
     InvalidArguments,
+    RunStatus,
     ToolContext,
     ToolExecutionError,
+    ToolProgress,
     ToolRegistry,
 )
+from durable_tools.sources import McpPool, McpStdio, attach_mcp
+from durable_tools.tools import FileSystemArtifactStore
 from durable_tools.tools._artifacts import ref_from_uri
-from durable_tools.workflows import RunStatus
 from support import (
     answer,
     assert_not_wedged,

@@ -15,7 +15,17 @@ import pytest
 from mcp_support import SERVER, HttpServer, history_bytes
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import (
+    DurableTools,
+    Identity,
+    NeedsAuthorization,
+    OAuthRequirement,
+    RunStatus,
+    ToolContext,
+    ToolExecutionError,
+    ToolRegistrationError,
+    ToolRegistry,
+)
 from durable_tools.oauth import (
     CallbackServer,
     OAuthBroker,
@@ -25,16 +35,6 @@ from durable_tools.oauth import (
     serve_callback,
 )
 from durable_tools.sources import FromSecret, McpHttp, McpPool, McpStdio, attach_mcp
-from durable_tools.tools import (
-    Identity,
-    NeedsAuthorization,
-    OAuthRequirement,
-    ToolContext,
-    ToolExecutionError,
-    ToolRegistrationError,
-    ToolRegistry,
-)
-from durable_tools.workflows import RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "oauth"))

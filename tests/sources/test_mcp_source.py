@@ -15,7 +15,14 @@ import pytest
 from mcp_support import SERVER, HttpServer
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import (
+    DurableTools,
+    InvalidArguments,
+    RunStatus,
+    ToolContext,
+    ToolExecutionError,
+    ToolRegistry,
+)
 from durable_tools.sources import (
     FromSecret,
     McpConnectionError,
@@ -27,13 +34,6 @@ from durable_tools.sources import (
     mcp_tool_name,
     refresh_mcp,
 )
-from durable_tools.tools import (
-    InvalidArguments,
-    ToolContext,
-    ToolExecutionError,
-    ToolRegistry,
-)
-from durable_tools.workflows import RunStatus
 from support import answer, calls, running_worker, scheduled_activities, write_script
 
 

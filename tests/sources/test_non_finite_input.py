@@ -14,9 +14,8 @@ from temporalio.common import RawValue
 from test_mcp_elicit import pool, registry_for, start, tool_reply, waiting  # noqa: F401
 
 from cli_support import cli, cli_env  # noqa: F401  (a fixture)
-from durable_tools.client import InputAnswerRejected, answer_input
+from durable_tools import InputAnswerRejected, RunStatus, answer_input
 from durable_tools.sources import McpPool
-from durable_tools.workflows import RunStatus
 from support import assert_not_wedged, running_worker, wait_for
 
 NAN, INF = float("nan"), float("inf")

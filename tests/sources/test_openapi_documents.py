@@ -19,16 +19,9 @@ import pytest
 from petstore_server import PetStore
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools, InvalidArguments, RunStatus, ToolContext, ToolRegistry
 from durable_tools.sources import attach_openapi
-from durable_tools.tools import (
-    FileSystemArtifactStore,
-    InMemoryArtifactStore,
-    InvalidArguments,
-    ToolContext,
-    ToolRegistry,
-)
-from durable_tools.workflows import RunStatus
+from durable_tools.tools import FileSystemArtifactStore, InMemoryArtifactStore
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 PHOTO = bytes(range(256)) * 40 + b"\x00\xff end"  # binary: not valid UTF-8

@@ -10,7 +10,17 @@ import pytest
 from petstore_server import TOKEN, PetStore
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import (
+    DurableTools,
+    InvalidArguments,
+    NeedsAuthorization,
+    RetrySpec,
+    RunStatus,
+    ToolContext,
+    ToolExecutionError,
+    ToolRegistrationError,
+    ToolRegistry,
+)
 from durable_tools.sources import (
     BearerSecret,
     HeaderSecret,
@@ -20,16 +30,6 @@ from durable_tools.sources import (
     attach_openapi,
     operation_tool_name,
 )
-from durable_tools.tools import (
-    InvalidArguments,
-    NeedsAuthorization,
-    RetrySpec,
-    ToolContext,
-    ToolExecutionError,
-    ToolRegistrationError,
-    ToolRegistry,
-)
-from durable_tools.workflows import RunStatus
 from support import answer, calls, running_worker, scheduled_activities, write_script
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from petstore_server import PetStore
 
+from durable_tools import ToolContext, ToolRegistry
 from durable_tools.sources import attach_openapi
 from durable_tools.sources._openapi_swagger import swagger2_to_openapi3
-from durable_tools.tools import ToolContext, ToolRegistry
 
 
 def swagger_petstore(host: str) -> dict[str, Any]:

@@ -22,18 +22,20 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client
 
 from cli_support import cli, cli_env, cli_json  # noqa: F401  (a fixture)
-from durable_tools import search_attributes as sa
-from durable_tools.callbacks import answer_callback, pending_callbacks
-from durable_tools.client import AgentRun, DurableTools, answer_input
-from durable_tools.sources import McpPool, McpStdio, attach_mcp
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import (
+from durable_tools import (
     AgentConfig,
+    AgentRun,
+    DurableTools,
     NotificationConfig,
-    RunSnapshot,
     RunStatus,
+    ToolRegistry,
     WebhookTarget,
+    answer_input,
+    search_attributes as sa,
 )
+from durable_tools.callbacks import answer_callback, pending_callbacks
+from durable_tools.sources import McpPool, McpStdio, attach_mcp
+from durable_tools.workflows import RunSnapshot
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 from webhook_support import Receiver, webhook_receiver
 

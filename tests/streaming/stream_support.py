@@ -10,7 +10,7 @@ from typing import Any
 
 from temporalio.client import WorkflowHandle
 
-from durable_tools.client import AgentRun
+from durable_tools import AgentRun
 from durable_tools.streaming import StreamEvent
 from fake_openai import CannedResponse, RecordedRequest, chat_completion, chat_stream, tool_call
 

@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from durable_tools.messages import Message, ModelRequest, ToolDefinition
+from durable_tools import Message
+from durable_tools.messages import ModelRequest, ToolDefinition
 from durable_tools.models import (
     AnthropicModel,
     ModelError,

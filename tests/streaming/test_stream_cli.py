@@ -11,12 +11,10 @@ from stream_support import ANSWER, FIRST, GatedProvider
 from temporalio.client import Client
 
 from cli_support import cli_env  # noqa: F401 - a fixture
+from durable_tools import AgentConfig, DurableTools, ToolRegistry
 from durable_tools.cli import main
-from durable_tools.client import DurableTools
 from durable_tools.models import aclose_shared_clients
 from durable_tools.streaming import stream_id
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig
 from fake_openai import FakeOpenAIServer
 from support import assert_not_wedged, running_worker
 

@@ -10,11 +10,9 @@ import pytest
 from stream_support import text_of
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, RunStatus, ToolRegistry
 from durable_tools.models import aclose_shared_clients
 from durable_tools.streaming import StreamEvent
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig, RunStatus
 from fake_anthropic import FakeAnthropicServer, message_stream, text, tool_use
 from fake_openai import CannedResponse, FakeOpenAIServer, RecordedRequest, responses_stream
 from support import assert_not_wedged, running_worker

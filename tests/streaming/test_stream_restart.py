@@ -12,10 +12,9 @@ import pytest
 from stream_support import ANSWER, FIRST, REST, history_figures, text_of
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, RunStatus
 from durable_tools.streaming import StreamEvent, stream_id
 from durable_tools.tools._catalog_pack import CATALOG_PACKED_ACTIVITY
-from durable_tools.workflows import AgentConfig, RunStatus
 from fake_openai import CannedResponse, FakeOpenAIServer, RecordedRequest, chat_stream
 from support import assert_not_wedged, local_activity_types, scheduled_activities
 

@@ -14,11 +14,9 @@ import pytest
 from stream_support import ANSWER, FIRST, GatedProvider, collect, history_figures, text_of
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, RunStatus, ToolContext, ToolRegistry
 from durable_tools.models import aclose_shared_clients
 from durable_tools.streaming import StreamEvent, stream_id
-from durable_tools.tools import ToolContext, ToolRegistry
-from durable_tools.workflows import AgentConfig, RunStatus
 from fake_openai import FakeOpenAIServer
 from support import assert_not_wedged, running_worker
 

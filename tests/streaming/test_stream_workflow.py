@@ -7,10 +7,10 @@ import uuid
 
 from temporalio.client import Client, WorkflowHandle
 
-from durable_tools.streaming import STREAM_WORKFLOW, StreamBatch, StreamEvent, StreamInput
-from durable_tools.streaming._types import PUBLISH_SIGNAL, STREAM_TOPIC
+from durable_tools import ToolRegistry
+from durable_tools.streaming import STREAM_WORKFLOW, StreamEvent
+from durable_tools.streaming._types import PUBLISH_SIGNAL, STREAM_TOPIC, StreamBatch, StreamInput
 from durable_tools.streaming._watch import subscribe_stream
-from durable_tools.tools import ToolRegistry
 from support import running_worker, workflow_task_failures
 
 

@@ -7,8 +7,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import Runtime
 from temporalio.testing import WorkflowEnvironment
 
+from durable_tools import RetrySpec, ToolExecutionError, ToolRegistry
 from durable_tools.telemetry import TelemetryPlugin
-from durable_tools.tools import RetrySpec, ToolExecutionError, ToolRegistry
 
 
 async def telemetry_client(

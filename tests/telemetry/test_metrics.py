@@ -8,9 +8,8 @@ from prometheus_text import scrape, value
 from telemetry_support import telemetry_client, telemetry_registry
 from temporalio.testing import WorkflowEnvironment
 
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools, RunStatus
 from durable_tools.telemetry import prometheus_runtime
-from durable_tools.workflows import RunStatus
 from support import (
     answer,
     assert_not_wedged,

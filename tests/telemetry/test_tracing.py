@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from telemetry_support import telemetry_client, telemetry_registry
 from temporalio.testing import WorkflowEnvironment
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, RunStatus
 from durable_tools.telemetry import (
     AGENT,
     ATTEMPT,
@@ -24,7 +24,6 @@ from durable_tools.telemetry import (
     TOOL,
     TURN,
 )
-from durable_tools.workflows import AgentConfig, RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 

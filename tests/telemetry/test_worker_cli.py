@@ -14,13 +14,12 @@ import pytest
 from prometheus_text import scrape, value
 from temporalio.testing import WorkflowEnvironment
 
-from durable_tools.client import DurableTools
-from durable_tools.workflows import RunStatus
+from durable_tools import DurableTools, RunStatus
 from support import answer, assert_not_wedged, calls, free_port, write_script
 
 TOOLS = '''
 import logging
-from durable_tools.tools import ToolRegistry
+from durable_tools import ToolRegistry
 
 registry = ToolRegistry()
 

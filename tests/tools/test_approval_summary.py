@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from durable_tools.tools import ToolRegistrationError, ToolRegistry, ToolSpec
+from durable_tools import ToolRegistrationError, ToolRegistry, ToolSpec
 from durable_tools.tools._approval_summary import (
     MAX_SUMMARY_CHARS,
     VALUE_CLOSE,

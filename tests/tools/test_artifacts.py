@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from durable_tools import ArtifactRef
 from durable_tools.tools import (
-    ArtifactRef,
     ArtifactStore,
     FileSystemArtifactStore,
     InMemoryArtifactStore,

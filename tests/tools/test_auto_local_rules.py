@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from durable_tools import OAuthRequirement, ToolContext, ToolRegistry
 from durable_tools.client.render._tools import render_tool, tool_json
-from durable_tools.tools import OAuthRequirement, ToolContext, ToolRegistry
 from durable_tools.tools._auto_local import AUTO_LOCAL_MAX_SECONDS, auto_local_refusal
 
 SHORT = {"read_only": True, "start_to_close_timeout": 5}

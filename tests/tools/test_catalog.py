@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from durable_tools.tools import ToolSpec, filter_specs, search_specs
+from durable_tools import ToolSpec
+from durable_tools.tools import filter_specs, search_specs
 from durable_tools.tools._catalog import tokenize
 
 SPECS = [

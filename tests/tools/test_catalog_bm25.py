@@ -14,16 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry, ToolSpec, search_specs
+from durable_tools import AgentConfig, DurableTools, RunStatus, ToolRegistry, ToolSpec
+from durable_tools.tools import search_specs
 from durable_tools.tools._bm25 import BM25Index, _split_humps, spec_terms, terms, words
 from durable_tools.tools._catalog_pack import PackedCatalog, pack, unpack_terms
-from durable_tools.workflows import AgentConfig, RunStatus
 from support import answer, calls, running_worker, write_script
 
 

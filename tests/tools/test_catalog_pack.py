@@ -7,8 +7,8 @@ import hashlib
 import pytest
 from pydantic import TypeAdapter
 
+from durable_tools import ToolSpec
 from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES
-from durable_tools.tools import ToolSpec
 from durable_tools.tools._catalog_pack import CatalogTooLarge, pack, unpack
 from github_support import github_registry
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 from github_queries import GITHUB_QUERIES
 
-from durable_tools.tools import ToolSpec, search_specs
+from durable_tools import ToolSpec
+from durable_tools.tools import search_specs
 from durable_tools.tools._bm25 import terms
 from durable_tools.tools._catalog import search_index
 from github_support import github_registry

@@ -10,16 +10,17 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from durable_tools.tools import (
+from durable_tools import (
     Cancelled,
     Denied,
-    ErrorKind,
     InvalidArguments,
-    MissingResource,
     ToolError,
     ToolExecutionError,
     ToolNotFound,
     ToolTimeout,
+)
+from durable_tools.tools import ErrorKind, MissingResource
+from durable_tools.tools._classify import (
     classify_exception,
     error_message_for_model,
     parse_retry_after,

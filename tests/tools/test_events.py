@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from durable_tools.tools import TOOL_POLICY_EXHAUSTED, ToolEvent, ToolRegistry
+from durable_tools import ToolRegistry
+from durable_tools.tools import TOOL_POLICY_EXHAUSTED, ToolEvent
 from durable_tools.tools._events import ALL_EVENTS, EventBus
 
 

@@ -9,8 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from durable_tools.tools import ContentBlock, ToolResult, format_result, to_tool_result
-from durable_tools.tools._formatting import finite_json, output_lost_outcome
+from durable_tools import ContentBlock, ToolResult
+from durable_tools.tools import format_result
+from durable_tools.tools._formatting import finite_json, output_lost_outcome, to_tool_result
 
 
 def strict_json(text: str) -> Any:

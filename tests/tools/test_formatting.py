@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import json
 
-from durable_tools.tools import (
-    ArtifactRef,
-    ContentBlock,
-    InMemoryArtifactStore,
-    InvalidArguments,
-    ToolResult,
+from durable_tools import ArtifactRef, ContentBlock, InvalidArguments, ToolResult
+from durable_tools.tools import InMemoryArtifactStore, format_result
+from durable_tools.tools._formatting import (
     abridge_arguments,
     error_outcome,
-    format_result,
     redact_arguments,
     to_tool_result,
 )
@@ -111,8 +107,9 @@ def test_skip_error_and_empty_results() -> None:
 
 
 def test_unpaired_surrogates_in_results_become_replacement_characters() -> None:
-    from durable_tools.tools import ToolResult, format_result, to_tool_result
-    from durable_tools.tools._formatting import valid_text
+    from durable_tools import ToolResult
+    from durable_tools.tools import format_result
+    from durable_tools.tools._formatting import to_tool_result, valid_text
 
     assert valid_text("a\ud800b") == "a\ufffdb"
     assert valid_text("ok \U0001f600") == "ok \U0001f600"

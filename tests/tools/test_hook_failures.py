@@ -8,17 +8,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from durable_tools.tools import (
+from durable_tools import (
     ContentBlock,
-    ToolCallInfo,
     ToolContext,
     ToolError,
-    ToolEvent,
-    ToolFailure,
     ToolRegistry,
     ToolResult,
     ToolTimeout,
 )
+from durable_tools.tools import ToolCallInfo, ToolEvent, ToolFailure
 
 
 def setup() -> tuple[ToolRegistry, list[str], list[ToolResult]]:

@@ -9,22 +9,24 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel
 
-from durable_tools.tools import (
-    TOOL_COMPLETED,
-    TOOL_FAILED,
-    TOOL_INVALID_ARGS,
-    TOOL_STARTED,
+from durable_tools import (
     ContentBlock,
     Denied,
     Injected,
     InvalidArguments,
     ToolContext,
-    ToolEvent,
     ToolExecutionError,
     ToolNotFound,
     ToolRegistry,
     ToolResult,
     ToolTimeout,
+)
+from durable_tools.tools import (
+    TOOL_COMPLETED,
+    TOOL_FAILED,
+    TOOL_INVALID_ARGS,
+    TOOL_STARTED,
+    ToolEvent,
 )
 
 

@@ -7,18 +7,16 @@ from typing import Any
 
 import pytest
 
-from durable_tools.tools import (
-    TOOL_COMPLETED,
+from durable_tools import (
     ContentBlock,
     Denied,
     Skip,
-    ToolCallInfo,
     ToolContext,
     ToolError,
-    ToolEvent,
     ToolRegistry,
     ToolResult,
 )
+from durable_tools.tools import TOOL_COMPLETED, ToolCallInfo, ToolEvent
 
 
 def ctx() -> ToolContext:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from durable_tools.tools import ToolRegistrationError, ToolRegistry
+from durable_tools import ToolRegistrationError, ToolRegistry
 from durable_tools.tools._names import check_alias, check_tool_name
 
 

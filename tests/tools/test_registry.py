@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from durable_tools.tools import (
+from durable_tools import (
     ExecutionPolicy,
     Identity,
     LoadingMode,

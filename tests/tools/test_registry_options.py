@@ -9,9 +9,14 @@ from typing import Any
 
 import pytest
 
-from durable_tools.tools import ExecutionPolicy, RetrySpec, ToolRegistrationError, ToolRegistry
+from durable_tools import (
+    AgentConfig,
+    ExecutionPolicy,
+    RetrySpec,
+    ToolRegistrationError,
+    ToolRegistry,
+)
 from durable_tools.tools._names import alias_provider
-from durable_tools.workflows import AgentConfig
 
 CHILD = AgentConfig(name="child", model="scripted:/nonexistent.json")
 NODES = {"a": {"tool": "lookup", "arguments": {"key": "$args.key"}}}

@@ -8,12 +8,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field
 
-from durable_tools.tools import (
-    Injected,
-    ToolContext,
-    ToolRegistrationError,
-    ToolRegistry,
-)
+from durable_tools import Injected, ToolContext, ToolRegistrationError, ToolRegistry
 from durable_tools.tools._schema_clean import clean_schema
 from durable_tools.tools._schema_strict import drop_added_nulls
 

@@ -6,13 +6,8 @@ from typing import Any
 
 import pytest
 
-from durable_tools.tools import (
-    InvalidArguments,
-    SchemaTool,
-    ToolContext,
-    ToolRegistrationError,
-    ToolRegistry,
-)
+from durable_tools import InvalidArguments, ToolContext, ToolRegistrationError, ToolRegistry
+from durable_tools.tools import SchemaTool
 
 SCHEMA = {
     "type": "object",

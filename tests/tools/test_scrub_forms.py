@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from durable_tools.tools._scrub import _matcher
 from durable_tools.tools._scrub_forms import Spelling, encoded, wrapped_base64

@@ -5,16 +5,9 @@ from __future__ import annotations
 import json
 from urllib.parse import quote_plus
 
-from durable_tools.tools import (
-    ContentBlock,
-    InMemoryArtifactStore,
-    ToolContext,
-    ToolEvent,
-    ToolRegistry,
-    ToolResult,
-    format_result,
-    to_tool_result,
-)
+from durable_tools import ContentBlock, ToolContext, ToolRegistry, ToolResult
+from durable_tools.tools import InMemoryArtifactStore, ToolEvent, format_result
+from durable_tools.tools._formatting import to_tool_result
 
 SECRET = "sk-OUTCOME/SENTINEL+7d1e"
 TOKEN = "oauth-ACCESS-TOKEN-5b2c99"

@@ -5,18 +5,17 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from durable_tools.tools import (
+from durable_tools import (
     Identity,
     RetrySpec,
     ToolContext,
     ToolExecutionError,
     ToolRegistry,
     ToolSpec,
-    classify_exception,
-    filter_specs,
 )
+from durable_tools.tools import filter_specs
 from durable_tools.tools._catalog import IdentityIncomplete
-from durable_tools.tools._classify import apply_retry_spec
+from durable_tools.tools._classify import apply_retry_spec, classify_exception
 from durable_tools.workflows.loop._model_turn import describe
 
 

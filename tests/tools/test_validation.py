@@ -7,15 +7,16 @@ from typing import Any
 
 import pytest
 
-from durable_tools.tools import (
-    InvalidArguments,
-    ToolExecutionError,
-    ToolSpec,
+from durable_tools import InvalidArguments, ToolExecutionError, ToolSpec
+from durable_tools.tools._validation import (
+    MAX_DEPTH,
+    _cache,
+    non_finite_number,
     parse_arguments,
+    schema_validator,
     validate_arguments,
     validate_output,
 )
-from durable_tools.tools._validation import MAX_DEPTH, _cache, non_finite_number, schema_validator
 
 SPEC = ToolSpec(
     name="weather",
@@ -119,7 +120,8 @@ def test_output_validation() -> None:
 
 
 def test_unpaired_surrogates_are_invalid_arguments() -> None:
-    from durable_tools.tools import InvalidArguments, parse_arguments
+    from durable_tools import InvalidArguments
+    from durable_tools.tools._validation import parse_arguments
 
     with pytest.raises(InvalidArguments, match="surrogate"):
         parse_arguments('{"text": "\\ud800"}')

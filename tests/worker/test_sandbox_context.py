@@ -25,8 +25,7 @@ from temporalio.worker import Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.worker.workflow_sandbox._runner import _Instance
 
-from durable_tools.plugin import DurableToolsPlugin
-from durable_tools.tools import ToolRegistry
+from durable_tools import DurableToolsPlugin, ToolRegistry
 from durable_tools.worker import workflow_runner
 
 

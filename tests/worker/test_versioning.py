@@ -11,10 +11,8 @@ from temporalio.client import Client, WorkflowHandle
 
 import cli_support
 from cli_support import cli
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.worker import build_worker, deployment_version
-from durable_tools.workflows import AgentConfig, RunStatus
+from durable_tools import AgentConfig, AgentRun, DurableTools, RunStatus, ToolRegistry, build_worker
+from durable_tools.worker import deployment_version
 from support import answer, calls, wait_for, write_script
 from temporal_binary import temporal_cli
 from versioning_support import BUILD_B_MARK, changed_build, set_current

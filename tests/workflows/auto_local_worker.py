@@ -15,9 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from durable_tools.connection import connect
-from durable_tools.tools import ToolRegistry
-from durable_tools.worker import build_worker
+from durable_tools import ToolRegistry, build_worker, connect
 
 TOOL_SECONDS = 3.0
 

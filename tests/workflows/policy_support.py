@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
-from durable_tools.client import AgentRun
-from durable_tools.tools import Identity, ToolRegistry
+from durable_tools import AgentRun, Identity, ToolRegistry
 from durable_tools.workflows import RunSnapshot
 from support import calls
 

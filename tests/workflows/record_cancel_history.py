@@ -23,9 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from record_histories import recording_env, save
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolContext, ToolRegistry
-from durable_tools.workflows import AgentConfig
+from durable_tools import AgentConfig, DurableTools, ToolContext, ToolRegistry
 from support import answer, calls, running_worker, write_script
 
 IGNORED_FOR = {"cancel_waited": 2.0, "cancel_outcome_unknown": 8.0}

@@ -23,10 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from record_histories import recording_env, registry, save
 
-from durable_tools.client import DurableTools
-from durable_tools.messages import Message, ModelRequest, ModelResponse, ToolCall
+from durable_tools import AgentConfig, CompactionConfig, DurableTools, Limits, Message, ToolCall
+from durable_tools.messages import ModelRequest, ModelResponse
 from durable_tools.models import ModelError, register_model_adapter, unregister_model_adapter
-from durable_tools.workflows import AgentConfig, CompactionConfig, Limits
 from support import running_worker
 
 TURNS = 12

@@ -27,16 +27,18 @@ from temporalio.testing import WorkflowEnvironment
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from durable_tools import (
+    AgentConfig,
+    AgentRun,
+    ApprovalPolicy,
+    DurableTools,
+    ExecutionStrategy,
+    ToolContext,
+    ToolRegistry,
+)
 from durable_tools.callbacks import CallbackRejected, answer_callback
-from durable_tools.client import AgentRun, DurableTools
 from durable_tools.search_attributes import SEARCH_ATTRIBUTES
 from durable_tools.server import find_temporal_cli
-from durable_tools.tools import ToolContext, ToolRegistry
-from durable_tools.workflows import (
-    AgentConfig,
-    ApprovalPolicy,
-    ExecutionStrategy,
-)
 from support import answer, calls, running_worker, wait_for, write_script
 
 HISTORIES = Path(__file__).parent / "histories"

@@ -23,9 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from record_histories import recording_env, save
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import RetrySpec, ToolRegistry
-from durable_tools.workflows import AgentConfig, Limits
+from durable_tools import AgentConfig, DurableTools, Limits, RetrySpec, ToolRegistry
 from support import answer, calls, running_worker, write_script
 
 

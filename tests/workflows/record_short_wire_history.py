@@ -23,8 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from record_histories import recording_env, registry, save
 
-from durable_tools.client import DurableTools
-from durable_tools.workflows import AgentConfig
+from durable_tools import AgentConfig, DurableTools
 from support import answer, calls, running_worker, wait_for, write_script
 
 

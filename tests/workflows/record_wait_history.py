@@ -25,11 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from record_histories import recording_env, save
 
+from durable_tools import AgentConfig, DurableTools, ToolRegistry, answer_input
 from durable_tools.callbacks import answer_callback, pending_callbacks
-from durable_tools.client import DurableTools, answer_input
 from durable_tools.sources import McpPool, McpStdio, attach_mcp
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig
 from support import answer, calls, running_worker, wait_for, write_script
 
 SERVER = str(Path(__file__).resolve().parents[1] / "sources" / "mcp_elicit_server.py")

@@ -10,15 +10,19 @@ from typing import Annotated, Any
 import pytest
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.search_attributes import AGENT_STATUS
-from durable_tools.tools import Injected, RetrySpec, ToolContext, ToolExecutionError, ToolRegistry
-from durable_tools.workflows import (
+from durable_tools import (
     AgentConfig,
+    DurableTools,
     ExecutionStrategy,
+    Injected,
     Limits,
+    RetrySpec,
     RunStatus,
+    ToolContext,
+    ToolExecutionError,
+    ToolRegistry,
 )
+from durable_tools.search_attributes import AGENT_STATUS
 from support import answer, calls, running_worker, scheduled_activities, write_script
 
 
@@ -445,7 +449,7 @@ async def test_reused_call_ids_get_distinct_keys_and_duplicates_are_refused(
 async def test_a_tool_the_worker_cannot_prepare_goes_back_to_the_model(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    from durable_tools.tools import Identity, OAuthRequirement
+    from durable_tools import Identity, OAuthRequirement
 
     registry = ToolRegistry()
 

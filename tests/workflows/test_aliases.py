@@ -10,11 +10,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.messages import Message
+from durable_tools import DurableTools, Message, RunStatus, ToolRegistry
 from durable_tools.models import aclose_shared_clients
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import RunStatus
 from fake_anthropic import FakeAnthropicServer, RecordedRequest, message, text, tool_use
 from fake_openai import CannedResponse
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import (
+from durable_tools import (
     AgentConfig,
     ApprovalPolicy,
+    DurableTools,
     ExecutionStrategy,
-    RunSnapshot,
     RunStatus,
+    ToolRegistry,
 )
+from durable_tools.workflows import RunSnapshot
 from support import answer, calls, running_worker, wait_for, write_script
 
 

@@ -16,11 +16,9 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowHistory
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, ExecutionStrategy, RunStatus, ToolRegistry
 from durable_tools.flows import FlowNode
-from durable_tools.tools import ToolRegistry
 from durable_tools.tools._catalog_pack import CATALOG_PACKED_ACTIVITY
-from durable_tools.workflows import AgentConfig, ExecutionStrategy, RunStatus
 from support import (
     answer,
     assert_not_wedged,

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolContext, ToolRegistry
-from durable_tools.workflows import AgentConfig, AgentInput, AgentWorkflow, CarriedState, RunStatus
+from durable_tools import AgentConfig, DurableTools, RunStatus, ToolContext, ToolRegistry
+from durable_tools.protocol._run_io import CarriedState
+from durable_tools.workflows import AgentInput, AgentWorkflow
 from durable_tools.workflows.run._carry import CALL_IDS_CARRIED, carry_state, start_state
 from durable_tools.workflows.run._state import RunState
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script

@@ -7,9 +7,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig, Limits, RunStatus
+from durable_tools import AgentConfig, DurableTools, Limits, RunStatus, ToolRegistry
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from durable_tools import AgentRun, DurableTools, RunStatus, ToolRegistrationError, ToolRegistry
 from durable_tools.callbacks import (
     CallbackRejected,
     PendingCallback,
@@ -19,9 +20,8 @@ from durable_tools.callbacks import (
     pending_callbacks,
     serve_callbacks,
 )
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistrationError, ToolRegistry
-from durable_tools.workflows import AgentWorkflow, RunStatus
+from durable_tools.tools import FileSystemArtifactStore
+from durable_tools.workflows import AgentWorkflow
 from support import (
     answer,
     assert_not_wedged,

@@ -13,8 +13,8 @@ from temporalio import workflow
 from temporalio.client import Client
 
 with workflow.unsafe.imports_passed_through():
-    from durable_tools.tools import ToolContext, ToolRegistry
-    from durable_tools.workflows import AgentConfig, AgentInput, AgentLoop, RunEvent
+    from durable_tools import AgentConfig, RunEvent, ToolContext, ToolRegistry
+    from durable_tools.workflows import AgentInput, AgentLoop
 
     # Through too: the sandbox re-imports this module to check the host workflow, and the
     # support helpers import native extensions (cryptography) that must not load twice.

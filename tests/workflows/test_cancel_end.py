@@ -15,9 +15,8 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from cli_support import cli, cli_env  # noqa: F401  (a fixture)
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig, AgentWorkflow, ApprovalDecision, RunStatus
+from durable_tools import AgentConfig, DurableTools, RunStatus, ToolRegistry
+from durable_tools.workflows import AgentWorkflow, ApprovalDecision
 from support import answer, calls, running_worker, wait_for, write_script
 
 

@@ -9,10 +9,8 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, CodeMode, DurableTools, RunStatus, ToolContext, ToolRegistry
 from durable_tools.client.render._text import render_timeline
-from durable_tools.tools import ToolContext, ToolRegistry
-from durable_tools.workflows import AgentConfig, CodeMode, RunStatus
 from support import answer, assert_replays, calls, running_worker, wait_for, write_script
 
 

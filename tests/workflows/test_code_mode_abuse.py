@@ -9,9 +9,15 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolContext, ToolRegistry
-from durable_tools.workflows import AgentConfig, CodeMode, ExecutionStrategy, RunStatus
+from durable_tools import (
+    AgentConfig,
+    CodeMode,
+    DurableTools,
+    ExecutionStrategy,
+    RunStatus,
+    ToolContext,
+    ToolRegistry,
+)
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 

@@ -8,9 +8,8 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.workflows import AgentConfig, CodeMode, RunStatus
+from durable_tools import AgentConfig, CodeMode, DurableTools, RunStatus, ToolRegistry
+from durable_tools.tools import FileSystemArtifactStore
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 

@@ -10,14 +10,14 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import (
+from durable_tools import (
     AgentConfig,
     CodeMode,
+    DurableTools,
     Limits,
     RunStatus,
     SessionConfig,
+    ToolRegistry,
 )
 from support import answer, calls, running_worker, wait_for, write_script
 

@@ -9,8 +9,7 @@ from typing import Any
 import pydantic_monty as monty
 import pytest
 
-from durable_tools.tools import ToolSpec
-from durable_tools.workflows import CodeMode
+from durable_tools import CodeMode, ToolSpec
 from durable_tools.workflows.script._stubs import host_specs, host_stubs, script_definition
 
 

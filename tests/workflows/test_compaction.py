@@ -16,19 +16,20 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Replayer
 
-from durable_tools._activities._types import COMPACT_ACTIVITY, CompactCall, Compacted
-from durable_tools.client import DurableTools
-from durable_tools.messages import Message, ModelResponse, Usage
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.worker import workflow_runner
-from durable_tools.workflows import (
+from durable_tools import (
     AgentConfig,
-    AgentInput,
-    AgentWorkflow,
     CompactionConfig,
+    DurableTools,
     Limits,
+    Message,
     RunStatus,
+    ToolRegistry,
 )
+from durable_tools._activities._types import COMPACT_ACTIVITY, CompactCall, Compacted
+from durable_tools.messages import ModelResponse, Usage
+from durable_tools.tools import FileSystemArtifactStore
+from durable_tools.worker import workflow_runner
+from durable_tools.workflows import AgentInput, AgentWorkflow
 from durable_tools.workflows.loop._compaction import note_context
 from durable_tools.workflows.run._carry import start_state
 from fake_anthropic import FakeAnthropicServer, message, text, tool_use

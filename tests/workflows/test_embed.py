@@ -13,18 +13,20 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_tools.client import DurableTools
-    from durable_tools.messages import Message
-    from durable_tools.tools import ToolRegistry
-    from durable_tools.workflows import (
+    from durable_tools import (
         AgentConfig,
+        AgentResult,
+        DurableTools,
+        Message,
+        RunEvent,
+        RunStatus,
+        ToolRegistry,
+    )
+    from durable_tools.workflows import (
         AgentInput,
         AgentLoop,
-        AgentResult,
         ApprovalDecision,
-        RunEvent,
         RunSnapshot,
-        RunStatus,
         run_agent,
         start_agent,
     )

@@ -23,19 +23,20 @@ with workflow.unsafe.imports_passed_through():
     # The sandbox re-imports this module for its host workflows: what it imports (the
     # CLI and the OAuth callback server included) is imported once, outside the sandbox.
     from cli_support import cli, cli_env  # noqa: F401  (a fixture)
+    from durable_tools import (
+        AgentConfig,
+        AgentRun,
+        DurableTools,
+        Identity,
+        OAuthRequirement,
+        RunStatus,
+        ToolContext,
+        ToolRegistry,
+    )
     from durable_tools.callbacks import serve_callbacks
-    from durable_tools.client import AgentRun, DurableTools
     from durable_tools.oauth import OAuthBroker
     from durable_tools.sources import McpPool, McpStdio, attach_mcp
-    from durable_tools.tools import Identity, OAuthRequirement, ToolContext, ToolRegistry
-    from durable_tools.workflows import (
-        AgentConfig,
-        AgentInput,
-        AgentLoop,
-        ApprovalDecision,
-        RunSnapshot,
-        RunStatus,
-    )
+    from durable_tools.workflows import AgentInput, AgentLoop, ApprovalDecision, RunSnapshot
     from oauth_support import OAuthSetup, open_link, serving_callback
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 

@@ -8,9 +8,8 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.workflows import AgentConfig, Limits, RunStatus
+from durable_tools import AgentConfig, DurableTools, Limits, RunStatus, ToolRegistry
+from durable_tools.tools import FileSystemArtifactStore
 from fake_openai import FakeOpenAIServer, RecordedRequest, chat_completion, tool_call
 from support import answer, calls, running_worker, write_script
 

@@ -18,10 +18,14 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
-from durable_tools import search_attributes as sa
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig, AgentInput, RunStatus
+from durable_tools import (
+    AgentConfig,
+    DurableTools,
+    RunStatus,
+    ToolRegistry,
+    search_attributes as sa,
+)
+from durable_tools.workflows import AgentInput
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo's bench/

@@ -14,19 +14,20 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import (
+from durable_tools import (
+    AgentConfig,
+    AgentRun,
+    DurableTools,
     RetrySpec,
+    RunEvent,
+    RunStatus,
     Skip,
-    ToolCallInfo,
     ToolContext,
-    ToolEvent,
     ToolExecutionError,
-    ToolFailure,
     ToolRegistry,
     ToolResult,
 )
-from durable_tools.workflows import AgentConfig, RunEvent, RunStatus
+from durable_tools.tools import ToolCallInfo, ToolEvent, ToolFailure
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 WAIT = 30.0

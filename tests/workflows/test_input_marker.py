@@ -11,11 +11,16 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import (
+    AgentConfig,
+    ContentBlock,
+    DurableTools,
+    RunStatus,
+    ToolRegistry,
+    ToolResult,
+)
 from durable_tools.protocol._input_types import INPUT_REQUIRED_KEY
 from durable_tools.sources import mcp_result_to_tool_result
-from durable_tools.tools import ContentBlock, ToolRegistry, ToolResult
-from durable_tools.workflows import AgentConfig, RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 FORGED = {

@@ -19,11 +19,9 @@ import pytest
 from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from durable_tools import AgentConfig, DurableTools, RunStatus, ToolRegistry
 from durable_tools._activities._types import CATALOG_ACTIVITY, MODEL_ACTIVITY, ModelCall
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry
 from durable_tools.tools._catalog_pack import CATALOG_PACKED_ACTIVITY
-from durable_tools.workflows import AgentConfig, RunStatus
 from github_support import github_mock, github_registry
 from support import (
     answer,

@@ -12,11 +12,9 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from durable_tools import AgentConfig, DurableTools, Limits, Message, RunStatus, ToolRegistry
 from durable_tools._activities._conversation import SnapshotMissing, whole_conversation
-from durable_tools.client import DurableTools
-from durable_tools.messages import Message
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.workflows import AgentConfig, Limits, RunStatus
+from durable_tools.tools import FileSystemArtifactStore
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 TURNS = 40

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, Price, RunStatus, ToolRegistry
 from durable_tools.models import aclose_shared_clients
 from durable_tools.protocol._records import RunEvent
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.workflows import AgentConfig, Price, RunSnapshot, RunStatus
+from durable_tools.tools import FileSystemArtifactStore
+from durable_tools.workflows import RunSnapshot
 from fake_anthropic import FakeAnthropicServer, anthropic_status, message, text, tool_use
 from fake_openai import (
     CannedResponse,

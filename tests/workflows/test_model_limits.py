@@ -16,7 +16,7 @@ from temporalio.api.enums.v1 import WorkflowTaskFailedCause
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 
 import fake_openai
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, RunStatus, ToolRegistry
 from durable_tools.models import aclose_shared_clients
 from durable_tools.protocol._limiter import (
     ADJUST_SIGNAL,
@@ -39,9 +39,8 @@ from durable_tools.protocol._limiter import (
     limiter_id,
     limiter_task_queue,
 )
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
+from durable_tools.tools import FileSystemArtifactStore
 from durable_tools.worker import ModelLimits
-from durable_tools.workflows import AgentConfig, RunStatus
 from fake_openai import FakeOpenAIServer, RecordedRequest, chat_completion, tool_call
 from support import assert_not_wedged, event_attributes, running_worker
 
@@ -237,7 +236,7 @@ def test_a_long_spec_gets_a_bounded_limiter_id() -> None:
 
 
 def test_worker_refuses_model_limits_that_are_no_limits(client: Client) -> None:
-    from durable_tools.worker import build_worker
+    from durable_tools import build_worker
 
     with pytest.raises(ValueError, match="not a model spec"):
         build_worker(

@@ -16,15 +16,13 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.common import RawValue
 from test_callback_tools import callback_registry, locate_script, published, tool_message
 
+from durable_tools import AgentRun, DurableTools, RunStatus, ToolRegistry
 from durable_tools.callbacks import (
     CALLBACK_INVALID,
     CallbackRejected,
     answer_callback,
     serve_callbacks,
 )
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 NAN, INF = float("nan"), float("inf")

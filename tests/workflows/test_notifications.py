@@ -19,16 +19,16 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from durable_tools._activities import NOTIFY_ACTIVITY
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import (
+from durable_tools import (
     AgentConfig,
+    DurableTools,
     NotificationConfig,
     RunStatus,
     SlackTarget,
+    ToolRegistry,
     WebhookTarget,
 )
+from durable_tools._activities import NOTIFY_ACTIVITY
 from support import (
     answer,
     assert_not_wedged,

@@ -9,18 +9,19 @@ from typing import Any
 import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import Identity, ToolRegistry
-from durable_tools.worker import GrantStore
-from durable_tools.workflows import (
+from durable_tools import (
     AgentConfig,
+    AgentRun,
     ApprovalPolicy,
-    Constraint,
+    DurableTools,
     ExecutionStrategy,
     GrantRequest,
-    RunSnapshot,
+    Identity,
     RunStatus,
+    ToolRegistry,
 )
+from durable_tools.worker import GrantStore
+from durable_tools.workflows import Constraint, RunSnapshot
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 

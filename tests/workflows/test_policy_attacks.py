@@ -19,18 +19,17 @@ from temporalio.client import (
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.worker import GrantStore, workflow_runner
-from durable_tools.workflows import (
+from durable_tools import (
     AgentConfig,
-    AgentWorkflow,
-    ApprovalDecision,
     ApprovalPolicy,
+    DurableTools,
     GrantRequest,
-    PolicyChange,
     RunStatus,
+    ToolRegistry,
 )
+from durable_tools.protocol._types import PolicyChange
+from durable_tools.worker import GrantStore, workflow_runner
+from durable_tools.workflows import AgentWorkflow, ApprovalDecision
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 

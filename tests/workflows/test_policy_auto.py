@@ -9,18 +9,16 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import (
+from durable_tools import (
     AgentConfig,
+    AgentRun,
     ApprovalPolicy,
     AutoApproval,
-    CriteriaSet,
-    Evaluation,
-    EvaluationRequest,
-    RunSnapshot,
+    DurableTools,
     RunStatus,
+    ToolRegistry,
 )
+from durable_tools.workflows import CriteriaSet, Evaluation, EvaluationRequest, RunSnapshot
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 CRITERIA = CriteriaSet(

@@ -12,15 +12,16 @@ from policy_support import ALICE, events, pay, pending, refund, registry, reject
 from pydantic import ValidationError
 from temporalio.client import Client, WorkflowUpdateFailedError
 
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.worker import GrantStore
-from durable_tools.workflows import (
+from durable_tools import (
     AgentConfig,
-    ApprovalDecision,
+    AgentRun,
     ApprovalPolicy,
+    DurableTools,
     GrantRequest,
     RunStatus,
 )
+from durable_tools.worker import GrantStore
+from durable_tools.workflows import ApprovalDecision
 from support import answer, assert_not_wedged, running_worker, wait_for, write_script
 
 

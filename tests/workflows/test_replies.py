@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from durable_tools.tools import InvalidArguments, ToolNotFound, ToolOutcome
+from durable_tools import InvalidArguments, ToolNotFound
+from durable_tools.tools import ToolOutcome
 from durable_tools.workflows.run._replies import (
     cancelled_outcome,
     cancelled_reply,

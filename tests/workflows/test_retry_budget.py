@@ -9,10 +9,8 @@ from pathlib import Path
 
 from temporalio.client import Client, WorkflowHistory
 
-from durable_tools.client import DurableTools
+from durable_tools import DurableTools, RetrySpec, RunStatus, ToolRegistry
 from durable_tools.flows import FlowNode
-from durable_tools.tools import RetrySpec, ToolRegistry
-from durable_tools.workflows import RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 BUDGET = 2.0

@@ -18,7 +18,15 @@ import pydantic_core
 import pytest
 from temporalio.client import Client
 
-from durable_tools.client import AgentRun, DurableTools, SessionRefused
+from durable_tools import (
+    AgentConfig,
+    AgentRun,
+    DurableTools,
+    RunStatus,
+    SessionConfig,
+    SessionRefused,
+    ToolRegistry,
+)
 from durable_tools.protocol._session_types import (
     ANSWERED_CARRIED,
     ANSWERED_CARRIED_BYTES,
@@ -26,8 +34,6 @@ from durable_tools.protocol._session_types import (
     SessionReply,
     message_digest,
 )
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig, RunStatus, SessionConfig
 from durable_tools.workflows.run._session import answered_key, bounded_answered
 from support import answer, assert_replays, calls, running_worker, wait_for, write_script
 

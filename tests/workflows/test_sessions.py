@@ -14,16 +14,18 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.common import RawValue
 
-from durable_tools import search_attributes as sa
-from durable_tools.client import AgentRun, DurableTools, SessionRefused
-from durable_tools.protocol._limits import MAX_MESSAGE_CHARS
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import (
+from durable_tools import (
     AgentConfig,
+    AgentRun,
+    DurableTools,
     Limits,
     RunStatus,
     SessionConfig,
+    SessionRefused,
+    ToolRegistry,
+    search_attributes as sa,
 )
+from durable_tools.protocol._limits import MAX_MESSAGE_CHARS
 from support import (
     answer,
     assert_not_wedged,

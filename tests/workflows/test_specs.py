@@ -11,18 +11,19 @@ from types import SimpleNamespace
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
-from durable_tools.client import DurableTools
-from durable_tools.models import aclose_shared_clients
-from durable_tools.tools import (
+from durable_tools import (
+    AgentConfig,
     Denied,
+    DurableTools,
     Identity,
     InvalidArguments,
     RetrySpec,
+    RunStatus,
     Skip,
-    ToolCallInfo,
     ToolRegistry,
 )
-from durable_tools.workflows import AgentConfig, RunStatus
+from durable_tools.models import aclose_shared_clients
+from durable_tools.tools import ToolCallInfo
 from fake_openai import FakeOpenAIServer, chat_completion, tool_call
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 

@@ -14,18 +14,19 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 
 import cli_support
 from cli_support import cli
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.models import aclose_shared_clients
-from durable_tools.protocol._limits import MAX_STEER_CHARS
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import (
+from durable_tools import (
     AgentConfig,
-    ApprovalDecision,
+    AgentRun,
+    DurableTools,
     ExecutionStrategy,
     RunEvent,
     RunStatus,
-    Steer,
+    ToolRegistry,
 )
+from durable_tools.models import aclose_shared_clients
+from durable_tools.protocol._limits import MAX_STEER_CHARS
+from durable_tools.protocol._types import Steer
+from durable_tools.workflows import ApprovalDecision
 from fake_openai import FakeOpenAIServer, chat_completion, tool_call
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 

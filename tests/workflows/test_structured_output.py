@@ -16,13 +16,13 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, Limits, RunStatus, ToolRegistry
 from durable_tools.client.render._text import render_snapshot
 from durable_tools.messages import OutputSchema
 from durable_tools.models import aclose_shared_clients
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
+from durable_tools.tools import FileSystemArtifactStore
 from durable_tools.worker import workflow_runner
-from durable_tools.workflows import AgentConfig, AgentWorkflow, Limits, RunStatus
+from durable_tools.workflows import AgentWorkflow
 from fake_anthropic import FakeAnthropicServer, message, text, tool_use
 from fake_openai import (
     FakeOpenAIServer,

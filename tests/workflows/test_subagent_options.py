@@ -9,10 +9,8 @@ from pathlib import Path
 
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.messages import Message
-from durable_tools.tools import ErrorKind, ToolRegistry
-from durable_tools.workflows import AgentConfig, RunStatus
+from durable_tools import AgentConfig, AgentRun, DurableTools, Message, RunStatus, ToolRegistry
+from durable_tools.tools import ErrorKind
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 

@@ -8,11 +8,15 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_tools import search_attributes as sa
-from durable_tools.client import AgentRun, DurableTools
-from durable_tools.tools import ToolRegistry
+from durable_tools import (
+    AgentConfig,
+    AgentRun,
+    DurableTools,
+    RunStatus,
+    ToolRegistry,
+    search_attributes as sa,
+)
 from durable_tools.tools._catalog_pack import CATALOG_PACKED_ACTIVITY
-from durable_tools.workflows import AgentConfig, RunStatus
 from support import (
     answer,
     calls,

@@ -7,9 +7,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import RetrySpec, ToolRegistry
-from durable_tools.workflows import RunStatus
+from durable_tools import DurableTools, RetrySpec, RunStatus, ToolRegistry
 from support import (
     answer,
     calls,

@@ -13,11 +13,9 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, RunStatus, ToolRegistry
 from durable_tools.search_attributes import AGENT_STATUS, TOKENS
 from durable_tools.server import DevServer
-from durable_tools.tools import ToolRegistry
-from durable_tools.workflows import AgentConfig, RunStatus
 from support import answer, assert_not_wedged, calls, free_port, running_worker, write_script
 
 

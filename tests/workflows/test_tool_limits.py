@@ -14,10 +14,16 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import (
+    AgentConfig,
+    DurableTools,
+    ExecutionStrategy,
+    Limits,
+    RunStatus,
+    ToolRegistrationError,
+    ToolRegistry,
+)
 from durable_tools.client.render._tools import safety_summary, tool_json
-from durable_tools.tools import ToolRegistrationError, ToolRegistry
-from durable_tools.workflows import AgentConfig, ExecutionStrategy, Limits, RunStatus
 from support import answer, assert_not_wedged, calls, running_worker, write_script
 
 PARTITIONS = 4

@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
+from durable_tools import AgentConfig, DurableTools, Limits, Price, RunStatus, ToolRegistry
 from durable_tools.client.render._text import render_snapshot
 from durable_tools.messages import ModelSettings
 from durable_tools.models import aclose_shared_clients
-from durable_tools.tools import FileSystemArtifactStore, ToolRegistry
-from durable_tools.workflows import AgentConfig, Limits, Price, RunStatus
+from durable_tools.tools import FileSystemArtifactStore
 from fake_openai import FakeOpenAIServer, RecordedRequest, chat_completion, tool_call
 from support import assert_not_wedged, running_worker
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from durable_tools.tools import ToolContext, ToolExecutionError, ToolRegistry, ToolResult
+from durable_tools import ToolContext, ToolExecutionError, ToolRegistry, ToolResult
 from durable_tools.workspace import Workspace, register_workspace_tools
 from durable_tools.workspace._search import SearchLimits, search
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from durable_tools.tools import ToolContext, ToolRegistry, ToolResult
+from durable_tools import ToolContext, ToolRegistry, ToolResult
 from durable_tools.workspace import register_workspace_tools
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
@@ -131,7 +131,7 @@ async def test_output_over_the_bound_is_cut_with_a_note(tmp_path: Path):
 
 WORKER = """
 import asyncio, sys
-from durable_tools.tools import ToolContext, ToolRegistry
+from durable_tools import ToolContext, ToolRegistry
 from durable_tools.workspace import register_workspace_tools
 
 registry = ToolRegistry()

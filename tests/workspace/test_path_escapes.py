@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from durable_tools.tools import ToolContext, ToolError, ToolRegistry
+from durable_tools import ToolContext, ToolError, ToolRegistry
 from durable_tools.workspace import Workspace, WorkspacePathError, register_workspace_tools
 
 

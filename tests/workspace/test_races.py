@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from durable_tools.tools import ToolContext, ToolRegistry
+from durable_tools import ToolContext, ToolRegistry
 from durable_tools.workspace import Workspace, WorkspacePathError, register_workspace_tools
 
 SECRET = "outside secret, do not touch\n"

@@ -14,9 +14,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolContext, ToolExecutionError, ToolRegistry
-from durable_tools.workflows import RunStatus
+from durable_tools import DurableTools, RunStatus, ToolContext, ToolExecutionError, ToolRegistry
 from durable_tools.workspace import Workspace, register_workspace_tools
 from durable_tools.workspace._search import SearchLimits, search
 from support import answer, calls, running_worker, write_script

@@ -11,9 +11,14 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from durable_tools.client import DurableTools
-from durable_tools.tools import ToolContext, ToolExecutionError, ToolRegistry, ToolResult
-from durable_tools.workflows import RunStatus
+from durable_tools import (
+    DurableTools,
+    RunStatus,
+    ToolContext,
+    ToolExecutionError,
+    ToolRegistry,
+    ToolResult,
+)
 from durable_tools.workspace import register_workspace_tools
 from support import answer, calls, running_worker, wait_for, write_script
 

@@ -96,7 +96,7 @@ class DurableTools:
     """Entry point: start runs and find them.
 
     Args:
-        client: A client made with `durable_tools.connection.connect` (pydantic data converter).
+        client: A client made with `durable_tools.connect` (pydantic data converter).
         task_queue: Where runs are started; default `DURABLE_TOOLS_TASK_QUEUE`.
     """
 

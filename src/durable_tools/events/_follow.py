@@ -22,7 +22,8 @@ from temporalio.service import RPCError
 
 from durable_tools.events._sinks import EventSink
 from durable_tools.protocol._event_names import MISSED_EVENT
-from durable_tools.workflows import EventsPage, RunEvent, RunStatus
+from durable_tools.protocol._records import EventsPage
+from durable_tools.workflows import RunEvent, RunStatus
 
 __all__ = ["MISSED_EVENT", "FollowResult", "FollowableRun", "follow_events"]
 

@@ -6,10 +6,9 @@ protection, and optionally the OAuth callback. `durable-tools serve` runs it wit
 Needs the `inbox` extra (`pip install 'durable-tools[inbox]'`).
 """
 
-from durable_tools._callers._auth import AuthConfig, authenticate, decider_for
-from durable_tools._callers._body import body_limit
+from durable_tools._callers._auth import AuthConfig, authenticate
 from durable_tools._callers._sessions import EndedSessions, ended_sessions_file
-from durable_tools._callers._tokens import TokenFileError, TokenStore, User, add_token, hash_token
+from durable_tools._callers._tokens import TokenFileError, TokenStore, User, add_token
 
 from ._app import DEFAULT_MAX_BODY_BYTES, InboxConfig, create_app
 from ._decide import DecisionRefused, decide
@@ -28,12 +27,9 @@ __all__ = [
     "User",
     "add_token",
     "authenticate",
-    "body_limit",
     "create_app",
     "decide",
-    "decider_for",
     "default_tokens_file",
     "ended_sessions_file",
-    "hash_token",
     "session_secret",
 ]

@@ -26,7 +26,6 @@ from ._errors import (
     UnknownProvider,
 )
 from ._flow import OAuthManager
-from ._pkce import code_challenge, new_code_verifier, new_state
 from ._providers import OAuthProvider, ProviderRegistry, load_providers
 from ._records import (
     AuthorizationFailure,
@@ -70,13 +69,10 @@ __all__ = [
     "TokenStore",
     "UndeliveredOutcomes",
     "UnknownProvider",
-    "code_challenge",
     "generate_key",
     "load_key",
     "load_providers",
     "make_callback_app",
-    "new_code_verifier",
-    "new_state",
     "oauth_user",
     "run_notifier",
     "serve_callback",

@@ -9,24 +9,14 @@ docs/streaming.md.
 
 from ._model import StreamingModelAdapter, complete_streaming
 from ._publisher import BATCH_SECONDS, TokenPublisher
-from ._types import (
-    MAX_STREAMED_CHARS,
-    STREAM_SUFFIX,
-    STREAM_WORKFLOW,
-    StreamBatch,
-    StreamEvent,
-    StreamInput,
-    stream_id,
-)
+from ._types import MAX_STREAMED_CHARS, STREAM_SUFFIX, STREAM_WORKFLOW, StreamEvent, stream_id
 
 __all__ = [
     "BATCH_SECONDS",
     "MAX_STREAMED_CHARS",
     "STREAM_SUFFIX",
     "STREAM_WORKFLOW",
-    "StreamBatch",
     "StreamEvent",
-    "StreamInput",
     "StreamingModelAdapter",
     "TokenPublisher",
     "complete_streaming",

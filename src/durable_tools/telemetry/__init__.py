@@ -1,7 +1,7 @@
 """Traces, metrics and structured logs for durable-tools workers.
 
 - `TelemetryPlugin`: pass it to `Client.connect(plugins=[...])` (or
-  `durable_tools.connection.connect`) and every worker built from that client traces runs
+  `durable_tools.connect`) and every worker built from that client traces runs
   (run -> turn -> model / tool spans, through temporalio's OpenTelemetry support) and
   records durable-tools' metrics.
 - `prometheus_runtime(port)`: a `temporalio.runtime.Runtime` serving the SDK's and

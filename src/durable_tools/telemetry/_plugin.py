@@ -6,8 +6,7 @@ import dataclasses
 
 from temporalio.client import Interceptor as ClientInterceptor
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import Interceptor as WorkerInterceptor
-from temporalio.worker import WorkflowRunner
+from temporalio.worker import Interceptor as WorkerInterceptor, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from durable_tools._extras import install_hint

@@ -1,7 +1,10 @@
 """The tool layer: plain Python, testable without a server.
 
 Specs, the registry, schemas, validation, errors and result formatting live here.
-Nothing in this package imports Temporal's worker or client.
+Nothing in this package imports Temporal's worker or client. What a tool author imports
+(`ToolRegistry`, `ToolContext`, `ToolSpec` and its policies, `ToolResult`, the errors) is
+exported by the top-level `durable_tools`; this module lists the rest: middleware, artifact
+stores, the tool catalog, the tool events' names.
 """
 
 from ._artifacts import (
@@ -11,18 +14,22 @@ from ._artifacts import (
     default_artifact_store,
 )
 from ._catalog import filter_specs, search_specs
-from ._classify import classify_exception, error_message_for_model, parse_retry_after
-from ._context import Identity, Injected, MissingResource, ToolContext
+from ._context import (
+    Identity as Identity,
+    Injected as Injected,
+    MissingResource,
+    ToolContext as ToolContext,
+)
 from ._errors import (
-    Cancelled,
-    Denied,
+    Cancelled as Cancelled,
+    Denied as Denied,
     ErrorKind,
-    InvalidArguments,
-    NeedsAuthorization,
-    ToolError,
-    ToolExecutionError,
-    ToolNotFound,
-    ToolTimeout,
+    InvalidArguments as InvalidArguments,
+    NeedsAuthorization as NeedsAuthorization,
+    ToolError as ToolError,
+    ToolExecutionError as ToolExecutionError,
+    ToolNotFound as ToolNotFound,
+    ToolTimeout as ToolTimeout,
 )
 from ._events import (
     TOOL_COMPLETED,
@@ -33,29 +40,27 @@ from ._events import (
     TOOL_STARTED,
     ToolEvent,
 )
-from ._formatting import (
-    abridge_arguments,
-    error_outcome,
-    format_result,
-    redact_arguments,
-    to_tool_result,
+from ._formatting import format_result
+from ._middleware import Middleware, Skip as Skip, ToolCallInfo, ToolFailure
+from ._names import ToolRegistrationError as ToolRegistrationError
+from ._registry import ApprovalPredicate, RegisteredTool, ToolOptions, ToolRegistry as ToolRegistry
+from ._results import (
+    ArtifactRef as ArtifactRef,
+    ContentBlock as ContentBlock,
+    ToolOutcome,
+    ToolResult as ToolResult,
 )
-from ._middleware import Middleware, Skip, ToolCallInfo, ToolFailure
-from ._names import ToolRegistrationError
-from ._registry import ApprovalPredicate, RegisteredTool, ToolOptions, ToolRegistry
-from ._results import ArtifactRef, ContentBlock, ToolOutcome, ToolResult
 from ._schema_tools import SchemaHandler, SchemaTool
 from ._spec import (
-    ApprovalMode,
-    ExecutionPolicy,
-    LoadingMode,
-    OAuthRequirement,
-    RetrySpec,
-    Safety,
-    SideEffect,
-    ToolSpec,
+    ApprovalMode as ApprovalMode,
+    ExecutionPolicy as ExecutionPolicy,
+    LoadingMode as LoadingMode,
+    OAuthRequirement as OAuthRequirement,
+    RetrySpec as RetrySpec,
+    Safety as Safety,
+    SideEffect as SideEffect,
+    ToolSpec as ToolSpec,
 )
-from ._validation import parse_arguments, validate_arguments, validate_output
 
 __all__ = [
     "TOOL_COMPLETED",
@@ -64,58 +69,23 @@ __all__ = [
     "TOOL_POLICY_EXHAUSTED",
     "TOOL_SKIPPED",
     "TOOL_STARTED",
-    "ApprovalMode",
     "ApprovalPredicate",
-    "ArtifactRef",
     "ArtifactStore",
-    "Cancelled",
-    "ContentBlock",
-    "Denied",
     "ErrorKind",
-    "ExecutionPolicy",
     "FileSystemArtifactStore",
-    "Identity",
     "InMemoryArtifactStore",
-    "Injected",
-    "InvalidArguments",
-    "LoadingMode",
     "Middleware",
     "MissingResource",
-    "NeedsAuthorization",
-    "OAuthRequirement",
     "RegisteredTool",
-    "RetrySpec",
-    "Safety",
     "SchemaHandler",
     "SchemaTool",
-    "SideEffect",
-    "Skip",
     "ToolCallInfo",
-    "ToolContext",
-    "ToolError",
     "ToolEvent",
-    "ToolExecutionError",
     "ToolFailure",
-    "ToolNotFound",
     "ToolOptions",
     "ToolOutcome",
-    "ToolRegistrationError",
-    "ToolRegistry",
-    "ToolResult",
-    "ToolSpec",
-    "ToolTimeout",
-    "abridge_arguments",
-    "classify_exception",
     "default_artifact_store",
-    "error_message_for_model",
-    "error_outcome",
     "filter_specs",
     "format_result",
-    "parse_arguments",
-    "parse_retry_after",
-    "redact_arguments",
     "search_specs",
-    "to_tool_result",
-    "validate_arguments",
-    "validate_output",
 ]

@@ -13,8 +13,7 @@ from typing import Any, Literal, TypedDict
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from pydantic import BaseModel
-from pydantic import ValidationError as PydanticValidationError
+from pydantic import BaseModel, ValidationError as PydanticValidationError
 
 from ._approval_summary import SummaryFunction, SummaryTemplateError, check_template
 from ._auto_local import resolve_local

@@ -1,7 +1,8 @@
 """Building and running a worker from a tool registry.
 
-`build_worker` is `DurableToolsPlugin` (`durable_tools.plugin`) on a `Worker`, plus the
-workers of rate-limited tools; use the plugin directly in an application's own workers.
+`build_worker` (exported, like `DurableToolsPlugin`, by the top-level `durable_tools`) is
+the plugin on a `Worker`, plus the workers of rate-limited tools; use the plugin directly in
+an application's own workers.
 
 The worker-side objects `build_worker` takes are here too: a custom OAuth broker
 (`AuthorizationBroker`, `oauth=`), evaluators (`Evaluator`, `evaluators=`) and the
@@ -15,7 +16,7 @@ from durable_tools.protocol._models import ModelLimits
 from ._build import (
     DEFAULT_TASK_QUEUE,
     SECRET_ENV_PREFIX,
-    build_worker,
+    build_worker as build_worker,
     load_registry,
     secrets_from_env,
     task_queue_from_env,
@@ -35,7 +36,6 @@ __all__ = [
     "GrantStore",
     "ModelLimits",
     "ToolWorker",
-    "build_worker",
     "deployment_version",
     "load_registry",
     "missing_extras",

@@ -113,7 +113,7 @@ def build_worker(
 
     Args:
         client: A client made with the pydantic data converter (see
-            `durable_tools.connection.connect`).
+            `durable_tools.connect`).
         registry: The tools this worker runs.
         task_queue: Defaults to `DURABLE_TOOLS_TASK_QUEUE` or `durable-tools`.
         resources: Worker-side objects handed to tools by name.

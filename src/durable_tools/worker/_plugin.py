@@ -1,4 +1,4 @@
-"""The Temporal plugin behind `durable_tools.plugin.DurableToolsPlugin` and `build_worker`.
+"""The Temporal plugin behind `durable_tools.DurableToolsPlugin` and `build_worker`.
 
 On the client it sets the data converter: pydantic payload conversion, composed with a
 `payload_codec` if one is given (the client's other converter choices are kept). On each
@@ -56,8 +56,7 @@ from durable_tools.protocol._limiter import limiter_task_queue
 from durable_tools.protocol._models import ModelLimits, checked_model_limits
 from durable_tools.tools._artifacts import ArtifactStore, default_artifact_store
 from durable_tools.tools._registry import ToolRegistry
-from durable_tools.worker._deployment import deployment_version as checked_version
-from durable_tools.worker._deployment import versioned
+from durable_tools.worker._deployment import deployment_version as checked_version, versioned
 from durable_tools.worker._limited import limited_workers
 from durable_tools.worker._sandbox import (
     ContextLookupRunner,

@@ -1,41 +1,45 @@
-"""The agent workflow and the data it takes, keeps and returns."""
+"""The agent workflow: embedding its loop, and what policies and evaluators exchange.
 
-from durable_tools.protocol._code_mode import CodeMode
-from durable_tools.protocol._compaction import CompactionConfig, ContextView
-from durable_tools.protocol._input_types import PendingInput
+`AgentConfig` and its parts, and what a run returns and reports (`AgentResult`,
+`RunStatus`, `RunEvent`, ...), are exported by the top-level `durable_tools`. This module
+lists what embedding the loop in a workflow of your own takes (`AgentLoop`, `AgentInput`,
+`run_agent`, `start_agent`, the `AgentWorkflow` class) and the types of policy extensions
+(`Constraint`, `CriteriaSet`, an evaluator's `EvaluationRequest` and `Evaluation`).
+"""
+
+from durable_tools.protocol._code_mode import CodeMode as CodeMode
+from durable_tools.protocol._compaction import CompactionConfig as CompactionConfig, ContextView
+from durable_tools.protocol._input_types import PendingInput as PendingInput
 from durable_tools.protocol._policy_types import (
-    AutoApproval,
-    BatchDecision,
-    BatchItem,
+    AutoApproval as AutoApproval,
     Constraint,
     CriteriaSet,
     Evaluation,
     EvaluationRequest,
-    GrantRequest,
-    GrantRevocation,
-    StandingGrant,
+    GrantRequest as GrantRequest,
+    StandingGrant as StandingGrant,
 )
-from durable_tools.protocol._records import EventsPage, RunEvent, ToolCallRecord
-from durable_tools.protocol._run_io import AgentInput, AgentResult, CarriedState, RunSnapshot
-from durable_tools.protocol._session_types import SessionConfig, SessionReply, SessionView
+from durable_tools.protocol._records import RunEvent as RunEvent, ToolCallRecord as ToolCallRecord
+from durable_tools.protocol._run_io import AgentInput, AgentResult as AgentResult, RunSnapshot
+from durable_tools.protocol._session_types import (
+    SessionConfig as SessionConfig,
+    SessionReply as SessionReply,
+)
 from durable_tools.protocol._types import (
-    AgentConfig,
-    ApprovalPolicy,
-    AuthorizationPolicy,
-    ExecutionStrategy,
-    Limits,
-    NotificationConfig,
-    PolicyChange,
-    Price,
-    RunStatus,
-    SlackTarget,
-    Steer,
-    WebhookTarget,
+    AgentConfig as AgentConfig,
+    ApprovalPolicy as ApprovalPolicy,
+    AuthorizationPolicy as AuthorizationPolicy,
+    ExecutionStrategy as ExecutionStrategy,
+    Limits as Limits,
+    NotificationConfig as NotificationConfig,
+    Price as Price,
+    RunStatus as RunStatus,
+    SlackTarget as SlackTarget,
+    WebhookTarget as WebhookTarget,
 )
 from durable_tools.protocol._wait_types import (
     ApprovalDecision,
-    AuthorizationCompleted,
-    PendingApproval,
+    PendingApproval as PendingApproval,
     PendingAuthorization,
 )
 
@@ -43,48 +47,17 @@ from .loop._agent import AgentWorkflow
 from .loop._embed import AgentLoop, run_agent, start_agent
 
 __all__ = [
-    "AgentConfig",
     "AgentInput",
     "AgentLoop",
-    "AgentResult",
     "AgentWorkflow",
     "ApprovalDecision",
-    "ApprovalPolicy",
-    "AuthorizationCompleted",
-    "AuthorizationPolicy",
-    "AutoApproval",
-    "BatchDecision",
-    "BatchItem",
-    "CarriedState",
-    "CodeMode",
-    "CompactionConfig",
     "Constraint",
     "ContextView",
     "CriteriaSet",
     "Evaluation",
     "EvaluationRequest",
-    "EventsPage",
-    "ExecutionStrategy",
-    "GrantRequest",
-    "GrantRevocation",
-    "Limits",
-    "NotificationConfig",
-    "PendingApproval",
     "PendingAuthorization",
-    "PendingInput",
-    "PolicyChange",
-    "Price",
-    "RunEvent",
     "RunSnapshot",
-    "RunStatus",
-    "SessionConfig",
-    "SessionReply",
-    "SessionView",
-    "SlackTarget",
-    "StandingGrant",
-    "Steer",
-    "ToolCallRecord",
-    "WebhookTarget",
     "run_agent",
     "start_agent",
 ]

@@ -17,8 +17,7 @@ import re
 import unicodedata
 from pathlib import Path
 
-from ._errors import WorkspacePathError
-from ._errors import shorten as _shorten
+from ._errors import WorkspacePathError, shorten as _shorten
 from ._resolve import Located, Want, locate
 
 # WorkspacePathError is re-exported: it is the error `Workspace` raises.

@@ -73,8 +73,11 @@ from durable_tools.protocol._limits import (
     MAX_REASON_CHARS,
     check_handler_prefix,
 )
+from durable_tools.protocol._policy_types import BatchDecision, BatchItem, GrantRevocation
+from durable_tools.protocol._records import EventsPage
 from durable_tools.protocol._run_io import ConversationView
 from durable_tools.protocol._session_types import SessionReply
+from durable_tools.protocol._types import PolicyChange, Steer
 from durable_tools.server import ui_url
 from durable_tools.streaming import StreamEvent
 from durable_tools.streaming._watch import follow_stream
@@ -85,17 +88,11 @@ from durable_tools.workflows import (
     AgentWorkflow,
     ApprovalDecision,
     ApprovalPolicy,
-    BatchDecision,
-    BatchItem,
-    EventsPage,
     GrantRequest,
-    GrantRevocation,
     PendingApproval,
-    PolicyChange,
     RunEvent,
     RunSnapshot,
     StandingGrant,
-    Steer,
     ToolCallRecord,
 )
 
