@@ -1,4 +1,5 @@
-"""The agent workflow and the data it takes, keeps and returns."""
+"""The agent workflow and the data it takes, keeps and returns; the tool runtime on its own
+(`ToolRuntime`) for workflows of your own and other agent frameworks."""
 
 from durable_tools.protocol._code_mode import CodeMode
 from durable_tools.protocol._compaction import CompactionConfig, ContextView
@@ -41,6 +42,7 @@ from durable_tools.protocol._wait_types import (
 
 from .loop._agent import AgentWorkflow
 from .loop._embed import AgentLoop, run_agent, start_agent
+from .loop._tool_runtime import ToolReply, ToolRuntime
 
 __all__ = [
     "AgentConfig",
@@ -84,6 +86,8 @@ __all__ = [
     "StandingGrant",
     "Steer",
     "ToolCallRecord",
+    "ToolReply",
+    "ToolRuntime",
     "WebhookTarget",
     "run_agent",
     "start_agent",

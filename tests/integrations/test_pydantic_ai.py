@@ -1,0 +1,194 @@
+"""A real Pydantic AI `TemporalAgent` whose tools go through durable-tools' runtime, on a real
+dev server: an approval waits durably inside the agent's run (across a worker restart with
+no cache), the tool runs once and the agent's model reads its result; a denial reaches the
+model as the tool's result; a reused call id cannot be approved with a stale hash."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from temporalio import workflow
+from temporalio.client import Client, WorkflowHandle
+
+with workflow.unsafe.imports_passed_through():
+    from pydantic_ai import Agent
+    from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin, TemporalAgent
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from cli_support import cli, cli_env  # noqa: F401  (a fixture)
+    from durable_tools.client import AgentRun, StaleRequest
+    from durable_tools.integrations.pydantic_ai import DurableToolset
+    from durable_tools.tools import ToolRegistry
+    from durable_tools.workflows import RunSnapshot, ToolRuntime
+from support import running_worker
+
+PREFIX = "tools_"
+
+
+def _returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
+    return [
+        part
+        for message in messages
+        for part in getattr(message, "parts", [])
+        if isinstance(part, ToolReturnPart)
+    ]
+
+
+def pay_twice(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """The model: pays A1, then pays B2 under the same call id, then says what it read."""
+    returns = _returns(messages)
+    if len(returns) < 2:
+        order = ["A1", "B2"][len(returns)]
+        return ModelResponse(parts=[ToolCallPart("pay", {"order_id": order}, tool_call_id="p1")])
+    return ModelResponse(parts=[TextPart(json.dumps([str(r.content) for r in returns]))])
+
+
+payer = TemporalAgent(Agent(FunctionModel(pay_twice), name="payer"))
+
+
+@workflow.defn(sandboxed=True)
+class PayerWorkflow:
+    """A user's workflow running a Pydantic AI agent whose tools are durable-tools'."""
+
+    @workflow.init
+    def __init__(self, prompt: str) -> None:
+        self.tools = ToolRuntime(prefix=PREFIX)
+
+    @workflow.run
+    async def run(self, prompt: str) -> str:
+        result = await payer.run(prompt, toolsets=[DurableToolset(self.tools)])
+        return str(result.output)
+
+
+def pay_registry(ran: list[str]) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True)
+    def pay(order_id: str) -> str:
+        """Pay an order's invoice (a person approves it)."""
+        ran.append(order_id)
+        return f"paid {order_id}"
+
+    return registry
+
+
+def _framework_client(client: Client) -> Client:
+    """The session's server, through a client that has Pydantic AI's plugin."""
+    config = client.config()
+    return Client(
+        client.service_client,
+        namespace=client.namespace,
+        data_converter=config["data_converter"],
+        plugins=[PydanticAIPlugin()],
+    )
+
+
+def _worker(client: Client, ran: list[str], task_queue: str, **options: Any) -> Any:
+    return running_worker(
+        client,
+        pay_registry(ran),
+        task_queue,
+        workflows=[PayerWorkflow],
+        plugins=[AgentPlugin(payer)],
+        **options,
+    )
+
+
+async def _pending(handle: WorkflowHandle[Any, Any], calls: int) -> RunSnapshot:
+    """The runtime's status once the `calls`-th call waits for a person."""
+    for _ in range(300):
+        snapshot: RunSnapshot = await handle.query(f"{PREFIX}status", result_type=RunSnapshot)
+        if snapshot.pending_approvals and snapshot.tool_calls == calls:
+            return snapshot
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no approval became pending: {snapshot}")
+
+
+@pytest.mark.usefixtures("cli_env")
+async def test_a_pydantic_ai_agent_waits_for_approval_and_reads_the_result(
+    client: Client, task_queue: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran: list[str] = []
+    client = _framework_client(client)
+    handle = await client.start_workflow(
+        PayerWorkflow.run, "pay A1 and B2", id=f"payer-{task_queue}", task_queue=task_queue
+    )
+    async with _worker(client, ran, task_queue):
+        first = (await _pending(handle, 1)).pending_approvals[0]
+        assert (first.call_id, first.arguments) == ("p1", {"order_id": "A1"}) and ran == []
+        code, _, err = await cli(
+            capsys, "approve", handle.id, "p1", "--prefix", PREFIX,
+            "--hash", first.arguments_hash, "--as", "alice",
+        )  # fmt: skip
+        assert code == 0, err
+        second = (await _pending(handle, 2)).pending_approvals[0]
+    assert second.arguments == {"order_id": "B2"} and ran == ["A1"]
+    # Restarted while the agent waits: a new worker with no cache replays the agent's run.
+    async with _worker(client, ran, task_queue, max_cached_workflows=0):
+        run = AgentRun(client, handle.id, prefix=PREFIX)
+        with pytest.raises(StaleRequest):  # the model reused the call id: A1's hash is stale
+            await run.decide_request("p1", True, arguments_hash=first.arguments_hash, decider="b")
+        await run.decide_request("p1", True, arguments_hash=second.arguments_hash, decider="bob")
+        output = json.loads(await handle.result())
+    assert ran == ["A1", "B2"]
+    assert ["paid A1" in output[0], "paid B2" in output[1]] == [True, True]
+
+
+def pay_once(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """The model: pays A1, then repeats what it read."""
+    returns = _returns(messages)
+    if not returns:
+        return ModelResponse(parts=[ToolCallPart("pay", {"order_id": "A1"}, tool_call_id="p1")])
+    return ModelResponse(parts=[TextPart(f"I read: {returns[0].content}")])
+
+
+denied_payer = TemporalAgent(Agent(FunctionModel(pay_once), name="denied_payer"))
+
+
+@workflow.defn(sandboxed=True)
+class DeniedPayerWorkflow:
+    """The agent's toolset finds the workflow's runtime itself (given to the agent)."""
+
+    @workflow.init
+    def __init__(self, prompt: str) -> None:
+        self.tools = ToolRuntime(prefix=PREFIX)
+
+    @workflow.run
+    async def run(self, prompt: str) -> str:
+        toolset = DurableToolset(lambda: self.tools, tools=["pay"])
+        result = await denied_payer.run(prompt, toolsets=[toolset])
+        return str(result.output)
+
+
+async def test_a_denial_reaches_the_agents_model_as_the_tool_result(
+    client: Client, task_queue: str
+) -> None:
+    ran: list[str] = []
+    client = _framework_client(client)
+    handle = await client.start_workflow(
+        DeniedPayerWorkflow.run, "pay A1", id=f"denied-{task_queue}", task_queue=task_queue
+    )
+    async with running_worker(
+        client,
+        pay_registry(ran),
+        task_queue,
+        workflows=[DeniedPayerWorkflow],
+        plugins=[AgentPlugin(denied_payer)],
+    ):
+        await _pending(handle, 1)
+        await AgentRun(client, handle.id, prefix=PREFIX).decide_request(
+            "p1", False, arguments_hash=None, decider="carol", reason="not this month"
+        )
+        output = await handle.result()
+    assert output.startswith("I read: ") and "carol" in output and "not this month" in output
+    assert ran == []

@@ -1,0 +1,139 @@
+"""The tool runtime on its own (`ToolRuntime`) in a plain workflow with no model, on a real
+dev server: an approval-gated tool waits durably, is decided through the host's prefixed
+handlers (the CLI's `--prefix`, `AgentRun(..., prefix=)`), and runs exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from temporalio import workflow
+from temporalio.client import Client, WorkflowHandle
+
+with workflow.unsafe.imports_passed_through():
+    from cli_support import cli, cli_env  # noqa: F401  (a fixture)
+    from durable_tools.client import AgentRun, StaleRequest
+    from durable_tools.tools import ToolRegistry
+    from durable_tools.workflows import AgentConfig, RunSnapshot, ToolRuntime
+from support import running_worker
+
+PREFIX = "tools_"
+
+
+@workflow.defn(sandboxed=True)
+class OrderPipeline:
+    """A deterministic order workflow: one step refunds, and a person approves it."""
+
+    @workflow.init
+    def __init__(self, orders: list[str]) -> None:
+        self.tools = ToolRuntime(AgentConfig(name="orders", model="none:tool-runtime"))
+
+    @workflow.run
+    async def run(self, orders: list[str]) -> list[list[Any]]:
+        replies = []
+        for order in orders:
+            # One call id for every order: each use is a new request with its own hash.
+            reply = await self.tools.call("refund", {"order_id": order}, call_id="refund")
+            replies.append([reply.call_id, reply.status, reply.ok, reply.content])
+        return replies
+
+
+def refund_registry(ran: list[str]) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True)
+    def refund(order_id: str) -> str:
+        """Refund an order (a person approves it)."""
+        ran.append(order_id)
+        return f"refunded {order_id}"
+
+    return registry
+
+
+async def _pending(handle: WorkflowHandle[Any, Any], count: int = 0) -> RunSnapshot:
+    """The runtime's status once a call waits (the `count`-th use of the call id)."""
+    for _ in range(300):
+        snapshot: RunSnapshot = await handle.query(f"{PREFIX}status", result_type=RunSnapshot)
+        if snapshot.pending_approvals and snapshot.tool_calls > count:
+            return snapshot
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no approval became pending: {snapshot}")
+
+
+@pytest.mark.usefixtures("cli_env")
+async def test_a_plain_workflow_waits_for_approval_and_the_tool_runs_once(
+    client: Client, task_queue: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran: list[str] = []
+    registry = refund_registry(ran)
+    handle = await client.start_workflow(
+        OrderPipeline.run, ["A1", "B2"], id=f"orders-{task_queue}", task_queue=task_queue
+    )
+    async with running_worker(client, registry, task_queue, workflows=[OrderPipeline]):
+        first = (await _pending(handle)).pending_approvals[0]
+        assert (first.call_id, first.tool, first.arguments) == (
+            "refund",
+            "refund",
+            {"order_id": "A1"},
+        )
+        assert ran == []
+        # The CLI decides it like an embedded loop's call: host id, call id, --prefix.
+        code, _, err = await cli(
+            capsys, "approve", handle.id, "refund", "--prefix", PREFIX,
+            "--hash", first.arguments_hash, "--as", "alice",
+        )  # fmt: skip
+        assert code == 0, err
+        second = (await _pending(handle, count=1)).pending_approvals[0]
+    assert second.arguments == {"order_id": "B2"} and ran == ["A1"]
+    # The worker went away while the second call waited; a new one with no cache (every
+    # task replays the history from the start) finishes the run.
+    async with running_worker(
+        client, registry, task_queue, workflows=[OrderPipeline], max_cached_workflows=0
+    ):
+        run = AgentRun(client, handle.id, prefix=PREFIX)
+        # The call id is reused: the first request's hash names nothing pending.
+        with pytest.raises(StaleRequest):
+            await run.decide_request(
+                "refund", True, arguments_hash=first.arguments_hash, decider="bob"
+            )
+        await run.decide_request(
+            "refund", True, arguments_hash=second.arguments_hash, decider="bob"
+        )
+        replies = await handle.result()
+        # A query of the closed host replays it on a worker: the runtime's state is there.
+        status = await run.status()
+        timeline = await _timeline(handle)
+    assert ran == ["A1", "B2"]
+    assert [r[1:3] for r in replies] == [["completed", True], ["completed", True]]
+    assert "refunded A1" in replies[0][3] and "refunded B2" in replies[1][3]
+    assert [(c.tool, c.decided_by, c.status) for c in timeline] == [
+        ("refund", "alice", "completed"),
+        ("refund", "bob", "completed"),
+    ]
+    assert status.tool_calls == 2 and status.pending_approvals == []
+
+
+async def _timeline(handle: WorkflowHandle[Any, Any]) -> list[Any]:
+    from durable_tools.workflows import ToolCallRecord
+
+    return list(await handle.query(f"{PREFIX}timeline", result_type=list[ToolCallRecord]))
+
+
+async def test_a_denial_is_the_reply_and_the_tool_never_runs(
+    client: Client, task_queue: str
+) -> None:
+    ran: list[str] = []
+    handle = await client.start_workflow(
+        OrderPipeline.run, ["C3"], id=f"orders-deny-{task_queue}", task_queue=task_queue
+    )
+    async with running_worker(client, refund_registry(ran), task_queue, workflows=[OrderPipeline]):
+        await _pending(handle)
+        # Denying needs no hash: the safe direction.
+        await AgentRun(client, handle.id, prefix=PREFIX).decide_request(
+            "refund", False, arguments_hash=None, decider="carol", reason="duplicate"
+        )
+        [[call_id, status, ok, content]] = await handle.result()
+    assert (call_id, status, ok) == ("refund", "denied", False)
+    assert "carol" in content and "duplicate" in content
+    assert ran == []
