@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 from temporalio import workflow
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowHandle
 
 with workflow.unsafe.imports_passed_through():
-    from cli_support import cli, cli_env  # noqa: F401  (a fixture)
+    from cli_support import cli, cli_env, cli_json  # noqa: F401  (a fixture)
     from durable_tools.client import AgentRun, StaleRequest
     from durable_tools.tools import ToolRegistry
     from durable_tools.workflows import AgentConfig, RunSnapshot, ToolRuntime
@@ -78,6 +79,17 @@ async def test_a_plain_workflow_waits_for_approval_and_the_tool_runs_once(
             {"order_id": "A1"},
         )
         assert ran == []
+        # Listed by `durable-tools pending` (the host is no agent workflow), with its hash
+        # and the commands that decide it under the prefix; the UI's details say the same.
+        code, out, err = await cli(capsys, "pending")
+        assert code == 0, err
+        assert f"{handle.id}  agent orders  awaiting_approval" in out
+        assert f"--hash {first.arguments_hash} --prefix {PREFIX}" in out
+        [entry] = await cli_json(capsys, "pending")
+        assert entry["prefix"] == PREFIX
+        assert [a["arguments_hash"] for a in entry["approvals"]] == [first.arguments_hash]
+        metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+        assert f"--hash {first.arguments_hash} --prefix {PREFIX}`" in metadata.current_details
         # The CLI decides it like an embedded loop's call: host id, call id, --prefix.
         code, _, err = await cli(
             capsys, "approve", handle.id, "refund", "--prefix", PREFIX,
