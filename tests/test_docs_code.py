@@ -64,6 +64,7 @@ TESTED_FILES = {
     "examples/durable_run.py",
     "examples/custom_model_adapter.py",
     "examples/embedding.py",
+    "examples/frameworks.py",
     "examples/myapp/tools.py",
     "examples/myapp/mcp_server.py",
     "examples/myapp/providers.toml",

@@ -15,7 +15,12 @@ from temporalio.client import Client, WorkflowHandle
 
 with workflow.unsafe.imports_passed_through():
     from pydantic_ai import Agent
-    from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin, TemporalAgent
+    from pydantic_ai.durable_exec.temporal import (
+        AgentPlugin,
+        PydanticAIPlugin,
+        TemporalAgent,
+        TemporalDurability,
+    )
     from pydantic_ai.messages import (
         ModelMessage,
         ModelResponse,
@@ -152,12 +157,16 @@ def pay_once(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[TextPart(f"I read: {returns[0].content}")])
 
 
-denied_payer = TemporalAgent(Agent(FunctionModel(pay_once), name="denied_payer"))
+# The capability that replaces `TemporalAgent` in Pydantic AI 2.x: the toolset is the same.
+denied_payer = Agent(
+    FunctionModel(pay_once), name="denied_payer", capabilities=[TemporalDurability()]
+)
 
 
 @workflow.defn(sandboxed=True)
 class DeniedPayerWorkflow:
-    """The agent's toolset finds the workflow's runtime itself (given to the agent)."""
+    """An agent with Pydantic AI's `TemporalDurability` capability; the toolset finds the
+    workflow's runtime through a function, and offers one tool of the catalog."""
 
     @workflow.init
     def __init__(self, prompt: str) -> None:
