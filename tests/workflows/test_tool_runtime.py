@@ -10,14 +10,17 @@ from typing import Any
 import pytest
 from temporalio import workflow
 from temporalio.api.sdk.v1 import WorkflowMetadata
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from cli_support import cli, cli_env, cli_json  # noqa: F401  (a fixture)
     from durable_tools.client import AgentRun, StaleRequest
     from durable_tools.tools import ToolRegistry
-    from durable_tools.workflows import AgentConfig, RunSnapshot, ToolRuntime
-from support import running_worker
+    from durable_tools.workflows import AgentConfig, ApprovalPolicy, RunSnapshot, ToolRuntime
+from support import assert_not_wedged, running_worker
+
+NO_MODEL = "none:tool-runtime"
 
 PREFIX = "tools_"
 
@@ -149,3 +152,88 @@ async def test_a_denial_is_the_reply_and_the_tool_never_runs(
     assert (call_id, status, ok) == ("refund", "denied", False)
     assert "carol" in content and "duplicate" in content
     assert ran == []
+
+
+@workflow.defn(sandboxed=True)
+class ProbeWorkflow:
+    """Calls no model would make well: each must be answered, none may wedge the host."""
+
+    @workflow.init
+    def __init__(self, policy: ApprovalPolicy) -> None:
+        self.tools = ToolRuntime(AgentConfig(name="probe", model=NO_MODEL, approval=policy))
+
+    @workflow.run
+    async def run(self, policy: ApprovalPolicy) -> list[list[Any]]:
+        tools = self.tools
+        replies = [
+            await tools.call("lookup", {"order_id": float("nan")}, call_id="nan"),
+            await tools.call("lookup", {"order_id": {1, 2}}, call_id="a set"),
+            await tools.call("lookup", {"order_id": 5}, call_id="schema"),
+            await tools.call("no_such_tool", {}, call_id="ghost"),
+            await tools.call("lookup", {"order_id": "A"}, call_id="x" * 5000),
+            # Two calls at once under one id would share one approval: the second is refused.
+            *await asyncio.gather(
+                tools.call("lookup", {"order_id": "B"}, call_id="same"),
+                tools.call("lookup", {"order_id": "C"}, call_id="same"),
+            ),
+            await tools.call("refund", {"order_id": "D"}),  # denied by policy
+        ]
+        return [[r.call_id, r.status, r.ok, r.content] for r in replies]
+
+
+def probe_registry(ran: list[str]) -> ToolRegistry:
+    registry = refund_registry(ran)
+
+    @registry.tool(read_only=True)
+    def lookup(order_id: str) -> str:
+        """Look an order up."""
+        ran.append(f"lookup {order_id}")
+        return f"order {order_id}"
+
+    return registry
+
+
+async def test_hostile_calls_are_answered_and_never_run(client: Client, task_queue: str) -> None:
+    ran: list[str] = []
+    handle = await client.start_workflow(
+        ProbeWorkflow.run,
+        ApprovalPolicy(deny_tools=("refund",)),
+        id=f"probe-{task_queue}",
+        task_queue=task_queue,
+    )
+    async with running_worker(client, probe_registry(ran), task_queue, workflows=[ProbeWorkflow]):
+        replies = await handle.result()
+    await assert_not_wedged(handle, allowed=0)
+    statuses = [(status, ok) for _, status, ok, _ in replies]
+    assert statuses == [
+        ("invalid", False),
+        ("invalid", False),
+        ("invalid", False),
+        ("invalid", False),
+        ("completed", True),
+        ("completed", True),
+        ("invalid", False),
+        ("denied", False),
+    ]
+    assert "was not run" in replies[0][3] and "Out of range float" in replies[0][3]
+    assert "no tool of that name" in replies[3][3] and "lookup, refund" in replies[3][3]
+    assert len(replies[4][0]) <= 256 and replies[4][0].startswith("x" * 32)
+    assert "is used by a call still running" in replies[6][3]
+    assert replies[7][0] == "call-8" and "denied by policy" in replies[7][3]
+    assert ran == ["lookup A", "lookup B"]
+
+
+async def test_a_policy_that_ends_the_run_fails_the_host(client: Client, task_queue: str) -> None:
+    handle = await client.start_workflow(
+        ProbeWorkflow.run,
+        ApprovalPolicy(deny_tools=("lookup",), on_deny="end_run"),
+        id=f"probe-end-{task_queue}",
+        task_queue=task_queue,
+    )
+    async with running_worker(client, probe_registry([]), task_queue, workflows=[ProbeWorkflow]):
+        with pytest.raises(WorkflowFailureError) as failed:
+            await handle.result()
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "ToolRuntime:failed"
+    assert cause.non_retryable and "denied by policy" in cause.message
+    await assert_not_wedged(handle, allowed=0)

@@ -103,7 +103,7 @@ async def run_single_call(state: RunState, call: ToolCall, offered: dict[str, To
     two would share the pending approval).
     """
     if call.id in state.running:
-        return await _duplicate(state, call)
+        return await _duplicate(state, call, running=True)
     claim_call_id(state, call.id)
     state.records.pop(call.id, None)  # an id used before: its old record is not this call's
     task = asyncio.create_task(_bounded(state, asyncio.Semaphore(1), call, offered, run_call))
@@ -254,10 +254,12 @@ def claim_call_id(state: RunState, call_id: str) -> None:
     state.keys[call_id] = f"{workflow_id}/{call_id}" + (f"#{uses}" if suffixed else "")
 
 
-async def _duplicate(state: RunState, call: ToolCall) -> Message:
+async def _duplicate(state: RunState, call: ToolCall, *, running: bool = False) -> Message:
+    where = "a call still running" if running else "another call of the same turn"
+    unique = "is used by a call still running" if running else "is not unique in this turn"
     error = InvalidArguments(
-        f"call id {call.id!r} is used by another call of the same turn",
-        errors=[f"$: call id {call.id!r} is not unique in this turn; give each call its own id"],
+        f"call id {call.id!r} is used by {where}",
+        errors=[f"$: call id {call.id!r} {unique}; give each call its own id"],
     )
     state.event("tool.invalid_args", call, detail=error.message)
     return invalid_reply(call.id, call.name, error, at=workflow.now())

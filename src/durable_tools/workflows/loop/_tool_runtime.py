@@ -27,10 +27,11 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from durable_tools.messages import ToolCall
-from durable_tools.protocol._limits import short_call_id
+from durable_tools.protocol._limits import clip, short_call_id
 from durable_tools.protocol._records import RunEvent, ToolCallRecord
 from durable_tools.protocol._run_io import AgentInput, RunSnapshot
 from durable_tools.protocol._types import AgentConfig
+from durable_tools.tools import InvalidArguments
 from durable_tools.tools._context import Identity
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows.calls._pipeline import run_single_call
@@ -39,7 +40,9 @@ from durable_tools.workflows.loop._handlers import register_run_handlers
 from durable_tools.workflows.loop._runner import snapshot
 from durable_tools.workflows.observe._visibility import publish
 from durable_tools.workflows.run._carry import CARRY_LIMIT, start_state
+from durable_tools.workflows.run._replies import invalid_reply
 from durable_tools.workflows.run._state import EndRun
+from durable_tools.workflows.run._valid_call import open_record
 
 __all__ = ["NO_MODEL", "ToolReply", "ToolRuntime"]
 
@@ -154,13 +157,14 @@ class ToolRuntime:
         """
         self._numbered += 1
         given = call_id if call_id else f"call-{self._numbered}"
-        try:
-            text = json.dumps(dict(arguments or {}), allow_nan=False, separators=(",", ":"))
-        except (TypeError, ValueError) as error:
-            text = json.dumps({"__unencodable__": str(error)[:200]})
-        call = ToolCall(id=short_call_id(given), name=tool, arguments=text)
         await self._ready()
         state = self._state
+        try:
+            text = json.dumps(dict(arguments or {}), allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError) as error:  # NaN, a set, an object: never run it
+            call = ToolCall(id=short_call_id(given), name=tool)
+            return self._unencodable(call, str(error))
+        call = ToolCall(id=short_call_id(given), name=tool, arguments=text)
         state.tool_calls += 1
         try:
             message = await run_single_call(state, call, {s.name: s for s in state.catalog})
@@ -178,6 +182,22 @@ class ToolRuntime:
         )
         self._forget(call.id, record)
         return reply
+
+    def _unencodable(self, call: ToolCall, why: str) -> ToolReply:
+        """Refuse arguments JSON cannot hold, recorded like any invalid call."""
+        state = self._state
+        record = open_record(state, call)
+        error = InvalidArguments(
+            "the arguments cannot be encoded as JSON",
+            errors=[f"$: {clip(why, 200)}; send JSON values (finite numbers, lists, objects)"],
+        )
+        record.status = "invalid"
+        record.error_kind = error.kind.value
+        record.result = error.message
+        state.event("tool.invalid_args", call, detail=error.message)
+        message = invalid_reply(call.id, call.name, error)
+        self._forget(call.id, record)
+        return ToolReply(call.id, call.name[:64], message.content or "", "invalid", True)
 
     def status(self) -> RunSnapshot:
         """What the runtime is doing now (also the `<prefix>status` query)."""
