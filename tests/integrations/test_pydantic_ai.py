@@ -5,13 +5,13 @@ model as the tool's result; a reused call id cannot be approved with a stale has
 
 from __future__ import annotations
 
-import asyncio
 import json
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
 from temporalio import workflow
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client
 
 with workflow.unsafe.imports_passed_through():
     from pydantic_ai import Agent
@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.integrations.pydantic_ai import DurableToolset
     from durable_tools.tools import ToolRegistry
     from durable_tools.workflows import RunSnapshot, ToolRuntime
-from support import running_worker
+from support import running_worker, wait_for
 
 PREFIX = "tools_"
 
@@ -109,14 +109,10 @@ def _worker(client: Client, ran: list[str], task_queue: str, **options: Any) -> 
     )
 
 
-async def _pending(handle: WorkflowHandle[Any, Any], calls: int) -> RunSnapshot:
+def _pending(client: Client, host_id: str, calls: int) -> Awaitable[RunSnapshot]:
     """The runtime's status once the `calls`-th call waits for a person."""
-    for _ in range(300):
-        snapshot: RunSnapshot = await handle.query(f"{PREFIX}status", result_type=RunSnapshot)
-        if snapshot.pending_approvals and snapshot.tool_calls == calls:
-            return snapshot
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"no approval became pending: {snapshot}")
+    run = AgentRun(client, host_id, prefix=PREFIX)
+    return wait_for(run, lambda s: bool(s.pending_approvals) and s.tool_calls == calls, 60)
 
 
 @pytest.mark.usefixtures("cli_env")
@@ -129,14 +125,14 @@ async def test_a_pydantic_ai_agent_waits_for_approval_and_reads_the_result(
         PayerWorkflow.run, "pay A1 and B2", id=f"payer-{task_queue}", task_queue=task_queue
     )
     async with _worker(client, ran, task_queue):
-        first = (await _pending(handle, 1)).pending_approvals[0]
+        first = (await _pending(client, handle.id, 1)).pending_approvals[0]
         assert (first.call_id, first.arguments) == ("p1", {"order_id": "A1"}) and ran == []
         code, _, err = await cli(
             capsys, "approve", handle.id, "p1", "--prefix", PREFIX,
             "--hash", first.arguments_hash, "--as", "alice",
         )  # fmt: skip
         assert code == 0, err
-        second = (await _pending(handle, 2)).pending_approvals[0]
+        second = (await _pending(client, handle.id, 2)).pending_approvals[0]
     assert second.arguments == {"order_id": "B2"} and ran == ["A1"]
     # Restarted while the agent waits: a new worker with no cache replays the agent's run.
     async with _worker(client, ran, task_queue, max_cached_workflows=0):
@@ -194,7 +190,7 @@ async def test_a_denial_reaches_the_agents_model_as_the_tool_result(
         workflows=[DeniedPayerWorkflow],
         plugins=[AgentPlugin(denied_payer)],
     ):
-        await _pending(handle, 1)
+        await _pending(client, handle.id, 1)
         await AgentRun(client, handle.id, prefix=PREFIX).decide_request(
             "p1", False, arguments_hash=None, decider="carol", reason="not this month"
         )

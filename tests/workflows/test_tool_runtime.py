@@ -5,6 +5,7 @@ handlers (the CLI's `--prefix`, `AgentRun(..., prefix=)`), and runs exactly once
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.client import AgentRun, StaleRequest
     from durable_tools.tools import ToolRegistry
     from durable_tools.workflows import AgentConfig, ApprovalPolicy, RunSnapshot, ToolRuntime
-from support import assert_not_wedged, running_worker
+from support import assert_not_wedged, running_worker, wait_for
 
 NO_MODEL = "none:tool-runtime"
 
@@ -55,14 +56,10 @@ def refund_registry(ran: list[str]) -> ToolRegistry:
     return registry
 
 
-async def _pending(handle: WorkflowHandle[Any, Any], count: int = 0) -> RunSnapshot:
+def _pending(client: Client, host_id: str, count: int = 0) -> Awaitable[RunSnapshot]:
     """The runtime's status once a call waits (the `count`-th use of the call id)."""
-    for _ in range(300):
-        snapshot: RunSnapshot = await handle.query(f"{PREFIX}status", result_type=RunSnapshot)
-        if snapshot.pending_approvals and snapshot.tool_calls > count:
-            return snapshot
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"no approval became pending: {snapshot}")
+    run = AgentRun(client, host_id, prefix=PREFIX)
+    return wait_for(run, lambda s: bool(s.pending_approvals) and s.tool_calls > count, 60)
 
 
 @pytest.mark.usefixtures("cli_env")
@@ -75,7 +72,7 @@ async def test_a_plain_workflow_waits_for_approval_and_the_tool_runs_once(
         OrderPipeline.run, ["A1", "B2"], id=f"orders-{task_queue}", task_queue=task_queue
     )
     async with running_worker(client, registry, task_queue, workflows=[OrderPipeline]):
-        first = (await _pending(handle)).pending_approvals[0]
+        first = (await _pending(client, handle.id)).pending_approvals[0]
         assert (first.call_id, first.tool, first.arguments) == (
             "refund",
             "refund",
@@ -99,7 +96,7 @@ async def test_a_plain_workflow_waits_for_approval_and_the_tool_runs_once(
             "--hash", first.arguments_hash, "--as", "alice",
         )  # fmt: skip
         assert code == 0, err
-        second = (await _pending(handle, count=1)).pending_approvals[0]
+        second = (await _pending(client, handle.id, count=1)).pending_approvals[0]
     assert second.arguments == {"order_id": "B2"} and ran == ["A1"]
     # The worker went away while the second call waited; a new one with no cache (every
     # task replays the history from the start) finishes the run.
@@ -143,7 +140,7 @@ async def test_a_denial_is_the_reply_and_the_tool_never_runs(
         OrderPipeline.run, ["C3"], id=f"orders-deny-{task_queue}", task_queue=task_queue
     )
     async with running_worker(client, refund_registry(ran), task_queue, workflows=[OrderPipeline]):
-        await _pending(handle)
+        await _pending(client, handle.id)
         # Denying needs no hash: the safe direction.
         await AgentRun(client, handle.id, prefix=PREFIX).decide_request(
             "refund", False, arguments_hash=None, decider="carol", reason="duplicate"

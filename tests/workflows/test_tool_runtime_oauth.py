@@ -5,21 +5,21 @@ the fake OAuth provider."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio import workflow
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client
 
 with workflow.unsafe.imports_passed_through():
+    from durable_tools.client import AgentRun
     from durable_tools.oauth import OAuthBroker
     from durable_tools.tools import Identity, OAuthRequirement, ToolContext, ToolRegistry
-    from durable_tools.workflows import RunSnapshot, RunStatus, ToolRuntime
+    from durable_tools.workflows import RunStatus, ToolRuntime
     from oauth_support import OAuthSetup, open_link, serving_callback
-from support import assert_not_wedged, running_worker
+from support import assert_not_wedged, running_worker, wait_for
 
 PREFIX = "calendar_"
 
@@ -46,15 +46,6 @@ async def oauth(
         yield setup
 
 
-async def _status(handle: WorkflowHandle[Any, Any]) -> RunSnapshot:
-    for _ in range(300):
-        snapshot: RunSnapshot = await handle.query(f"{PREFIX}status", result_type=RunSnapshot)
-        if snapshot.pending_authorizations:
-            return snapshot
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"no authorization became pending: {snapshot}")
-
-
 async def test_a_plain_workflow_pauses_for_oauth_and_resumes(
     client: Client, task_queue: str, oauth: OAuthSetup
 ) -> None:
@@ -75,7 +66,8 @@ async def test_a_plain_workflow_pauses_for_oauth_and_resumes(
         handle = await client.start_workflow(
             DigestWorkflow.run, "alice", id=f"digest-{task_queue}", task_queue=task_queue
         )
-        paused = await _status(handle)
+        run = AgentRun(client, handle.id, prefix=PREFIX)
+        paused = await wait_for(run, lambda s: bool(s.pending_authorizations), 60)
         assert paused.status == RunStatus.AWAITING_AUTHORIZATION and tokens == []
         # The user opens the link; the callback signals `calendar_authorization_completed`.
         page = await open_link(paused.pending_authorizations[0].authorization_url)
