@@ -34,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.client import AgentRun, StaleRequest
     from durable_tools.integrations.pydantic_ai import DurableToolset
     from durable_tools.tools import ToolRegistry
-    from durable_tools.workflows import RunSnapshot, ToolRuntime
+    from durable_tools.workflows import RunSnapshot, ToolCallRecord, ToolRuntime
 from support import running_worker, wait_for
 
 PREFIX = "tools_"
@@ -197,3 +197,67 @@ async def test_a_denial_reaches_the_agents_model_as_the_tool_result(
         output = await handle.result()
     assert output.startswith("I read: ") and "carol" in output and "not this month" in output
     assert ran == []
+
+
+def pay_both_at_once(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """The model: asks for two payments in one answer, then says what it read."""
+    returns = _returns(messages)
+    if not returns:
+        return ModelResponse(
+            parts=[
+                ToolCallPart("pay", {"order_id": "A1"}, tool_call_id="a"),
+                ToolCallPart("pay", {"order_id": "B2"}, tool_call_id="b"),
+            ]
+        )
+    return ModelResponse(parts=[TextPart(json.dumps(sorted(str(r.content) for r in returns)))])
+
+
+parallel_payer = Agent(
+    FunctionModel(pay_both_at_once), name="parallel_payer", capabilities=[TemporalDurability()]
+)
+
+
+@workflow.defn(sandboxed=True)
+class ParallelPayerWorkflow:
+    """Pydantic AI runs a turn's tool calls at once: both wait in the runtime together."""
+
+    @workflow.init
+    def __init__(self, prompt: str) -> None:
+        self.tools = ToolRuntime(prefix=PREFIX)
+
+    @workflow.run
+    async def run(self, prompt: str) -> str:
+        result = await parallel_payer.run(prompt, toolsets=[DurableToolset(self.tools)])
+        return str(result.output)
+
+
+async def test_calls_made_at_once_wait_together_and_each_runs_once(
+    client: Client, task_queue: str
+) -> None:
+    ran: list[str] = []
+    client = _framework_client(client)
+    handle = await client.start_workflow(
+        ParallelPayerWorkflow.run, "pay both", id=f"parallel-{task_queue}", task_queue=task_queue
+    )
+    async with running_worker(
+        client,
+        pay_registry(ran),
+        task_queue,
+        workflows=[ParallelPayerWorkflow],
+        plugins=[AgentPlugin(parallel_payer)],
+    ):
+        run = AgentRun(client, handle.id, prefix=PREFIX)
+        waiting = await wait_for(run, lambda s: len(s.pending_approvals) == 2, 60)
+        by_call = {p.call_id: p for p in waiting.pending_approvals}
+        assert {c: p.arguments["order_id"] for c, p in by_call.items()} == {"a": "A1", "b": "B2"}
+        await run.decide_request("b", True, arguments_hash=by_call["b"].arguments_hash, decider="x")
+        await wait_for(run, lambda s: [p.call_id for p in s.pending_approvals] == ["a"], 60)
+        await run.decide_request("a", True, arguments_hash=by_call["a"].arguments_hash, decider="y")
+        output = json.loads(await handle.result())
+        timeline = await handle.query(f"{PREFIX}timeline", result_type=list[ToolCallRecord])
+    assert sorted(ran) == ["A1", "B2"]
+    assert output == ["paid A1", "paid B2"]
+    assert sorted((r.call_id, r.decided_by, r.status) for r in timeline) == [
+        ("a", "y", "completed"),
+        ("b", "x", "completed"),
+    ]
