@@ -18,7 +18,13 @@ with workflow.unsafe.imports_passed_through():
     from cli_support import cli, cli_env, cli_json  # noqa: F401  (a fixture)
     from durable_tools.client import AgentRun, StaleRequest
     from durable_tools.tools import ToolRegistry
-    from durable_tools.workflows import AgentConfig, ApprovalPolicy, RunSnapshot, ToolRuntime
+    from durable_tools.workflows import (
+        AgentConfig,
+        ApprovalPolicy,
+        RunEvent,
+        RunSnapshot,
+        ToolRuntime,
+    )
 from support import assert_not_wedged, running_worker, wait_for
 
 NO_MODEL = "none:tool-runtime"
@@ -234,3 +240,41 @@ async def test_a_policy_that_ends_the_run_fails_the_host(client: Client, task_qu
     assert isinstance(cause, ApplicationError) and cause.type == "ToolRuntime:failed"
     assert cause.non_retryable and "denied by policy" in cause.message
     await assert_not_wedged(handle, allowed=0)
+
+
+@workflow.defn(sandboxed=True)
+class ManyCallsWorkflow:
+    """A long-lived host that makes more calls than the runtime keeps in its timeline."""
+
+    @workflow.init
+    def __init__(self, calls: int) -> None:
+        self.tools = ToolRuntime(AgentConfig(name="many", model=NO_MODEL, events_kept=100))
+
+    @workflow.run
+    async def run(self, calls: int) -> int:
+        done = 0
+        for start in range(0, calls, 20):
+            batch = range(start, min(start + 20, calls))
+            replies = await asyncio.gather(
+                *(self.tools.call("lookup", {"order_id": f"O{i}"}) for i in batch)
+            )
+            done += sum(reply.ok for reply in replies)
+        return done
+
+
+async def test_a_long_lived_host_keeps_bounded_state(client: Client, task_queue: str) -> None:
+    ran: list[str] = []
+    handle = await client.start_workflow(
+        ManyCallsWorkflow.run, 520, id=f"many-{task_queue}", task_queue=task_queue
+    )
+    async with running_worker(
+        client, probe_registry(ran), task_queue, workflows=[ManyCallsWorkflow]
+    ):
+        assert await handle.result() == 520
+        status = await handle.query(f"{PREFIX}status", result_type=RunSnapshot)
+        timeline = await _timeline(handle)
+        events = await handle.query(f"{PREFIX}events", result_type=list[RunEvent])
+    assert len(ran) == 520 and status.tool_calls == 520
+    # The latest 500 calls, then nothing else held per call: no running, no pending.
+    assert len(timeline) == 500 and timeline[-1].call_id == "call-520"
+    assert len(events) == 100 and status.running_tools == [] and status.pending_approvals == []
