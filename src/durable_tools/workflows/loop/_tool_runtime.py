@@ -133,7 +133,11 @@ class ToolRuntime:
         return list(self._state.catalog)
 
     async def call(
-        self, tool: str, arguments: Mapping[str, Any] | None = None, *, call_id: str | None = None
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        *,
+        call_id: str | None = None,
     ) -> ToolReply:
         """Run one tool call through the whole pipeline and say how it ended.
 
@@ -145,7 +149,8 @@ class ToolRuntime:
 
         Args:
             tool: The tool's name (or an alias of it).
-            arguments: The tool's arguments (JSON-encodable).
+            arguments: The tool's arguments (JSON-encodable), or their JSON text as a
+                model wrote it (malformed text is answered like a model's).
             call_id: The call's id, which approvals name; default `call-<n>`, `n`
                 counting this runtime's calls without an id. An id used before gets a new
                 idempotency key, and its approval must name its arguments hash.
@@ -159,11 +164,14 @@ class ToolRuntime:
         given = call_id if call_id else f"call-{self._numbered}"
         await self._ready()
         state = self._state
-        try:
-            text = json.dumps(dict(arguments or {}), allow_nan=False, separators=(",", ":"))
-        except (TypeError, ValueError) as error:  # NaN, a set, an object: never run it
-            call = ToolCall(id=short_call_id(given), name=tool)
-            return self._unencodable(call, str(error))
+        if isinstance(arguments, str):
+            text = arguments
+        else:
+            try:
+                text = json.dumps(dict(arguments or {}), allow_nan=False, separators=(",", ":"))
+            except (TypeError, ValueError) as error:  # NaN, a set, an object: never run it
+                call = ToolCall(id=short_call_id(given), name=tool)
+                return self._unencodable(call, str(error))
         call = ToolCall(id=short_call_id(given), name=tool, arguments=text)
         state.tool_calls += 1
         try:
