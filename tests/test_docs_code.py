@@ -65,6 +65,7 @@ TESTED_FILES = {
     "examples/custom_model_adapter.py",
     "examples/embedding.py",
     "examples/frameworks.py",
+    "examples/openai_agents.py",
     "examples/myapp/tools.py",
     "examples/myapp/mcp_server.py",
     "examples/myapp/providers.toml",

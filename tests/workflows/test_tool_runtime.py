@@ -172,6 +172,7 @@ class ProbeWorkflow:
             await tools.call("lookup", {"order_id": float("nan")}, call_id="nan"),
             await tools.call("lookup", {"order_id": {1, 2}}, call_id="a set"),
             await tools.call("lookup", {"order_id": 5}, call_id="schema"),
+            await tools.call("lookup", '{"order_id": ', call_id="torn"),  # a model's JSON text
             await tools.call("no_such_tool", {}, call_id="ghost"),
             await tools.call("lookup", {"order_id": "A"}, call_id="x" * 5000),
             # Two calls at once under one id would share one approval: the second is refused.
@@ -213,16 +214,18 @@ async def test_hostile_calls_are_answered_and_never_run(client: Client, task_que
         ("invalid", False),
         ("invalid", False),
         ("invalid", False),
+        ("invalid", False),
         ("completed", True),
         ("completed", True),
         ("invalid", False),
         ("denied", False),
     ]
     assert "was not run" in replies[0][3] and "Out of range float" in replies[0][3]
-    assert "no tool of that name" in replies[3][3] and "lookup, refund" in replies[3][3]
-    assert len(replies[4][0]) <= 256 and replies[4][0].startswith("x" * 32)
-    assert "is used by a call still running" in replies[6][3]
-    assert replies[7][0] == "call-8" and "denied by policy" in replies[7][3]
+    assert "JSON" in replies[3][3] and replies[3][0] == "torn"
+    assert "no tool of that name" in replies[4][3] and "lookup, refund" in replies[4][3]
+    assert len(replies[5][0]) <= 256 and replies[5][0].startswith("x" * 32)
+    assert "is used by a call still running" in replies[7][3]
+    assert replies[8][0] == "call-9" and "denied by policy" in replies[8][3]
     assert ran == ["lookup A", "lookup B"]
 
 
