@@ -1,6 +1,7 @@
 """An OpenAI Agents SDK agent under Temporal's plugin whose tools go through durable-tools'
-runtime, on a real dev server: an approval waits durably inside the agent's run, the tool
-runs once and the model reads its output; a denial reaches the model as the tool's output."""
+runtime, on a real dev server: an approval waits durably inside the agent's run (across a
+worker restart with no cache), the tool runs once and the model reads its output; a
+denial reaches the model as the tool's output."""
 
 from __future__ import annotations
 
@@ -93,14 +94,21 @@ async def test_an_openai_agents_agent_waits_for_approval_and_reads_the_output(
     handle = await agents_client.start_workflow(
         OpenAIPayerWorkflow.run, "pay A1", id=f"oa-{approve}-{task_queue}", task_queue=task_queue
     )
-    async with running_worker(
-        agents_client, pay_registry(ran), task_queue, workflows=[OpenAIPayerWorkflow]
-    ):
+    registry = pay_registry(ran)
+    async with running_worker(agents_client, registry, task_queue, workflows=[OpenAIPayerWorkflow]):
         # Decided from a client of durable-tools' own (pydantic's converter).
         run = AgentRun(client, handle.id, prefix=PREFIX)
         waiting = await wait_for(run, lambda s: bool(s.pending_approvals), 60)
         pending = waiting.pending_approvals[0]
         assert (pending.call_id, pending.arguments, ran) == ("p1", {"order_id": "A1"}, [])
+    # Restarted while the agent waits: a new worker with no cache replays the agent's run.
+    async with running_worker(
+        agents_client,
+        registry,
+        task_queue,
+        workflows=[OpenAIPayerWorkflow],
+        max_cached_workflows=0,
+    ):
         await run.decide_request(
             "p1", approve, arguments_hash=pending.arguments_hash, decider="alice", reason="no"
         )
