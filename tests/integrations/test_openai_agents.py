@@ -15,16 +15,14 @@ from temporalio.converter import DataConverter
 
 with workflow.unsafe.imports_passed_through():
     from agents import Agent, Model, ModelResponse, Runner
+    from framework_support import PREFIX, pay_registry
     from temporalio.openai_agents import OpenAIAgentsPlugin
     from temporalio.openai_agents.testing import ResponseBuilders, TestModelProvider
 
     from durable_tools.client import AgentRun
     from durable_tools.integrations.openai_agents import durable_function_tools
-    from durable_tools.tools import ToolRegistry
     from durable_tools.workflows import ToolRuntime
 from support import running_worker, wait_for
-
-PREFIX = "tools_"
 
 
 class PayingModel(Model):
@@ -72,18 +70,6 @@ async def agents_client(client: Client) -> AsyncIterator[Client]:
         data_converter=DataConverter(),
         plugins=[plugin],
     )
-
-
-def pay_registry(ran: list[str]) -> ToolRegistry:
-    registry = ToolRegistry()
-
-    @registry.tool(approval=True, idempotent=True)
-    def pay(order_id: str) -> str:
-        """Pay an order's invoice (a person approves it)."""
-        ran.append(order_id)
-        return f"paid {order_id}"
-
-    return registry
 
 
 @pytest.mark.parametrize("approve", [True, False])

@@ -14,6 +14,7 @@ from temporalio import workflow
 from temporalio.client import Client
 
 with workflow.unsafe.imports_passed_through():
+    from framework_support import PREFIX, pay_registry
     from pydantic_ai import Agent
     from pydantic_ai.durable_exec.temporal import (
         AgentPlugin,
@@ -33,11 +34,8 @@ with workflow.unsafe.imports_passed_through():
     from cli_support import cli, cli_env  # noqa: F401  (a fixture)
     from durable_tools.client import AgentRun, StaleRequest
     from durable_tools.integrations.pydantic_ai import DurableToolset
-    from durable_tools.tools import ToolRegistry
     from durable_tools.workflows import RunSnapshot, ToolCallRecord, ToolRuntime
 from support import running_worker, wait_for
-
-PREFIX = "tools_"
 
 
 def _returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
@@ -73,18 +71,6 @@ class PayerWorkflow:
     async def run(self, prompt: str) -> str:
         result = await payer.run(prompt, toolsets=[DurableToolset(self.tools)])
         return str(result.output)
-
-
-def pay_registry(ran: list[str]) -> ToolRegistry:
-    registry = ToolRegistry()
-
-    @registry.tool(approval=True, idempotent=True)
-    def pay(order_id: str) -> str:
-        """Pay an order's invoice (a person approves it)."""
-        ran.append(order_id)
-        return f"paid {order_id}"
-
-    return registry
 
 
 def _framework_client(client: Client) -> Client:
