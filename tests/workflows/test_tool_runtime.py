@@ -103,6 +103,10 @@ async def test_a_plain_workflow_waits_for_approval_and_the_tool_runs_once(
         )  # fmt: skip
         assert code == 0, err
         second = (await _pending(client, handle.id, count=1)).pending_approvals[0]
+        # `show` reads the host like a run: the waiting call with its hash, the decided one.
+        code, out, err = await cli(capsys, "show", handle.id, "--prefix", PREFIX)
+        assert code == 0, err
+        assert second.arguments_hash in out and "approved by alice" in out
     assert second.arguments == {"order_id": "B2"} and ran == ["A1"]
     # The worker went away while the second call waited; a new one with no cache (every
     # task replays the history from the start) finishes the run.
