@@ -64,6 +64,8 @@ TESTED_FILES = {
     "examples/durable_run.py",
     "examples/custom_model_adapter.py",
     "examples/embedding.py",
+    "examples/frameworks.py",
+    "examples/openai_agents.py",
     "examples/myapp/tools.py",
     "examples/myapp/mcp_server.py",
     "examples/myapp/providers.toml",

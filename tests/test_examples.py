@@ -273,6 +273,19 @@ def test_embedding_example(env: WorkflowEnvironment, tmp_path: Path) -> None:
     }
 
 
+def test_frameworks_example(env: WorkflowEnvironment, tmp_path: Path) -> None:
+    lines = run_example(env, tmp_path, "frameworks.py")
+    assert lines == {
+        "plain workflow": "paid 4200 on INV-1",
+        "pydantic ai agent": "Done: paid 990 on INV-7",
+    }
+
+
+def test_openai_agents_example(env: WorkflowEnvironment, tmp_path: Path) -> None:
+    lines = run_example(env, tmp_path, "openai_agents.py")
+    assert lines == {"openai agents agent": "Done: paid 120 on INV-9"}
+
+
 def test_myapp_providers_file_serves_its_oauth_tool(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(EXAMPLES))
     from myapp.tools import registry  # attaches the MCP server: as the worker would

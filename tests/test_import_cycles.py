@@ -190,3 +190,16 @@ def test_the_demo_does_not_import_the_cli() -> None:
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_integrations_stand_on_the_public_api() -> None:
+    # An integration with another agent framework is what a user could write: it builds on
+    # the public tool runtime (and the install hint), and nothing of durable-tools needs it.
+    graph = _package_graph()
+    assert graph["durable_tools.integrations"] <= {
+        "durable_tools.workflows",
+        "durable_tools._extras",
+    }
+    assert [
+        node for node, targets in graph.items() if "durable_tools.integrations" in targets
+    ] == []

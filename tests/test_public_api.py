@@ -61,6 +61,8 @@ EXPECTED_MODULES = [
     "durable_tools.events",
     "durable_tools.flows",
     "durable_tools.inbox",
+    "durable_tools.integrations.openai_agents",
+    "durable_tools.integrations.pydantic_ai",
     "durable_tools.messages",
     "durable_tools.models",
     "durable_tools.oauth",

@@ -8,7 +8,9 @@ import shlex
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
-from temporalio.client import Client, WorkflowExecution
+from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.client import Client, WorkflowExecution, WorkflowQueryFailedError
+from temporalio.service import RPCError
 
 from durable_tools import search_attributes as sa
 from durable_tools.client import RunSummary
@@ -57,6 +59,32 @@ def _summary_rows(summaries: list[RunSummary]) -> str:
 
 
 _AGENT_RUNS = "WorkflowType = 'AgentWorkflow'"
+
+_AGENT_WORKFLOW = "AgentWorkflow"
+
+
+async def _handler_prefixes(client: Client, execution: WorkflowExecution) -> list[str]:
+    """The prefixes under which a workflow holds a run's handlers: `[""]` for an agent
+    run; for a host of its own (an embedded `AgentLoop`, a `ToolRuntime`), each prefix `P`
+    its worker lists both `P + "status"` and `P + "decide"` for (none when no worker
+    answers)."""
+    if execution.workflow_type == _AGENT_WORKFLOW:
+        return [""]
+    handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
+    try:
+        metadata = await asyncio.wait_for(
+            handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata), 3.0
+        )
+    except (WorkflowQueryFailedError, RPCError, TimeoutError):
+        return []
+    definition = metadata.definition
+    updates = {d.name for d in definition.update_definitions}
+    queries = [d.name for d in definition.query_definitions]
+    return sorted(
+        name.removesuffix("status")
+        for name in queries
+        if name.endswith("status") and name.removesuffix("status") + "decide" in updates
+    )
 
 
 def _identity_check(
@@ -140,24 +168,33 @@ async def cmd_pending(args: argparse.Namespace) -> int:
     filters = filters_from(args)
     # --tool is checked against every waiting call a worker reports, not only the one
     # `AwaitingTool` names: a run waits on several calls at once.
+    # Any workflow that shows `AgentStatus`: agent runs, and hosts of an embedded loop or
+    # a tool runtime (their handlers carry a prefix, `handler_prefixes`).
     query = visibility_query(
-        f"{_AGENT_RUNS} AND ExecutionStatus = 'Running' AND {status_in(WAITING_STATUSES)}",
+        f"ExecutionStatus = 'Running' AND {status_in(WAITING_STATUSES)}",
         filters,
         tool_attribute=False,
     )
     tools = await tools_for(args)
     gate = asyncio.Semaphore(PENDING_QUERIES_AT_ONCE)
     polls: dict[str, _Polled] = {}
+    prefixes: dict[str, str] = {}
     same_person = _identity_check(tools.client, filters)
 
     async def poll(execution: WorkflowExecution) -> _Polled:
         async with gate:
-            try:
-                return await status_quietly(
-                    tools.run(execution.id), 3.0, task_queue=execution.task_queue
-                )
-            except PayloadsEncrypted:
-                return "encrypted"  # one run this machine cannot read: say so, list the rest
+            polled: _Polled = None
+            for prefix in await _handler_prefixes(tools.client, execution):
+                try:
+                    polled = await status_quietly(
+                        tools.run(execution.id, prefix=prefix), 3.0, task_queue=execution.task_queue
+                    )
+                except PayloadsEncrypted:
+                    return "encrypted"  # one run this machine cannot read: say so, list the rest
+                prefixes[execution.id] = prefix
+                if isinstance(polled, RunSnapshot) and _waits_on(polled):
+                    break  # a host with several: the first whose calls wait
+            return polled
 
     async def keep(execution: WorkflowExecution) -> bool | None:
         if same_person is not None:
@@ -189,6 +226,8 @@ async def cmd_pending(args: argparse.Namespace) -> int:
         entries = []
         for summary, polled in zip(summaries, polled_runs, strict=True):
             entry = summary.model_dump(mode="json")
+            if prefixes.get(summary.run_id):
+                entry["prefix"] = prefixes[summary.run_id]
             if polled == "encrypted":
                 entry["encrypted"] = True
             elif polled is not None:
@@ -205,7 +244,11 @@ async def cmd_pending(args: argparse.Namespace) -> int:
         echo("nothing is waiting on anyone")
         return 0
     for summary, polled in zip(summaries, polled_runs, strict=True):
-        echo(f"{summary.run_id}  agent {summary.agent or '?'}  {summary.status}")
+        prefix = prefixes.get(summary.run_id, "")
+        under = (
+            f"  (handlers under --prefix {terminal_safe(shlex.quote(prefix))})" if prefix else ""
+        )
+        echo(f"{summary.run_id}  agent {summary.agent or '?'}  {summary.status}{under}")
         if polled is None:
             echo("  (no worker answers: start one to see the pending calls)")
             continue
@@ -213,7 +256,8 @@ async def cmd_pending(args: argparse.Namespace) -> int:
             echo(f"  (encrypted: {ENCRYPTED_NOTE})")
             continue
         for approval in polled.pending_approvals:
-            echo("  " + render_approval(summary.run_id, approval).replace("\n", "\n  "))
+            rendered = render_approval(summary.run_id, approval, prefix=prefix)
+            echo("  " + rendered.replace("\n", "\n  "))
         for authorization in polled.pending_authorizations:
             echo("  " + render_authorization(authorization, summary.run_id).replace("\n", "\n  "))
         for question in polled.pending_inputs:

@@ -1,10 +1,13 @@
-"""The agent workflow: embedding its loop, and what policies and evaluators exchange.
+"""The agent workflow: embedding its loop, the tool runtime on its own, and what policies
+and evaluators exchange.
 
 `AgentConfig` and its parts, and what a run returns and reports (`AgentResult`,
 `RunStatus`, `RunEvent`, ...), are exported by the top-level `durable_tools`. This module
 lists what embedding the loop in a workflow of your own takes (`AgentLoop`, `AgentInput`,
-`run_agent`, `start_agent`, the `AgentWorkflow` class) and the types of policy extensions
-(`Constraint`, `CriteriaSet`, an evaluator's `EvaluationRequest` and `Evaluation`).
+`run_agent`, `start_agent`, the `AgentWorkflow` class), the tool runtime on its own for
+workflows of your own and other agent frameworks (`ToolRuntime`, `ToolReply`), and the
+types of policy extensions (`Constraint`, `CriteriaSet`, an evaluator's
+`EvaluationRequest` and `Evaluation`).
 """
 
 from durable_tools.protocol._code_mode import CodeMode as CodeMode
@@ -45,6 +48,7 @@ from durable_tools.protocol._wait_types import (
 
 from .loop._agent import AgentWorkflow
 from .loop._embed import AgentLoop, run_agent, start_agent
+from .loop._tool_runtime import ToolReply, ToolRuntime
 
 __all__ = [
     "AgentInput",
@@ -58,6 +62,8 @@ __all__ = [
     "EvaluationRequest",
     "PendingAuthorization",
     "RunSnapshot",
+    "ToolReply",
+    "ToolRuntime",
     "run_agent",
     "start_agent",
 ]

@@ -165,8 +165,9 @@ def under_their_scripts(timeline: Sequence[ToolCallRecord]) -> list[ToolCallReco
     return ordered
 
 
-def approval_commands(run_id: str, approval: PendingApproval) -> list[str]:
-    """The exact commands that approve or deny a pending call (terminal-safe)."""
+def approval_commands(run_id: str, approval: PendingApproval, prefix: str = "") -> list[str]:
+    """The exact commands that approve or deny a pending call (terminal-safe); `prefix`:
+    the handler prefix of a host that is not an agent workflow (`--prefix`)."""
     # Each id one shell word: the call id is the model's, the run id may be an app's
     # (a chat's id, a schedule's name), and an operator pastes the command into a shell.
     run, call = terminal_safe(shlex.quote(run_id)), terminal_safe(shlex.quote(approval.call_id))
@@ -174,6 +175,8 @@ def approval_commands(run_id: str, approval: PendingApproval) -> list[str]:
     # Named deciders: say who decides (a group's member as themselves; the CLI checks the
     # membership in the inbox's tokens file and records `NAME via group:G`).
     who = " --as NAME" if approval.deciders else ""
+    if prefix:
+        who += f" --prefix {terminal_safe(shlex.quote(prefix))}"
     return [
         f"durable-tools approve {run} {call} --hash {digest}{who}",
         f"durable-tools deny {run} {call} --hash {digest}{who} --reason '...'",
@@ -184,9 +187,11 @@ def _when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S %Z").strip() if moment else "none"
 
 
-def render_approval(run_id: str, approval: PendingApproval, *, commands: bool = True) -> str:
+def render_approval(
+    run_id: str, approval: PendingApproval, *, commands: bool = True, prefix: str = ""
+) -> str:
     """A pending approval: what (the tool's summary first, when it gives one), arguments
-    (redacted), hash, who and until when."""
+    (redacted), hash, who and until when; `prefix` as for `approval_commands`."""
     # JSON with ASCII escapes: an argument value shows exactly what it holds.
     args = json.dumps(approval.arguments, ensure_ascii=True, sort_keys=True)
     call = f"{approval.tool} {args} (call {approval.call_id})"
@@ -202,7 +207,7 @@ def render_approval(run_id: str, approval: PendingApproval, *, commands: bool = 
     ]
     lines = [terminal_safe(line) for line in lines]
     if commands:
-        cmds = approval_commands(run_id, approval)
+        cmds = approval_commands(run_id, approval, prefix)
         lines += [f"  approve: {cmds[0]}", f"  deny:    {cmds[1]}"]
     return "\n".join(lines)
 

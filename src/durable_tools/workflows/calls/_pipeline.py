@@ -53,6 +53,7 @@ __all__ = [
     "refuse_over_turn_limit",
     "run_call",
     "run_calls",
+    "run_single_call",
 ]
 
 UNAMBIGUOUS_KEYS_PATCH = "call-keys-unambiguous"
@@ -91,6 +92,27 @@ async def run_calls(
         return await _run_groups(state, calls, offered, gate, batch, duplicates, routes or {})
     finally:
         state.in_calls = False
+
+
+async def run_single_call(state: RunState, call: ToolCall, offered: dict[str, ToolSpec]) -> Message:
+    """Run one call outside a model turn (`ToolRuntime.call`), as a turn's call runs.
+
+    The call gets its own idempotency key and is registered as running while it runs (a
+    `cancel` reaches it), then takes the route of `run_call`. Calls of the runtime may run
+    at the same time, so nothing of the turn (`records`, `in_calls`) is reset here; a
+    call id that is running already is refused like an id used twice in one turn (the
+    two would share the pending approval).
+    """
+    if call.id in state.running:
+        return await _duplicate(state, call, running=True)
+    claim_call_id(state, call.id)
+    state.records.pop(call.id, None)  # an id used before: its old record is not this call's
+    task = asyncio.create_task(_bounded(state, asyncio.Semaphore(1), call, offered, run_call))
+    state.running[call.id] = task
+    try:
+        return await task
+    finally:
+        state.running.pop(call.id, None)
 
 
 def refuse_over_turn_limit(state: RunState, over: list[ToolCall]) -> list[Message]:
@@ -233,10 +255,12 @@ def claim_call_id(state: RunState, call_id: str) -> None:
     state.keys[call_id] = f"{workflow_id}/{call_id}" + (f"#{uses}" if suffixed else "")
 
 
-async def _duplicate(state: RunState, call: ToolCall) -> Message:
+async def _duplicate(state: RunState, call: ToolCall, *, running: bool = False) -> Message:
+    where = "a call still running" if running else "another call of the same turn"
+    unique = "is used by a call still running" if running else "is not unique in this turn"
     error = InvalidArguments(
-        f"call id {call.id!r} is used by another call of the same turn",
-        errors=[f"$: call id {call.id!r} is not unique in this turn; give each call its own id"],
+        f"call id {call.id!r} is used by {where}",
+        errors=[f"$: call id {call.id!r} {unique}; give each call its own id"],
     )
     state.event("tool.invalid_args", call, detail=error.message)
     return invalid_reply(call.id, call.name, error, at=workflow.now())

@@ -113,7 +113,10 @@ def _details(state: RunState, doing: str | None) -> str:
     if state.policy != _DEFAULT_POLICY:
         lines.append(f"approval policy: {describe_policy(state.policy)}")
     for waits in state.waits():
-        lines.extend(_how_to_resume(run_id, pending) for pending in waits.pending.values())
+        lines.extend(
+            _how_to_resume(run_id, pending, state.handler_prefix)
+            for pending in waits.pending.values()
+        )
     session = state.session
     if state.status is RunStatus.AWAITING_MESSAGE and session and session.idle_deadline:
         lines.append(
@@ -129,15 +132,19 @@ def _details(state: RunState, doing: str | None) -> str:
     return "\n".join(lines)
 
 
-def _how_to_resume(run_id: str, pending: object) -> str:
-    """One line of the UI's details: what a waiting call waits for, and how to answer."""
+def _how_to_resume(run_id: str, pending: object, prefix: str = "") -> str:
+    """One line of the UI's details: what a waiting call waits for, and how to answer.
+
+    `prefix`: the handler prefix of a host that is not an agent workflow (an embedded
+    loop, a tool runtime): its commands need `--prefix`."""
     if isinstance(pending, PendingApproval):
+        on = f" --prefix {_word(prefix)}" if prefix else ""
         # In a code span: the details are markdown, and a summary must not make a link.
         said = f" `{_unticked(pending.summary)}`" if pending.summary else ""
         return (
             f"- waiting for approval of `{pending.tool}` (call `{_unticked(pending.call_id)}`)"
             f"{said}: `durable-tools approve {_word(run_id)} {_word(pending.call_id)} --hash "
-            f"{_word(pending.arguments_hash)}` or `durable-tools deny ...`"
+            f"{_word(pending.arguments_hash)}{on}` or `durable-tools deny ...`"
         )
     if isinstance(pending, PendingAuthorization):
         return (
