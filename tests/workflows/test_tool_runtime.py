@@ -91,7 +91,9 @@ async def test_a_plain_workflow_waits_for_approval_and_the_tool_runs_once(
         assert code == 0, err
         assert f"{handle.id}  agent orders  awaiting_approval" in out
         assert f"--hash {first.arguments_hash} --prefix {PREFIX}" in out
-        [entry] = await cli_json(capsys, "pending")
+        # The dev server is shared with other tests: other runs may wait too.
+        listed = await cli_json(capsys, "pending")
+        [entry] = [e for e in listed if e["run_id"] == handle.id]
         assert entry["prefix"] == PREFIX
         assert [a["arguments_hash"] for a in entry["approvals"]] == [first.arguments_hash]
         metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
