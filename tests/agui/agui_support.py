@@ -63,6 +63,27 @@ class Chat:
         async with httpx.AsyncClient(timeout=120) as http:
             return await http.post(self.url, content=content, headers=sent)
 
+    @asynccontextmanager
+    async def stream(
+        self, token: str, body: dict[str, Any]
+    ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+        """One AG-UI run read as it comes: its events, each validated, one at a time."""
+        headers = {"content-type": "application/json", "authorization": f"Bearer {token}"}
+        async with (
+            httpx.AsyncClient(timeout=120) as http,
+            http.stream("POST", self.url, json=body, headers=headers) as response,
+        ):
+            assert response.status_code == 200
+
+            async def events() -> AsyncIterator[dict[str, Any]]:
+                async for line in response.aiter_lines():
+                    if line.startswith("data: "):
+                        data = json.loads(line[len("data: ") :])
+                        EVENT.validate_python(data)
+                        yield data
+
+            yield events()
+
     async def run(self, token: str, body: dict[str, Any]) -> list[dict[str, Any]]:
         """One AG-UI run: its events as JSON objects, each validated as an AG-UI event."""
         response = await self.post(token, body)
@@ -113,14 +134,22 @@ def user(text: str, message_id: str | None = None) -> dict[str, Any]:
 
 @asynccontextmanager
 async def chat(
-    client: Client, task_queue: str, tmp_path: Path, steps: list[dict[str, Any]], **options: Any
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    steps: list[dict[str, Any]],
+    *,
+    agent: dict[str, Any] | None = None,
+    **options: Any,
 ) -> AsyncIterator[Chat]:
-    """A worker for `chat_registry` playing `steps`, and the endpoint served for it."""
+    """A worker for `chat_registry` playing `steps` (or the `agent`'s own model), and the
+    endpoint served for it; `agent` holds further `AgentConfig` fields, `options` further
+    `AguiConfig` ones."""
     tokens = tmp_path / "tokens.json"
     alice, bob = add_token(tokens, "alice"), add_token(tokens, "bob")
     ran: list[str] = []
     config = AguiConfig(
-        agent=AgentConfig(model=write_script(tmp_path, steps)),
+        agent=AgentConfig(**{"model": write_script(tmp_path, steps), **(agent or {})}),
         auth=AuthConfig(TokenStore(tokens)),
         poll_interval=0.1,
         **options,

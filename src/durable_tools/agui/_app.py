@@ -15,9 +15,11 @@ through `AgentRun.decide_request`, the one decide path.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ag_ui.core import BaseEvent, RunAgentInput, RunStartedEvent, UserMessage
 from ag_ui.encoder import EventEncoder
@@ -46,6 +48,7 @@ from durable_tools.client import (
     AlreadyDecided,
     DecisionError,
     DurableTools,
+    SentMessage,
     SessionRefused,
 )
 from durable_tools.protocol._deciders import name_key, person_of
@@ -210,35 +213,20 @@ async def _events(
     """One AG-UI run: `RUN_STARTED`, then the message sent (or the resume decided) and
     its turns followed, then `RUN_FINISHED` or `RUN_ERROR`."""
     thread_id, run_id = run_input.thread_id, run_input.run_id
-    yield RunStartedEvent(thread_id=thread_id, run_id=run_id)
     run = tools.run(session)
-    try:
-        if message is not None and text is not None:
-            exists = await _exists(tools, session)
-            base_turn = (await run.status()).turn if exists else 0
-            cursor = (await run.events_since(0)).total if exists else 0
-            sent = await tools.start_send(
-                session,
-                text,
-                config=agent,
-                message_id=message_update_id(message.id),
-                identity=Identity(user=user.name, session=thread_id),
-            )
-            view = TurnView(base_turn)
-        else:
-            decided = await _decide(run, run_input, user)
-            if isinstance(decided, BaseEvent):
-                yield decided
-                return
-            view, cursor = decided
-            last = _last_user_message(run_input)
-            sent = run.message(message_update_id(last.id))
-    except SessionRefused as refused:
-        yield run_error(str(refused), "MESSAGE_REFUSED")
+    # Sending the message (or deciding the resume) is not the request's to cancel: once
+    # started it completes, even when the client goes away, so a message is never half
+    # sent. It starts before the first event, so a client that saw RUN_STARTED knows its
+    # message reached the session (or will get the refusal when it asks again).
+    work = asyncio.create_task(_take(tools, agent, run, user, run_input, message, text))
+    _unfinished.add(work)
+    work.add_done_callback(_unfinished.discard)
+    yield RunStartedEvent(thread_id=thread_id, run_id=run_id)
+    taken = await asyncio.shield(work)
+    if isinstance(taken, BaseEvent):
+        yield taken
         return
-    except InputRefused as refused:
-        yield run_error(refused.message, "INVALID_INPUT")
-        return
+    sent, view, cursor = taken
     async for event in follow_turn(
         run,
         sent,
@@ -251,6 +239,46 @@ async def _events(
         poll_interval=config.poll_interval,
     ):
         yield event
+
+
+_unfinished: set[asyncio.Task[Any]] = set()
+"""Sends and decisions whose request went away: kept referenced until they complete."""
+
+
+async def _take(
+    tools: DurableTools,
+    agent: AgentConfig,
+    run: AgentRun,
+    user: User,
+    run_input: RunAgentInput,
+    message: UserMessage | None,
+    text: str | None,
+) -> tuple[SentMessage, TurnView, int] | BaseEvent:
+    """Send the message (update-with-start) or decide the resume entries: the message to
+    follow, the view to follow it with and the event cursor to start at, or the
+    `RUN_ERROR` saying why nothing was taken."""
+    try:
+        if message is not None and text is not None:
+            exists = await _exists(tools, run.run_id)
+            base_turn = (await run.status()).turn if exists else 0
+            cursor = (await run.events_since(0)).total if exists else 0
+            sent = await tools.start_send(
+                run.run_id,
+                text,
+                config=agent,
+                message_id=message_update_id(message.id),
+                identity=Identity(user=user.name, session=run_input.thread_id),
+            )
+            return sent, TurnView(base_turn), cursor
+        decided = await _decide(run, run_input, user)
+        if isinstance(decided, BaseEvent):
+            return decided
+        view, cursor = decided
+        return run.message(message_update_id(_last_user_message(run_input).id)), view, cursor
+    except SessionRefused as refused:
+        return run_error(str(refused), "MESSAGE_REFUSED")
+    except InputRefused as refused:
+        return run_error(refused.message, "INVALID_INPUT")
 
 
 async def _decide(

@@ -171,9 +171,10 @@ class TurnView:
             yield TextMessageEndEvent(message_id=self.text_id)
             self.text_id = None
 
-    def on_stream(self, event: StreamEvent) -> Iterator[BaseEvent]:
-        """The token stream's event as AG-UI events (text of this run's turns only)."""
-        if event.turn <= self.base_turn:
+    def on_stream(self, event: StreamEvent | None) -> Iterator[BaseEvent]:
+        """The token stream's event as AG-UI events (text of this run's turns only; None
+        is the wake-up the answer sends)."""
+        if event is None or event.turn <= self.base_turn:
             return
         if event.kind in ("message_start", "text"):
             yield from self._enter(event.turn)
@@ -273,7 +274,9 @@ def _interrupts(snapshot: RunSnapshot, user: User) -> list[Interrupt]:
     return found
 
 
-async def _pump(stream: AsyncIterator[StreamEvent], queue: asyncio.Queue[StreamEvent]) -> None:
+async def _pump(
+    stream: AsyncIterator[StreamEvent], queue: asyncio.Queue[StreamEvent | None]
+) -> None:
     async for event in stream:
         await queue.put(event)
 
@@ -304,9 +307,10 @@ async def follow_turn(
             awaited from the stream for a moment before it is sent whole).
         poll_interval: Seconds between looks at the run's events and status.
     """
-    tokens: asyncio.Queue[StreamEvent] = asyncio.Queue()
+    tokens: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
     pump = asyncio.create_task(_pump(run.stream(), tokens))
     reply_task: asyncio.Task[SessionReply] = asyncio.create_task(sent.result())
+    reply_task.add_done_callback(lambda _: tokens.put_nowait(None))
     try:
         timeline_due = True
         while not reply_task.done():
@@ -335,15 +339,11 @@ async def follow_turn(
                     outcome=RunFinishedInterruptOutcome(interrupts=interrupts),
                 )
                 return
-            getter = asyncio.ensure_future(tokens.get())
-            done, _ = await asyncio.wait(
-                {getter, reply_task}, timeout=poll_interval, return_when=asyncio.FIRST_COMPLETED
-            )
-            if getter in done:
-                for event in view.on_stream(getter.result()):
+            # Wake for the next token, the answer (its callback wakes the queue) or a look.
+            with contextlib.suppress(TimeoutError):
+                token = await asyncio.wait_for(tokens.get(), poll_interval)
+                for event in view.on_stream(token):
                     yield event
-            else:
-                getter.cancel()
         try:
             reply = reply_task.result()
         except Exception as error:  # the run refused or failed the message
