@@ -19,8 +19,8 @@ from pydantic import TypeAdapter
 from temporalio.client import Client
 
 from durable_tools import AgentConfig, DurableTools, ToolRegistry
-from durable_tools.agui import AguiConfig, AuthConfig, TokenStore, create_agui_app
-from durable_tools.inbox import InboxServer, add_token
+from durable_tools.agui import AguiConfig, create_agui_app
+from durable_tools.inbox import AuthConfig, InboxServer, TokenStore, add_token
 from support import running_worker, write_script
 
 EVENT = TypeAdapter(Event)
