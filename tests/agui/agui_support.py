@@ -84,6 +84,12 @@ class Chat:
 
             yield events()
 
+    async def interrupted(self, thread: str, message: dict[str, Any]) -> dict[str, Any]:
+        """Send alice's `message` (its answer asks for an approval): the one interrupt."""
+        events = await self.run(self.alice, run_input(thread, [message]))
+        (interrupt,) = events[-1]["outcome"]["interrupts"]
+        return dict(interrupt)
+
     async def run(self, token: str, body: dict[str, Any]) -> list[dict[str, Any]]:
         """One AG-UI run: its events as JSON objects, each validated as an AG-UI event."""
         response = await self.post(token, body)

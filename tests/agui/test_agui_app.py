@@ -92,8 +92,7 @@ async def test_another_user_cannot_reach_a_thread_or_resume_its_interrupt(
     script = [calls(("c2", "pay", {"amount_cents": 500})), answer("bob's answer")]
     async with chat(client, task_queue, tmp_path, script) as endpoint:
         asked = user("pay 5 dollars")
-        two = await endpoint.run(endpoint.alice, run_input(thread, [asked]))
-        (interrupt,) = two[-1]["outcome"]["interrupts"]
+        interrupt = await endpoint.interrupted(thread, asked)
         resume = [approve(interrupt["id"])]
 
         # Bob names alice's thread: it does not exist for him (nothing says it does).

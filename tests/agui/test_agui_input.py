@@ -63,8 +63,7 @@ async def test_a_resume_that_names_no_interrupt_is_a_run_error(
     script = [calls(("c1", "pay", {"amount_cents": 5})), answer("done")]
     async with chat(client, task_queue, tmp_path, script) as endpoint:
         asked = user("pay")
-        events = await endpoint.run(endpoint.alice, run_input(thread, [asked]))
-        (interrupt,) = events[-1]["outcome"]["interrupts"]
+        interrupt = await endpoint.interrupted(thread, asked)
         digest = interrupt["metadata"]["argumentsHash"]
         other = "0" * 64
 
