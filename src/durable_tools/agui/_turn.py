@@ -61,6 +61,9 @@ __all__ = ["FINAL_TEXT_GRACE", "TurnView", "decidable_by", "follow_turn", "run_e
 FINAL_TEXT_GRACE = 3.0
 """Seconds the last streamed text may take to arrive after the answer is there."""
 
+CLEANUP_SECONDS = 5.0
+"""How long an ended AG-UI run waits for its watchers to stop."""
+
 _OPEN_STATUSES = frozenset(
     {"awaiting_approval", "awaiting_authorization", "awaiting_input", "running"}
 )
@@ -308,7 +311,8 @@ async def follow_turn(
         poll_interval: Seconds between looks at the run's events and status.
     """
     tokens: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
-    pump = asyncio.create_task(_pump(run.stream(), tokens))
+    stream = run.stream()
+    pump = asyncio.create_task(_pump(stream, tokens))
     reply_task: asyncio.Task[SessionReply] = asyncio.create_task(sent.result())
     reply_task.add_done_callback(lambda _: tokens.put_nowait(None))
     try:
@@ -354,7 +358,7 @@ async def follow_turn(
             yield event
         snapshot = await run.status()
         final_turn = snapshot.turn  # the session is idle again: its last turn answered
-        if streams:
+        if streams and final_turn > view.base_turn:  # else answered before this AG-UI run
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(FINAL_TEXT_GRACE):
                     while final_turn not in view.ended_turns:
@@ -377,6 +381,7 @@ async def follow_turn(
     finally:
         for task in (pump, reply_task):
             task.cancel()
-        for task in (pump, reply_task):
-            with contextlib.suppress(BaseException):
-                await task
+        # Bounded: a watcher slow to stop must not hold the response open.
+        await asyncio.wait({pump, reply_task}, timeout=CLEANUP_SECONDS)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(stream.aclose(), CLEANUP_SECONDS)  # type: ignore[attr-defined]
