@@ -68,8 +68,10 @@ browser:
 
 # The AG-UI client test drives the endpoint with @ag-ui/client under node: Debian's nodejs
 # and npm are installed here when node is missing and we may (as for chromium above), and
-# the client's pinned packages come from tests/agui/js/package-lock.json (`npm ci`).
+# the client's pinned packages come from tests/agui/js/package-lock.json (`npm ci`); the
+# example chat's page is bundled by esbuild from its own lock (examples/agui_chat).
 AGUI_JS := tests/agui/js
+AGUI_CHAT := examples/agui_chat
 agui-js:
 	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
 	  if ! command -v apt-get >/dev/null; then \
@@ -81,8 +83,13 @@ agui-js:
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm; \
 	fi; \
+	command -v npm >/dev/null || exit 0; \
 	if [ ! -d $(AGUI_JS)/node_modules/@ag-ui/client ] || [ $(AGUI_JS)/package-lock.json -nt $(AGUI_JS)/node_modules ]; then \
-	  cd $(AGUI_JS) && npm ci --no-audit --no-fund --silent; fi
+	  (cd $(AGUI_JS) && npm ci --no-audit --no-fund --silent); fi; \
+	if [ ! -d $(AGUI_CHAT)/node_modules/esbuild ] || [ $(AGUI_CHAT)/package-lock.json -nt $(AGUI_CHAT)/node_modules ]; then \
+	  (cd $(AGUI_CHAT) && npm ci --no-audit --no-fund --silent); fi; \
+	if [ ! -f $(AGUI_CHAT)/dist/chat.js ] || [ $(AGUI_CHAT)/chat.js -nt $(AGUI_CHAT)/dist/chat.js ]; then \
+	  (cd $(AGUI_CHAT) && npm run --silent build); fi
 
 unit: bytecode browser agui-js
 	$(VENV)/bin/pytest -q
