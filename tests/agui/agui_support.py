@@ -53,6 +53,8 @@ class Chat:
     alice: str
     bob: str
     ran: list[str] = field(default_factory=list)
+    comments: int = 0
+    """SSE comment lines (keep-alives) read by `stream`."""
 
     async def post(self, token: str | None, body: Any, **headers: str) -> httpx.Response:
         """POST `body` (JSON unless bytes) and return the whole response."""
@@ -77,6 +79,7 @@ class Chat:
 
             async def events() -> AsyncIterator[dict[str, Any]]:
                 async for line in response.aiter_lines():
+                    self.comments += line.startswith(":")
                     if line.startswith("data: "):
                         data = json.loads(line[len("data: ") :])
                         EVENT.validate_python(data)

@@ -66,7 +66,9 @@ async def test_an_approval_for_someone_else_waits_and_the_stream_goes_on(
     script = [calls(("c1", "pay", {"amount_cents": 900})), answer("bob approved it")]
     thread = f"t-{uuid.uuid4().hex[:8]}"
     policy = ApprovalPolicy(deciders=["bob"])
-    async with chat(client, task_queue, tmp_path, script, agent={"approval": policy}) as endpoint:
+    async with chat(
+        client, task_queue, tmp_path, script, agent={"approval": policy}, keepalive_seconds=0.05
+    ) as endpoint:
         session = DurableTools(client).run(session_id("agui", "alice", thread))
         seen: list[dict[str, Any]] = []
 
@@ -82,6 +84,7 @@ async def test_an_approval_for_someone_else_waits_and_the_stream_goes_on(
                 seen.append(event)
                 waiting = event.get("snapshot", {}).get("waiting", [])
                 if waiting and waiting[0]["decidedBy"] == "others":
+                    await asyncio.sleep(0.5)  # quiet while it waits: keep-alives flow
                     await bob_decides_in_the_inbox()
     states = [e["snapshot"]["waiting"] for e in of_type(seen, "STATE_SNAPSHOT")]
     assert any(w and w[0]["deciders"] == ["bob"] for w in states)
@@ -89,6 +92,7 @@ async def test_an_approval_for_someone_else_waits_and_the_stream_goes_on(
     assert seen[-1]["type"] == "RUN_FINISHED" and "outcome" not in seen[-1]
     assert seen[-1]["result"]["answer"] == "bob approved it"
     assert endpoint.ran == ["pay 900"]
+    assert endpoint.comments > 0  # the quiet stream said it is alive
 
 
 async def started(run: AgentRun) -> None:

@@ -37,12 +37,13 @@ from durable_tools.agui._input import (
     InputLimits,
     InputRefused,
     approval_ref,
+    check_prefix,
     message_update_id,
     parse_input,
     session_id,
     user_text,
 )
-from durable_tools.agui._turn import TurnView, follow_turn, run_error
+from durable_tools.agui._turn import CLEANUP_SECONDS, TurnView, follow_turn, run_error
 from durable_tools.client import (
     AgentRun,
     AlreadyDecided,
@@ -55,10 +56,13 @@ from durable_tools.protocol._deciders import name_key, person_of
 from durable_tools.tools._context import Identity
 from durable_tools.workflows import AgentConfig
 
-__all__ = ["DEFAULT_AGUI_BODY_BYTES", "AguiConfig", "Authenticate", "create_agui_app"]
+__all__ = ["DEFAULT_AGUI_BODY_BYTES", "KEEPALIVE", "AguiConfig", "Authenticate", "create_agui_app"]
 
 DEFAULT_AGUI_BODY_BYTES = 4 * 1024 * 1024
 """Largest request body taken: AG-UI clients send the whole thread with every message."""
+
+KEEPALIVE = ": keep-alive\n\n"
+"""The SSE comment a quiet stream sends (clients ignore comment lines)."""
 
 Authenticate = Callable[[Request], "User | str | Awaitable[User | str | None] | None"]
 """The host application's hook: the user a request comes from (a `User` or a name), or
@@ -81,6 +85,7 @@ class AguiConfig:
         stream_tokens: Start sessions with `stream_tokens=True` (the answer's text
             streams as the model writes it).
         poll_interval: Seconds between looks at a run's events and status.
+        keepalive_seconds: Quiet seconds after which the stream sends an SSE comment.
     """
 
     agent: AgentConfig
@@ -91,12 +96,12 @@ class AguiConfig:
     limits: InputLimits = field(default_factory=InputLimits)
     stream_tokens: bool = True
     poll_interval: float = 0.25
+    keepalive_seconds: float = 15.0
 
     def __post_init__(self) -> None:
         if self.auth is None and self.authenticate is None:
             raise ValueError("the AG-UI endpoint needs `auth` (tokens) or an `authenticate` hook")
-        if not valid_user(self.session_prefix.replace("-", "a")):
-            raise ValueError("session_prefix must be letters, digits, . _ and -")
+        check_prefix(self.session_prefix)
 
 
 def _refused(status: int, message: str) -> JSONResponse:
@@ -173,7 +178,7 @@ def create_agui_app(tools: DurableTools | Client, config: AguiConfig) -> Starlet
             return _refused(refused.status, refused.message)
         events = _events(durable, agent, config, user, run_input, session, message, text)
         return StreamingResponse(
-            _encoded(events, encoder),
+            _encoded(events, encoder, config.keepalive_seconds),
             media_type=encoder.get_content_type(),
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -195,9 +200,29 @@ async def _exists(tools: DurableTools, session: str) -> bool:
     return True
 
 
-async def _encoded(events: AsyncIterator[BaseEvent], encoder: EventEncoder) -> AsyncIterator[str]:
-    async for event in events:
-        yield encoder.encode(event)
+async def _encoded(
+    events: AsyncIterator[BaseEvent], encoder: EventEncoder, keepalive: float
+) -> AsyncIterator[str]:
+    """The events as SSE text, with a comment line after `keepalive` quiet seconds: an AG-UI
+    run waiting for someone else's approval may be quiet for long, and proxies close
+    connections that look idle."""
+    iterator = aiter(events)
+    pending: asyncio.Future[BaseEvent] = asyncio.ensure_future(anext(iterator))
+    try:
+        while True:
+            done, _ = await asyncio.wait({pending}, timeout=keepalive)
+            if not done:
+                yield KEEPALIVE
+                continue
+            try:
+                event = pending.result()
+            except StopAsyncIteration:
+                return
+            yield encoder.encode(event)
+            pending = asyncio.ensure_future(anext(iterator))
+    finally:
+        pending.cancel()
+        await asyncio.wait({pending}, timeout=CLEANUP_SECONDS)
 
 
 async def _events(

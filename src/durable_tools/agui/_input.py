@@ -18,7 +18,7 @@ from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, UserMessage
 from pydantic import ValidationError
 
 from durable_tools.protocol._deciders import name_key
-from durable_tools.protocol._limits import MAX_MESSAGE_CHARS
+from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, MAX_MESSAGE_CHARS
 
 __all__ = [
     "MAX_ID_CHARS",
@@ -26,6 +26,7 @@ __all__ = [
     "InputLimits",
     "InputRefused",
     "approval_ref",
+    "check_prefix",
     "interrupt_id",
     "message_update_id",
     "parse_input",
@@ -123,6 +124,17 @@ def parse_input(body: bytes, limits: InputLimits) -> RunAgentInput:
     return run_input
 
 
+def check_prefix(prefix: str) -> str:
+    """A session prefix: 1 to 40 characters of a-z 0-9 and dashes.
+
+    Raises:
+        ValueError: anything else.
+    """
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", prefix):
+        raise ValueError(f"a session prefix is 1 to 40 of a-z 0-9 -, got {prefix!r}")
+    return prefix
+
+
 def session_id(prefix: str, user: str, thread_id: str) -> str:
     """The session (workflow id) a user's thread is: `<prefix>-<owner>-<thread id>`.
 
@@ -194,7 +206,7 @@ def approval_ref(entry: ResumeEntry) -> ApprovalRef:
     if not isinstance(ident, str) or not ident.startswith(_APPROVAL_PREFIX):
         raise InputRefused(400, "unknown interrupt: this endpoint's interrupts are approvals")
     call_id, _, digest = ident[len(_APPROVAL_PREFIX) :].rpartition(":")
-    if not call_id or len(call_id) > 200 or not _HASH.fullmatch(digest):
+    if not call_id or len(call_id) > MAX_CALL_ID_CHARS or not _HASH.fullmatch(digest):
         raise InputRefused(400, "unknown interrupt: not an id this endpoint gave")
     payload: Any = entry.payload
     reason = None

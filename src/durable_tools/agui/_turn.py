@@ -51,12 +51,19 @@ from durable_tools._callers._auth import decider_for
 from durable_tools._callers._tokens import User
 from durable_tools.agui._input import interrupt_id
 from durable_tools.client import AgentRun, SentMessage
-from durable_tools.protocol._deciders import name_key
+from durable_tools.protocol._deciders import name_key, person_of
 from durable_tools.protocol._session_types import SessionReply
 from durable_tools.streaming import StreamEvent
 from durable_tools.workflows import PendingApproval, RunSnapshot, ToolCallRecord
 
-__all__ = ["FINAL_TEXT_GRACE", "TurnView", "decidable_by", "follow_turn", "run_error"]
+__all__ = [
+    "CLEANUP_SECONDS",
+    "FINAL_TEXT_GRACE",
+    "TurnView",
+    "decidable_by",
+    "follow_turn",
+    "run_error",
+]
 
 FINAL_TEXT_GRACE = 3.0
 """Seconds the last streamed text may take to arrive after the answer is there."""
@@ -81,7 +88,7 @@ def decidable_by(approval: PendingApproval, user: User) -> bool:
     if decider_for(user, approval.deciders) is None:
         return False
     person = name_key(user.name)
-    if any(name_key(name).split(" via ")[0] == person for name in approval.approved_by):
+    if any(person_of(name) == person for name in approval.approved_by):
         return False
     return approval.approvals_required - len(approval.approved_by) <= 1
 
@@ -359,11 +366,17 @@ async def follow_turn(
         snapshot = await run.status()
         final_turn = snapshot.turn  # the session is idle again: its last turn answered
         if streams and final_turn > view.base_turn:  # else answered before this AG-UI run
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(FINAL_TEXT_GRACE):
-                    while final_turn not in view.ended_turns:
-                        for event in view.on_stream(await tokens.get()):
-                            yield event
+            # Per wait, not a timeout block: the generator yields between waits, and each
+            # step of it may run in another task (the response's keep-alive does that).
+            deadline = asyncio.get_running_loop().time() + FINAL_TEXT_GRACE
+            while final_turn not in view.ended_turns:
+                left = deadline - asyncio.get_running_loop().time()
+                try:
+                    token = await asyncio.wait_for(tokens.get(), max(left, 0.0))
+                except TimeoutError:
+                    break
+                for event in view.on_stream(token):
+                    yield event
         while not tokens.empty():
             for event in view.on_stream(tokens.get_nowait()):
                 yield event
