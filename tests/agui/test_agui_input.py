@@ -4,8 +4,10 @@ AG-UI run started, a RUN_ERROR) and nothing reaches a run."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 from agui_support import chat, run_input, user
@@ -13,7 +15,9 @@ from starlette.requests import Request
 from temporalio.client import Client
 
 from durable_tools import AgentConfig, DurableTools
+from durable_tools._callers._tokens import hash_token
 from durable_tools.agui import AguiConfig, InputLimits, create_agui_app, session_id
+from durable_tools.inbox import AuthConfig, TokenStore, add_token
 from support import answer, calls
 
 
@@ -118,3 +122,25 @@ async def test_a_hook_user_with_look_alike_characters_is_refused(
             refused = await http.post("/", content=body, headers={**headers, "x-user": trick})
             assert refused.status_code == 403, trick
             assert "not a valid user name" in refused.json()["error"]
+
+
+async def test_a_login_session_of_the_host_app_does_not_speak_for_the_user(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    tokens = tmp_path / "tokens.json"
+    alice = add_token(tokens, "alice")
+    config = AguiConfig(
+        agent=AgentConfig(model="scripted:none.json"), auth=AuthConfig(TokenStore(tokens))
+    )
+    endpoint = create_agui_app(DurableTools(client, task_queue), config)
+    signed_in = {"token_sha256": hash_token(alice), "sid": "s-1", "iat": int(time.time())}
+
+    async def host_app(scope: Any, receive: Any, send: Any) -> None:
+        # The inbox's login, as a host app's session middleware would hand it on.
+        await endpoint({**scope, "session": signed_in}, receive, send)
+
+    transport = httpx.ASGITransport(app=host_app)
+    body = json.dumps(run_input("t-1", [user("hi")])).encode()
+    async with httpx.AsyncClient(transport=transport, base_url="http://agui.test") as http:
+        refused = await http.post("/", content=body, headers={"content-type": "application/json"})
+    assert refused.status_code == 401

@@ -24,7 +24,7 @@ from typing import Any
 from ag_ui.core import BaseEvent, RunAgentInput, RunStartedEvent, UserMessage
 from ag_ui.encoder import EventEncoder
 from starlette.applications import Starlette
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from temporalio.client import Client
@@ -123,7 +123,10 @@ async def _user_of(request: Request, config: AguiConfig) -> User | None:
             raise InputRefused(403, "the authenticated user's name is not a valid user name")
         return found
     assert config.auth is not None
-    return authenticate(request, config.auth)
+    # Without the host app's login session, if it has one: a cookie would let another
+    # site's page speak for a signed-in browser; a token or a proxy's header cannot.
+    cookieless = HTTPConnection({k: v for k, v in request.scope.items() if k != "session"})
+    return authenticate(cookieless, config.auth)
 
 
 def _last_user_message(run_input: RunAgentInput) -> UserMessage:
