@@ -79,6 +79,22 @@ function card(interrupt) {
   }
 }
 
+// After a reload: the thread so far, from the session (the run kept it, not the page).
+let restored = false;
+async function restore() {
+  const token = document.getElementById("token").value.trim();
+  if (restored || !token) return;
+  const response = await fetch(`agui/threads/${encodeURIComponent(threadId)}`, {
+    headers: { Authorization: `Bearer ${token}` },
+  });
+  if (!response.ok) return; // a new thread (404), or not signed in yet (401)
+  restored = true;
+  const { messages } = await response.json();
+  theAgent().setMessages(messages);
+  for (const message of messages) bubble(message.role, message.content);
+}
+document.getElementById("token").addEventListener("input", restore);
+
 form.addEventListener("submit", (submitted) => {
   submitted.preventDefault();
   const text = input.value.trim();

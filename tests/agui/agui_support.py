@@ -87,6 +87,12 @@ class Chat:
 
             yield events()
 
+    async def thread(self, token: str, thread_id: str) -> httpx.Response:
+        """GET the thread so far."""
+        async with httpx.AsyncClient(timeout=60) as http:
+            headers = {"authorization": f"Bearer {token}"}
+            return await http.get(f"{self.url}threads/{thread_id}", headers=headers)
+
     async def interrupted(self, thread: str, message: dict[str, Any]) -> dict[str, Any]:
         """Send alice's `message` (its answer asks for an approval): the one interrupt."""
         events = await self.run(self.alice, run_input(thread, [message]))

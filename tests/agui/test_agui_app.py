@@ -105,6 +105,15 @@ async def test_another_user_cannot_reach_a_thread_or_resume_its_interrupt(
             {"error": refused.json()["error"].replace(thread, "t-never-used")},
         )
 
+        # Nor can he read it: the same 404 as for a thread nobody has.
+        read = await endpoint.thread(endpoint.bob, thread)
+        assert read.status_code == 404 and thread in read.json()["error"]
+        mine = await endpoint.thread(endpoint.alice, thread)
+        assert mine.json()["messages"] == [
+            {"id": "m-0", "role": "user", "content": "pay 5 dollars"}
+        ]
+        assert (await endpoint.thread(endpoint.alice, "t\u0456read")).status_code == 400
+
         # Without a token, or with a wrong one: nobody.
         assert (await endpoint.post(None, run_input(thread, [asked]))).status_code == 401
         assert (await endpoint.post("nope", run_input(thread, [asked]))).status_code == 401

@@ -1,6 +1,7 @@
 """The example chat (examples/agui_chat: plain HTML and @ag-ui/client bundled by esbuild) in
 Debian's chromium: the user sends a message, the run asks to pay, the card shows what the
-inbox would show, the user approves in it, the payment runs once and the answer appears."""
+inbox would show, the user approves in it, the payment runs once and the answer appears;
+after a reload the page shows the thread again, from the session."""
 
 from __future__ import annotations
 
@@ -83,6 +84,13 @@ async def test_the_example_chat_streams_and_approves_in_its_card(
                     await answered.wait_for(timeout=60_000)
                     assert await page.locator(".tool", has_text="paid 1250").count() == 1
                     assert await page.locator(".error").count() == 0
+                    # A reload: the page has nothing, the session has the whole thread.
+                    await page.reload()
+                    await page.fill("#token", alice)
+                    again = page.locator(".assistant", has_text="Paid 12.50")
+                    await again.wait_for(timeout=60_000)
+                    users = await page.locator(".user").all_inner_texts()
+                    assert users == ["pay for the team lunch"]
                 finally:
                     await browser.close()
         finally:

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ag_ui.core import BaseEvent, RunAgentInput, RunStartedEvent, UserMessage
+from ag_ui.core import AssistantMessage, BaseEvent, RunAgentInput, RunStartedEvent, UserMessage
 from ag_ui.encoder import EventEncoder
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, HTTPConnection, Request
@@ -38,6 +38,7 @@ from durable_tools.agui._input import (
     InputRefused,
     approval_ref,
     check_prefix,
+    checked_id,
     message_update_id,
     parse_input,
     session_id,
@@ -52,6 +53,7 @@ from durable_tools.client import (
     SentMessage,
     SessionRefused,
 )
+from durable_tools.messages import Message
 from durable_tools.protocol._deciders import name_key, person_of
 from durable_tools.tools._context import Identity
 from durable_tools.workflows import AgentConfig
@@ -129,6 +131,22 @@ async def _user_of(request: Request, config: AguiConfig) -> User | None:
     return authenticate(cookieless, config.auth)
 
 
+def thread_messages(conversation: list[Message]) -> list[dict[str, Any]]:
+    """A session's conversation as AG-UI messages: what the user said and the answers'
+    text (tool calls and their results stay in the run; the events showed them)."""
+    shown: list[dict[str, Any]] = []
+    for index, message in enumerate(conversation):
+        if not message.content:
+            continue
+        ident = f"m-{index}"
+        if message.role == "user":
+            shown.append(UserMessage(id=ident, content=message.content).model_dump(by_alias=True))
+        elif message.role == "assistant":
+            answer = AssistantMessage(id=ident, content=message.content)
+            shown.append(answer.model_dump(by_alias=True))
+    return shown
+
+
 def _last_user_message(run_input: RunAgentInput) -> UserMessage:
     for message in reversed(run_input.messages):
         if isinstance(message, UserMessage):
@@ -139,6 +157,9 @@ def _last_user_message(run_input: RunAgentInput) -> UserMessage:
 def create_agui_app(tools: DurableTools | Client, config: AguiConfig) -> Starlette:
     """The AG-UI endpoint: mount it in a Starlette or FastAPI app (`Mount("/agui", app)`),
     or serve it with `durable-tools serve --agui`.
+
+    `POST /` takes a `RunAgentInput` and streams the AG-UI run; `GET /threads/{id}` gives
+    the user's thread so far as AG-UI messages (a reloaded page shows it again).
 
     Serve it with forwarding headers off when `auth` trusts a proxy (the trusted-proxy
     check must see the socket's peer): `InboxServer` does, `uvicorn --no-proxy-headers`
@@ -186,8 +207,25 @@ def create_agui_app(tools: DurableTools | Client, config: AguiConfig) -> Starlet
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
+    async def thread_endpoint(request: Request) -> Response:
+        try:
+            user = await _user_of(request, config)
+            if user is None:
+                return _refused(401, "authentication required: Authorization: Bearer <token>")
+            thread_id = checked_id(str(request.path_params["thread_id"]), "the thread id")
+            session = session_id(config.session_prefix, user.name, thread_id)
+            if not await _exists(durable, session):
+                raise InputRefused(404, f"no thread {thread_id!r} of yours")
+        except InputRefused as refused:
+            return _refused(refused.status, refused.message)
+        said = await durable.run(session).conversation()
+        return JSONResponse({"threadId": thread_id, "messages": thread_messages(said)})
+
     app = Starlette(
-        routes=[Route("/", run_endpoint, methods=["POST"])],
+        routes=[
+            Route("/", run_endpoint, methods=["POST"]),
+            Route("/threads/{thread_id}", thread_endpoint, methods=["GET"]),
+        ],
         middleware=body_limit(config.max_body_bytes),
     )
     return app

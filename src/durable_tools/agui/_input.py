@@ -27,6 +27,7 @@ __all__ = [
     "InputRefused",
     "approval_ref",
     "check_prefix",
+    "checked_id",
     "interrupt_id",
     "message_update_id",
     "parse_input",
@@ -68,7 +69,12 @@ class InputLimits:
     refused rather than silently ignored."""
 
 
-def _checked_id(value: str, what: str) -> str:
+def checked_id(value: str, what: str) -> str:
+    """`value`, when it is a plain id of at most `MAX_ID_CHARS` characters.
+
+    Raises:
+        InputRefused: anything else (400), naming `what`.
+    """
     if len(value) > MAX_ID_CHARS or not _ID.fullmatch(value):
         raise InputRefused(
             400,
@@ -111,10 +117,10 @@ def parse_input(body: bytes, limits: InputLimits) -> RunAgentInput:
         first = problems[0]
         where = ".".join(map(str, first["loc"])) or "body"
         raise InputRefused(422, f"not a RunAgentInput: {where}: {first['msg']}") from None
-    _checked_id(run_input.thread_id, "threadId")
-    _checked_id(run_input.run_id, "runId")
+    checked_id(run_input.thread_id, "threadId")
+    checked_id(run_input.run_id, "runId")
     for message in run_input.messages:
-        _checked_id(message.id, "a message id")
+        checked_id(message.id, "a message id")
     if len(run_input.tools or []) > limits.max_tools:
         raise InputRefused(
             400,
