@@ -67,7 +67,7 @@ browser:
 	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
 
 unit: bytecode browser
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=20
 
 ## make test: lint, type check and the whole test suite (the README's test command).
 test: lint typecheck unit
