@@ -32,6 +32,8 @@ from durable_tools.protocol._resume import answer_command, reissue_command
 from durable_tools.protocol._types import status_in
 from durable_tools.workflows import PendingApproval, RunSnapshot, RunStatus
 
+from ._hosts import run_handle
+
 __all__ = [
     "DEFAULT_PAGE_SIZE",
     "DEFAULT_QUERY_CONCURRENCY",
@@ -220,11 +222,13 @@ class RunQueries:
         """The most queries that were in flight at once."""
         self._running = 0
 
-    async def snapshot(self, run_id: str) -> RunSnapshot:
-        """What run `run_id` itself waits for (its sub-agents are runs of their own)."""
+    async def snapshot(self, execution: WorkflowExecution) -> RunSnapshot:
+        """What a listed run itself waits for (its sub-agents are runs of their own; a
+        host's runtime is reached under its handlers' prefix, `run_handle`)."""
+        run_id = execution.id
         task = self._in_flight.get(run_id)
         if task is None:
-            task = asyncio.ensure_future(self._ask(run_id))
+            task = asyncio.ensure_future(self._ask(execution))
             self._in_flight[run_id] = task
             task.add_done_callback(lambda done: self._forget(run_id, done))
         # Shielded: one request going away must not cancel the query others wait on.
@@ -236,13 +240,13 @@ class RunQueries:
         if not done.cancelled():
             done.exception()  # retrieved, so an answer nobody waited for logs nothing
 
-    async def _ask(self, run_id: str) -> RunSnapshot:
+    async def _ask(self, execution: WorkflowExecution) -> RunSnapshot:
         async with self._slots:
             self.sent += 1
             self._running += 1
             self.peak = max(self.peak, self._running)
             try:
-                run = self._tools.run(run_id)
+                run = await run_handle(self._tools, execution.id, execution)
                 snapshot = await asyncio.wait_for(run.status(), QUERY_TIMEOUT)
             finally:
                 self._running -= 1
@@ -265,8 +269,9 @@ next message: the user's chat front end sends it, not someone reading the inbox)
 
 
 def _visibility_query(agent: str | None, run_id: str | None) -> str:
+    # Any workflow type: agent runs, and hosts whose runtime sets the same attributes.
     query = (
-        "WorkflowType = 'AgentWorkflow' AND ExecutionStatus = 'Running' "
+        "ExecutionStatus = 'Running' "
         f"AND ({sa.PENDING_APPROVALS.name} > 0 OR {status_in(_OTHER_WAITS)})"
     )
     if agent:
@@ -338,9 +343,7 @@ async def list_pending(
     """
     query = _visibility_query(agent, run_id)
     runs, next_cursor = await _page_of_runs(tools, query, page_size, cursor)
-    answers = await asyncio.gather(
-        *(queries.snapshot(run.id) for run in runs), return_exceptions=True
-    )
+    answers = await asyncio.gather(*(queries.snapshot(run) for run in runs), return_exceptions=True)
     result = PendingList(next_cursor=next_cursor)
     for run, answer in zip(runs, answers, strict=True):
         name = run.typed_search_attributes.get(sa.AGENT_NAME)
