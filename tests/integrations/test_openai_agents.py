@@ -5,7 +5,7 @@ denial reaches the model as the tool's output."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -14,34 +14,28 @@ from temporalio.client import Client
 from temporalio.converter import DataConverter
 
 with workflow.unsafe.imports_passed_through():
-    from agents import Agent, Model, ModelResponse, Runner
+    from agents import Agent, OpenAIProvider, Runner, set_tracing_disabled
     from framework_support import PREFIX, pay_registry
     from temporalio.openai_agents import OpenAIAgentsPlugin
-    from temporalio.openai_agents.testing import ResponseBuilders, TestModelProvider
 
     from durable_tools.client import AgentRun
     from durable_tools.integrations.openai_agents import durable_function_tools
     from durable_tools.workflows import ToolRuntime
+    from fake_openai import FakeOpenAIServer, RecordedRequest, responses_response
 from support import running_worker, wait_for
 
 
-class PayingModel(Model):
-    """The model: pays A1 (call `p1`), then says what the tool answered."""
-
-    async def get_response(
-        self, system_instructions: Any, input: Any, *args: Any, **kw: Any
-    ) -> ModelResponse:
-        outputs = [
-            item["output"]
-            for item in (input if isinstance(input, list) else [])
-            if isinstance(item, dict) and item.get("type") == "function_call_output"
-        ]
-        if outputs:
-            return ResponseBuilders.output_message(f"I read: {outputs[0]}")
-        return ResponseBuilders.tool_call('{"order_id": "A1"}', "pay", call_id="p1")
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
+def paying_model(request: RecordedRequest) -> dict[str, Any]:
+    """The model, behind the fake OpenAI server's Responses API: pays A1 (call `p1`), then
+    says what the tool answered."""
+    outputs = [
+        item["output"]
+        for item in request.json.get("input", [])
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
+    if outputs:
+        return responses_response(text=f"I read: {outputs[0]}")
+    return responses_response(function_calls=[("p1", "pay", '{"order_id": "A1"}')])
 
 
 @workflow.defn(sandboxed=True)
@@ -60,10 +54,20 @@ class OpenAIPayerWorkflow:
 
 
 @pytest.fixture
-async def agents_client(client: Client) -> AsyncIterator[Client]:
+def fake_openai() -> Iterator[FakeOpenAIServer]:
+    """An OpenAI-compatible server on 127.0.0.1 answering as `paying_model`."""
+    with FakeOpenAIServer(paying_model) as server:
+        yield server
+
+
+@pytest.fixture
+async def agents_client(client: Client, fake_openai: FakeOpenAIServer) -> AsyncIterator[Client]:
     """The session's server, through a client with the OpenAI Agents plugin (which sets
-    its own payload converter: the client starts from the default one)."""
-    plugin = OpenAIAgentsPlugin(model_provider=TestModelProvider(PayingModel()))
+    its own payload converter: the client starts from the default one), whose model
+    activity asks the fake server over the Responses API, as the SDK does by default."""
+    set_tracing_disabled(True)  # no trace export to api.openai.com from the worker
+    provider = OpenAIProvider(api_key="sk-fake", base_url=fake_openai.base_url, use_responses=True)
+    plugin = OpenAIAgentsPlugin(model_provider=provider)
     yield Client(
         client.service_client,
         namespace=client.namespace,
@@ -74,7 +78,11 @@ async def agents_client(client: Client) -> AsyncIterator[Client]:
 
 @pytest.mark.parametrize("approve", [True, False])
 async def test_an_openai_agents_agent_waits_for_approval_and_reads_the_output(
-    agents_client: Client, client: Client, task_queue: str, approve: bool
+    agents_client: Client,
+    client: Client,
+    fake_openai: FakeOpenAIServer,
+    task_queue: str,
+    approve: bool,
 ) -> None:
     ran: list[str] = []
     handle = await agents_client.start_workflow(
@@ -99,6 +107,12 @@ async def test_an_openai_agents_agent_waits_for_approval_and_reads_the_output(
             "p1", approve, arguments_hash=pending.arguments_hash, decider="alice", reason="no"
         )
         output = await handle.result()
+    # The model was offered the tool with its schema, and read its output as a tool result.
+    first, last = fake_openai.requests[0].json, fake_openai.requests[-1].json
+    [offered] = first["tools"]
+    assert (offered["name"], offered["parameters"]["required"]) == ("pay", ["order_id"])
+    [returned] = [i for i in last["input"] if i.get("type") == "function_call_output"]
+    assert returned["call_id"] == "p1"
     if approve:
         assert output == "I read: paid A1" and ran == ["A1"]
     else:
