@@ -1,27 +1,63 @@
-"""A worker process running a Pydantic AI agent on durable-tools' runtime is SIGKILLed while
-the agent's tool call waits for a person; a new worker process takes over, the CLI lists
-and approves the call, and the tool runs exactly once (its effects counted in a file)."""
+"""A worker process running an agent framework (Pydantic AI, the OpenAI Agents SDK) on
+durable-tools' runtime is SIGKILLed while the agent's tool call waits for a person; a new
+worker process takes over, the CLI lists and approves the call, and the tool runs exactly
+once (its effects counted in a file)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio import workflow
 from temporalio.client import Client
+from temporalio.converter import DataConverter
 
 with workflow.unsafe.imports_passed_through():
     from crash_hosts import EFFECTS, PREFIX, CrashPayerWorkflow
+    from crash_openai_host import OpenAICrashPayerWorkflow
     from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
+    from temporalio.openai_agents import OpenAIAgentsPlugin
 
     from cli_support import cli, cli_env, cli_json  # noqa: F401  (a fixture)
     from durable_tools.client import AgentRun
+    from fake_openai import FakeOpenAIServer, RecordedRequest, responses_response
     from reliability.subprocess_workers import WorkerProcess, read_jsonl
 from support import assert_not_wedged, wait_for
 
 FRAMEWORK_WORKER = Path(__file__).with_name("framework_worker.py")
+
+
+def paying_model(request: RecordedRequest) -> dict[str, Any]:
+    """The OpenAI model: pays A1, then says what the tool answered."""
+    outputs = [
+        item["output"]
+        for item in request.json.get("input", [])
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
+    if outputs:
+        return responses_response(text=f"I read: {outputs[0]}")
+    return responses_response(function_calls=[("p1", "pay", '{"order_id": "A1"}')])
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(paying_model) as server:
+        yield server
+
+
+def _starter(client: Client, framework: str) -> Client:
+    """A client with the framework's plugin, to start its host with."""
+    if framework == "pydantic_ai":
+        plugins: list[Any] = [PydanticAIPlugin()]
+        converter = client.config()["data_converter"]
+    else:  # the plugin sets its own payload converter (its model is the worker's)
+        plugins, converter = [OpenAIAgentsPlugin()], DataConverter()
+    return Client(
+        client.service_client, namespace=client.namespace, data_converter=converter, plugins=plugins
+    )
 
 
 async def _listed_with_calls(capsys: pytest.CaptureFixture[str], host_id: str) -> Any:
@@ -36,32 +72,35 @@ async def _listed_with_calls(capsys: pytest.CaptureFixture[str], host_id: str) -
 
 
 @pytest.mark.usefixtures("cli_env")
-async def test_a_pydantic_ai_run_survives_a_sigkill_while_its_call_waits(
-    client: Client, task_queue: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("framework", ["pydantic_ai", "openai_agents"])
+async def test_an_agent_survives_a_sigkill_while_its_call_waits(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    fake_openai: FakeOpenAIServer,
+    framework: str,
 ) -> None:
     address = client.service_client.config.target_host
-    config = client.config()
-    client = Client(
-        client.service_client,
-        namespace=client.namespace,
-        data_converter=config["data_converter"],
-        plugins=[PydanticAIPlugin()],
-    )
+    env = {"FRAMEWORK": framework, "FAKE_OPENAI_URL": fake_openai.base_url}
     work = tmp_path / "work"
-    first = WorkerProcess(address, task_queue, work, script=FRAMEWORK_WORKER)
-    workers = [first]
+
+    def worker() -> WorkerProcess:
+        return WorkerProcess(address, task_queue, work, env=env, script=FRAMEWORK_WORKER)
+
+    host: Any = CrashPayerWorkflow if framework == "pydantic_ai" else OpenAICrashPayerWorkflow
+    workers = [worker()]
     try:
-        await first.ready(60)
-        handle = await client.start_workflow(
-            CrashPayerWorkflow.run, "pay A1", id=f"crash-{task_queue}", task_queue=task_queue
+        await workers[0].ready(60)
+        handle = await _starter(client, framework).start_workflow(
+            host.run, "pay A1", id=f"crash-{framework}-{task_queue}", task_queue=task_queue
         )
         run = AgentRun(client, handle.id, prefix=PREFIX)
         waiting = await wait_for(run, lambda s: bool(s.pending_approvals), 90)
         [approval] = waiting.pending_approvals
-        first.kill()  # while the call waits: no shutdown, its cached run is gone with it
-        second = WorkerProcess(address, task_queue, work, script=FRAMEWORK_WORKER)
-        workers.append(second)
-        await second.ready(60)
+        workers[0].kill()  # while the call waits: no shutdown, its cached run is gone with it
+        workers.append(worker())
+        await workers[1].ready(60)
         # The new process answers for the run: `pending` lists it with its hash and prefix.
         # (Until the server gives up on the dead process's sticky queue, queries time out.)
         entry = await _listed_with_calls(capsys, handle.id)
@@ -75,8 +114,8 @@ async def test_a_pydantic_ai_run_survives_a_sigkill_while_its_call_waits(
         assert code == 0, err
         output = await handle.result()
     finally:
-        for worker in workers:
-            worker.stop()
+        for process in workers:
+            process.stop()
     assert output == "I read: paid A1"
     effects = read_jsonl(work / EFFECTS)
     assert [e["order_id"] for e in effects] == ["A1"]
