@@ -14,10 +14,12 @@ import httpx
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from host_workflows import RefundPipeline, refund_registry
-    from pydantic_host import RefunderWorkflow, refunder
+    from host_workflows import PaymentPipeline
+    from pydantic_host import PayerWorkflow, payer
+
+    from framework_support import pay_registry, pydantic_ai_client
 from inbox_support import http, make_app, make_users, served
-from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin
+from pydantic_ai.durable_exec.temporal import AgentPlugin
 from temporalio.client import Client
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
@@ -46,20 +48,20 @@ async def test_the_api_lists_and_decides_a_plain_workflows_call(
     app = make_app(client, task_queue, users)
     bearer = {"Authorization": f"Bearer {users.alice}"}
     handle = await client.start_workflow(
-        RefundPipeline.run, "A1", id=f"refunds-{task_queue}", task_queue=task_queue
+        PaymentPipeline.run, "A1", id=f"payments-{task_queue}", task_queue=task_queue
     )
     async with (
-        running_worker(client, refund_registry(ran), task_queue, workflows=[RefundPipeline]),
+        running_worker(client, pay_registry(ran), task_queue, workflows=[PaymentPipeline]),
         http(app) as inbox,
     ):
         [item] = await _listed(inbox, handle.id, bearer)
         assert (item["tool"], item["call_id"], item["arguments"]) == (
-            "refund",
-            "refund",
+            "pay",
+            "pay",
             {"order_id": "A1"},
         )
         digest = item["arguments_hash"]
-        call_url = f"/runs/{handle.id}/calls/refund"
+        call_url = f"/runs/{handle.id}/calls/pay"
         page = await inbox.get(call_url, headers=bearer)
         assert page.status_code == 200 and digest in page.text
         assert (await inbox.get(f"/runs/{handle.id}", headers=bearer)).status_code == 200
@@ -86,37 +88,26 @@ async def test_the_api_lists_and_decides_a_plain_workflows_call(
             headers=bearer,
         )
         assert again.status_code in (404, 409), again.text
-        assert await handle.result() == "completed: refunded A1"
+        assert await handle.result() == "completed: paid A1"
     assert ran == ["A1"]
     await assert_not_wedged(handle)
-
-
-def _framework_client(client: Client) -> Client:
-    """The session's server, through a client that has Pydantic AI's plugin."""
-    config = client.config()
-    return Client(
-        client.service_client,
-        namespace=client.namespace,
-        data_converter=config["data_converter"],
-        plugins=[PydanticAIPlugin()],
-    )
 
 
 async def test_a_browser_approves_a_pydantic_ai_agents_call(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     ran: list[str] = []
-    client = _framework_client(client)
+    client = pydantic_ai_client(client)
     users = make_users(tmp_path)
     handle = await client.start_workflow(
-        RefunderWorkflow.run, "refund A1", id=f"refunder-{task_queue}", task_queue=task_queue
+        PayerWorkflow.run, "pay A1", id=f"payer-{task_queue}", task_queue=task_queue
     )
     worker = running_worker(
         client,
-        refund_registry(ran),
+        pay_registry(ran),
         task_queue,
-        workflows=[RefunderWorkflow],
-        plugins=[AgentPlugin(refunder)],
+        workflows=[PayerWorkflow],
+        plugins=[AgentPlugin(payer)],
     )
     app = make_app(client, task_queue, users)
     async with worker, served(app) as server, http(app) as inbox:
@@ -131,7 +122,7 @@ async def test_a_browser_approves_a_pydantic_ai_agents_call(
                 await page.wait_for_selector("table.pending")
                 row = page.locator("table.pending tbody tr").filter(has_text=handle.id)
                 await playwright_api.expect(row).to_have_count(1, timeout=30_000)
-                assert "refund" in await row.inner_text()
+                assert "pay" in await row.inner_text()
                 await row.locator("a.call").click()
                 assert await page.inner_text("#arguments-hash") == item["arguments_hash"]
                 shown = json.loads(await page.inner_text("#arguments"))
@@ -144,6 +135,6 @@ async def test_a_browser_approves_a_pydantic_ai_agents_call(
             finally:
                 await browser.close()
         output = await handle.result()
-    assert output == "I read: refunded A1"
+    assert output == "I read: paid A1"
     assert ran == ["A1"]
     await assert_not_wedged(handle)

@@ -13,20 +13,13 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from pydantic_ai import Agent
     from pydantic_ai.durable_exec.temporal import TemporalDurability
-    from pydantic_ai.messages import (
-        ModelMessage,
-        ModelResponse,
-        TextPart,
-        ToolCallPart,
-        ToolReturnPart,
-    )
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.models.function import FunctionModel
 
     from durable_tools.integrations.pydantic_ai import DurableToolset
     from durable_tools.tools import ToolContext, ToolRegistry
     from durable_tools.workflows import ToolRuntime
+    from framework_support import PREFIX, call_then_report
 
-PREFIX = "tools_"
 EFFECTS = "effects.jsonl"
 """Under the work directory: one line per payment the tool made."""
 
@@ -46,21 +39,10 @@ def effect_registry(work: Path) -> ToolRegistry:
     return registry
 
 
-def pay_then_report(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """The model: pays A1, then repeats what it read."""
-    returns = [
-        part
-        for message in messages
-        for part in getattr(message, "parts", [])
-        if isinstance(part, ToolReturnPart)
-    ]
-    if not returns:
-        return ModelResponse(parts=[ToolCallPart("pay", {"order_id": "A1"}, tool_call_id="p1")])
-    return ModelResponse(parts=[TextPart(f"I read: {returns[0].content}")])
-
-
 crash_payer = Agent(
-    FunctionModel(pay_then_report), name="crash_payer", capabilities=[TemporalDurability()]
+    FunctionModel(call_then_report("pay", {"order_id": "A1"}, "p1")),
+    name="crash_payer",
+    capabilities=[TemporalDurability()],
 )
 
 

@@ -12,8 +12,7 @@ with workflow.unsafe.imports_passed_through():
 
     from durable_tools.integrations.openai_agents import durable_function_tools
     from durable_tools.workflows import ToolRuntime
-
-PREFIX = "tools_"
+    from framework_support import PREFIX
 
 
 @workflow.defn(sandboxed=True)

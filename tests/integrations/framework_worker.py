@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: framework_support
+
 from crash_hosts import effect_registry
 from temporalio.client import Client
 from temporalio.converter import DataConverter

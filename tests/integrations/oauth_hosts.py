@@ -10,38 +10,20 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from pydantic_ai import Agent
     from pydantic_ai.durable_exec.temporal import TemporalDurability
-    from pydantic_ai.messages import (
-        ModelMessage,
-        ModelResponse,
-        TextPart,
-        ToolCallPart,
-        ToolReturnPart,
-    )
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.models.function import FunctionModel
 
     from durable_tools.integrations.pydantic_ai import DurableToolset
     from durable_tools.tools import Identity
     from durable_tools.workflows import ToolRuntime
+    from framework_support import call_then_report
 
 PREFIX = "calendar_"
 
 
-def read_then_report(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """The model: reads Friday's calendar, then repeats what it read."""
-    returns = [
-        part
-        for message in messages
-        for part in getattr(message, "parts", [])
-        if isinstance(part, ToolReturnPart)
-    ]
-    if not returns:
-        call = ToolCallPart("read_calendar", {"day": "friday"}, tool_call_id="c1")
-        return ModelResponse(parts=[call])
-    return ModelResponse(parts=[TextPart(f"I read: {returns[0].content}")])
-
-
 calendar_reader = Agent(
-    FunctionModel(read_then_report), name="calendar_reader", capabilities=[TemporalDurability()]
+    FunctionModel(call_then_report("read_calendar", {"day": "friday"}, "c1")),
+    name="calendar_reader",
+    capabilities=[TemporalDurability()],
 )
 
 

@@ -13,51 +13,30 @@ from typing import Any
 import pytest
 from temporalio import workflow
 from temporalio.client import Client
-from temporalio.converter import DataConverter
 
 with workflow.unsafe.imports_passed_through():
-    from crash_hosts import EFFECTS, PREFIX, CrashPayerWorkflow
+    from crash_hosts import EFFECTS, CrashPayerWorkflow
     from crash_openai_host import OpenAICrashPayerWorkflow
-    from pydantic_ai.durable_exec.temporal import PydanticAIPlugin
-    from temporalio.openai_agents import OpenAIAgentsPlugin
 
     from cli_support import cli, cli_env, cli_json  # noqa: F401  (a fixture)
     from durable_tools.client import AgentRun
-    from fake_openai import FakeOpenAIServer, RecordedRequest, responses_response
+    from fake_openai import FakeOpenAIServer
+    from framework_support import (
+        PREFIX,
+        openai_agents_client,
+        pydantic_ai_client,
+        responses_call_then_report,
+    )
     from reliability.subprocess_workers import WorkerProcess, read_jsonl
 from support import assert_not_wedged, wait_for
 
 FRAMEWORK_WORKER = Path(__file__).with_name("framework_worker.py")
 
 
-def paying_model(request: RecordedRequest) -> dict[str, Any]:
-    """The OpenAI model: pays A1, then says what the tool answered."""
-    outputs = [
-        item["output"]
-        for item in request.json.get("input", [])
-        if isinstance(item, dict) and item.get("type") == "function_call_output"
-    ]
-    if outputs:
-        return responses_response(text=f"I read: {outputs[0]}")
-    return responses_response(function_calls=[("p1", "pay", '{"order_id": "A1"}')])
-
-
 @pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(paying_model) as server:
+    with FakeOpenAIServer(responses_call_then_report("pay", '{"order_id": "A1"}', "p1")) as server:
         yield server
-
-
-def _starter(client: Client, framework: str) -> Client:
-    """A client with the framework's plugin, to start its host with."""
-    if framework == "pydantic_ai":
-        plugins: list[Any] = [PydanticAIPlugin()]
-        converter = client.config()["data_converter"]
-    else:  # the plugin sets its own payload converter (its model is the worker's)
-        plugins, converter = [OpenAIAgentsPlugin()], DataConverter()
-    return Client(
-        client.service_client, namespace=client.namespace, data_converter=converter, plugins=plugins
-    )
 
 
 async def _listed_with_calls(capsys: pytest.CaptureFixture[str], host_id: str) -> Any:
@@ -92,7 +71,8 @@ async def test_an_agent_survives_a_sigkill_while_its_call_waits(
     workers = [worker()]
     try:
         await workers[0].ready(60)
-        handle = await _starter(client, framework).start_workflow(
+        starter = pydantic_ai_client if framework == "pydantic_ai" else openai_agents_client
+        handle = await starter(client).start_workflow(
             host.run, "pay A1", id=f"crash-{framework}-{task_queue}", task_queue=task_queue
         )
         run = AgentRun(client, handle.id, prefix=PREFIX)

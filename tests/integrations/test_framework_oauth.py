@@ -13,20 +13,22 @@ from typing import Any
 import pytest
 from temporalio import workflow
 from temporalio.client import Client
-from temporalio.converter import DataConverter
 
 with workflow.unsafe.imports_passed_through():
-    from agents import OpenAIProvider, set_tracing_disabled
     from oauth_hosts import PREFIX, PydanticCalendarWorkflow, calendar_reader
     from oauth_openai_host import OpenAICalendarWorkflow
-    from pydantic_ai.durable_exec.temporal import AgentPlugin, PydanticAIPlugin
-    from temporalio.openai_agents import OpenAIAgentsPlugin
+    from pydantic_ai.durable_exec.temporal import AgentPlugin
 
     from durable_tools.client import AgentRun
     from durable_tools.oauth import OAuthBroker
     from durable_tools.tools import OAuthRequirement, ToolContext, ToolRegistry
     from durable_tools.workflows import RunStatus
-    from fake_openai import FakeOpenAIServer, RecordedRequest, responses_response
+    from fake_openai import FakeOpenAIServer
+    from framework_support import (
+        openai_agents_client,
+        pydantic_ai_client,
+        responses_call_then_report,
+    )
     from oauth_support import OAuthSetup, open_link, serving_callback
 from support import assert_not_wedged, running_worker, wait_for
 
@@ -54,40 +56,11 @@ def calendar_registry(tokens: list[str]) -> ToolRegistry:
     return registry
 
 
-def reading_model(request: RecordedRequest) -> dict[str, Any]:
-    """The OpenAI model: reads Friday's calendar, then repeats what it read."""
-    outputs = [
-        item["output"]
-        for item in request.json.get("input", [])
-        if isinstance(item, dict) and item.get("type") == "function_call_output"
-    ]
-    if outputs:
-        return responses_response(text=f"I read: {outputs[0]}")
-    return responses_response(function_calls=[("c1", "read_calendar", '{"day": "friday"}')])
-
-
 @pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(reading_model) as server:
+    model = responses_call_then_report("read_calendar", '{"day": "friday"}', "c1")
+    with FakeOpenAIServer(model) as server:
         yield server
-
-
-def _with_plugin(client: Client, framework: str, fake: FakeOpenAIServer) -> Client:
-    """The session's server through a client with the framework's plugin."""
-    if framework == "pydantic_ai":
-        plugins: list[Any] = [PydanticAIPlugin()]
-        converter = client.config()["data_converter"]
-    else:
-        set_tracing_disabled(True)
-        provider = OpenAIProvider(api_key="sk-fake", base_url=fake.base_url, use_responses=True)
-        plugins = [OpenAIAgentsPlugin(model_provider=provider)]
-        converter = DataConverter()  # the plugin sets its own payload converter
-    return Client(
-        client.service_client,
-        namespace=client.namespace,
-        data_converter=converter,
-        plugins=plugins,
-    )
 
 
 @pytest.mark.parametrize("framework", ["pydantic_ai", "openai_agents"])
@@ -100,7 +73,10 @@ async def test_an_agents_oauth_tool_pauses_and_resumes_through_the_callback(
 ) -> None:
     _, manager, _ = oauth
     tokens: list[str] = []
-    framework_client = _with_plugin(client, framework, fake_openai)
+    if framework == "pydantic_ai":
+        framework_client = pydantic_ai_client(client)
+    else:
+        framework_client = openai_agents_client(client, fake_openai)
     host: Any = PydanticCalendarWorkflow if framework == "pydantic_ai" else OpenAICalendarWorkflow
     options: dict[str, Any] = {"workflows": [host], "oauth": OAuthBroker(manager)}
     if framework == "pydantic_ai":

@@ -5,37 +5,26 @@ denial reaches the model as the tool's output."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from temporalio import workflow
 from temporalio.client import Client
-from temporalio.converter import DataConverter
 
 with workflow.unsafe.imports_passed_through():
-    from agents import Agent, OpenAIProvider, Runner, set_tracing_disabled
-    from framework_support import PREFIX, pay_registry
-    from temporalio.openai_agents import OpenAIAgentsPlugin
+    from agents import Agent, Runner
 
     from durable_tools.client import AgentRun
     from durable_tools.integrations.openai_agents import durable_function_tools
     from durable_tools.workflows import ToolRuntime
-    from fake_openai import FakeOpenAIServer, RecordedRequest, responses_response
+    from fake_openai import FakeOpenAIServer
+    from framework_support import (
+        PREFIX,
+        openai_agents_client,
+        pay_registry,
+        responses_call_then_report,
+    )
 from support import running_worker, wait_for
-
-
-def paying_model(request: RecordedRequest) -> dict[str, Any]:
-    """The model, behind the fake OpenAI server's Responses API: pays A1 (call `p1`), then
-    says what the tool answered."""
-    outputs = [
-        item["output"]
-        for item in request.json.get("input", [])
-        if isinstance(item, dict) and item.get("type") == "function_call_output"
-    ]
-    if outputs:
-        return responses_response(text=f"I read: {outputs[0]}")
-    return responses_response(function_calls=[("p1", "pay", '{"order_id": "A1"}')])
 
 
 @workflow.defn(sandboxed=True)
@@ -55,25 +44,16 @@ class OpenAIPayerWorkflow:
 
 @pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAIServer]:
-    """An OpenAI-compatible server on 127.0.0.1 answering as `paying_model`."""
-    with FakeOpenAIServer(paying_model) as server:
+    """An OpenAI-compatible server on 127.0.0.1: its model pays A1, then says what it read."""
+    with FakeOpenAIServer(responses_call_then_report("pay", '{"order_id": "A1"}', "p1")) as server:
         yield server
 
 
 @pytest.fixture
-async def agents_client(client: Client, fake_openai: FakeOpenAIServer) -> AsyncIterator[Client]:
-    """The session's server, through a client with the OpenAI Agents plugin (which sets
-    its own payload converter: the client starts from the default one), whose model
-    activity asks the fake server over the Responses API, as the SDK does by default."""
-    set_tracing_disabled(True)  # no trace export to api.openai.com from the worker
-    provider = OpenAIProvider(api_key="sk-fake", base_url=fake_openai.base_url, use_responses=True)
-    plugin = OpenAIAgentsPlugin(model_provider=provider)
-    yield Client(
-        client.service_client,
-        namespace=client.namespace,
-        data_converter=DataConverter(),
-        plugins=[plugin],
-    )
+def agents_client(client: Client, fake_openai: FakeOpenAIServer) -> Client:
+    """The session's server through a client with the OpenAI Agents plugin, whose model is
+    the fake server."""
+    return openai_agents_client(client, fake_openai)
 
 
 @pytest.mark.parametrize("approve", [True, False])
