@@ -25,3 +25,12 @@ class PaymentPipeline:
     async def run(self, order: str) -> str:
         reply = await self.tools.call("pay", {"order_id": order}, call_id="pay")
         return f"{reply.status}: {reply.content}"
+
+
+@workflow.defn(sandboxed=True)
+class IdleWorkflow:
+    """A workflow of the user's with no runtime: nothing of it can be decided."""
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: False)

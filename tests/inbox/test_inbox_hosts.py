@@ -9,12 +9,13 @@ import asyncio
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from host_workflows import PaymentPipeline
+    from host_workflows import IdleWorkflow, PaymentPipeline
     from pydantic_host import PayerWorkflow, payer
 
     from framework_support import pay_registry, pydantic_ai_client
@@ -91,6 +92,41 @@ async def test_the_api_lists_and_decides_a_plain_workflows_call(
         assert await handle.result() == "completed: paid A1"
     assert ran == ["A1"]
     await assert_not_wedged(handle)
+
+
+async def test_a_workflow_without_a_runtime_decides_nothing(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """The inbox finds no handlers on a workflow of another kind: its pages and the API
+    answer "nothing here", and nothing reaches the workflow."""
+    users = make_users(tmp_path)
+    app = make_app(client, task_queue, users)
+    bearer = {"Authorization": f"Bearer {users.alice}"}
+    handle = await client.start_workflow(
+        IdleWorkflow.run, id=f"idle-{task_queue}", task_queue=task_queue
+    )
+    async with (
+        running_worker(client, pay_registry([]), task_queue, workflows=[IdleWorkflow]),
+        http(app) as inbox,
+    ):
+        page = await inbox.get(f"/runs/{handle.id}/calls/pay", headers=bearer)
+        assert page.status_code in (404, 503), page.text
+        for call in ("pay", "x" * 5000, "../decide", "\u202epay"):
+            refused = await inbox.post(
+                f"/api/runs/{handle.id}/calls/{quote(call, safe='')}/decide",
+                json={"approve": True, "arguments_hash": "0" * 64},
+                headers=bearer,
+            )
+            # A call id too long is the request's fault; else the run "did not say what is
+            # pending" (it has no such handler): refused, never a server error.
+            assert refused.status_code in (400, 409), refused.text
+        history = await handle.fetch_history()
+        assert not [
+            e
+            for e in history.events
+            if e.HasField("workflow_execution_update_accepted_event_attributes")
+        ]
+        await handle.terminate("test over")
 
 
 async def test_a_browser_approves_a_pydantic_ai_agents_call(
