@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -24,6 +26,10 @@ from pydantic_ai.durable_exec.temporal import AgentPlugin
 from temporalio.client import Client
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
+from durable_tools import PendingInput, RunStatus
+from durable_tools.inbox._pending import other_waits
+from durable_tools.protocol._input_types import InputQuestion
+from durable_tools.workflows import PendingAuthorization, RunSnapshot
 from support import assert_not_wedged, running_worker
 
 playwright_api = require_browser()
@@ -174,3 +180,38 @@ async def test_a_browser_approves_a_pydantic_ai_agents_call(
     assert output == "I read: paid A1"
     assert ran == ["A1"]
     await assert_not_wedged(handle)
+
+
+def test_a_hosts_other_waits_name_its_prefix() -> None:
+    """The commands the inbox shows for a host's other waits reach its runtime."""
+    now = datetime.now(UTC)
+    snapshot = RunSnapshot(
+        status=RunStatus.AWAITING_INPUT,
+        agent="a",
+        turn=0,
+        tool_calls=2,
+        pending_inputs=[
+            PendingInput(
+                call_id="q1",
+                tool="ask",
+                questions=[InputQuestion(key="k", message="which?")],
+                requested_at=now,
+            )
+        ],
+        pending_authorizations=[
+            PendingAuthorization(
+                call_id="a1",
+                tool="read_calendar",
+                provider="fake",
+                authorization_url="http://127.0.0.1/authorize",
+                requested_at=now,
+            )
+        ],
+    )
+    question, grant = other_waits("host 1", None, snapshot, "tools_")
+    assert shlex.split(question.resume)[:3] == ["durable-tools", "answer", "host 1"]
+    assert shlex.split(question.resume)[-2:] == ["--prefix", "tools_"]
+    # `auth reissue` cannot reach a host: the inbox's own button renews the link.
+    assert "auth reissue" not in grant.resume and "New link" in grant.resume
+    [agent_grant] = other_waits("run", None, snapshot.model_copy(update={"pending_inputs": []}))
+    assert "durable-tools auth reissue run a1" in agent_grant.resume
