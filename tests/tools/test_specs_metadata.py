@@ -16,7 +16,7 @@ from durable_tools import (
 from durable_tools.tools import filter_specs
 from durable_tools.tools._catalog import IdentityIncomplete
 from durable_tools.tools._classify import apply_retry_spec, classify_exception
-from durable_tools.workflows.loop._model_turn import describe
+from durable_tools.tools._model_description import model_description as describe
 
 
 def _allowed(exc: Exception, retry: RetrySpec) -> bool:
@@ -135,3 +135,23 @@ def test_examples_reach_the_model_in_the_description() -> None:
     spec = ToolSpec(name="add", description="Add two numbers.", examples=({"a": 1, "b": 2},))
     assert describe(spec) == 'Add two numbers.\n\nExamples:\n{"a": 1, "b": 2}'
     assert describe(ToolSpec(name="x", description="Plain.")) == "Plain."
+
+
+def test_safety_notes_reach_the_model_between_the_description_and_the_examples() -> None:
+    spec = ToolSpec(
+        name="delete_account",
+        description="Delete an account.",
+        safety_notes="  Deletes for good: confirm the account id with the user first.\n",
+        examples=({"account_id": "a1"},),
+    )
+    assert describe(spec) == (
+        "Delete an account.\n\n"
+        "Safety notes: Deletes for good: confirm the account id with the user first.\n\n"
+        'Examples:\n{"account_id": "a1"}'
+    )
+    # Runs from before notes reached the model replay with what they were given.
+    assert describe(spec, safety_notes=False) == (
+        'Delete an account.\n\nExamples:\n{"account_id": "a1"}'
+    )
+    blank = ToolSpec(name="x", description="", safety_notes="   ")
+    assert describe(blank) == ""

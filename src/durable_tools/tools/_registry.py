@@ -405,16 +405,33 @@ class ToolRegistry:
 
     def search(
         self,
-        query: str,
+        query: str = "",
         *,
         limit: int = 5,
         identity: Identity | None = None,
         granted_scopes: Collection[str] | None = None,
+        tags: Collection[str] = (),
     ) -> list[ToolSpec]:
-        """Deferred tools matching `query`, best first, among those the run may see."""
-        candidates = self.catalog(
-            identity=identity, granted_scopes=granted_scopes, loading=LoadingMode.DEFERRED
-        )
+        """Deferred tools matching `query`, best first, among those the run may see.
+
+        Args:
+            query: Free text over names, tags, descriptions and parameters (BM25, as the
+                model's `search_tools`); empty: every tool `tags` selects, in catalog order.
+            limit: Most results.
+            identity: The run's identity, for tools visible to some identities only.
+            granted_scopes: The run's scopes, for tools that need some.
+            tags: Only tools carrying every one of these tags (compared exactly).
+        """
+        wanted = {tags} if isinstance(tags, str) else set(tags)
+        candidates = [
+            spec
+            for spec in self.catalog(
+                identity=identity, granted_scopes=granted_scopes, loading=LoadingMode.DEFERRED
+            )
+            if wanted <= set(spec.tags)
+        ]
+        if not query.strip():
+            return candidates[:limit] if tags else []
         return search_specs(candidates, query, limit=limit)
 
     def requires_approval(self, name: str, args: Mapping[str, Any] | str) -> bool:
