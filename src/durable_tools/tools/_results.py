@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_tools._wire import WireModel
 
-__all__ = ["ArtifactRef", "ContentBlock", "ToolOutcome", "ToolResult"]
+__all__ = ["ArtifactRef", "ContentBlock", "ToolNote", "ToolOutcome", "ToolResult"]
 
 
 class ArtifactRef(BaseModel):
@@ -51,6 +51,16 @@ class ToolResult(BaseModel):
     """Set when a before-hook skipped the call: the reason, which is also the content."""
 
 
+class ToolNote(WireModel):
+    """An entry a tool wrote to its run's audit stream (`ToolContext.emit`): recorded as a
+    `tool.event` of its call."""
+
+    detail: str
+    """One line for people (cleaned and bounded by `emit`)."""
+    data: Any = None
+    """JSON data for machines (bounded by `emit`)."""
+
+
 class ToolOutcome(WireModel):
     """What a tool call leaves in the run: bounded, redacted, ready for the model.
 
@@ -72,3 +82,6 @@ class ToolOutcome(WireModel):
     attempt: int = 1
     skipped: str | None = None
     """Set when a before-hook skipped the call: the reason the model saw."""
+    events: list[ToolNote] = Field(default_factory=list)
+    """What the tool wrote to the run's audit stream during the attempt (`emit`),
+    scrubbed of the call's secrets; the run records them before the call's closing event."""
