@@ -8,7 +8,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_tools._wire import WireModel
 
-__all__ = ["ArtifactRef", "ContentBlock", "ToolNote", "ToolOutcome", "ToolResult"]
+__all__ = ["ArtifactRef", "ContentBlock", "ToolNote", "ToolOutcome", "ToolResult", "is_sha256_hex"]
+
+
+def is_sha256_hex(digest: str) -> bool:
+    """Whether `digest` is a sha256 as the stores write it (64 lowercase hex digits): a
+    store names an artifact by it, so nothing else may reach a path or an object key."""
+    return len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
 
 
 class ArtifactRef(BaseModel):
