@@ -18,7 +18,7 @@ from typing import Any, TypeVar, overload
 from pydantic import BaseModel
 from typing_extensions import Unpack
 
-from ._catalog import IdentityIncomplete, filter_specs, missing_identity, search_specs
+from ._catalog import IDENTITY_PARTS, filter_specs, require_identity, search_specs
 from ._context import Identity, ToolContext
 from ._delegated import (
     DelegatedTool,
@@ -385,12 +385,7 @@ class ToolRegistry:
                 lacks a user, a tenant or a session.
         """
         if self.require_full_identity:
-            missing = missing_identity(identity)
-            if missing:
-                raise IdentityIncomplete(
-                    "this worker serves tools only to a full identity (user, tenant and "
-                    f"session); missing: {', '.join(missing)}"
-                )
+            require_identity(identity, IDENTITY_PARTS, "this registry")
         visible = [t.spec for t in self._tools.values() if t.is_visible_to(identity)]
         return filter_specs(
             visible,
