@@ -113,6 +113,20 @@ def test_a_context_outside_any_span_has_no_trace_id() -> None:
     assert inside is not None and len(inside) == 32 and inside != "0" * 32
 
 
+def trace_registry(seen: list[str | None]) -> ToolRegistry:
+    """`where()`, which notes the trace id its context gives (a regular activity: the
+    worker's tracing interceptor opens its span)."""
+    tools = ToolRegistry()
+
+    @tools.tool(read_only=True, local=False)
+    def where(ctx: ToolContext) -> str:
+        """Say which trace this call is in."""
+        seen.append(ctx.trace_id)
+        return "ok"
+
+    return tools
+
+
 async def test_a_tool_reads_its_runs_trace_id(
     env: WorkflowEnvironment, task_queue: str, tmp_path: Path
 ) -> None:
@@ -124,14 +138,7 @@ async def test_a_tool_reads_its_runs_trace_id(
         plugins=[TelemetryPlugin(tracing=True)],
     )
     seen: list[str | None] = []
-    tools = ToolRegistry()
-
-    @tools.tool(read_only=True, local=False)
-    def where(ctx: ToolContext) -> str:
-        """Say which trace this call is in."""
-        seen.append(ctx.trace_id)
-        return "ok"
-
+    tools = trace_registry(seen)
     model = write_script(tmp_path, [calls(("w1", "where", {})), answer("done")])
     async with running_worker(client, tools, task_queue):
         with trace.get_tracer("test").start_as_current_span("caller") as caller:
@@ -151,14 +158,7 @@ async def test_without_tracing_the_trace_id_is_none(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     seen: list[str | None] = []
-    tools = ToolRegistry()
-
-    @tools.tool(read_only=True, local=False)
-    def where(ctx: ToolContext) -> str:
-        """Say which trace this call is in."""
-        seen.append(ctx.trace_id)
-        return "ok"
-
+    tools = trace_registry(seen)
     model = write_script(tmp_path, [calls(("w1", "where", {})), answer("done")])
     async with running_worker(client, tools, task_queue):
         run = await DurableTools(client, task_queue).start("where?", model=model)

@@ -26,15 +26,22 @@ class StoreKit(Generic[StoreT]):
             `shared`) one that sees what the earlier ones of the same kit wrote, as two
             worker processes sharing a file or a bucket would. Sync or async.
         shared: Whether the stores `make_store` makes share what they hold.
+        many: Entries the load check writes at once (default: the kit's `default_many`).
     """
 
     kind: ClassVar[str] = "store"
+    default_many: ClassVar[int] = 100
 
     def __init__(
-        self, make_store: Callable[[], StoreT | Awaitable[StoreT]], *, shared: bool = False
+        self,
+        make_store: Callable[[], StoreT | Awaitable[StoreT]],
+        *,
+        shared: bool = False,
+        many: int | None = None,
     ) -> None:
         self._make = make_store
         self.shared = shared
+        self.many = many or self.default_many
         self._made: list[StoreT] = []
 
     @classmethod

@@ -57,9 +57,7 @@ class TokenStoreKit(StoreKit[TokenStore]):
 
     kind = "TokenStore"
 
-    def __init__(self, make_store: Any, *, shared: bool = False, many: int = 200) -> None:
-        super().__init__(make_store, shared=shared)
-        self.many = many
+    default_many = 200
 
     async def check_round_trip(self) -> None:
         store = await self.store()
@@ -173,9 +171,7 @@ class ArtifactStoreKit(StoreKit[ArtifactStore]):
 
     kind = "ArtifactStore"
 
-    def __init__(self, make_store: Any, *, shared: bool = False, many: int = 100) -> None:
-        super().__init__(make_store, shared=shared)
-        self.many = many
+    default_many = 100
 
     @staticmethod
     async def _put(store: ArtifactStore, data: bytes, media_type: str) -> ArtifactRef:
@@ -299,9 +295,7 @@ class GrantStoreKit(StoreKit[GrantStore]):
 
     kind = "grant store"
 
-    def __init__(self, make_store: Any, *, shared: bool = False, many: int = 200) -> None:
-        super().__init__(make_store, shared=shared)
-        self.many = many
+    default_many = 200
 
     async def check_finds_only_within_the_grant(self) -> None:
         store = await self.store()
