@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import tomllib
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from durable_tools import ApprovalPolicy, PendingApproval, Safety, ToolSpec
+from durable_tools.cli._errors import CliError
+from durable_tools.cli._policy_flags import load_policy_file
 from durable_tools.policy._decide import decide, describe_policy
 from durable_tools.workflows import SafetyRule
 
@@ -231,3 +234,17 @@ def test_huge_policies_are_refused_not_read() -> None:
         SafetyRule.model_validate({"writes_outside_workspace": True, "workspace_roots": roots})
     with pytest.raises(ValidationError):
         ApprovalPolicy.model_validate_json(json.dumps({"safety_rules": [{"tags": ["t"] * 10_000}]}))
+
+
+def test_a_policy_file_with_a_typo_is_an_error_naming_the_rule_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text(POLICY_TOML + '\n[[safety_rules]]\nshel = true\nside_effects = ["gone"]\n')
+    with pytest.raises(CliError) as refused:
+        load_policy_file(str(path))
+    text = str(refused.value)
+    assert f"invalid approval policy in {path}" in text
+    assert "safety_rules.1.shel" in text and "Extra inputs are not permitted" in text
+    assert "safety_rules.1.side_effects.0" in text
+    good = tmp_path / "good.toml"
+    good.write_text(POLICY_TOML)
+    assert load_policy_file(str(good)).safety_rules[0].shell is True
