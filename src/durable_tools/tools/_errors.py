@@ -107,7 +107,7 @@ class ToolError(Exception):
             return self.user_error
         return self.kind in _USER_ERRORS
 
-    def attribute(self, *, tool_name: str, call_id: str) -> None:
+    def attribute_to(self, *, tool_name: str, call_id: str) -> None:
         """Name the tool and the call the error came from, where the tool did not."""
         self.tool_name = self.tool_name or tool_name
         self.call_id = self.call_id or call_id
