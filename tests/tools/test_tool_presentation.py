@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from durable_tools.client.render._text import render_approval
 from durable_tools.models import aclose_shared_clients
 from durable_tools.tools import search_specs
 from fake_openai import FakeOpenAIServer, chat_completion, tool_call
-from support import assert_not_wedged, running_worker, wait_for
+from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 NOTES = "Deletes for good: confirm the account id with the user first."
 
@@ -179,3 +180,23 @@ async def test_notes_reach_the_model_and_the_label_the_people(
     activities = summaries(history, "activity_task_scheduled_event_attributes")
     assert any(line.startswith("Delete an account d1") for line in activities), activities
     assert summaries(history, "timer_started_event_attributes") == []  # no deadline, no timer
+
+
+async def test_the_models_search_tools_finds_a_tool_by_its_tag_alone(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    model = write_script(
+        tmp_path,
+        [
+            calls(("s1", "search_tools", {"query": "refunds"})),
+            calls(("r1", "reverse_charge", {"charge": "ch_1"})),
+            answer("done"),
+        ],
+    )
+    async with running_worker(client, deferred_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start("undo ch_1", model=model)
+        assert (await run.result()).status == RunStatus.COMPLETED
+        replies = {m.tool_call_id: m.content or "" for m in await run.conversation()}
+    # Neither its name nor its description says "refund": only its tag does.
+    assert "reverse_charge" in replies["s1"] and "issue_credit_note" not in replies["s1"]
+    assert replies["r1"] == "ch_1"
