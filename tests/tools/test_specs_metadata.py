@@ -16,7 +16,10 @@ from durable_tools import (
 from durable_tools.tools import filter_specs
 from durable_tools.tools._catalog import IdentityIncomplete
 from durable_tools.tools._classify import apply_retry_spec, classify_exception
-from durable_tools.tools._model_description import model_description as describe
+from durable_tools.tools._model_description import (
+    MAX_SAFETY_NOTES_CHARS,
+    model_description as describe,
+)
 
 
 def _allowed(exc: Exception, retry: RetrySpec) -> bool:
@@ -155,3 +158,11 @@ def test_safety_notes_reach_the_model_between_the_description_and_the_examples()
     )
     blank = ToolSpec(name="x", description="", safety_notes="   ")
     assert describe(blank) == ""
+
+
+def test_long_safety_notes_reach_the_model_cut_and_the_spec_whole() -> None:
+    notes = "Check twice. " * 1_000
+    spec = ToolSpec(name="x", description="Do x.", safety_notes=notes)
+    assert spec.safety_notes == notes  # a recorded catalog reads back as it was recorded
+    shown = describe(spec).removeprefix("Do x.\n\nSafety notes: ")
+    assert len(shown) == MAX_SAFETY_NOTES_CHARS and shown.endswith("…")

@@ -10,7 +10,11 @@ import json
 
 from ._spec import ToolSpec
 
-__all__ = ["model_description"]
+__all__ = ["MAX_SAFETY_NOTES_CHARS", "model_description"]
+
+MAX_SAFETY_NOTES_CHARS = 2_000
+"""Safety notes longer than this reach the model cut (with an ellipsis). Specs are not
+refused for it: a run's recorded catalog must read back as it was recorded."""
 
 
 def model_description(spec: ToolSpec, *, safety_notes: bool = True) -> str:
@@ -28,8 +32,11 @@ def model_description(spec: ToolSpec, *, safety_notes: bool = True) -> str:
             description runs saw before notes reached the model).
     """
     parts = [spec.description.rstrip()]
-    if safety_notes and spec.safety_notes and spec.safety_notes.strip():
-        parts.append("Safety notes: " + spec.safety_notes.strip())
+    notes = (spec.safety_notes or "").strip() if safety_notes else ""
+    if len(notes) > MAX_SAFETY_NOTES_CHARS:
+        notes = notes[: MAX_SAFETY_NOTES_CHARS - 1] + "…"
+    if notes:
+        parts.append("Safety notes: " + notes)
     if spec.examples:
         lines = [json.dumps(e, ensure_ascii=False, sort_keys=True) for e in spec.examples]
         parts.append("Examples:\n" + "\n".join(lines))

@@ -249,7 +249,7 @@ class ToolSpec(_Frozen):
     latency_hint: str | None = None
     """Catalog metadata: how long a call usually takes ("~200 ms", "minutes"). Operators
     only, never sent to the model."""
-    safety_notes: str | None = Field(default=None, max_length=2_000)
+    safety_notes: str | None = None
     """What a person, and the model, should know before the tool is used ("deletes for
     good; confirm the account id with the user first"): shown by `durable-tools tools` and
     the inbox's approval page, and added to the description the model reads (see
