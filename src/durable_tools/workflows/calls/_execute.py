@@ -121,7 +121,8 @@ async def _run_activity(
     options = _options(state, spec)
     info = workflow.info()
     shown = f" {record.arguments}" if state.config.summary_arguments else ""
-    summary = f"{spec.name} {call.id}{shown}"[:200] if state.config.activity_summaries else None
+    label = spec.display_name  # the activity type names the tool already
+    summary = f"{label} {call.id}{shown}"[:200] if state.config.activity_summaries else None
     state.event("tool.started", call, transport=transport_of(spec), attempt=1)
     attempts = 0
     resume: InputResume | None = None  # the user's answers to the server's last questions

@@ -8,6 +8,8 @@ from durable_tools.messages import Message, ToolCall
 from durable_tools.protocol._limits import clip
 from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.tools import ToolOutcome
+from durable_tools.tools._context import MAX_TOOL_EVENTS
+from durable_tools.tools._progress import MAX_PROGRESS_MESSAGE_CHARS
 from durable_tools.workflows.calls._audit import bounded_details, transport_of
 from durable_tools.workflows.calls._execute import Executed
 from durable_tools.workflows.run._replies import skipped_reply
@@ -87,6 +89,16 @@ def record_outcome(
         record.status = "failed"
     else:
         record.status = "completed"
+    # What the tool wrote to the stream (`ToolContext.emit`), bounded here too: the
+    # outcome is an activity's result, and a worker of another version may have built it.
+    for note in outcome.events[:MAX_TOOL_EVENTS]:
+        state.event(
+            "tool.event",
+            call,
+            detail=note.detail[:MAX_PROGRESS_MESSAGE_CHARS],
+            transport=transport,
+            details=bounded_details(note.data),
+        )
     state.event(
         "tool.failed" if outcome.is_error else "tool.completed",
         call,

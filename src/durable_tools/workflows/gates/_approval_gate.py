@@ -109,6 +109,7 @@ async def _await_decision(
     pending = PendingApproval(
         call_id=call.id,
         tool=spec.name,
+        tool_label=spec.label,
         arguments=redact_arguments(valid.arguments, spec.safety.redact),
         arguments_hash=arguments_hash(valid.arguments),
         deciders=list(verdict.deciders),
@@ -123,9 +124,9 @@ async def _await_decision(
     evaluation = _start_evaluation(state, valid, verdict, pending)
     try:
         shown = (
-            f"approval deadline: {pending.summary} ({spec.name})"
+            f"approval deadline: {pending.summary} ({spec.display_name})"
             if pending.summary
-            else f"approval deadline: {spec.name} {call.id}"
+            else f"approval deadline: {spec.display_name} {call.id}"
         )
         while not await wait_for_answer(state, waits, call.id, timeout, summary=shown):
             if state.policy is not policy and workflow.patched(PENDING_REFIT_PATCH):

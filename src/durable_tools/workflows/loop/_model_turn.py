@@ -7,7 +7,6 @@ advertised set, then by reference.
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 
 from temporalio import workflow
@@ -24,6 +23,7 @@ from durable_tools.protocol._limits import (
 )
 from durable_tools.protocol._types import RunStatus
 from durable_tools.tools import ArtifactRef, ToolSpec
+from durable_tools.tools._model_description import model_description
 from durable_tools.tools._names import alias_provider
 from durable_tools.workflows.catalog._tool_search import search_definition
 from durable_tools.workflows.catalog._view import advertised, has_deferred
@@ -38,24 +38,23 @@ from durable_tools.workflows.loop._final_output import native_output, output_too
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.script._stubs import host_specs, script_definition
 
-__all__ = ["call_model", "describe"]
+__all__ = ["SAFETY_NOTES_PATCH", "call_model", "describe"]
 
 # Below this many characters of new messages the model activity's input cannot reach the
 # payload budget (JSON escapes at most 6 bytes a character), so it is not measured.
 _UNMEASURED_CHARS = (PAYLOAD_BUDGET_BYTES - 64_000) // 6
 
 
-def describe(spec: ToolSpec) -> str:
-    """The description the model reads: the tool's own, then its examples as JSON lines.
+SAFETY_NOTES_PATCH = "safety-notes-reach-the-model"
+"""Marks a run whose tool descriptions carry the tools' safety notes. Replays of runs from
+before keep the descriptions they were given (their length counts toward compaction)."""
 
-    No adapter has a field for examples (Anthropic's `input_examples` is not wired), so
-    they travel in the description, where every provider shows them to the model.
-    """
-    if not spec.examples:
-        return spec.description
-    lines = [json.dumps(example, ensure_ascii=False, sort_keys=True) for example in spec.examples]
-    head = spec.description.rstrip()
-    return (head + "\n\n" if head else "") + "Examples:\n" + "\n".join(lines)
+
+def describe(spec: ToolSpec) -> str:
+    """The description the model reads (`tools._model_description`): safety notes only in
+    runs that record the patch, asked only for a tool that has notes."""
+    notes = bool(spec.safety_notes) and workflow.patched(SAFETY_NOTES_PATCH)
+    return model_description(spec, safety_notes=notes)
 
 
 def _tool_definitions(state: RunState) -> list[ToolDefinition]:
