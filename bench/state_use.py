@@ -7,8 +7,8 @@ for `RunState` and each role part it holds (the types in `PARTS`):
 - the direct assignments to its fields from outside the code that owns it:
   `x.field = ...`, `x.field[...] = ...`, `x.field += ...`, where `x` is a parameter or an
   attribute (`self.state`) annotated with the type, or a field of such a value whose
-  annotation is a tracked type (`state.gates.pending[...] = ...` is an assignment to the
-  gates part).
+  annotation is a tracked type (`state.gates.approvals.answered[...] = ...` is an
+  assignment to the gates part).
 
 The figures are the ones issue #29's closing note quotes; run it before and after a
 change of the state's layout.
@@ -26,9 +26,10 @@ SOURCE = Path(__file__).resolve().parent.parent / "src/durable_tools"
 
 PARTS: dict[str, str] = {
     "RunState": "workflows/run/_state.py",
-    "Gates": "workflows/gates/",
+    "GateState": "workflows/gates/",
+    "Waits": "workflows/gates/",
     "CallState": "workflows/calls/",
-    "ModelContext": "workflows/loop/",
+    "ModelUse": "workflows/loop/",
 }
 """Each tracked type and the code that owns it (a file, or a package ending in "/"):
 assignments there are the owner's own."""

@@ -117,7 +117,7 @@ async def _await_decision(
         approvals_required=verdict.approvals_required,
         summary=call_summary(spec, valid.arguments, checked.summary if checked else None),
     )
-    waits = state.approvals
+    waits = state.gates.approvals
     approval_requested(spec.name)
     open_wait(state, waits, call, pending, detail=f"hash {pending.arguments_hash[:12]}")
     evaluation = _start_evaluation(state, valid, verdict, pending)
@@ -165,7 +165,11 @@ async def _await_decision(
 
 
 def _cancel(state: RunState, call: ToolCall, task: asyncio.Task[None]) -> None:
-    why = "a person decided first" if call.id in state.decisions else "the approval ended"
+    why = (
+        "a person decided first"
+        if call.id in state.gates.approvals.answered
+        else "the approval ended"
+    )
     state.event("auto.cancelled", call, detail=why)
     task.cancel()
 

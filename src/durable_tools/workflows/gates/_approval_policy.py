@@ -168,7 +168,7 @@ def refit_waiting(state: RunState, approval: PendingApproval) -> None:
         waiting=approval,
     )
     if verdict.action == "deny":
-        state.decisions[call_id] = ApprovalDecision(
+        state.gates.approvals.answered[call_id] = ApprovalDecision(
             call_id=call_id,
             approve=False,
             decider="policy",

@@ -40,7 +40,7 @@ from durable_tools.workflows.run._replies import unauthorized_reply
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 
-__all__ = ["authorize", "check_reissue", "reissue"]
+__all__ = ["accept_authorization", "authorize", "check_reissue", "reissue"]
 
 
 def _deadline_of(state: RunState) -> timedelta | None:
@@ -64,8 +64,8 @@ async def authorize(
     policy = state.config.authorization
     wait = _deadline_of(state)
     record.status = "awaiting_authorization"
-    waits = state.authorization_waits
-    state.reissue.discard(call.id)
+    waits = state.gates.authorizations
+    state.gates.reissue.discard(call.id)
     now = workflow.now()
     pending = PendingAuthorization(
         call_id=call.id,
@@ -85,7 +85,7 @@ async def authorize(
             if pending.deadline is not None:
                 timeout = max(pending.deadline - workflow.now(), timedelta(seconds=1))
             woken = await wait_for_answer(
-                state, waits, call.id, timeout, wake=lambda: call.id in state.reissue
+                state, waits, call.id, timeout, wake=lambda: call.id in state.gates.reissue
             )
             if not woken:
                 expire_wait(state, waits, call, pending, detail=f"link {pending.issued}")
@@ -97,7 +97,7 @@ async def authorize(
                     )
                 if policy.on_timeout == "reissue" and automatic < policy.max_reissues:
                     automatic += 1
-                    state.reissue.add(call.id)
+                    state.gates.reissue.add(call.id)
                 else:
                     waits.answered[call.id] = AuthorizationCompleted(
                         call_id=call.id, error="no authorization before the deadline"
@@ -105,7 +105,7 @@ async def authorize(
             completed = answer_of(state, waits, call.id, take=True)
             if completed is not None:
                 break
-            state.reissue.discard(call.id)
+            state.gates.reissue.discard(call.id)
             pending = await _reissue(state, valid, pending, wait)
         state.event(
             "authorization.completed" if completed.grant_ref else "authorization.failed",
@@ -113,7 +113,7 @@ async def authorize(
             detail=completed.error,
         )
     finally:
-        state.reissue.discard(call.id)
+        state.gates.reissue.discard(call.id)
         close_wait(state, waits, call.id)
     if completed.error or not completed.grant_ref:
         record.status = "failed"
@@ -137,12 +137,28 @@ async def _reissue(
             "issued": pending.issued + 1,
         }
     )
-    if valid.call.id in state.authorizations:
-        state.authorizations[valid.call.id] = renewed
+    if valid.call.id in state.gates.authorizations.pending:
+        state.gates.authorizations.pending[valid.call.id] = renewed
     state.event("authorization.reissued", valid.call, detail=f"link {renewed.issued}")
     notify_authorization(state, "authorization.requested", renewed)
     publish(state)
     return renewed
+
+
+def accept_authorization(state: RunState, completed: object) -> None:
+    """The OAuth callback's signal: the authorization (or its failure) of a waiting call,
+    taken by the call's gate when it wakes; anything else is an ignored event. Never raises."""
+    if not isinstance(completed, AuthorizationCompleted):
+        state.event("authorization.ignored", detail="the signal carried no authorization")
+        return
+    if completed.call_id not in state.gates.authorizations.pending:
+        state.event(
+            "authorization.ignored",
+            call_id=completed.call_id,
+            detail="no authorization pending for this call",
+        )
+        return
+    state.gates.authorizations.answered[completed.call_id] = completed
 
 
 def check_reissue(state: RunState, call_id: object) -> None:
@@ -152,7 +168,7 @@ def check_reissue(state: RunState, call_id: object) -> None:
         ValueError: the request names no pending authorization (rejected before history).
     """
     checked = check_call_id(call_id)
-    if waiting_call(state.authorization_waits, checked) is None:
+    if waiting_call(state.gates.authorizations, checked) is None:
         raise ValueError(f"no authorization is pending for call {checked[:100]!r}")
 
 
@@ -163,15 +179,15 @@ async def reissue(state: RunState, call_id: str) -> PendingAuthorization:
         ApplicationError: the wait ended (granted, failed, cancelled) before a new link
             was issued; the update fails, the run does not.
     """
-    before = state.authorizations[call_id].issued
-    state.reissue.add(call_id)
+    before = state.gates.authorizations.pending[call_id].issued
+    state.gates.reissue.add(call_id)
 
     def renewed() -> bool:
-        current = state.authorizations.get(call_id)
+        current = state.gates.authorizations.pending.get(call_id)
         return current is None or current.issued != before
 
     await workflow.wait_condition(renewed)
-    current = state.authorizations.get(call_id)
+    current = state.gates.authorizations.pending.get(call_id)
     if current is None:
         raise ApplicationError(f"the authorization of call {call_id} ended before a new link")
     return current

@@ -23,6 +23,7 @@ from durable_tools.workflows.gates._approval_policy import PENDING_REFIT_PATCH, 
 from durable_tools.workflows.gates._grants import scope_key
 from durable_tools.workflows.observe._visibility import publish
 from durable_tools.workflows.run._state import RunState
+from durable_tools.workflows.run._wait_maps import GateState
 
 __all__ = [
     "apply_policy_change",
@@ -32,7 +33,10 @@ __all__ = [
     "check_decision_of",
     "check_policy_change",
     "check_revocation",
+    "end_approvals",
+    "forget_decision",
     "record_decision",
+    "withdraw_undecided",
 ]
 
 
@@ -44,12 +48,14 @@ def check_decision_of(state: RunState, decision: object) -> None:
         )
     check_decision(
         decision,
-        state.pending,
-        state.decisions.keys(),
+        state.gates.approvals.pending,
+        state.gates.approvals.answered.keys(),
         hash_required=state.call_ids_dropped or state.call_uses.get(decision.call_id, 0) > 1,
         identity_grants=state.policy.identity_grants,
         has_identity=scope_key(state) is not None,
-        how_decided=lambda call_id: _how_decided(state, call_id, state.decisions[call_id]),
+        how_decided=lambda call_id: _how_decided(
+            state, call_id, state.gates.approvals.answered[call_id]
+        ),
     )
 
 
@@ -67,7 +73,7 @@ def record_decision(state: RunState, decision: ApprovalDecision) -> str:
     detail = f"{verdict} by {decision.decider}" + (
         f": {decision.reason}" if decision.reason else ""
     )
-    pending = state.pending.get(decision.call_id)
+    pending = state.gates.approvals.pending.get(decision.call_id)
     if decision.approve and pending is not None and pending.approvals_required > 1:
         # Two-person rule: approvals from distinct deciders add up; any denial denies.
         pending.approved_by.append(decision.decider)
@@ -84,10 +90,30 @@ def record_decision(state: RunState, decision: ApprovalDecision) -> str:
         detail = f"approved by {decision.decider}" + (
             f": {decision.reason}" if decision.reason else ""
         )
-    state.decisions[decision.call_id] = decision
+    state.gates.approvals.answered[decision.call_id] = decision
     tool = pending.tool if pending is not None else None
     state.event("approval.decided", tool=tool, call_id=decision.call_id, detail=detail)
     return verdict
+
+
+def withdraw_undecided(gates: GateState) -> None:
+    """A steer skipped the turn's remaining calls: withdraw every approval still pending,
+    so that a decision arriving after it finds nothing to decide."""
+    approvals = gates.approvals
+    for call_id in [c for c in approvals.pending if c not in approvals.answered]:
+        del approvals.pending[call_id]
+
+
+def forget_decision(gates: GateState, call_id: str) -> None:
+    """Drop the decision of a finished call (an embedded runtime keeps no turn's worth)."""
+    gates.approvals.answered.pop(call_id, None)
+
+
+def end_approvals(gates: GateState) -> None:
+    """The run ended: nothing waits for a person or an authorization any more (the final
+    status and search attributes show none)."""
+    gates.approvals.pending.clear()
+    gates.authorizations.pending.clear()
 
 
 def batch_decisions(batch: BatchDecision) -> list[ApprovalDecision]:
@@ -132,8 +158,8 @@ def apply_policy_change(state: RunState, change: PolicyChange) -> str:
     state.policy = change.policy
     detail = f"by {change.changed_by}" + (f": {change.reason}" if change.reason else "")
     state.event("policy.changed", detail=clip(detail, MAX_REASON_CHARS))
-    if state.pending and workflow.patched(PENDING_REFIT_PATCH):
-        for approval in list(state.pending.values()):
+    if state.gates.approvals.pending and workflow.patched(PENDING_REFIT_PATCH):
+        for approval in list(state.gates.approvals.pending.values()):
             refit_waiting(state, approval)
     publish(state)  # the UI's current details show the live policy
     return "policy changed"

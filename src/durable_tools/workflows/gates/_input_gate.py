@@ -82,7 +82,7 @@ async def ask_user(
         asyncio.CancelledError: the run was cancelled while the call waited.
     """
     call, spec = valid.call, valid.spec
-    waits = state.input_waits
+    waits = state.gates.inputs
     # The tool's own bound, else (in runs that show input waits) the agent's default.
     limit = spec.policy.schedule_to_close_timeout
     if limit is None and shows(waits):
@@ -153,7 +153,7 @@ def check_answer(state: RunState, call_id: Any, action: Any, content: Any) -> No
     check_size(content, MAX_INPUT_ANSWER_BYTES, "the answer's content")
     # A `number` schema takes NaN and Infinity, which JSON (and the server) cannot read.
     check_finite(content, "$.content", "the answer")
-    pending = waiting_call(state.input_waits, call_id)
+    pending = waiting_call(state.gates.inputs, call_id)
     if pending is None:
         raise ValueError(
             f"no question is waiting for an answer in call {call_id[:100]!r} "
@@ -190,4 +190,4 @@ def _schema_problem(question: InputQuestion, content: Any) -> str | None:
 def accept_answer(state: RunState, call_id: str, action: str, content: Any) -> str:
     """The `answer_input` update: record the (validated) answer; the first one wins."""
     answer = InputAnswer.model_validate({"call_id": call_id, "action": action, "content": content})
-    return accept(state.input_waits, call_id, answer)
+    return accept(state.gates.inputs, call_id, answer)

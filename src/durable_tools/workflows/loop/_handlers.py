@@ -37,7 +37,11 @@ from durable_tools.protocol._wait_types import (
     AuthorizationCompleted,
     PendingAuthorization,
 )
-from durable_tools.workflows.gates._authorization_gate import check_reissue, reissue
+from durable_tools.workflows.gates._authorization_gate import (
+    accept_authorization,
+    check_reissue,
+    reissue,
+)
 from durable_tools.workflows.gates._callback_gate import (
     accept_callback_result,
     check_callback_result,
@@ -142,18 +146,7 @@ class RunHandlers:
     @workflow.signal
     def authorization_completed(self, completed: AuthorizationCompleted | None) -> None:
         """The OAuth callback finished (or failed) an authorization for a waiting call."""
-        state = self._state
-        if not isinstance(completed, AuthorizationCompleted):
-            state.event("authorization.ignored", detail="the signal carried no authorization")
-            return
-        if completed.call_id not in state.authorizations:
-            state.event(
-                "authorization.ignored",
-                call_id=completed.call_id,
-                detail="no authorization pending for this call",
-            )
-            return
-        state.grants[completed.call_id] = completed
+        accept_authorization(self._state, completed)
 
     @workflow.update
     async def reissue_authorization(self, call_id: str) -> PendingAuthorization:
@@ -248,7 +241,7 @@ class RunHandlers:
     @workflow.query
     def pending_callbacks(self) -> list[PendingCallback]:
         """Callback calls published and waiting for a client to run them."""
-        return list(self._state.callbacks.values())
+        return list(self._state.gates.callbacks.pending.values())
 
     @workflow.query
     def status(self) -> RunSnapshot:

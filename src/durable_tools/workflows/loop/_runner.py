@@ -29,7 +29,11 @@ from durable_tools.protocol._types import RunStatus
 from durable_tools.protocol._wait_types import ApprovalDecision
 from durable_tools.workflows.calls._pipeline import refuse_over_turn_limit, run_calls
 from durable_tools.workflows.catalog._run_catalog import catalog_summary, load_catalog
-from durable_tools.workflows.gates._decisions import check_decision_of, record_decision
+from durable_tools.workflows.gates._decisions import (
+    check_decision_of,
+    end_approvals,
+    record_decision,
+)
 from durable_tools.workflows.loop._continue import maybe_continue_as_new
 from durable_tools.workflows.loop._final_output import (
     accept_final_calls,
@@ -174,8 +178,7 @@ def _check_turn_limits(
 def _finish(state: RunState, status: RunStatus, *, reason: str | None = None) -> AgentResult:
     state.status = status
     state.reason = None if reason is None else clip(reason, MAX_REASON_CHARS)
-    state.pending.clear()
-    state.authorizations.clear()
+    end_approvals(state.gates)
     publish(state)
     state.event(RUN_ENDED[status], detail=state.reason)
     result = AgentResult(
@@ -229,8 +232,8 @@ def snapshot(state: RunState) -> RunSnapshot:
         tool_calls=state.tool_calls,
         final_answer=state.final_answer,
         reason=state.reason,
-        pending_approvals=list(state.pending.values()),
-        pending_authorizations=list(state.authorizations.values()),
+        pending_approvals=list(state.gates.approvals.pending.values()),
+        pending_authorizations=list(state.gates.authorizations.pending.values()),
         running_tools=state.running_calls(),
         continued=state.continued,
         conversation_offset=state.offset,
@@ -238,7 +241,7 @@ def snapshot(state: RunState) -> RunSnapshot:
         standing_grants=list(state.standing_grants),
         usage=state.usage,
         cost=run_cost(state),
-        pending_callbacks=list(state.callbacks.values()),
-        pending_inputs=list(state.inputs.values()),
+        pending_callbacks=list(state.gates.callbacks.pending.values()),
+        pending_inputs=list(state.gates.inputs.pending.values()),
         session=state.session.view() if state.session is not None else None,
     )

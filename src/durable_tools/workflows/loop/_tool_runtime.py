@@ -36,6 +36,7 @@ from durable_tools.tools._context import Identity
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows.calls._pipeline import run_single_call
 from durable_tools.workflows.catalog._run_catalog import catalog_summary, load_catalog
+from durable_tools.workflows.gates._decisions import forget_decision
 from durable_tools.workflows.loop._handlers import register_run_handlers
 from durable_tools.workflows.loop._runner import snapshot
 from durable_tools.workflows.observe._visibility import publish
@@ -240,6 +241,6 @@ class ToolRuntime:
         if call_id not in state.running:  # not reused by a call that runs now
             if record is not None and state.records.get(call_id) is record:
                 del state.records[call_id]
-            state.decisions.pop(call_id, None)
+            forget_decision(state.gates, call_id)
             state.keys.pop(call_id, None)
         del state.timeline[:-CARRY_LIMIT]

@@ -33,7 +33,7 @@ FINAL = frozenset(
 def _current_status(state: RunState) -> RunStatus:
     if state.status in FINAL:
         return state.status
-    for waits in state.waits():
+    for waits in state.gates.all():
         if waits.shown and waits.pending:
             return waits.kind.status
     if state.session is not None and not state.session.busy:
@@ -43,7 +43,7 @@ def _current_status(state: RunState) -> RunStatus:
 
 def _awaiting_tool(state: RunState) -> str:
     """The tool of the first call waiting, of the first kind that has one shown."""
-    for waits in state.waits():
+    for waits in state.gates.all():
         if waits.shown:
             for pending in waits.pending.values():
                 tool: str = pending.tool
@@ -59,7 +59,7 @@ def publish(state: RunState, doing: str | None = None) -> None:
     """
     state.status = _current_status(state)
     awaiting = _awaiting_tool(state)
-    values = (state.status.value, len(state.pending), awaiting)
+    values = (state.status.value, len(state.gates.approvals.pending), awaiting)
     if (
         state.published is None
         and state.input.revision >= REVISION_SHORT_START
@@ -71,7 +71,7 @@ def publish(state: RunState, doing: str | None = None) -> None:
         updates: list[SearchAttributeUpdate[Any]] = [
             sa.AGENT_STATUS.value_set(state.status.value),
             sa.AGENT_NAME.value_set(state.config.name),
-            sa.PENDING_APPROVALS.value_set(len(state.pending)),
+            sa.PENDING_APPROVALS.value_set(len(state.gates.approvals.pending)),
             sa.AWAITING_TOOL.value_set(awaiting),
         ]
         # Tokens ride along in the same command (no extra event), and only on runs that
@@ -112,7 +112,7 @@ def _details(state: RunState, doing: str | None) -> str:
     lines = [f"**{state.status.value}** · turn {state.turn} · {state.tool_calls} tool calls"]
     if state.policy != _DEFAULT_POLICY:
         lines.append(f"approval policy: {describe_policy(state.policy)}")
-    for waits in state.waits():
+    for waits in state.gates.all():
         lines.extend(
             _how_to_resume(run_id, pending, state.handler_prefix)
             for pending in waits.pending.values()

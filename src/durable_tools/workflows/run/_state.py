@@ -10,34 +10,25 @@ continues-as-new only between turns, when none are open.
 from __future__ import annotations
 
 import asyncio
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio import workflow
 
 from durable_tools.messages import Message, ToolCall, ToolDefinition, Usage
-from durable_tools.protocol._callback_types import CallbackResult, PendingCallback
 from durable_tools.protocol._compaction import ContextView
 from durable_tools.protocol._event_names import EventName
-from durable_tools.protocol._input_types import InputAnswer, PendingInput
 from durable_tools.protocol._options import ToolActivityOptions
 from durable_tools.protocol._policy_types import StandingGrant
 from durable_tools.protocol._records import RunEvent, ToolCallRecord
 from durable_tools.protocol._run_io import AgentInput
 from durable_tools.protocol._types import AgentConfig, ApprovalPolicy, RunStatus, Transport
-from durable_tools.protocol._wait_types import (
-    ApprovalDecision,
-    AuthorizationCompleted,
-    PendingApproval,
-    PendingAuthorization,
-)
 from durable_tools.tools._catalog_pack import PackedCatalog
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows.run._session import Session
-from durable_tools.workflows.run._wait_maps import APPROVAL, AUTHORIZATION, CALLBACK, INPUT, Waits
+from durable_tools.workflows.run._wait_maps import GateState
 
 __all__ = ["CallSkipped", "EndRun", "RunState"]
 
@@ -140,24 +131,8 @@ class RunState:
     """True while the tool calls of a turn run (a steer then arrives "mid-turn")."""
     keys: dict[str, str] = field(default_factory=dict)
     """Idempotency key of each call id of the current turn."""
-    approvals: Waits[PendingApproval, ApprovalDecision] = field(
-        default_factory=functools.partial(Waits, APPROVAL)
-    )
-    """Calls waiting for a person's decision, and the decisions (kept for the turn)."""
-    authorization_waits: Waits[PendingAuthorization, AuthorizationCompleted] = field(
-        default_factory=functools.partial(Waits, AUTHORIZATION)
-    )
-    """Calls waiting for an OAuth authorization, and the completed ones."""
-    reissue: set[str] = field(default_factory=set)
-    """Call ids whose authorization link a person asked to re-issue."""
-    input_waits: Waits[PendingInput, InputAnswer] = field(
-        default_factory=functools.partial(Waits, INPUT)
-    )
-    """Calls waiting for the user to answer their MCP server's questions (`_input_gate`)."""
-    callback_waits: Waits[PendingCallback, CallbackResult] = field(
-        default_factory=functools.partial(Waits, CALLBACK)
-    )
-    """Callback calls published and waiting for a client (see `_callback_gate`)."""
+    gates: GateState = field(default_factory=GateState)
+    """The calls waiting at a gate and their answers; changed only by `workflows/gates/`."""
     notifications: int = 0
     """Notifications started in this history (numbers their delivery ids)."""
     notifying: set[asyncio.Task[None]] = field(default_factory=set)
@@ -187,41 +162,6 @@ class RunState:
     started_by_older_worker: bool = False
     """A run whose input has `revision` 1 had its first task run by a worker that ignores
     the revision (see `_run_catalog.load_catalog`): it records what runs before it did."""
-
-    def waits(self) -> tuple[Waits[Any, Any], ...]:
-        """Every kind of wait, in the order the run's status and details show them."""
-        return (self.approvals, self.authorization_waits, self.input_waits, self.callback_waits)
-
-    # The maps by their older names, which the decision and steering stages use.
-    @property
-    def pending(self) -> dict[str, PendingApproval]:
-        """Approvals pending, by call id."""
-        return self.approvals.pending
-
-    @property
-    def decisions(self) -> dict[str, ApprovalDecision]:
-        """Decisions of this turn's calls, by call id."""
-        return self.approvals.answered
-
-    @property
-    def authorizations(self) -> dict[str, PendingAuthorization]:
-        """Authorizations pending, by call id."""
-        return self.authorization_waits.pending
-
-    @property
-    def grants(self) -> dict[str, AuthorizationCompleted]:
-        """Completed authorizations not yet taken by their call."""
-        return self.authorization_waits.answered
-
-    @property
-    def callbacks(self) -> dict[str, PendingCallback]:
-        """Callback calls published and waiting for a client."""
-        return self.callback_waits.pending
-
-    @property
-    def inputs(self) -> dict[str, PendingInput]:
-        """Calls waiting for the user's answer to their server's questions."""
-        return self.input_waits.pending
 
     def event(
         self,
