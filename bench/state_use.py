@@ -28,7 +28,7 @@ PARTS: dict[str, str] = {
     "RunState": "workflows/run/_state.py",
     "GateState": "workflows/gates/",
     "Waits": "workflows/gates/",
-    "CallState": "workflows/calls/",
+    "RunCalls": "workflows/calls/",
     "ModelUse": "workflows/loop/",
 }
 """Each tracked type and the code that owns it (a file, or a package ending in "/"):
@@ -162,9 +162,18 @@ def measure(source: Path = SOURCE) -> Figures:
     # Attributes holding a tracked type anywhere: annotated (`_state: RunState`,
     # `self.state: RunState`), or set from a parameter of the type or a call returning it.
     attributes: dict[str, str] = {}
+    # The parts' own fields are reached through their holder (`state.calls`), not by name:
+    # another class's attribute of the same name (`self.calls`) is no part.
+    part_fields = {
+        id(item)
+        for tree in trees.values()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and node.name in PARTS
+        for item in node.body
+    }
     for tree in trees.values():
         for node in ast.walk(tree):
-            if isinstance(node, ast.AnnAssign):
+            if isinstance(node, ast.AnnAssign) and id(node) not in part_fields:
                 kind = _type_name(node.annotation)
                 target = node.target
                 if kind is not None and isinstance(target, ast.Attribute | ast.Name):

@@ -107,10 +107,10 @@ async def execute(
 
 
 def _options(state: RunState, spec: ToolSpec) -> ToolActivityOptions:
-    options = state.options.get(spec.name)
+    options = state.calls.options.get(spec.name)
     if options is None:
         queue = workflow.info().task_queue  # a limited tool's own queue is named after it
-        options = state.options[spec.name] = activity_options_for(spec, queue)
+        options = state.calls.options[spec.name] = activity_options_for(spec, queue)
     return options
 
 
@@ -134,7 +134,7 @@ async def _run_activity(
             arguments=valid.arguments,
             workflow_id=info.workflow_id,
             identity=state.input.identity,
-            idempotency_key=state.keys[call.id],
+            idempotency_key=state.calls.keys[call.id],
             attempt_offset=attempts,
             output_limit_bytes=state.config.output_limit_bytes,
             grant_ref=grant_ref,
@@ -188,7 +188,7 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
     call, spec, arguments = valid.call, valid.spec, valid.arguments
     assert spec.subagent is not None
     workflow_id = workflow.info().workflow_id
-    child_id = f"{workflow_id}.{state.keys[call.id][len(workflow_id) + 1 :]}"
+    child_id = f"{workflow_id}.{state.calls.keys[call.id][len(workflow_id) + 1 :]}"
     record.child_run_id = child_id
     state.event(
         "tool.started", call, detail=f"sub-agent run {child_id}", transport="sub-agent", attempt=1

@@ -1,4 +1,5 @@
-"""Stage 4 of a call: record what happened in the timeline and the event log."""
+"""Stage 4 of a call: record what happened in the timeline and the event log (and
+open the call's timeline entry when its route starts)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,33 @@ from durable_tools.workflows.calls._audit import bounded_details, transport_of
 from durable_tools.workflows.calls._execute import Executed
 from durable_tools.workflows.run._replies import skipped_reply
 from durable_tools.workflows.run._state import RunState
-from durable_tools.workflows.run._valid_call import ValidCall, open_record
+from durable_tools.workflows.run._valid_call import ValidCall
 
-__all__ = ["STEER_NOTE_CHARS", "mark_cancelled", "record_outcome", "skipped_message"]
+__all__ = [
+    "STEER_NOTE_CHARS",
+    "mark_cancelled",
+    "open_record",
+    "record_outcome",
+    "skipped_message",
+]
 
 STEER_NOTE_CHARS = 200
 """A steer's instruction is cut to this length in a skipped call's result and in events."""
+
+
+def open_record(state: RunState, call: ToolCall, *, parent: str | None = None) -> ToolCallRecord:
+    """Start the call's timeline entry (`parent`: the script call that made it)."""
+    record = ToolCallRecord(
+        call_id=call.id,
+        tool=call.name[:64],
+        turn=state.turn,
+        arguments=call.arguments[:160],
+        status="running",
+        parent_call_id=parent,
+    )
+    state.timeline.append(record)
+    state.calls.records[call.id] = record
+    return record
 
 
 def record_outcome(
@@ -103,7 +125,7 @@ def record_outcome(
 
 def mark_cancelled(state: RunState, call: ToolCall) -> None:
     """Record a call that the run's cancel stopped before it ran (or while it waited)."""
-    record = state.records.get(call.id)
+    record = state.calls.records.get(call.id)
     if record is not None and record.status in (
         "running",
         "awaiting_approval",
@@ -118,7 +140,7 @@ def skipped_message(state: RunState, call: ToolCall) -> Message:
     instruction = " ".join((state.skip_steer or "").split())
     short = clip(instruction, STEER_NOTE_CHARS)
     reply = skipped_reply(call.id, call.name, short, workflow.now())
-    record = state.records.get(call.id)
+    record = state.calls.records.get(call.id)
     if record is None:
         record = open_record(state, call)
     elif record.status == "awaiting_approval":

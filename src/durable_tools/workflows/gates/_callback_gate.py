@@ -75,7 +75,7 @@ async def await_client(state: RunState, valid: ValidCall, record: ToolCallRecord
     call, spec = valid.call, valid.spec
     seconds = _deadline_seconds(spec)
     now = workflow.now()
-    key = state.keys[call.id]
+    key = state.calls.keys[call.id]
     pending = PendingCallback(
         call_id=call.id,
         tool=spec.name,
@@ -220,7 +220,7 @@ def check_callback_result(state: RunState, raw: Any) -> None:
 
 
 def _was_called(state: RunState, call_id: str) -> bool:
-    return call_id in state.records or any(r.call_id == call_id for r in state.timeline)
+    return call_id in state.calls.records or any(r.call_id == call_id for r in state.timeline)
 
 
 def _check_output(state: RunState, pending: PendingCallback, output: Any) -> None:

@@ -50,7 +50,7 @@ def check_decision_of(state: RunState, decision: object) -> None:
         decision,
         state.gates.approvals.pending,
         state.gates.approvals.answered.keys(),
-        hash_required=state.call_ids_dropped or state.call_uses.get(decision.call_id, 0) > 1,
+        hash_required=state.calls.ids_dropped or state.calls.uses.get(decision.call_id, 0) > 1,
         identity_grants=state.policy.identity_grants,
         has_identity=scope_key(state) is not None,
         how_decided=lambda call_id: _how_decided(
@@ -62,7 +62,7 @@ def check_decision_of(state: RunState, decision: object) -> None:
 def _how_decided(state: RunState, call_id: str, decision: ApprovalDecision) -> str:
     """`approved by alice at 2026-...`: what a second decider is told."""
     verdict = "approved" if decision.approve else "denied"
-    record = state.records.get(call_id)
+    record = state.calls.records.get(call_id)
     when = record.decided_at if record is not None else None
     return f"{verdict} by {decision.decider}" + (f" at {when.isoformat()}" if when else "")
 

@@ -83,7 +83,7 @@ def accept_steer(state: RunState, payload: object) -> None:
         )
         return
     state.steer.append(steer.instruction)
-    notes = ["mid-turn"] if state.in_calls else []
+    notes = ["mid-turn"] if state.calls.in_turn else []
     if steer.skip_remaining:
         state.skip_steer = steer.instruction
         notes.append("skip remaining calls")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from durable_tools.messages import Message, Usage
 from durable_tools.protocol._run_io import AgentInput, CarriedState
 from durable_tools.tools._catalog_pack import unpack
+from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._session import Session
 from durable_tools.workflows.run._state import RunState
 
@@ -70,11 +71,13 @@ def start_state(input: AgentInput) -> RunState:
         offset=carried.conversation_offset,
         snapshot=carried.snapshot,
         snapshot_length=carried.snapshot_length,
-        call_uses=dict(carried.call_uses),
-        call_ids_dropped=carried.call_ids_dropped,
+        calls=RunCalls(
+            uses=dict(carried.call_uses),
+            ids_dropped=carried.call_ids_dropped,
+            budget_used=dict(carried.budget_used),
+        ),
         policy=carried.policy or config.approval,
         standing_grants=list(carried.standing_grants),
-        budget_used=dict(carried.budget_used),
         usage=carried.usage or Usage(),
         fallback_usage=dict(carried.fallback_usage),
         output_repairs=carried.output_repairs,
@@ -103,7 +106,7 @@ def carry_state(
     would make each run's input, and so its history, grow with the chain's age until
     `keep` is reached. Older ones stay readable in the earlier runs' histories.
     """
-    drop_ids = state.call_ids_dropped or len(state.call_uses) > CALL_IDS_CARRIED
+    drop_ids = state.calls.ids_dropped or len(state.calls.uses) > CALL_IDS_CARRIED
     own_timeline = len(state.timeline) - state.timeline_carried_in
     own_events = state.events_total - state.events_carried_in
     keep_timeline = min(keep, max(own_timeline, CARRY_FLOOR))
@@ -122,9 +125,9 @@ def carry_state(
         events_total=state.events_total,
         pending_steer=state.steer,
         discovered=state.discovered,
-        call_uses={} if drop_ids else state.call_uses,
+        call_uses={} if drop_ids else state.calls.uses,
         call_ids_dropped=drop_ids,
-        budget_used=state.budget_used,
+        budget_used=state.calls.budget_used,
         usage=state.usage,
         fallback_usage=state.fallback_usage,
         output_repairs=state.output_repairs,

@@ -18,7 +18,6 @@ from temporalio import workflow
 from durable_tools.messages import Message, ToolCall, ToolDefinition, Usage
 from durable_tools.protocol._compaction import ContextView
 from durable_tools.protocol._event_names import EventName
-from durable_tools.protocol._options import ToolActivityOptions
 from durable_tools.protocol._policy_types import StandingGrant
 from durable_tools.protocol._records import RunEvent, ToolCallRecord
 from durable_tools.protocol._run_io import AgentInput
@@ -27,6 +26,7 @@ from durable_tools.tools._catalog_pack import PackedCatalog
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._session import Session
 from durable_tools.workflows.run._wait_maps import GateState
 
@@ -75,17 +75,10 @@ class RunState:
     """Messages before this index live only in the conversation snapshot."""
     snapshot: ArtifactRef | None = None
     snapshot_length: int = 0
-    call_uses: dict[str, int] = field(default_factory=dict)
-    """How often each call id was used: a model that reuses ids across turns must not give
-    two different calls one idempotency key (or one approval)."""
-    call_ids_dropped: bool = False
-    """An earlier run of the chain stopped carrying `call_uses` (`CALL_IDS_CARRIED`)."""
     policy: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     """The live approval policy: the config's, until a `set_policy` update changes it."""
     standing_grants: list[StandingGrant] = field(default_factory=list)
     """Run-scoped standing grants ("approve and stop asking"), revoked ones kept."""
-    budget_used: dict[str, int] = field(default_factory=dict)
-    """Calls made of each tool with a `max_calls_per_run` budget (see `_budget`)."""
     usage: Usage = field(default_factory=Usage)
     """Tokens of every model call of the chain so far (see `_usage`)."""
     fallback_usage: dict[str, Usage] = field(default_factory=dict)
@@ -127,24 +120,19 @@ class RunState:
     continues-as-new only between turns, and the next delivery would clear it anyway."""
     answered_by: str = ""
     """The model spec that answered the latest model call (a fallback model, or `model`)."""
-    in_calls: bool = False
-    """True while the tool calls of a turn run (a steer then arrives "mid-turn")."""
-    keys: dict[str, str] = field(default_factory=dict)
-    """Idempotency key of each call id of the current turn."""
+    calls: RunCalls = field(default_factory=RunCalls)
+    """The tool calls' own state (ids used, keys, running tasks, records, budgets);
+    changed only by `workflows/calls/`."""
     gates: GateState = field(default_factory=GateState)
     """The calls waiting at a gate and their answers; changed only by `workflows/gates/`."""
     notifications: int = 0
     """Notifications started in this history (numbers their delivery ids)."""
     notifying: set[asyncio.Task[None]] = field(default_factory=set)
     """Notifications still being sent; never awaited by the loop."""
-    running: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
-    records: dict[str, ToolCallRecord] = field(default_factory=dict)
-    """Timeline records of the current turn's calls, by call id."""
     definitions: tuple[tuple[str, ...], list[ToolDefinition]] | None = None
     """Tool definitions for the advertised set they were built for."""
     tools_ref: ArtifactRef | None = None
     """Where the model activity stored the current definitions; later calls send this."""
-    options: dict[str, ToolActivityOptions] = field(default_factory=dict)
     max_advertised: int | None = None
     """Most tools advertised up front (the config's, for runs with a packed catalog); None
     for runs that started before automatic deferral: all their tools are advertised."""
@@ -223,7 +211,7 @@ class RunState:
 
     def cancel_running(self, reason: str) -> None:
         """Ask every running call's task to stop (activities learn it through heartbeats)."""
-        for task in self.running.values():
+        for task in self.calls.running.values():
             if not task.done():
                 task.cancel(reason)
 
@@ -231,6 +219,6 @@ class RunState:
         """Call ids whose tool is executing now (not waiting, not finished)."""
         return sorted(
             call_id
-            for call_id, record in self.records.items()
-            if record.status == "running" and call_id in self.running
+            for call_id, record in self.calls.records.items()
+            if record.status == "running" and call_id in self.calls.running
         )

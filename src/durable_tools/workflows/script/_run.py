@@ -40,8 +40,13 @@ from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, clip, payload_b
 from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.tools import ErrorKind, InvalidArguments, ToolSpec
 from durable_tools.tools._validation import parse_arguments
-from durable_tools.workflows.calls._pipeline import CallRoute, claim_call_id, run_call
-from durable_tools.workflows.calls._record import mark_cancelled
+from durable_tools.workflows.calls._pipeline import (
+    CallRoute,
+    claim_call_id,
+    key_under,
+    run_nested_call,
+)
+from durable_tools.workflows.calls._record import open_record
 from durable_tools.workflows.run._replies import (
     invalid_reply,
     script_failed_reply,
@@ -50,7 +55,6 @@ from durable_tools.workflows.run._replies import (
     script_reply,
 )
 from durable_tools.workflows.run._state import RunState
-from durable_tools.workflows.run._valid_call import open_record
 from durable_tools.workflows.script._stubs import host_specs, host_stubs
 
 __all__ = ["run_script", "script_routes"]
@@ -283,23 +287,14 @@ class _ScriptRun:
             claim_call_id(state, call_id)
         else:
             call_id = short_call_id(f"{self.call.id}/{n}")
-            state.keys[call_id] = f"{state.keys[self.call.id]}/{n}"
+            key_under(state.calls, call_id, self.call.id, n)
         tool_call = ToolCall(
             id=call_id,
             name=host.function,
             arguments=json.dumps(host.arguments, ensure_ascii=False),
         )
-        task = asyncio.current_task()
-        if task is not None:  # a cancel of the run reaches the host call's tool too
-            state.running[call_id] = task
-        try:
-            message = await run_call(state, tool_call, self.hosts, parent=self.call.id)
-        except asyncio.CancelledError:
-            mark_cancelled(state, tool_call)
-            raise
-        finally:
-            state.running.pop(call_id, None)
-        record = state.records.get(call_id)
+        message = await run_nested_call(state, tool_call, self.hosts, parent=self.call.id)
+        record = state.calls.records.get(call_id)
         if record is not None and record.started_at is not None:
             self.ran += 1
         return _answer(host.call_id, spec, record, message)
@@ -394,7 +389,7 @@ def _unused_call_id(state: RunState, wanted: str) -> str:
     """
     call_id = short_call_id(wanted)
     attempt = 0
-    while call_id in state.call_uses or call_id in state.records:
+    while call_id in state.calls.uses or call_id in state.calls.records:
         attempt += 1
         call_id = short_call_id(f"{wanted}~{attempt}")
     return call_id
