@@ -59,6 +59,7 @@ from durable_tools.workflows.run._replies import (
     subagent_outcome,
     timeout_outcome,
 )
+from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 
@@ -106,11 +107,11 @@ async def execute(
         return _cancelled(state, valid)
 
 
-def _options(state: RunState, spec: ToolSpec) -> ToolActivityOptions:
-    options = state.calls.options.get(spec.name)
+def _options(calls: RunCalls, spec: ToolSpec) -> ToolActivityOptions:
+    options = calls.options.get(spec.name)
     if options is None:
         queue = workflow.info().task_queue  # a limited tool's own queue is named after it
-        options = state.calls.options[spec.name] = activity_options_for(spec, queue)
+        options = calls.options[spec.name] = activity_options_for(spec, queue)
     return options
 
 
@@ -118,7 +119,7 @@ async def _run_activity(
     state: RunState, valid: ValidCall, record: ToolCallRecord, grant_ref: str | None
 ) -> Executed:
     call, spec = valid.call, valid.spec
-    options = _options(state, spec)
+    options = _options(state.calls, spec)
     info = workflow.info()
     shown = f" {record.arguments}" if state.config.summary_arguments else ""
     summary = f"{spec.name} {call.id}{shown}"[:200] if state.config.activity_summaries else None

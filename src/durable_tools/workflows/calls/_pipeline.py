@@ -135,7 +135,7 @@ async def run_nested_call(
     try:
         return await run_call(state, call, offered, parent=parent)
     except asyncio.CancelledError:
-        mark_cancelled(state, call)
+        mark_cancelled(state.calls, call)
         raise
     finally:
         state.calls.running.pop(call.id, None)
@@ -323,7 +323,7 @@ async def _bounded(
 
 def _cancelled_message(state: RunState, call: ToolCall) -> Message:
     """Answer a call that the run's cancel stopped before it ran; record it as cancelled."""
-    mark_cancelled(state, call)
+    mark_cancelled(state.calls, call)
     reason = state.cancel_reason or "the run was cancelled"
     return cancelled_reply(call.id, call.name, reason, workflow.now())
 

@@ -12,6 +12,7 @@ from durable_tools.tools import ToolOutcome
 from durable_tools.workflows.calls._audit import bounded_details, transport_of
 from durable_tools.workflows.calls._execute import Executed
 from durable_tools.workflows.run._replies import skipped_reply
+from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 
@@ -123,9 +124,9 @@ def record_outcome(
     return outcome
 
 
-def mark_cancelled(state: RunState, call: ToolCall) -> None:
+def mark_cancelled(calls: RunCalls, call: ToolCall) -> None:
     """Record a call that the run's cancel stopped before it ran (or while it waited)."""
-    record = state.calls.records.get(call.id)
+    record = calls.records.get(call.id)
     if record is not None and record.status in (
         "running",
         "awaiting_approval",

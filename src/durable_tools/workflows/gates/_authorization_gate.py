@@ -39,6 +39,7 @@ from durable_tools.workflows.observe._visibility import publish
 from durable_tools.workflows.run._replies import unauthorized_reply
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.run._valid_call import ValidCall
+from durable_tools.workflows.run._wait_maps import GateState
 
 __all__ = ["accept_authorization", "authorize", "check_reissue", "reissue"]
 
@@ -161,33 +162,33 @@ def accept_authorization(state: RunState, completed: object) -> None:
     state.gates.authorizations.answered[completed.call_id] = completed
 
 
-def check_reissue(state: RunState, call_id: object) -> None:
+def check_reissue(gates: GateState, call_id: object) -> None:
     """The `reissue_authorization` update's validator: a pending authorization of that call.
 
     Raises:
         ValueError: the request names no pending authorization (rejected before history).
     """
     checked = check_call_id(call_id)
-    if waiting_call(state.gates.authorizations, checked) is None:
+    if waiting_call(gates.authorizations, checked) is None:
         raise ValueError(f"no authorization is pending for call {checked[:100]!r}")
 
 
-async def reissue(state: RunState, call_id: str) -> PendingAuthorization:
+async def reissue(gates: GateState, call_id: str) -> PendingAuthorization:
     """Ask the gate waiting on `call_id` for a fresh link; returns the renewed wait.
 
     Raises:
         ApplicationError: the wait ended (granted, failed, cancelled) before a new link
             was issued; the update fails, the run does not.
     """
-    before = state.gates.authorizations.pending[call_id].issued
-    state.gates.reissue.add(call_id)
+    before = gates.authorizations.pending[call_id].issued
+    gates.reissue.add(call_id)
 
     def renewed() -> bool:
-        current = state.gates.authorizations.pending.get(call_id)
+        current = gates.authorizations.pending.get(call_id)
         return current is None or current.issued != before
 
     await workflow.wait_condition(renewed)
-    current = state.gates.authorizations.pending.get(call_id)
+    current = gates.authorizations.pending.get(call_id)
     if current is None:
         raise ApplicationError(f"the authorization of call {call_id} ended before a new link")
     return current

@@ -22,6 +22,7 @@ from durable_tools.protocol._wait_types import ApprovalDecision
 from durable_tools.workflows.gates._approval_policy import PENDING_REFIT_PATCH, refit_waiting
 from durable_tools.workflows.gates._grants import scope_key
 from durable_tools.workflows.observe._visibility import publish
+from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._wait_maps import GateState
 
@@ -54,15 +55,15 @@ def check_decision_of(state: RunState, decision: object) -> None:
         identity_grants=state.policy.identity_grants,
         has_identity=scope_key(state) is not None,
         how_decided=lambda call_id: _how_decided(
-            state, call_id, state.gates.approvals.answered[call_id]
+            state.calls, call_id, state.gates.approvals.answered[call_id]
         ),
     )
 
 
-def _how_decided(state: RunState, call_id: str, decision: ApprovalDecision) -> str:
+def _how_decided(calls: RunCalls, call_id: str, decision: ApprovalDecision) -> str:
     """`approved by alice at 2026-...`: what a second decider is told."""
     verdict = "approved" if decision.approve else "denied"
-    record = state.calls.records.get(call_id)
+    record = calls.records.get(call_id)
     when = record.decided_at if record is not None else None
     return f"{verdict} by {decision.decider}" + (f" at {when.isoformat()}" if when else "")
 

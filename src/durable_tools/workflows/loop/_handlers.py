@@ -152,11 +152,11 @@ class RunHandlers:
     async def reissue_authorization(self, call_id: str) -> PendingAuthorization:
         """A fresh authorization link for a call waiting on one (the old link may have
         expired); returns the renewed wait, with the new link and its expiry."""
-        return await reissue(self._state, call_id)
+        return await reissue(self._state.gates, call_id)
 
     @reissue_authorization.validator
     def _validate_reissue(self, call_id: str) -> None:
-        check_reissue(self._state, call_id)
+        check_reissue(self._state.gates, call_id)
 
     # ------------------------------------------------------- steering, cancel
 
@@ -230,11 +230,11 @@ class RunHandlers:
     @workflow.update
     async def answer_input(self, call_id: Any, action: Any, content: Any = None) -> str:
         """The user's answer to an MCP server's question: accept (content), decline, cancel."""
-        return accept_answer(self._state, call_id, action, content)
+        return accept_answer(self._state.gates, call_id, action, content)
 
     @answer_input.validator
     def _validate_answer_input(self, call_id: Any, action: Any, content: Any = None) -> None:
-        check_answer(self._state, call_id, action, content)
+        check_answer(self._state.gates, call_id, action, content)
 
     # ---------------------------------------------------------------- queries
 

@@ -61,7 +61,7 @@ def describe(spec: ToolSpec) -> str:
 def _tool_definitions(state: RunState) -> list[ToolDefinition]:
     offered = advertised(state)
     key = tuple(offered)
-    if state.definitions is None or state.definitions[0] != key:
+    if state.model.definitions is None or state.model.definitions[0] != key:
         provider = alias_provider(state.config.model)
         definitions = [
             ToolDefinition(
@@ -78,8 +78,8 @@ def _tool_definitions(state: RunState) -> list[ToolDefinition]:
         if state.config.code_mode is not None:  # after the tools its description lists
             definitions.append(script_definition(host_specs(offered), state.config.code_mode))
         definitions += output_tools(state)  # structured output's `final_answer`, if any
-        state.definitions = (key, definitions)
-    return state.definitions[1]
+        state.model.definitions = (key, definitions)
+    return state.model.definitions[1]
 
 
 async def call_model(state: RunState) -> ModelResponse:
@@ -121,7 +121,7 @@ async def call_model(state: RunState) -> ModelResponse:
     if turn.tools_ref is not None:
         state.tools_ref = turn.tools_ref
     if compaction is not None:
-        note_context(state, turn.response, projected)
+        note_context(state.model, turn.response, projected)
     _bound_call_ids(state, turn.response.message)
     return turn.response
 
@@ -180,7 +180,7 @@ async def _model_activity(
         base_length=base_length,
         tools_ref=tools_ref,
         stream=config.stream_tokens,
-        context=state.context,
+        context=state.model.context,
     )
     _check_input_size(call, messages)
     turn: ModelTurn = await workflow.execute_activity(

@@ -239,7 +239,7 @@ def snapshot(state: RunState) -> RunSnapshot:
         conversation_offset=state.offset,
         policy=state.policy,
         standing_grants=list(state.standing_grants),
-        usage=state.usage,
+        usage=state.model.usage,
         cost=run_cost(state),
         pending_callbacks=list(state.gates.callbacks.pending.values()),
         pending_inputs=list(state.gates.inputs.pending.values()),

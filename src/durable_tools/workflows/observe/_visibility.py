@@ -22,6 +22,7 @@ from durable_tools.protocol._run_io import REVISION_SHORT_START
 from durable_tools.protocol._types import RunStatus
 from durable_tools.protocol._wait_types import PendingApproval, PendingAuthorization
 from durable_tools.workflows.run._state import RunState
+from durable_tools.workflows.run._wait_maps import GateState
 
 __all__ = ["FINAL", "publish", "unless_evicted"]
 
@@ -41,9 +42,9 @@ def _current_status(state: RunState) -> RunStatus:
     return RunStatus.RUNNING
 
 
-def _awaiting_tool(state: RunState) -> str:
+def _awaiting_tool(gates: GateState) -> str:
     """The tool of the first call waiting, of the first kind that has one shown."""
-    for waits in state.gates.all():
+    for waits in gates.all():
         if waits.shown:
             for pending in waits.pending.values():
                 tool: str = pending.tool
@@ -58,7 +59,7 @@ def publish(state: RunState, doing: str | None = None) -> None:
     command in history.
     """
     state.status = _current_status(state)
-    awaiting = _awaiting_tool(state)
+    awaiting = _awaiting_tool(state.gates)
     values = (state.status.value, len(state.gates.approvals.pending), awaiting)
     if (
         state.published is None
@@ -77,7 +78,7 @@ def publish(state: RunState, doing: str | None = None) -> None:
         # Tokens ride along in the same command (no extra event), and only on runs that
         # started with the attribute: the client sets it when the namespace registers it.
         if workflow.info().typed_search_attributes.get(sa.TOKENS) is not None:
-            usage = state.usage
+            usage = state.model.usage
             updates.append(sa.TOKENS.value_set(usage.input_tokens + usage.output_tokens))
         workflow.upsert_search_attributes(updates)
     workflow.set_current_details(_details(state, doing))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from durable_tools.messages import Message, Usage
 from durable_tools.protocol._run_io import AgentInput, CarriedState
 from durable_tools.tools._catalog_pack import unpack
+from durable_tools.workflows.run._model_use import ModelUse
 from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._session import Session
 from durable_tools.workflows.run._state import RunState
@@ -71,6 +72,13 @@ def start_state(input: AgentInput) -> RunState:
         offset=carried.conversation_offset,
         snapshot=carried.snapshot,
         snapshot_length=carried.snapshot_length,
+        model=ModelUse(
+            usage=carried.usage or Usage(),
+            fallback_usage=dict(carried.fallback_usage),
+            context=carried.context,
+            context_tokens=carried.context_tokens,
+            compactions=carried.compactions,
+        ),
         calls=RunCalls(
             uses=dict(carried.call_uses),
             ids_dropped=carried.call_ids_dropped,
@@ -78,12 +86,7 @@ def start_state(input: AgentInput) -> RunState:
         ),
         policy=carried.policy or config.approval,
         standing_grants=list(carried.standing_grants),
-        usage=carried.usage or Usage(),
-        fallback_usage=dict(carried.fallback_usage),
         output_repairs=carried.output_repairs,
-        context=carried.context,
-        context_tokens=carried.context_tokens,
-        compactions=carried.compactions,
         timeline_carried_in=len(carried.timeline),
         events_carried_in=(
             carried.events_total if carried.events_total is not None else len(carried.events)
@@ -128,12 +131,12 @@ def carry_state(
         call_uses={} if drop_ids else state.calls.uses,
         call_ids_dropped=drop_ids,
         budget_used=state.calls.budget_used,
-        usage=state.usage,
-        fallback_usage=state.fallback_usage,
+        usage=state.model.usage,
+        fallback_usage=state.model.fallback_usage,
         output_repairs=state.output_repairs,
-        context=state.context,
-        context_tokens=state.context_tokens,
-        compactions=state.compactions,
+        context=state.model.context,
+        context_tokens=state.model.context_tokens,
+        compactions=state.model.compactions,
         continued=state.continued + 1,
         policy=None if state.policy == state.config.approval else state.policy,
         standing_grants=state.standing_grants,

@@ -15,8 +15,7 @@ from typing import Any
 
 from temporalio import workflow
 
-from durable_tools.messages import Message, ToolCall, ToolDefinition, Usage
-from durable_tools.protocol._compaction import ContextView
+from durable_tools.messages import Message, ToolCall
 from durable_tools.protocol._event_names import EventName
 from durable_tools.protocol._policy_types import StandingGrant
 from durable_tools.protocol._records import RunEvent, ToolCallRecord
@@ -26,6 +25,7 @@ from durable_tools.tools._catalog_pack import PackedCatalog
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows.run._model_use import ModelUse
 from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._session import Session
 from durable_tools.workflows.run._wait_maps import GateState
@@ -79,22 +79,12 @@ class RunState:
     """The live approval policy: the config's, until a `set_policy` update changes it."""
     standing_grants: list[StandingGrant] = field(default_factory=list)
     """Run-scoped standing grants ("approve and stop asking"), revoked ones kept."""
-    usage: Usage = field(default_factory=Usage)
-    """Tokens of every model call of the chain so far (see `_usage`)."""
-    fallback_usage: dict[str, Usage] = field(default_factory=dict)
-    """Of `usage`, the tokens of turns answered by a fallback model, by model spec."""
     output_repairs: int = 0
     """Final answers that broke the output schema so far (see `_final_output`)."""
     packed_catalog: PackedCatalog | None = None
     """`catalog` as the packed catalog activity sent it; carried instead of the specs."""
     session: Session | None = None
     """With `AgentConfig.session`: the session's messages and wait (see loop `_session`)."""
-    context: ContextView | None = None
-    """What the model is sent once its context was compacted (see `_compaction`)."""
-    context_tokens: int = 0
-    """The model's context after the last model call, in tokens: reported, else estimated."""
-    compactions: int = 0
-    """Compactions of the chain so far (numbers the summariser's calls)."""
 
     # Not carried: rebuilt, or empty between turns.
     turn_base: int = 0
@@ -118,8 +108,9 @@ class RunState:
     """The instruction of a steer that asked to skip the current turn's remaining calls;
     cleared when the pending steers are delivered to the model. Never carried: a run
     continues-as-new only between turns, and the next delivery would clear it anyway."""
-    answered_by: str = ""
-    """The model spec that answered the latest model call (a fallback model, or `model`)."""
+    model: ModelUse = field(default_factory=ModelUse)
+    """What the model calls used and were sent (tokens, the compacted context, the tool
+    definitions); changed only by `workflows/loop/`."""
     calls: RunCalls = field(default_factory=RunCalls)
     """The tool calls' own state (ids used, keys, running tasks, records, budgets);
     changed only by `workflows/calls/`."""
@@ -129,8 +120,6 @@ class RunState:
     """Notifications started in this history (numbers their delivery ids)."""
     notifying: set[asyncio.Task[None]] = field(default_factory=set)
     """Notifications still being sent; never awaited by the loop."""
-    definitions: tuple[tuple[str, ...], list[ToolDefinition]] | None = None
-    """Tool definitions for the advertised set they were built for."""
     tools_ref: ArtifactRef | None = None
     """Where the model activity stored the current definitions; later calls send this."""
     max_advertised: int | None = None
@@ -144,9 +133,6 @@ class RunState:
     """What the run's handler names start with: "" for an agent workflow, the prefix of an
     embedded `AgentLoop`'s `register_handlers`. Parties outside the workflow are told it
     (the OAuth callback signals `handler_prefix + "authorization_completed"`)."""
-    compaction_blocked_at: int = -1
-    """The conversation's length when a compaction found nothing to summarise: not tried
-    again until it grows (not carried: a continued run tries once more)."""
     started_by_older_worker: bool = False
     """A run whose input has `revision` 1 had its first task run by a worker that ignores
     the revision (see `_run_catalog.load_catalog`): it records what runs before it did."""

@@ -54,6 +54,7 @@ from durable_tools.workflows.run._replies import (
     script_invalid_reply,
     script_reply,
 )
+from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.script._stubs import host_specs, host_stubs
 
@@ -283,7 +284,7 @@ class _ScriptRun:
             return HostAnswer(call_id=host.call_id, error_type="RuntimeError", error=why)
         state.tool_calls += 1
         if workflow.patched(HOST_IDS_CLAIMED_PATCH):
-            call_id = _unused_call_id(state, f"{self.call.id}/{n}")
+            call_id = _unused_call_id(state.calls, f"{self.call.id}/{n}")
             claim_call_id(state, call_id)
         else:
             call_id = short_call_id(f"{self.call.id}/{n}")
@@ -381,7 +382,7 @@ def _over_call_limit(state: RunState, limit: int) -> bool:
     return not workflow.patched(PER_MESSAGE_CALLS_PATCH)
 
 
-def _unused_call_id(state: RunState, wanted: str) -> str:
+def _unused_call_id(calls: RunCalls, wanted: str) -> str:
     """`wanted` as a call id, or `wanted~<k>` when a call of this run already has it.
 
     The model names its calls: a direct call named `s1/1` (or a script id used again) must
@@ -389,7 +390,7 @@ def _unused_call_id(state: RunState, wanted: str) -> str:
     """
     call_id = short_call_id(wanted)
     attempt = 0
-    while call_id in state.calls.uses or call_id in state.calls.records:
+    while call_id in calls.uses or call_id in calls.records:
         attempt += 1
         call_id = short_call_id(f"{wanted}~{attempt}")
     return call_id
