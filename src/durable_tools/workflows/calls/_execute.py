@@ -38,7 +38,6 @@ from durable_tools.tools import (
     ToolOutcome,
     ToolSpec,
 )
-from durable_tools.workflows.calls._audit import transport_of
 from durable_tools.workflows.calls._flow_call import run_flow
 from durable_tools.workflows.calls._tool_activity import (
     attempts_after,
@@ -49,7 +48,7 @@ from durable_tools.workflows.calls._tool_activity import (
 )
 from durable_tools.workflows.gates._callback_gate import await_client
 from durable_tools.workflows.gates._input_gate import ask_user, needs_input
-from durable_tools.workflows.observe._visibility import unless_evicted
+from durable_tools.workflows.observe._visibility import evicting
 from durable_tools.workflows.run._replies import (
     activity_error_outcome,
     cancelled_outcome,
@@ -123,7 +122,7 @@ async def _run_activity(
     info = workflow.info()
     shown = f" {record.arguments}" if state.config.summary_arguments else ""
     summary = f"{spec.name} {call.id}{shown}"[:200] if state.config.activity_summaries else None
-    state.event("tool.started", call, transport=transport_of(spec), attempt=1)
+    state.event("tool.started", call, transport=valid.transport, attempt=1)
     attempts = 0
     resume: InputResume | None = None  # the user's answers to the server's last questions
     rounds = 0
@@ -321,7 +320,8 @@ def _ended_late(state: RunState, call: ToolCall, task: asyncio.Task[ToolOutcome]
             kind = cause.type if isinstance(cause, ApplicationError) else None
             how = f"failed ({kind or type(cause).__name__})"
     detail = f"the tool {how} after the run stopped waiting for it"
-    unless_evicted(lambda: state.event("tool.ended_late", call, detail=detail))
+    if not evicting():
+        state.event("tool.ended_late", call, detail=detail)
 
 
 def _after_cancel(state: RunState, valid: ValidCall, ended: _Ended, attempts: int) -> Executed:

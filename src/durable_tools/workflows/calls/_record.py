@@ -3,13 +3,15 @@ open the call's timeline entry when its route starts)."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from temporalio import workflow
 
 from durable_tools.messages import Message, ToolCall
 from durable_tools.protocol._limits import clip
 from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.tools import ToolOutcome
-from durable_tools.workflows.calls._audit import bounded_details, transport_of
 from durable_tools.workflows.calls._execute import Executed
 from durable_tools.workflows.run._replies import skipped_reply
 from durable_tools.workflows.run._run_calls import RunCalls
@@ -17,6 +19,7 @@ from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 
 __all__ = [
+    "MAX_DETAILS_BYTES",
     "STEER_NOTE_CHARS",
     "mark_cancelled",
     "open_record",
@@ -26,6 +29,12 @@ __all__ = [
 
 STEER_NOTE_CHARS = 200
 """A steer's instruction is cut to this length in a skipped call's result and in events."""
+
+MAX_DETAILS_BYTES = 2_000
+"""Largest structured value (as JSON) kept as `details` in the timeline and the events.
+
+Both are carried over continue-as-new (up to 500 entries each), so a bigger value would
+crowd the carried input; it stays available in the tool's artifacts when it was stored."""
 
 
 def open_record(state: RunState, call: ToolCall, *, parent: str | None = None) -> ToolCallRecord:
@@ -54,7 +63,7 @@ def record_outcome(
     call = valid.call
     outcome = executed.outcome
     record.finished_at = workflow.now()
-    transport = transport_of(valid.spec)
+    transport = valid.transport
     duration_ms = (
         (record.finished_at - record.started_at).total_seconds() * 1000
         if record.started_at is not None
@@ -91,7 +100,7 @@ def record_outcome(
     record.result = outcome.content[:300]
     record.error_kind = outcome.error_kind
     record.artifacts = list(outcome.artifacts)
-    record.details = bounded_details(outcome.structured)
+    record.details = _bounded_details(outcome.structured)
     if outcome.skipped is not None:
         # A before-hook skipped the call: the tool never ran, and `tool.skipped` closes the
         # call instead of `tool.completed`. Its `tool.started` (the call was scheduled)
@@ -151,3 +160,14 @@ def skipped_message(state: RunState, call: ToolCall) -> Message:
     record.finished_at = workflow.now()
     state.event("tool.skipped", call, detail=short)
     return reply
+
+
+def _bounded_details(value: Any) -> Any:
+    """`value` when its JSON fits `MAX_DETAILS_BYTES`, else None."""
+    if value is None:
+        return None
+    try:
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    except (TypeError, ValueError):
+        return None
+    return value if size <= MAX_DETAILS_BYTES else None

@@ -23,7 +23,6 @@ from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.protocol._types import RunStatus
 from durable_tools.protocol._wait_types import ApprovalDecision, PendingApproval
 from durable_tools.tools._approval_summary import call_summary
-from durable_tools.tools._formatting import redact_arguments
 from durable_tools.workflows.gates._approval_policy import PENDING_REFIT_PATCH, rule
 from durable_tools.workflows.gates._grants import grant_from_decision
 from durable_tools.workflows.gates._policy_auto import evaluate_call
@@ -36,7 +35,7 @@ from durable_tools.workflows.gates._wait import (
 )
 from durable_tools.workflows.observe._metrics import approval_decided, approval_requested
 from durable_tools.workflows.observe._notify import notify_approval
-from durable_tools.workflows.observe._visibility import publish, unless_evicted
+from durable_tools.workflows.observe._visibility import evicting, publish
 from durable_tools.workflows.run._replies import denied_reply
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.run._valid_call import ValidCall
@@ -109,7 +108,7 @@ async def _await_decision(
     pending = PendingApproval(
         call_id=call.id,
         tool=spec.name,
-        arguments=redact_arguments(valid.arguments, spec.safety.redact),
+        arguments=valid.redacted,
         arguments_hash=arguments_hash(valid.arguments),
         deciders=list(verdict.deciders),
         requested_at=now,
@@ -158,9 +157,9 @@ async def _await_decision(
         notify_approval(state, "approval.decided", pending, decision)
         return decision
     finally:
-        if evaluation is not None and not evaluation.done():
+        if evaluation is not None and not evaluation.done() and not evicting():
             # A person answered first: the evaluation is no longer wanted.
-            unless_evicted(lambda: _cancel(state, call, evaluation))
+            _cancel(state, call, evaluation)
         close_wait(state, waits, call.id)
 
 

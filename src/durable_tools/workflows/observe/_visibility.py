@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import shlex
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
@@ -24,7 +23,7 @@ from durable_tools.protocol._wait_types import PendingApproval, PendingAuthoriza
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._wait_maps import GateState
 
-__all__ = ["FINAL", "publish", "unless_evicted"]
+__all__ = ["FINAL", "evicting", "publish"]
 
 FINAL = frozenset(
     {RunStatus.COMPLETED, RunStatus.LIMIT_REACHED, RunStatus.FAILED, RunStatus.CANCELLED}
@@ -34,7 +33,7 @@ FINAL = frozenset(
 def _current_status(state: RunState) -> RunStatus:
     if state.status in FINAL:
         return state.status
-    for waits in state.gates.all():
+    for waits in state.gates.every:
         if waits.shown and waits.pending:
             return waits.kind.status
     if state.session is not None and not state.session.busy:
@@ -44,7 +43,7 @@ def _current_status(state: RunState) -> RunStatus:
 
 def _awaiting_tool(gates: GateState) -> str:
     """The tool of the first call waiting, of the first kind that has one shown."""
-    for waits in gates.all():
+    for waits in gates.every:
         if waits.shown:
             for pending in waits.pending.values():
                 tool: str = pending.tool
@@ -113,7 +112,7 @@ def _details(state: RunState, doing: str | None) -> str:
     lines = [f"**{state.status.value}** · turn {state.turn} · {state.tool_calls} tool calls"]
     if state.policy != _DEFAULT_POLICY:
         lines.append(f"approval policy: {describe_policy(state.policy)}")
-    for waits in state.gates.all():
+    for waits in state.gates.every:
         lines.extend(
             _how_to_resume(run_id, pending, state.handler_prefix)
             for pending in waits.pending.values()
@@ -184,11 +183,11 @@ def _word(text: str) -> str:
     return shlex.quote(_unticked(text))
 
 
-def unless_evicted(publish: Callable[[], None]) -> None:
-    """Run `publish` unless the workflow is being evicted from the worker's cache.
+def evicting() -> bool:
+    """Whether the workflow is being evicted from the worker's cache: a `finally` block
+    then does nothing that calls into the workflow.
 
     On eviction the SDK closes pending coroutines (GeneratorExit runs their `finally`
     blocks) outside the workflow event loop, where workflow calls would raise.
     """
-    if workflow.in_workflow() and not isinstance(sys.exception(), GeneratorExit):
-        publish()
+    return not workflow.in_workflow() or isinstance(sys.exception(), GeneratorExit)

@@ -125,6 +125,8 @@ class GateState:
     )
     """Callback calls published and waiting for a client (see `_callback_gate`)."""
 
-    def all(self) -> tuple[Waits[Any, Any], ...]:
-        """Every kind of wait, in the order the run's status and details show them."""
-        return (self.approvals, self.authorizations, self.inputs, self.callbacks)
+    every: tuple[Waits[Any, Any], ...] = field(init=False, repr=False)
+    """Every kind of wait, in the order the run's status and details show them."""
+
+    def __post_init__(self) -> None:
+        self.every = (self.approvals, self.authorizations, self.inputs, self.callbacks)
