@@ -30,6 +30,7 @@ PARTS: dict[str, str] = {
     "Waits": "workflows/gates/",
     "RunCalls": "workflows/calls/",
     "ModelUse": "workflows/loop/",
+    "CatalogState": "workflows/catalog/",
 }
 """Each tracked type and the code that owns it (a file, or a package ending in "/"):
 assignments there are the owner's own."""

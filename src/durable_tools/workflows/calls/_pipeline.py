@@ -33,7 +33,7 @@ from durable_tools.workflows.calls._record import (
     skipped_message,
 )
 from durable_tools.workflows.calls._validate import validate_call
-from durable_tools.workflows.catalog._run_catalog import find_tools
+from durable_tools.workflows.catalog._run_catalog import discover, find_tools
 from durable_tools.workflows.catalog._tool_search import SEARCH_TOOL
 from durable_tools.workflows.catalog._view import advertised, has_deferred
 from durable_tools.workflows.gates._approval_gate import approve
@@ -336,17 +336,8 @@ def _search_tools(state: RunState, call: ToolCall, record: ToolCallRecord) -> Me
         record.status = "invalid"
         return invalid_reply(call.id, call.name, error)
     found = find_tools(state, query, limit=5)
-    # Worst first: when only the latest finds stay advertised, the best one stays longest.
-    limit = state.max_advertised
-    for spec in reversed(found):
-        if spec.name in state.discovered:
-            if limit is None:
-                continue
-            state.discovered.remove(spec.name)  # found again: the latest find again
-        state.discovered.append(spec.name)
+    if discover(state.catalog, found):
         state.tools_ref = None  # the next model call sends the new set
-    if limit is not None:
-        del state.discovered[:-limit]  # older finds are no longer advertised
     record.status = "completed"
     record.result = ", ".join(s.name for s in found) or "no match"
     state.event("tool.search", call, detail=record.result)

@@ -93,7 +93,7 @@ def _refuse(state: RunState, valid: ValidCall, record: ToolCallRecord, text: str
     spec, call = valid.spec, valid.call
     record.status = "denied"
     record.result = text[:300]
-    if state.policy.on_deny == "end_run":
+    if state.gates.policy.on_deny == "end_run":
         raise EndRun(RunStatus.FAILED, f"tool call {call.id} ({spec.name}) {text}")
     return Gate(refusal=denied_reply(call.id, spec.name, text))
 
@@ -102,7 +102,7 @@ async def _await_decision(
     state: RunState, valid: ValidCall, verdict: Verdict, checked: PreflightResult | None
 ) -> ApprovalDecision:
     call, spec = valid.call, valid.spec
-    policy = state.policy
+    policy = state.gates.policy
     now = workflow.now()
     timeout = policy.timeout_seconds
     pending = PendingApproval(
@@ -127,8 +127,8 @@ async def _await_decision(
             else f"approval deadline: {spec.name} {call.id}"
         )
         while not await wait_for_answer(state, waits, call.id, timeout, summary=shown):
-            if state.policy is not policy and workflow.patched(PENDING_REFIT_PATCH):
-                policy = state.policy  # changed while the call waited: it rules now
+            if state.gates.policy is not policy and workflow.patched(PENDING_REFIT_PATCH):
+                policy = state.gates.policy  # changed while the call waited: it rules now
             if policy.on_timeout == "escalate" and not pending.escalated and policy.escalate_to:
                 timeout = policy.escalation_timeout_seconds or policy.timeout_seconds
                 pending.escalated = True

@@ -224,7 +224,7 @@ def _was_called(state: RunState, call_id: str) -> bool:
 
 
 def _check_output(state: RunState, pending: PendingCallback, output: Any) -> None:
-    spec = next((s for s in state.catalog if s.name == pending.tool), None)
+    spec = next((s for s in state.catalog.specs if s.name == pending.tool), None)
     if spec is None or spec.output_schema is None or not spec.validates_output:
         return
     validator = schema_validator(f"{spec.name}#output", spec.output_schema)

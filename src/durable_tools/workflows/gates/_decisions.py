@@ -52,7 +52,7 @@ def check_decision_of(state: RunState, decision: object) -> None:
         state.gates.approvals.pending,
         state.gates.approvals.answered.keys(),
         hash_required=state.calls.ids_dropped or state.calls.uses.get(decision.call_id, 0) > 1,
-        identity_grants=state.policy.identity_grants,
+        identity_grants=state.gates.policy.identity_grants,
         has_identity=scope_key(state) is not None,
         how_decided=lambda call_id: _how_decided(
             state.calls, call_id, state.gates.approvals.answered[call_id]
@@ -156,7 +156,7 @@ def check_policy_change(change: object) -> None:
 def apply_policy_change(state: RunState, change: PolicyChange) -> str:
     """Make `change.policy` the live policy, its deny list and deciders also for calls
     already waiting for a person (`refit_waiting`); audited in the run's events."""
-    state.policy = change.policy
+    state.gates.policy = change.policy
     detail = f"by {change.changed_by}" + (f": {change.reason}" if change.reason else "")
     state.event("policy.changed", detail=clip(detail, MAX_REASON_CHARS))
     if state.gates.approvals.pending and workflow.patched(PENDING_REFIT_PATCH):
@@ -172,7 +172,7 @@ def check_revocation(state: RunState, revocation: object) -> None:
         raise InvalidDecision(
             f"a revocation must be a GrantRevocation, got {type(revocation).__name__}"
         )
-    live = [g.grant_id for g in state.standing_grants if g.revoked_at is None]
+    live = [g.grant_id for g in state.gates.standing_grants if g.revoked_at is None]
     if revocation.grant_id not in live:
         raise InvalidDecision(
             f"no live run-scoped grant {revocation.grant_id!r} (live: {', '.join(live) or 'none'})"
@@ -181,9 +181,9 @@ def check_revocation(state: RunState, revocation: object) -> None:
 
 def apply_revocation(state: RunState, revocation: GrantRevocation) -> str:
     """Revoke a run-scoped standing grant: its tool's calls are asked again."""
-    for index, grant in enumerate(state.standing_grants):
+    for index, grant in enumerate(state.gates.standing_grants):
         if grant.grant_id == revocation.grant_id:
-            state.standing_grants[index] = grant.model_copy(
+            state.gates.standing_grants[index] = grant.model_copy(
                 update={"revoked_at": workflow.now(), "revoked_by": revocation.revoked_by}
             )
     state.event("grant.revoked", detail=f"{revocation.grant_id} by {revocation.revoked_by}")

@@ -69,7 +69,7 @@ async def grant_from_decision(
         reason=decision.reason,
     )
     if grant.scope == "run":
-        state.standing_grants.append(grant)
+        state.gates.standing_grants.append(grant)
     else:
         await workflow.execute_activity(
             GRANT_SAVE_ACTIVITY,

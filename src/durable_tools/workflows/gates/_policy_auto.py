@@ -71,7 +71,7 @@ async def evaluate_call(
     state.event("auto.evaluated", call, detail=clip(detail, 1000))
     if call.id in state.gates.approvals.answered or call.id not in state.gates.approvals.pending:
         return  # a person answered while the result was on its way
-    if state.policy.auto != auto and workflow.patched(AUTO_FOLLOWS_POLICY_PATCH):
+    if state.gates.policy.auto != auto and workflow.patched(AUTO_FOLLOWS_POLICY_PATCH):
         # A `set_policy` changed or ended auto mode while the evaluation ran: its verdict
         # was asked under a policy no longer in force.
         state.event("auto.escalated", call, detail="auto mode changed; a person decides")

@@ -89,7 +89,7 @@ def output_tools(state: RunState) -> list[ToolDefinition]:
     schema = state.config.output_type
     if schema is None or output_mode(state.config) != "tool":
         return []
-    if any(spec.name == FINAL_ANSWER_TOOL for spec in state.catalog):
+    if any(spec.name == FINAL_ANSWER_TOOL for spec in state.catalog.specs):
         raise EndRun(
             RunStatus.FAILED,
             f"a tool named {FINAL_ANSWER_TOOL!r} clashes with the structured output tool: "

@@ -131,7 +131,7 @@ class ToolRuntime:
     async def tools(self) -> list[ToolSpec]:
         """The tools this runtime offers (the catalog, loaded at the first need)."""
         await self._ready()
-        return list(self._state.catalog)
+        return list(self._state.catalog.specs)
 
     async def call(
         self,
@@ -176,7 +176,7 @@ class ToolRuntime:
         call = ToolCall(id=short_call_id(given), name=tool, arguments=text)
         state.tool_calls += 1
         try:
-            message = await run_single_call(state, call, {s.name: s for s in state.catalog})
+            message = await run_single_call(state, call, {s.name: s for s in state.catalog.specs})
         except EndRun as end:
             raise ApplicationError(
                 end.reason, type=f"ToolRuntime:{end.status.value}", non_retryable=True

@@ -63,7 +63,7 @@ def publish(state: RunState, doing: str | None = None) -> None:
     if (
         state.published is None
         and state.input.revision >= REVISION_SHORT_START
-        and not state.started_by_older_worker
+        and not state.catalog.started_by_older_worker
     ):
         state.published = _started_with(state)
     if values != state.published:
@@ -110,8 +110,8 @@ _DEFAULT_POLICY = ApprovalPolicy()
 def _details(state: RunState, doing: str | None) -> str:
     run_id = workflow.info().workflow_id
     lines = [f"**{state.status.value}** · turn {state.turn} · {state.tool_calls} tool calls"]
-    if state.policy != _DEFAULT_POLICY:
-        lines.append(f"approval policy: {describe_policy(state.policy)}")
+    if state.gates.policy != _DEFAULT_POLICY:
+        lines.append(f"approval policy: {describe_policy(state.gates.policy)}")
     for waits in state.gates.every:
         lines.extend(
             _how_to_resume(run_id, pending, state.handler_prefix)

@@ -17,14 +17,12 @@ from temporalio import workflow
 
 from durable_tools.messages import Message, ToolCall
 from durable_tools.protocol._event_names import EventName
-from durable_tools.protocol._policy_types import StandingGrant
 from durable_tools.protocol._records import RunEvent, ToolCallRecord
 from durable_tools.protocol._run_io import AgentInput
-from durable_tools.protocol._types import AgentConfig, ApprovalPolicy, RunStatus, Transport
-from durable_tools.tools._catalog_pack import PackedCatalog
+from durable_tools.protocol._types import AgentConfig, RunStatus, Transport
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
-from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows.run._catalog_state import CatalogState
 from durable_tools.workflows.run._model_use import ModelUse
 from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._session import Session
@@ -57,8 +55,9 @@ class RunState:
     config: AgentConfig
     conversation: list[Message]
     """Messages from index `offset` of the whole conversation on."""
-    catalog: list[ToolSpec]
-    """The tools this run may use, from the catalog activity (recorded in history)."""
+    catalog: CatalogState = field(default_factory=CatalogState)
+    """The tools this run may use and what it advertises; changed only by
+    `workflows/catalog/`."""
     turn: int = 0
     tool_calls: int = 0
     timeline: list[ToolCallRecord] = field(default_factory=list)
@@ -68,21 +67,13 @@ class RunState:
     """Events emitted by the whole chain: the next event's `seq`."""
     steer: list[str] = field(default_factory=list)
     """Steering instructions waiting for the next model turn."""
-    discovered: list[str] = field(default_factory=list)
-    """Deferred tools found through `search_tools`, advertised from then on."""
     continued: int = 0
     offset: int = 0
     """Messages before this index live only in the conversation snapshot."""
     snapshot: ArtifactRef | None = None
     snapshot_length: int = 0
-    policy: ApprovalPolicy = field(default_factory=ApprovalPolicy)
-    """The live approval policy: the config's, until a `set_policy` update changes it."""
-    standing_grants: list[StandingGrant] = field(default_factory=list)
-    """Run-scoped standing grants ("approve and stop asking"), revoked ones kept."""
     output_repairs: int = 0
     """Final answers that broke the output schema so far (see `_final_output`)."""
-    packed_catalog: PackedCatalog | None = None
-    """`catalog` as the packed catalog activity sent it; carried instead of the specs."""
     session: Session | None = None
     """With `AgentConfig.session`: the session's messages and wait (see loop `_session`)."""
 
@@ -115,27 +106,20 @@ class RunState:
     """The tool calls' own state (ids used, keys, running tasks, records, budgets);
     changed only by `workflows/calls/`."""
     gates: GateState = field(default_factory=GateState)
-    """The calls waiting at a gate and their answers; changed only by `workflows/gates/`."""
+    """The live policy and standing grants, the calls waiting at a gate and their answers;
+    changed only by `workflows/gates/`."""
     notifications: int = 0
     """Notifications started in this history (numbers their delivery ids)."""
     notifying: set[asyncio.Task[None]] = field(default_factory=set)
     """Notifications still being sent; never awaited by the loop."""
     tools_ref: ArtifactRef | None = None
     """Where the model activity stored the current definitions; later calls send this."""
-    max_advertised: int | None = None
-    """Most tools advertised up front (the config's, for runs with a packed catalog); None
-    for runs that started before automatic deferral: all their tools are advertised."""
-    search_index: Any = None
-    """The BM25 index over the deferred tools, built at the first search."""
     published: tuple[str, int, str] | None = None
     """Search attribute values last upserted, so unchanged ones are not sent again."""
     handler_prefix: str = ""
     """What the run's handler names start with: "" for an agent workflow, the prefix of an
     embedded `AgentLoop`'s `register_handlers`. Parties outside the workflow are told it
     (the OAuth callback signals `handler_prefix + "authorization_completed"`)."""
-    started_by_older_worker: bool = False
-    """A run whose input has `revision` 1 had its first task run by a worker that ignores
-    the revision (see `_run_catalog.load_catalog`): it records what runs before it did."""
 
     def event(
         self,

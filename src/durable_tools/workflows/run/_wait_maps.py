@@ -18,7 +18,8 @@ from typing import Any, Generic, TypeVar
 from durable_tools.protocol._callback_types import CallbackResult, PendingCallback
 from durable_tools.protocol._input_types import InputAnswer, PendingInput
 from durable_tools.protocol._notification_types import NotificationEvent
-from durable_tools.protocol._types import RunStatus
+from durable_tools.protocol._policy_types import StandingGrant
+from durable_tools.protocol._types import ApprovalPolicy, RunStatus
 from durable_tools.protocol._wait_types import (
     ApprovalDecision,
     AuthorizationCompleted,
@@ -103,9 +104,16 @@ class Waits(Generic[Pending, Answer]):
 
 @dataclass
 class GateState:
-    """What the gates of one run hold: the calls waiting for each kind of answer, and the
-    answers they have not taken yet. Changed only by `workflows/gates/`; never carried
-    over continue-as-new (a run continues only between turns, when no call waits)."""
+    """What the gates of one run hold: the live approval policy and the run's standing
+    grants (both carried over continue-as-new), the calls waiting for each kind of answer
+    and the answers they have not taken yet (never carried: a run continues only between
+    turns, when no call waits). Changed only by `workflows/gates/`."""
+
+    policy: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    """The live approval policy: the config's, until a `set_policy` update changes it."""
+    standing_grants: list[StandingGrant] = field(default_factory=list)
+    """Run-scoped standing grants ("approve and stop asking"), revoked ones kept.
+    Approval grants; a completed OAuth authorization is `authorizations.answered`."""
 
     approvals: Waits[PendingApproval, ApprovalDecision] = field(
         default_factory=lambda: Waits(APPROVAL)
