@@ -39,6 +39,7 @@ from durable_tools.workflows.observe._visibility import evicting, publish
 from durable_tools.workflows.run._replies import denied_reply
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.run._valid_call import ValidCall
+from durable_tools.workflows.run._wait_maps import GateState
 
 __all__ = ["Gate", "approve"]
 
@@ -65,7 +66,7 @@ async def approve(state: RunState, valid: ValidCall, record: ToolCallRecord) -> 
     if verdict.action == "deny":
         record.policy_layer = verdict.layer
         state.event("policy.denied", valid.call, detail=verdict.detail)
-        return _refuse(state, valid, record, f"denied by policy ({verdict.layer})")
+        return _refuse(state.gates, valid, record, f"denied by policy ({verdict.layer})")
     if verdict.action == "allow":
         if verdict.layer != "rules":
             record.policy_layer = verdict.layer
@@ -86,14 +87,14 @@ async def approve(state: RunState, valid: ValidCall, record: ToolCallRecord) -> 
         await grant_from_decision(state, valid, decision)
         return Gate(preflight=checked)
     text = f"denied by {decision.decider}" + (f": {decision.reason}" if decision.reason else "")
-    return _refuse(state, valid, record, text)
+    return _refuse(state.gates, valid, record, text)
 
 
-def _refuse(state: RunState, valid: ValidCall, record: ToolCallRecord, text: str) -> Gate:
+def _refuse(gates: GateState, valid: ValidCall, record: ToolCallRecord, text: str) -> Gate:
     spec, call = valid.spec, valid.call
     record.status = "denied"
     record.result = text[:300]
-    if state.gates.policy.on_deny == "end_run":
+    if gates.policy.on_deny == "end_run":
         raise EndRun(RunStatus.FAILED, f"tool call {call.id} ({spec.name}) {text}")
     return Gate(refusal=denied_reply(call.id, spec.name, text))
 

@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 from durable_tools._activities._types import PreflightResult
 from durable_tools.messages import Message
 from durable_tools.protocol._records import ToolCallRecord
-from durable_tools.protocol._types import RunStatus
+from durable_tools.protocol._types import AgentConfig, RunStatus
 from durable_tools.protocol._wait_types import AuthorizationCompleted, PendingAuthorization
 from durable_tools.tools import ErrorKind
 from durable_tools.workflows.gates._approval_policy import preflight
@@ -44,8 +44,8 @@ from durable_tools.workflows.run._wait_maps import GateState
 __all__ = ["accept_authorization", "authorize", "check_reissue", "reissue"]
 
 
-def _deadline_of(state: RunState) -> timedelta | None:
-    timeout = state.config.authorization.timeout_seconds
+def _deadline_of(config: AgentConfig) -> timedelta | None:
+    timeout = config.authorization.timeout_seconds
     return timedelta(seconds=timeout) if timeout else None
 
 
@@ -63,7 +63,7 @@ async def authorize(
     call, spec = valid.call, valid.spec
     assert spec.oauth is not None
     policy = state.config.authorization
-    wait = _deadline_of(state)
+    wait = _deadline_of(state.config)
     record.status = "awaiting_authorization"
     waits = state.gates.authorizations
     state.gates.reissue.discard(call.id)

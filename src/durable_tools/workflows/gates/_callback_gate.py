@@ -52,6 +52,7 @@ from durable_tools.workflows.gates._wait import (
     wait_for_answer,
     waiting_call,
 )
+from durable_tools.workflows.run._catalog_state import CatalogState
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 
@@ -216,15 +217,15 @@ def check_callback_result(state: RunState, raw: Any) -> None:
             )
         except ValueError as err:
             raise _reject(str(err), CALLBACK_INVALID) from None
-        _check_output(state, pending, answer.output)
+        _check_output(state.catalog, pending, answer.output)
 
 
 def _was_called(state: RunState, call_id: str) -> bool:
     return call_id in state.calls.records or any(r.call_id == call_id for r in state.timeline)
 
 
-def _check_output(state: RunState, pending: PendingCallback, output: Any) -> None:
-    spec = next((s for s in state.catalog.specs if s.name == pending.tool), None)
+def _check_output(catalog: CatalogState, pending: PendingCallback, output: Any) -> None:
+    spec = next((s for s in catalog.specs if s.name == pending.tool), None)
     if spec is None or spec.output_schema is None or not spec.validates_output:
         return
     validator = schema_validator(f"{spec.name}#output", spec.output_schema)

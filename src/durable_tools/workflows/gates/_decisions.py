@@ -166,13 +166,13 @@ def apply_policy_change(state: RunState, change: PolicyChange) -> str:
     return "policy changed"
 
 
-def check_revocation(state: RunState, revocation: object) -> None:
+def check_revocation(gates: GateState, revocation: object) -> None:
     """Refuse a revocation of a grant the run does not hold (or no longer holds)."""
     if not isinstance(revocation, GrantRevocation):
         raise InvalidDecision(
             f"a revocation must be a GrantRevocation, got {type(revocation).__name__}"
         )
-    live = [g.grant_id for g in state.gates.standing_grants if g.revoked_at is None]
+    live = [g.grant_id for g in gates.standing_grants if g.revoked_at is None]
     if revocation.grant_id not in live:
         raise InvalidDecision(
             f"no live run-scoped grant {revocation.grant_id!r} (live: {', '.join(live) or 'none'})"

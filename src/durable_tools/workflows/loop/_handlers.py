@@ -139,7 +139,7 @@ class RunHandlers:
 
     @revoke_grant.validator
     def _validate_revocation(self, revocation: GrantRevocation) -> None:
-        check_revocation(self._state, revocation)
+        check_revocation(self._state.gates, revocation)
 
     # --------------------------------------------------------- authorization
 

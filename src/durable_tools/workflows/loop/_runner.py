@@ -126,11 +126,11 @@ async def _loop(state: RunState, *, continue_as_new: bool) -> None:
                 return
             continue  # the model was asked to repair its answer
         # `finals`: calls of the structured output's `final_answer` tool (none without one).
-        finals, calls = split_final_calls(state, message.tool_calls)
+        finals, calls = split_final_calls(state.config, message.tool_calls)
         if calls:
             calls, over = _check_turn_limits(state, calls)
             state.tool_calls += len(calls)
-            state.conversation.extend(await run_calls(state, calls, script_routes(state)))
+            state.conversation.extend(await run_calls(state, calls, script_routes(state.config)))
             state.conversation.extend(refuse_over_turn_limit(state, over))
         if finals and accept_final_calls(state, finals):
             return

@@ -18,7 +18,7 @@ from durable_tools.protocol._limits import MAX_REASON_CHARS, clip
 from durable_tools.protocol._policy_types import ApprovalPolicy
 from durable_tools.protocol._resume import answer_command
 from durable_tools.protocol._run_io import REVISION_SHORT_START
-from durable_tools.protocol._types import RunStatus
+from durable_tools.protocol._types import AgentConfig, RunStatus
 from durable_tools.protocol._wait_types import PendingApproval, PendingAuthorization
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._wait_maps import GateState
@@ -65,7 +65,7 @@ def publish(state: RunState, doing: str | None = None) -> None:
         and state.input.revision >= REVISION_SHORT_START
         and not state.catalog.started_by_older_worker
     ):
-        state.published = _started_with(state)
+        state.published = _started_with(state.config)
     if values != state.published:
         state.published = values
         updates: list[SearchAttributeUpdate[Any]] = [
@@ -83,7 +83,7 @@ def publish(state: RunState, doing: str | None = None) -> None:
     workflow.set_current_details(_details(state, doing))
 
 
-def _started_with(state: RunState) -> tuple[str, int, str] | None:
+def _started_with(config: AgentConfig) -> tuple[str, int, str] | None:
     """The values the run's start event already holds, if it holds all of them.
 
     `DurableTools.start` sets every attribute `publish` writes, so a run it started need
@@ -99,7 +99,7 @@ def _started_with(state: RunState) -> tuple[str, int, str] | None:
     awaiting = started.get(sa.AWAITING_TOOL)
     if status is None or pending is None or awaiting is None:
         return None
-    if started.get(sa.AGENT_NAME) != state.config.name:
+    if started.get(sa.AGENT_NAME) != config.name:
         return None
     return (status, pending, awaiting)
 

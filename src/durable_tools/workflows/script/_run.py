@@ -38,6 +38,7 @@ from durable_tools.messages import Message, ToolCall
 from durable_tools.protocol._code_mode import SCRIPT_TOOL, CodeMode
 from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, clip, payload_bytes, short_call_id
 from durable_tools.protocol._records import ToolCallRecord
+from durable_tools.protocol._types import AgentConfig
 from durable_tools.tools import ErrorKind, InvalidArguments, ToolSpec
 from durable_tools.tools._validation import parse_arguments
 from durable_tools.workflows.calls._pipeline import (
@@ -105,9 +106,9 @@ async def run_script(state: RunState, call: ToolCall, offered: dict[str, ToolSpe
     return await _ScriptRun(state, call, record, host_specs(offered), config).run(script)
 
 
-def script_routes(state: RunState) -> dict[str, CallRoute]:
+def script_routes(config: AgentConfig) -> dict[str, CallRoute]:
     """The built-in tools this layer answers: `run_script`, when code mode is on."""
-    return {SCRIPT_TOOL: run_script} if state.config.code_mode is not None else {}
+    return {SCRIPT_TOOL: run_script} if config.code_mode is not None else {}
 
 
 def _script_of(call: ToolCall, config: CodeMode) -> str | InvalidArguments:
