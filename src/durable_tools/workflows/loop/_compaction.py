@@ -8,7 +8,7 @@ its last call (the provider's reported input and output tokens, or the estimate 
 `protocol._compaction` when it reported none) plus an estimate of the messages added
 since. When that would pass the configured share of the window, the compact activity
 summarises the older messages; its answer (the boundary and the summary) is recorded in
-history, so a replay takes the same view. The view is state (`RunState.context`), sent
+history, so a replay takes the same view. The view is state (`ModelUse.context`), sent
 with every later model call; the snapshot chain keeps the whole transcript.
 """
 

@@ -1,10 +1,18 @@
-"""The state of one agent run, as one dataclass.
+"""The state of one agent run: one part per role, and what the loop itself keeps.
 
-Every stage of the loop and of the call pipeline reads and writes a `RunState`; the part
-of it that outlives a history (conversation, timeline, counters, pending steering, ...)
-is what continue-as-new carries (`RunState.carried`), and `RunState.start` rebuilds the
-rest from an `AgentInput`. Pending decisions and running tools are never carried: a run
-continues-as-new only between turns, when none are open.
+Each role's part is changed only by that role's package, and a function that needs one
+part takes that part: `catalog` (`CatalogState`: the tools, what is advertised, the
+search) by `catalog/`, `calls` (`RunCalls`: ids used, keys, running tasks, records,
+budgets) by `calls/`, `gates` (`GateState`: the live policy, standing grants, the waits
+and their answers) by `gates/`, `model` (`ModelUse`: tokens, the compacted context, tool
+definitions) by `loop/`. The parts are data only and live here in `run/` so that every
+layer can read them; `bench.state_use` counts the assignments made outside the owner.
+
+What outlives a history (conversation, timeline, counters, pending steering, ...) is
+what continue-as-new carries: `_carry.carry_state` writes the wire shape `CarriedState`
+(unchanged by the split into parts) and `_carry.start_state` reads it back. Pending
+decisions and running tools are never carried: a run continues-as-new only between
+turns, when none are open.
 """
 
 from __future__ import annotations
@@ -55,9 +63,22 @@ class RunState:
     config: AgentConfig
     conversation: list[Message]
     """Messages from index `offset` of the whole conversation on."""
+
+    # One part per role, each changed only by its role's package (`bench.state_use`).
     catalog: CatalogState = field(default_factory=CatalogState)
     """The tools this run may use and what it advertises; changed only by
     `workflows/catalog/`."""
+    calls: RunCalls = field(default_factory=RunCalls)
+    """The tool calls' own state (ids used, keys, running tasks, records, budgets);
+    changed only by `workflows/calls/`."""
+    gates: GateState = field(default_factory=GateState)
+    """The live policy and standing grants, the calls waiting at a gate and their answers;
+    changed only by `workflows/gates/`."""
+    model: ModelUse = field(default_factory=ModelUse)
+    """What the model calls used and were sent (tokens, the compacted context, the tool
+    definitions); changed only by `workflows/loop/`."""
+
+    # The run's own: the loop's turns, answer and status. Carried first.
     turn: int = 0
     tool_calls: int = 0
     timeline: list[ToolCallRecord] = field(default_factory=list)
@@ -99,15 +120,6 @@ class RunState:
     """The instruction of a steer that asked to skip the current turn's remaining calls;
     cleared when the pending steers are delivered to the model. Never carried: a run
     continues-as-new only between turns, and the next delivery would clear it anyway."""
-    model: ModelUse = field(default_factory=ModelUse)
-    """What the model calls used and were sent (tokens, the compacted context, the tool
-    definitions); changed only by `workflows/loop/`."""
-    calls: RunCalls = field(default_factory=RunCalls)
-    """The tool calls' own state (ids used, keys, running tasks, records, budgets);
-    changed only by `workflows/calls/`."""
-    gates: GateState = field(default_factory=GateState)
-    """The live policy and standing grants, the calls waiting at a gate and their answers;
-    changed only by `workflows/gates/`."""
     notifications: int = 0
     """Notifications started in this history (numbers their delivery ids)."""
     notifying: set[asyncio.Task[None]] = field(default_factory=set)
