@@ -336,8 +336,7 @@ def _search_tools(state: RunState, call: ToolCall, record: ToolCallRecord) -> Me
         record.status = "invalid"
         return invalid_reply(call.id, call.name, error)
     found = find_tools(state, query, limit=5)
-    if discover(state.catalog, found):
-        state.tools_ref = None  # the next model call sends the new set
+    discover(state.catalog, found)  # the next model call sends the new set
     record.status = "completed"
     record.result = ", ".join(s.name for s in found) or "no match"
     state.event("tool.search", call, detail=record.result)

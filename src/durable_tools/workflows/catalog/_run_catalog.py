@@ -128,7 +128,8 @@ task would fail on every retry. A real query is a sentence."""
 
 def discover(catalog: CatalogState, found: list[ToolSpec]) -> bool:
     """Advertise the tools a search found (best first) from the next turn on; True when
-    the advertised set changed (the next model call then sends the new definitions).
+    the advertised set changed (counted in `advertised_changes`: the next model call then
+    sends the new definitions).
 
     With `max_advertised`, only the latest finds stay advertised: a tool found again
     becomes the latest again, and the best of one search stays longest.
@@ -144,6 +145,8 @@ def discover(catalog: CatalogState, found: list[ToolSpec]) -> bool:
         changed = True
     if limit is not None:
         del catalog.discovered[:-limit]  # older finds are no longer advertised
+    if changed:
+        catalog.advertised_changes += 1
     return changed
 
 

@@ -91,6 +91,7 @@ async def call_model(state: RunState) -> ModelResponse:
     """
     compaction = state.config.compaction
     projected = 0
+    changes = state.catalog.advertised_changes  # the set the definitions sent are for
     if compaction is not None:
         projected = await prepare_context(state, compaction, lambda: _tool_definitions(state))
     try:
@@ -119,7 +120,7 @@ async def call_model(state: RunState) -> ModelResponse:
     state.snapshot = turn.snapshot
     state.snapshot_length = turn.snapshot_length
     if turn.tools_ref is not None:
-        state.tools_ref = turn.tools_ref
+        state.model.tools_ref = (changes, turn.tools_ref)
     if compaction is not None:
         note_context(state.model, turn.response, projected)
     _bound_call_ids(state, turn.response.message)
@@ -140,7 +141,7 @@ async def _send_to(state: RunState, spec: str) -> ModelTurn:
     new = state.conversation[state.snapshot_length - state.offset :]
     try:
         return await _model_activity(
-            state, spec, new, state.snapshot, state.snapshot_length, state.tools_ref
+            state, spec, new, state.snapshot, state.snapshot_length, _current_tools_ref(state)
         )
     except ActivityError as err:
         cause = err.cause
@@ -154,6 +155,14 @@ async def _send_to(state: RunState, spec: str) -> ModelTurn:
         # send the conversation in full once, which starts a new chain.
         state.event("model.snapshot_missing", detail=cause.message[:200])
         return await _model_activity(state, spec, state.conversation, None, 0, None)
+
+
+def _current_tools_ref(state: RunState) -> ArtifactRef | None:
+    """The stored definitions, unless a search changed the advertised set since."""
+    stored = state.model.tools_ref
+    if stored is None or stored[0] != state.catalog.advertised_changes:
+        return None
+    return stored[1]
 
 
 async def _model_activity(

@@ -36,6 +36,9 @@ class CatalogState:
     for runs that started before automatic deferral: all their tools are advertised."""
     search_index: Any = None
     """The BM25 index over the deferred tools, built at the first search."""
+    advertised_changes: int = 0
+    """Searches in this history that changed the advertised set: tool definitions the
+    model activity stored at an earlier count are not sent by reference again."""
     started_by_older_worker: bool = False
     """A run whose input has `revision` 1 had its first task run by a worker that ignores
     the revision (see `_run_catalog.load_catalog`): it records what runs before it did."""

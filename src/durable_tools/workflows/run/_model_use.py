@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from durable_tools.messages import ToolDefinition, Usage
 from durable_tools.protocol._compaction import ContextView
+from durable_tools.tools._results import ArtifactRef
 
 __all__ = ["ModelUse"]
 
@@ -38,6 +39,10 @@ class ModelUse:
     """The model spec that answered the latest model call (a fallback model, or `model`)."""
     definitions: tuple[tuple[str, ...], list[ToolDefinition]] | None = None
     """Tool definitions for the advertised set they were built for."""
+    tools_ref: tuple[int, ArtifactRef] | None = None
+    """Where the model activity stored the definitions it was sent, with the catalog's
+    `advertised_changes` they were built at: later calls send the reference instead of
+    the definitions while the advertised set is unchanged."""
     compaction_blocked_at: int = -1
     """The conversation's length when a compaction found nothing to summarise: not tried
     again until it grows (not carried: a continued run tries once more)."""

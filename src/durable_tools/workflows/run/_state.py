@@ -124,8 +124,6 @@ class RunState:
     """Notifications started in this history (numbers their delivery ids)."""
     notifying: set[asyncio.Task[None]] = field(default_factory=set)
     """Notifications still being sent; never awaited by the loop."""
-    tools_ref: ArtifactRef | None = None
-    """Where the model activity stored the current definitions; later calls send this."""
     published: tuple[str, int, str] | None = None
     """Search attribute values last upserted, so unchanged ones are not sent again."""
     handler_prefix: str = ""
