@@ -107,9 +107,9 @@ async def run_single_call(state: RunState, call: ToolCall, offered: dict[str, To
 
     The call gets its own idempotency key and is registered as running while it runs (a
     `cancel` reaches it), then takes the route of `run_call`. Calls of the runtime may run
-    at the same time, so nothing of the turn (`records`, `in_calls`) is reset here; a
-    call id that is running already is refused like an id used twice in one turn (the
-    two would share the pending approval).
+    at the same time, so nothing of the turn (`calls.records`, `calls.in_turn`) is reset
+    here; a call id that is running already is refused like an id used twice in one turn
+    (the two would share the pending approval).
     """
     if call.id in state.calls.running:
         return await _duplicate(state, call, running=True)
