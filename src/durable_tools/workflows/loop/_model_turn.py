@@ -60,7 +60,7 @@ def describe(spec: ToolSpec) -> str:
 def _tool_definitions(state: RunState) -> list[ToolDefinition]:
     offered = advertised(state)
     key = tuple(offered)
-    if state.definitions is None or state.definitions[0] != key:
+    if state.model.definitions is None or state.model.definitions[0] != key:
         provider = alias_provider(state.config.model)
         definitions = [
             ToolDefinition(
@@ -77,8 +77,8 @@ def _tool_definitions(state: RunState) -> list[ToolDefinition]:
         if state.config.code_mode is not None:  # after the tools its description lists
             definitions.append(script_definition(host_specs(offered), state.config.code_mode))
         definitions += output_tools(state)  # structured output's `final_answer`, if any
-        state.definitions = (key, definitions)
-    return state.definitions[1]
+        state.model.definitions = (key, definitions)
+    return state.model.definitions[1]
 
 
 async def call_model(state: RunState) -> ModelResponse:
@@ -90,6 +90,7 @@ async def call_model(state: RunState) -> ModelResponse:
     """
     compaction = state.config.compaction
     projected = 0
+    changes = state.catalog.advertised_changes  # the set the definitions sent are for
     if compaction is not None:
         projected = await prepare_context(state, compaction, lambda: _tool_definitions(state))
     try:
@@ -118,9 +119,9 @@ async def call_model(state: RunState) -> ModelResponse:
     state.snapshot = turn.snapshot
     state.snapshot_length = turn.snapshot_length
     if turn.tools_ref is not None:
-        state.tools_ref = turn.tools_ref
+        state.model.tools_ref = (changes, turn.tools_ref)
     if compaction is not None:
-        note_context(state, turn.response, projected)
+        note_context(state.model, turn.response, projected)
     _bound_call_ids(state, turn.response.message)
     return turn.response
 
@@ -139,7 +140,7 @@ async def _send_to(state: RunState, spec: str) -> ModelTurn:
     new = state.conversation[state.snapshot_length - state.offset :]
     try:
         return await _model_activity(
-            state, spec, new, state.snapshot, state.snapshot_length, state.tools_ref
+            state, spec, new, state.snapshot, state.snapshot_length, _current_tools_ref(state)
         )
     except ActivityError as err:
         cause = err.cause
@@ -153,6 +154,14 @@ async def _send_to(state: RunState, spec: str) -> ModelTurn:
         # send the conversation in full once, which starts a new chain.
         state.event("model.snapshot_missing", detail=cause.message[:200])
         return await _model_activity(state, spec, state.conversation, None, 0, None)
+
+
+def _current_tools_ref(state: RunState) -> ArtifactRef | None:
+    """The stored definitions, unless a search changed the advertised set since."""
+    stored = state.model.tools_ref
+    if stored is None or stored[0] != state.catalog.advertised_changes:
+        return None
+    return stored[1]
 
 
 async def _model_activity(
@@ -179,7 +188,7 @@ async def _model_activity(
         base_length=base_length,
         tools_ref=tools_ref,
         stream=config.stream_tokens,
-        context=state.context,
+        context=state.model.context,
     )
     _check_input_size(call, messages)
     turn: ModelTurn = await workflow.execute_activity(
