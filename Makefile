@@ -92,7 +92,7 @@ agui-js:
 	  (cd $(AGUI_CHAT) && npm run --silent build); fi
 
 unit: bytecode browser agui-js
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=20
 
 ## make test: lint, type check and the whole test suite (the README's test command).
 test: lint typecheck unit

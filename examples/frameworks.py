@@ -2,7 +2,9 @@
 
 Both pay through a tool that waits for a person's approval, inside the workflow, and are
 approved through the host's prefixed handlers (`AgentRun(..., prefix=)`, or
-`durable-tools approve HOST CALL --hash H --prefix tools_`).
+`durable-tools approve HOST CALL --hash H --prefix tools_`, or the web inbox,
+`durable-tools serve`, which lists the waiting call with the agent runs' and finds the
+prefix itself).
 
 Uses the Temporal server at TEMPORAL_ADDRESS, or starts the embedded dev server.
 Run it with `python examples/frameworks.py` (needs `pydantic-ai-slim`: the `pydantic-ai`

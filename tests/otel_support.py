@@ -11,13 +11,15 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from temporalio.contrib.opentelemetry import create_tracer_provider
+from temporalio.contrib.opentelemetry import ReplaySafeTracerProvider, create_tracer_provider
 
 
 def in_memory_spans() -> InMemorySpanExporter:
     """A fresh exporter receiving every span the process's (replay-safe) provider ends."""
     provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
+    # `create_tracer_provider` returns a `ReplaySafeTracerProvider`, which is not the SDK's
+    # `TracerProvider`: a second call must find it, not make one the process never uses.
+    if not isinstance(provider, TracerProvider | ReplaySafeTracerProvider):
         provider = create_tracer_provider()
         trace.set_tracer_provider(provider)
     exporter = InMemorySpanExporter()

@@ -73,6 +73,7 @@ EXPECTED_MODULES = [
     "durable_tools.sources",
     "durable_tools.streaming",
     "durable_tools.telemetry",
+    "durable_tools.testing",
     "durable_tools.tools",
     "durable_tools.worker",
     "durable_tools.workflows",

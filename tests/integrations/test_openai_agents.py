@@ -5,43 +5,26 @@ denial reaches the model as the tool's output."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from temporalio import workflow
 from temporalio.client import Client
-from temporalio.converter import DataConverter
 
 with workflow.unsafe.imports_passed_through():
-    from agents import Agent, Model, ModelResponse, Runner
-    from framework_support import PREFIX, pay_registry
-    from temporalio.openai_agents import OpenAIAgentsPlugin
-    from temporalio.openai_agents.testing import ResponseBuilders, TestModelProvider
+    from agents import Agent, Runner
 
     from durable_tools.client import AgentRun
     from durable_tools.integrations.openai_agents import durable_function_tools
     from durable_tools.workflows import ToolRuntime
+    from fake_openai import FakeOpenAIServer
+    from framework_support import (
+        PREFIX,
+        openai_agents_client,
+        pay_registry,
+        responses_call_then_report,
+    )
 from support import running_worker, wait_for
-
-
-class PayingModel(Model):
-    """The model: pays A1 (call `p1`), then says what the tool answered."""
-
-    async def get_response(
-        self, system_instructions: Any, input: Any, *args: Any, **kw: Any
-    ) -> ModelResponse:
-        outputs = [
-            item["output"]
-            for item in (input if isinstance(input, list) else [])
-            if isinstance(item, dict) and item.get("type") == "function_call_output"
-        ]
-        if outputs:
-            return ResponseBuilders.output_message(f"I read: {outputs[0]}")
-        return ResponseBuilders.tool_call('{"order_id": "A1"}', "pay", call_id="p1")
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
 
 
 @workflow.defn(sandboxed=True)
@@ -60,21 +43,26 @@ class OpenAIPayerWorkflow:
 
 
 @pytest.fixture
-async def agents_client(client: Client) -> AsyncIterator[Client]:
-    """The session's server, through a client with the OpenAI Agents plugin (which sets
-    its own payload converter: the client starts from the default one)."""
-    plugin = OpenAIAgentsPlugin(model_provider=TestModelProvider(PayingModel()))
-    yield Client(
-        client.service_client,
-        namespace=client.namespace,
-        data_converter=DataConverter(),
-        plugins=[plugin],
-    )
+def fake_openai() -> Iterator[FakeOpenAIServer]:
+    """An OpenAI-compatible server on 127.0.0.1: its model pays A1, then says what it read."""
+    with FakeOpenAIServer(responses_call_then_report("pay", '{"order_id": "A1"}', "p1")) as server:
+        yield server
+
+
+@pytest.fixture
+def agents_client(client: Client, fake_openai: FakeOpenAIServer) -> Client:
+    """The session's server through a client with the OpenAI Agents plugin, whose model is
+    the fake server."""
+    return openai_agents_client(client, fake_openai)
 
 
 @pytest.mark.parametrize("approve", [True, False])
 async def test_an_openai_agents_agent_waits_for_approval_and_reads_the_output(
-    agents_client: Client, client: Client, task_queue: str, approve: bool
+    agents_client: Client,
+    client: Client,
+    fake_openai: FakeOpenAIServer,
+    task_queue: str,
+    approve: bool,
 ) -> None:
     ran: list[str] = []
     handle = await agents_client.start_workflow(
@@ -99,6 +87,12 @@ async def test_an_openai_agents_agent_waits_for_approval_and_reads_the_output(
             "p1", approve, arguments_hash=pending.arguments_hash, decider="alice", reason="no"
         )
         output = await handle.result()
+    # The model was offered the tool with its schema, and read its output as a tool result.
+    first, last = fake_openai.requests[0].json, fake_openai.requests[-1].json
+    [offered] = first["tools"]
+    assert (offered["name"], offered["parameters"]["required"]) == ("pay", ["order_id"])
+    [returned] = [i for i in last["input"] if i.get("type") == "function_call_output"]
+    assert returned["call_id"] == "p1"
     if approve:
         assert output == "I read: paid A1" and ran == ["A1"]
     else:

@@ -14,11 +14,9 @@ from temporalio import workflow
 from temporalio.client import Client
 
 with workflow.unsafe.imports_passed_through():
-    from framework_support import PREFIX, pay_registry
     from pydantic_ai import Agent
     from pydantic_ai.durable_exec.temporal import (
         AgentPlugin,
-        PydanticAIPlugin,
         TemporalAgent,
         TemporalDurability,
     )
@@ -27,7 +25,6 @@ with workflow.unsafe.imports_passed_through():
         ModelResponse,
         TextPart,
         ToolCallPart,
-        ToolReturnPart,
     )
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -35,21 +32,19 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.client import AgentRun, StaleRequest
     from durable_tools.integrations.pydantic_ai import DurableToolset
     from durable_tools.workflows import RunSnapshot, ToolCallRecord, ToolRuntime
+    from framework_support import (
+        PREFIX,
+        call_then_report,
+        pay_registry,
+        pydantic_ai_client,
+        tool_returns,
+    )
 from support import running_worker, wait_for
-
-
-def _returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
-    return [
-        part
-        for message in messages
-        for part in getattr(message, "parts", [])
-        if isinstance(part, ToolReturnPart)
-    ]
 
 
 def pay_twice(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """The model: pays A1, then pays B2 under the same call id, then says what it read."""
-    returns = _returns(messages)
+    returns = tool_returns(messages)
     if len(returns) < 2:
         order = ["A1", "B2"][len(returns)]
         return ModelResponse(parts=[ToolCallPart("pay", {"order_id": order}, tool_call_id="p1")])
@@ -71,17 +66,6 @@ class PayerWorkflow:
     async def run(self, prompt: str) -> str:
         result = await payer.run(prompt, toolsets=[DurableToolset(self.tools)])
         return str(result.output)
-
-
-def _framework_client(client: Client) -> Client:
-    """The session's server, through a client that has Pydantic AI's plugin."""
-    config = client.config()
-    return Client(
-        client.service_client,
-        namespace=client.namespace,
-        data_converter=config["data_converter"],
-        plugins=[PydanticAIPlugin()],
-    )
 
 
 def _worker(client: Client, ran: list[str], task_queue: str, **options: Any) -> Any:
@@ -106,7 +90,7 @@ async def test_a_pydantic_ai_agent_waits_for_approval_and_reads_the_result(
     client: Client, task_queue: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ran: list[str] = []
-    client = _framework_client(client)
+    client = pydantic_ai_client(client)
     handle = await client.start_workflow(
         PayerWorkflow.run, "pay A1 and B2", id=f"payer-{task_queue}", task_queue=task_queue
     )
@@ -131,17 +115,11 @@ async def test_a_pydantic_ai_agent_waits_for_approval_and_reads_the_result(
     assert ["paid A1" in output[0], "paid B2" in output[1]] == [True, True]
 
 
-def pay_once(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """The model: pays A1, then repeats what it read."""
-    returns = _returns(messages)
-    if not returns:
-        return ModelResponse(parts=[ToolCallPart("pay", {"order_id": "A1"}, tool_call_id="p1")])
-    return ModelResponse(parts=[TextPart(f"I read: {returns[0].content}")])
-
-
 # The capability that replaces `TemporalAgent` in Pydantic AI 2.x: the toolset is the same.
 denied_payer = Agent(
-    FunctionModel(pay_once), name="denied_payer", capabilities=[TemporalDurability()]
+    FunctionModel(call_then_report("pay", {"order_id": "A1"}, "p1")),
+    name="denied_payer",
+    capabilities=[TemporalDurability()],
 )
 
 
@@ -165,7 +143,7 @@ async def test_a_denial_reaches_the_agents_model_as_the_tool_result(
     client: Client, task_queue: str
 ) -> None:
     ran: list[str] = []
-    client = _framework_client(client)
+    client = pydantic_ai_client(client)
     handle = await client.start_workflow(
         DeniedPayerWorkflow.run, "pay A1", id=f"denied-{task_queue}", task_queue=task_queue
     )
@@ -187,7 +165,7 @@ async def test_a_denial_reaches_the_agents_model_as_the_tool_result(
 
 def pay_both_at_once(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """The model: asks for two payments in one answer, then says what it read."""
-    returns = _returns(messages)
+    returns = tool_returns(messages)
     if not returns:
         return ModelResponse(
             parts=[
@@ -221,7 +199,7 @@ async def test_calls_made_at_once_wait_together_and_each_runs_once(
     client: Client, task_queue: str
 ) -> None:
     ran: list[str] = []
-    client = _framework_client(client)
+    client = pydantic_ai_client(client)
     handle = await client.start_workflow(
         ParallelPayerWorkflow.run, "pay both", id=f"parallel-{task_queue}", task_queue=task_queue
     )

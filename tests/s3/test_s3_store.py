@@ -12,6 +12,7 @@ from s3_support import raw_client
 from durable_tools import Message
 from durable_tools._activities._conversation import ConversationSnapshots, SnapshotMissing
 from durable_tools.cli import main
+from durable_tools.testing import ArtifactStoreKit
 from durable_tools.tools import FileSystemArtifactStore, default_artifact_store, format_result
 from durable_tools.tools._artifacts import fetch_artifact, ref_from_uri
 from durable_tools.tools._formatting import to_tool_result
@@ -147,3 +148,9 @@ def test_cli_artifact_get(
     assert main(["artifact", "get", missing]) == 1
     assert b"not found" in capsysbinary.readouterr().err
     assert main(["artifact", "get", "not-a-ref"]) == 2
+
+
+@pytest.mark.parametrize("check", ArtifactStoreKit.checks())
+async def test_the_s3_store_conforms(check: str, s3_url: str) -> None:
+    # Stores made by the factory share the bucket, as two worker machines would.
+    await ArtifactStoreKit(lambda: S3ArtifactStore(s3_url), shared=True).run(check)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -70,3 +73,31 @@ def test_stores_satisfy_the_protocol(tmp_path: Path) -> None:
     assert isinstance(memory, ArtifactStore)
     ref = memory.put(b"x", "application/json")
     assert memory.get(ref) == b"x" and ref.uri.startswith("memory://")
+
+
+def test_a_digest_that_is_a_path_is_refused_without_reading_it(tmp_path: Path) -> None:
+    # Broke: the digest was joined to the root as it came, so `/dev/zero` (or a FIFO, or
+    # `/etc/hostname`) was opened and read whole before the digest check refused it.
+    store = FileSystemArtifactStore(tmp_path / "store")
+    known = store.put(b"known")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reading = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        # A bare path as the URI, as a reference read from elsewhere may carry.
+        forged = known.model_copy(update={"sha256": str(fifo), "uri": str(fifo)})
+        attempt = reading.submit(store.get, forged)
+        try:
+            attempt.result(timeout=10)  # never answers while the FIFO has no writer
+        except KeyError as refused:
+            assert "not a sha256 digest" in str(refused)
+        else:
+            raise AssertionError("a FIFO's path was accepted as a digest")
+    finally:
+        with contextlib.suppress(OSError):  # frees a stuck reader (none: ENXIO)
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reading.shutdown()
+    for digest in ("/etc/hostname", "../" + known.sha256, known.sha256.upper(), ""):
+        with pytest.raises(KeyError, match="not a sha256 digest"):
+            store.get(known.model_copy(update={"sha256": digest, "uri": digest}))
+    assert store.get(known) == b"known"

@@ -16,7 +16,10 @@ from durable_tools import (
 from durable_tools.tools import filter_specs
 from durable_tools.tools._catalog import IdentityIncomplete
 from durable_tools.tools._classify import apply_retry_spec, classify_exception
-from durable_tools.workflows.loop._model_turn import describe
+from durable_tools.tools._model_description import (
+    MAX_SAFETY_NOTES_CHARS,
+    model_description as describe,
+)
 
 
 def _allowed(exc: Exception, retry: RetrySpec) -> bool:
@@ -135,3 +138,31 @@ def test_examples_reach_the_model_in_the_description() -> None:
     spec = ToolSpec(name="add", description="Add two numbers.", examples=({"a": 1, "b": 2},))
     assert describe(spec) == 'Add two numbers.\n\nExamples:\n{"a": 1, "b": 2}'
     assert describe(ToolSpec(name="x", description="Plain.")) == "Plain."
+
+
+def test_safety_notes_reach_the_model_between_the_description_and_the_examples() -> None:
+    spec = ToolSpec(
+        name="delete_account",
+        description="Delete an account.",
+        safety_notes="  Deletes for good: confirm the account id with the user first.\n",
+        examples=({"account_id": "a1"},),
+    )
+    assert describe(spec) == (
+        "Delete an account.\n\n"
+        "Safety notes: Deletes for good: confirm the account id with the user first.\n\n"
+        'Examples:\n{"account_id": "a1"}'
+    )
+    # Runs from before notes reached the model replay with what they were given.
+    assert describe(spec, safety_notes=False) == (
+        'Delete an account.\n\nExamples:\n{"account_id": "a1"}'
+    )
+    blank = ToolSpec(name="x", description="", safety_notes="   ")
+    assert describe(blank) == ""
+
+
+def test_long_safety_notes_reach_the_model_cut_and_the_spec_whole() -> None:
+    notes = "Check twice. " * 1_000
+    spec = ToolSpec(name="x", description="Do x.", safety_notes=notes)
+    assert spec.safety_notes == notes  # a recorded catalog reads back as it was recorded
+    shown = describe(spec).removeprefix("Do x.\n\nSafety notes: ")
+    assert len(shown) == MAX_SAFETY_NOTES_CHARS and shown.endswith("…")

@@ -27,17 +27,17 @@ def _continued(state: RunState) -> RunState:
 
 def test_a_chain_past_the_bound_stops_carrying_call_ids() -> None:
     state = start_state(AgentInput(prompt="p", config=AgentConfig(model="scripted:x")))
-    state.call_uses = {f"c{i}": 1 for i in range(CALL_IDS_CARRIED)}
+    state.calls.uses = {f"c{i}": 1 for i in range(CALL_IDS_CARRIED)}
     kept = _continued(state)
-    assert len(kept.call_uses) == CALL_IDS_CARRIED and not kept.call_ids_dropped
+    assert len(kept.calls.uses) == CALL_IDS_CARRIED and not kept.calls.ids_dropped
 
-    kept.call_uses["one more"] = 1
+    kept.calls.uses["one more"] = 1
     dropped = _continued(kept)
-    assert dropped.call_uses == {} and dropped.call_ids_dropped
+    assert dropped.calls.uses == {} and dropped.calls.ids_dropped
     # Once dropped, every later run starts empty, however few ids it used.
-    dropped.call_uses = {"a": 1}
+    dropped.calls.uses = {"a": 1}
     later = _continued(dropped)
-    assert later.call_uses == {} and later.call_ids_dropped
+    assert later.calls.uses == {} and later.calls.ids_dropped
 
 
 async def test_a_run_without_call_ids_keys_calls_by_its_run_and_wants_the_hash(

@@ -326,8 +326,8 @@ def test_the_context_size_after_a_call(usage: dict[str, int], expected: int) -> 
     agent = config(CompactionConfig(window_tokens=WINDOW))
     state = start_state(AgentInput(prompt="read", config=agent))
     answer = Message(role="assistant", content="x" * 16)  # 4 tokens + 4 for the message
-    note_context(state, ModelResponse(message=answer, usage=Usage(**usage)), 700)
-    assert state.context_tokens == expected
+    note_context(state.model, ModelResponse(message=answer, usage=Usage(**usage)), 700)
+    assert state.model.context_tokens == expected
 
 
 LIES: dict[str, Callable[[CompactCall], Compacted]] = {

@@ -108,6 +108,45 @@ async def test_tools_beyond_the_limit_are_deferred_and_found_by_search(
     assert started[0].startswith("3 tools advertised, 5 found through search_tools (8 tools, ")
 
 
+def model_calls_tools(history: WorkflowHistory) -> list[list[str] | None]:
+    """For each model call of the history, the tool definitions it was sent by name, or
+    None when it sent the reference to definitions stored before."""
+    converter = pydantic_data_converter.payload_converter
+    sent: list[list[str] | None] = []
+    for event in history.events:
+        attributes = event.activity_task_scheduled_event_attributes
+        if event.HasField("activity_task_scheduled_event_attributes") and (
+            attributes.activity_type.name == MODEL_ACTIVITY
+        ):
+            call = converter.from_payload(attributes.input.payloads[0], ModelCall)
+            by_name = [tool.name for tool in call.request.tools]
+            sent.append(None if call.tools_ref is not None else by_name)
+    return sent
+
+
+async def test_a_search_that_finds_a_tool_sends_the_new_definitions_once(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    script = [
+        calls(("s1", "search_tools", {"query": "pick huckleberries"})),
+        calls(("late", "pick_huckleberry", {"count": 2})),
+        calls(("a1", "pick_apple", {"count": 3})),
+        answer("done"),
+    ]
+    config = AgentConfig(model=write_script(tmp_path, script), max_advertised_tools=3)
+    async with running_worker(client, fruit_registry(), task_queue):
+        run = await DurableTools(client, task_queue).start("pick", config=config)
+        result = await run.result()
+        history = await run.handle.fetch_history()
+    assert result.status == RunStatus.COMPLETED, result.reason
+    sent = model_calls_tools(history)
+    # Sent in full the first time and after the search changed the advertised set; by
+    # reference while it stays as it was (the stored definitions are the model's tools).
+    assert sent[0] == ["pick_apple", "pick_banana", "pick_cherry", "search_tools"]
+    assert sent[1] is not None and "pick_huckleberry" in sent[1]
+    assert sent[2:] == [None, None]
+
+
 async def test_a_catalog_too_large_even_packed_fails_the_run_at_once(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:

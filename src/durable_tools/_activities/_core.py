@@ -37,7 +37,7 @@ from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, check_handler_p
 from durable_tools.protocol._models import ModelLimits
 from durable_tools.streaming._model import complete_streaming
 from durable_tools.tools._approval_summary import SummaryThreads, summarize_call
-from durable_tools.tools._catalog import IdentityIncomplete
+from durable_tools.tools._catalog import IdentityIncomplete, require_identity
 from durable_tools.tools._catalog_pack import (
     CATALOG_PACKED_ACTIVITY,
     CatalogTooLarge,
@@ -155,6 +155,8 @@ def core_activities(
                     non_retryable=True,
                 )
         try:
+            if runtime.required_identity:
+                require_identity(request.identity, runtime.required_identity, "this worker")
             specs = registry.catalog(
                 identity=request.identity, granted_scopes=request.granted_scopes
             )

@@ -68,6 +68,9 @@ class ToolRuntime:
     """Where outputs over the limit go."""
     oauth: AuthorizationBroker | None = None
     """OAuth broker, needed when a tool declares an OAuth requirement."""
+    required_identity: tuple[str, ...] = ()
+    """Parts of a run's identity (`user`, `tenant`, `session`) this worker requires: the
+    catalog activity, a run's first step, refuses a run without them."""
 
     def secret_values(self) -> list[str]:
         """Every secret value this worker holds, to scrub from error messages."""

@@ -36,7 +36,7 @@ from durable_tools.tools._formatting import format_result, output_lost_outcome
 from durable_tools.tools._progress_scrub import scrub_progress
 from durable_tools.tools._registry import RegisteredTool
 from durable_tools.tools._results import ArtifactRef, ToolOutcome, ToolResult
-from durable_tools.tools._scrub import scrub
+from durable_tools.tools._scrub import scrub, scrub_value
 from durable_tools.tools._spec import ToolSpec
 
 __all__ = [
@@ -390,6 +390,16 @@ def make_tool_activity(
                 secrets=secrets,
             )
         outcome.attempt = attempt
+        if context is not None:
+            outcome.events = [
+                note.model_copy(
+                    update={
+                        "detail": scrub(note.detail, secrets),
+                        "data": scrub_value(note.data, secrets),
+                    }
+                )
+                for note in context.emitted
+            ]
         elapsed = result.elapsed_ms or (time.monotonic() - started) * 1000
         # Recorded in history with every call: a tenth of a millisecond is precision enough,
         # and 17 significant digits of a float cost a dozen bytes a call for nothing.

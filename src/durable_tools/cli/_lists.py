@@ -8,9 +8,7 @@ import shlex
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
-from temporalio.api.sdk.v1 import WorkflowMetadata
-from temporalio.client import Client, WorkflowExecution, WorkflowQueryFailedError
-from temporalio.service import RPCError
+from temporalio.client import Client, WorkflowExecution
 
 from durable_tools import search_attributes as sa
 from durable_tools.client import RunSummary
@@ -21,6 +19,7 @@ from durable_tools.client.render._text import (
     render_table,
     terminal_safe,
 )
+from durable_tools.client.runs._hosts import handler_prefixes, waits_on
 from durable_tools.client.runs._watch import ENCRYPTED_NOTE, PayloadsEncrypted, status_quietly
 from durable_tools.protocol._types import WAITING_STATUSES, status_in
 from durable_tools.workflows import RunSnapshot, RunStatus
@@ -59,32 +58,6 @@ def _summary_rows(summaries: list[RunSummary]) -> str:
 
 
 _AGENT_RUNS = "WorkflowType = 'AgentWorkflow'"
-
-_AGENT_WORKFLOW = "AgentWorkflow"
-
-
-async def _handler_prefixes(client: Client, execution: WorkflowExecution) -> list[str]:
-    """The prefixes under which a workflow holds a run's handlers: `[""]` for an agent
-    run; for a host of its own (an embedded `AgentLoop`, a `ToolRuntime`), each prefix `P`
-    its worker lists both `P + "status"` and `P + "decide"` for (none when no worker
-    answers)."""
-    if execution.workflow_type == _AGENT_WORKFLOW:
-        return [""]
-    handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
-    try:
-        metadata = await asyncio.wait_for(
-            handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata), 3.0
-        )
-    except (WorkflowQueryFailedError, RPCError, TimeoutError):
-        return []
-    definition = metadata.definition
-    updates = {d.name for d in definition.update_definitions}
-    queries = [d.name for d in definition.query_definitions]
-    return sorted(
-        name.removesuffix("status")
-        for name in queries
-        if name.endswith("status") and name.removesuffix("status") + "decide" in updates
-    )
 
 
 def _identity_check(
@@ -153,15 +126,6 @@ def _only_tool(snapshot: RunSnapshot, tool: str) -> RunSnapshot:
     )
 
 
-def _waits_on(snapshot: RunSnapshot) -> bool:
-    return bool(
-        snapshot.pending_approvals
-        or snapshot.pending_authorizations
-        or snapshot.pending_inputs
-        or snapshot.pending_callbacks
-    )
-
-
 async def cmd_pending(args: argparse.Namespace) -> int:
     """Every run waiting on someone (a person's approval, authorization or answer, a
     callback client), with its waiting calls when a worker answers."""
@@ -184,7 +148,7 @@ async def cmd_pending(args: argparse.Namespace) -> int:
     async def poll(execution: WorkflowExecution) -> _Polled:
         async with gate:
             polled: _Polled = None
-            for prefix in await _handler_prefixes(tools.client, execution):
+            for prefix in await handler_prefixes(tools.client, execution):
                 try:
                     polled = await status_quietly(
                         tools.run(execution.id, prefix=prefix), 3.0, task_queue=execution.task_queue
@@ -192,7 +156,7 @@ async def cmd_pending(args: argparse.Namespace) -> int:
                 except PayloadsEncrypted:
                     return "encrypted"  # one run this machine cannot read: say so, list the rest
                 prefixes[execution.id] = prefix
-                if isinstance(polled, RunSnapshot) and _waits_on(polled):
+                if isinstance(polled, RunSnapshot) and waits_on(polled):
                     break  # a host with several: the first whose calls wait
             return polled
 
@@ -206,7 +170,7 @@ async def cmd_pending(args: argparse.Namespace) -> int:
             return True
         if isinstance(polled, RunSnapshot):
             polled = polls[execution.id] = _only_tool(polled, filters.tool)
-            return _waits_on(polled)
+            return waits_on(polled)
         # No worker answers: the server's `AwaitingTool` is all there is to go by.
         return execution.typed_search_attributes.get(sa.AWAITING_TOOL) == filters.tool
 

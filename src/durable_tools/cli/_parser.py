@@ -93,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="TOML/JSON OAuth providers, for tools that need a user's authorization",
     )
+    p.add_argument(
+        "--require-identity",
+        action="store_true",
+        help="refuse runs whose identity names no user or no tenant (start them with "
+        "--user and --tenant)",
+    )
     add_model_limit_flag(p)
     add_deployment_flags(p)
     add_telemetry_flags(p)

@@ -116,6 +116,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         oauth=broker,
         deployment_version=version,
         model_limits=model_limits,
+        require_identity=getattr(args, "require_identity", False),
         **options,
     )
     stop = stop_on_signals()
@@ -130,7 +131,12 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         f"tools: {names}\nsecrets: {len(secrets)} from DURABLE_TOOLS_SECRET_*\n"
         f"OAuth: {'providers from ' + args.oauth_providers if broker else 'not configured'}\n"
         f"model limits: {_describe_limits(model_limits)}\n"
-        "Ctrl-C or SIGTERM to stop",
+        + (
+            "identity: runs need a user and a tenant\n"
+            if getattr(args, "require_identity", False)
+            else ""
+        )
+        + "Ctrl-C or SIGTERM to stop",
         flush=True,
     )
     for missing in missing_extras(registry):

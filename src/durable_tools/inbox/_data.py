@@ -23,6 +23,7 @@ from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows import PendingApproval, RunEvent, RunSnapshot, ToolCallRecord
 
 from ._explain import acts_for, at_deadline, grant_offer, short_prompt
+from ._hosts import run_handle
 from ._pending import QUERY_TIMEOUT
 from ._run_record import RunRecord, RunRecords
 
@@ -110,7 +111,7 @@ async def find_call(
     Raises:
         PayloadsEncrypted: the run's payloads are encrypted and this inbox has no keys.
     """
-    run = tools.run(run_id)
+    run = await run_handle(tools, run_id)
     snapshot = await readable(run.status())
     approval = next((a for a in snapshot.pending_approvals if a.call_id == call_id), None)
     if approval is None:
@@ -189,8 +190,8 @@ class RunView:
 
 
 async def load_run(tools: DurableTools, run_id: str, ui_base: str | None) -> RunView:
-    """A run's status, timeline with deciders, and events."""
-    run = tools.run(run_id)
+    """A run's status, timeline with deciders, and events (a host's: its runtime's)."""
+    run = await run_handle(tools, run_id)
     snapshot, timeline, events = await asyncio.gather(
         readable(run.status()), readable(run.timeline()), readable(run.events())
     )

@@ -31,7 +31,9 @@ from durable_tools.client.runs._decide import (
 )
 from durable_tools.protocol._limits import MAX_CALL_ID_CHARS
 from durable_tools.protocol._policy_types import GrantRequest
-from durable_tools.workflows import AgentWorkflow, PendingAuthorization
+from durable_tools.workflows import PendingAuthorization
+
+from ._hosts import run_handle
 
 __all__ = ["DecisionRefused", "decide", "reissue"]
 
@@ -106,7 +108,8 @@ async def decide(
     if reason is not None and not isinstance(reason, str):
         raise DecisionRefused(400, "reason must be a string")
     try:
-        recorded = await tools.run(run_id).decide_request(
+        run = await run_handle(tools, run_id)
+        recorded = await run.decide_request(
             call_id,
             approve,
             arguments_hash=digest,
@@ -129,10 +132,12 @@ async def reissue(tools: DurableTools, run_id: str, call_id: str) -> PendingAuth
     """
     if len(call_id) > MAX_CALL_ID_CHARS:
         raise DecisionRefused(400, "call id too long")
-    run = tools.run(run_id)
+    run = await run_handle(tools, run_id)
     try:
         return await asyncio.wait_for(
-            run.handle.execute_update(AgentWorkflow.reissue_authorization, call_id),
+            run.handle.execute_update(
+                run.prefix + "reissue_authorization", call_id, result_type=PendingAuthorization
+            ),
             DECIDE_TIMEOUT,
         )
     except WorkflowUpdateFailedError as error:

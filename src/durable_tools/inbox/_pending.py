@@ -32,6 +32,8 @@ from durable_tools.protocol._resume import answer_command, reissue_command
 from durable_tools.protocol._types import status_in
 from durable_tools.workflows import PendingApproval, RunSnapshot, RunStatus
 
+from ._hosts import run_handle
+
 __all__ = [
     "DEFAULT_PAGE_SIZE",
     "DEFAULT_QUERY_CONCURRENCY",
@@ -54,6 +56,10 @@ DEFAULT_QUERY_CONCURRENCY = 16
 _MAX_CURSOR_CHARS = 4096
 # Visibility queries take single-quoted literals: refuse what could end one.
 _UNSAFE_LITERAL = re.compile(r"['\\\x00-\x1f\x7f]")
+
+
+HostSnapshot = tuple[str, RunSnapshot]
+"""What a run waits for, with the prefix its handlers were reached under."""
 
 
 class PageRequestError(ValueError):
@@ -116,8 +122,12 @@ class OtherWait:
     deadline: datetime | None
 
 
-def other_waits(run_id: str, agent: str | None, snapshot: RunSnapshot) -> list[OtherWait]:
-    """The run's waits that are not approvals, each with how it is resumed."""
+def other_waits(
+    run_id: str, agent: str | None, snapshot: RunSnapshot, prefix: str = ""
+) -> list[OtherWait]:
+    """The run's waits that are not approvals, each with how it is resumed (a host's
+    under its runtime's handler `prefix`, which the commands must name)."""
+    under = f" --prefix {shlex.quote(prefix)}" if prefix else ""
     waits = []
     for asked in snapshot.pending_inputs:
         questions = "; ".join(q.message for q in asked.questions)[:500]
@@ -129,7 +139,7 @@ def other_waits(run_id: str, agent: str | None, snapshot: RunSnapshot) -> list[O
                 asked.call_id,
                 asked.tool,
                 questions,
-                answer_command(run_id, asked.call_id),
+                answer_command(run_id, asked.call_id) + under,
                 asked.requested_at,
                 asked.deadline,
             )
@@ -145,7 +155,12 @@ def other_waits(run_id: str, agent: str | None, snapshot: RunSnapshot) -> list[O
                 auth.tool,
                 f"the user's grant for {auth.provider}{scopes}",
                 "the user opens the link sent to them; a new one: "
-                + reissue_command(run_id, auth.call_id),
+                # `auth reissue` takes no --prefix: a host's link is renewed from its page.
+                + (
+                    "New link on the run's page"
+                    if prefix
+                    else reissue_command(run_id, auth.call_id)
+                ),
                 auth.requested_at,
                 auth.deadline,
             )
@@ -159,7 +174,7 @@ def other_waits(run_id: str, agent: str | None, snapshot: RunSnapshot) -> list[O
                 published.call_id,
                 published.tool,
                 "a client that runs this callback tool",
-                f"durable-tools callbacks serve {shlex.quote(run_id)} --tools MODULE "
+                f"durable-tools callbacks serve {shlex.quote(run_id)} --tools MODULE{under} "
                 "(or AgentRun.serve_callbacks)",
                 published.published_at,
                 published.deadline,
@@ -213,40 +228,43 @@ class RunQueries:
             raise ValueError("query concurrency must be at least 1")
         self._tools = tools
         self._slots = asyncio.Semaphore(concurrency)
-        self._in_flight: dict[str, asyncio.Task[RunSnapshot]] = {}
+        self._in_flight: dict[str, asyncio.Task[HostSnapshot]] = {}
         self.sent = 0
         """Queries sent so far."""
         self.peak = 0
         """The most queries that were in flight at once."""
         self._running = 0
 
-    async def snapshot(self, run_id: str) -> RunSnapshot:
-        """What run `run_id` itself waits for (its sub-agents are runs of their own)."""
+    async def snapshot(self, execution: WorkflowExecution) -> HostSnapshot:
+        """What a listed run itself waits for (its sub-agents are runs of their own; a
+        host's runtime is reached under its handlers' prefix, `run_handle`), with that
+        prefix ("" for an agent run)."""
+        run_id = execution.id
         task = self._in_flight.get(run_id)
         if task is None:
-            task = asyncio.ensure_future(self._ask(run_id))
+            task = asyncio.ensure_future(self._ask(execution))
             self._in_flight[run_id] = task
             task.add_done_callback(lambda done: self._forget(run_id, done))
         # Shielded: one request going away must not cancel the query others wait on.
         return await asyncio.shield(task)
 
-    def _forget(self, run_id: str, done: asyncio.Task[RunSnapshot]) -> None:
+    def _forget(self, run_id: str, done: asyncio.Task[HostSnapshot]) -> None:
         if self._in_flight.get(run_id) is done:
             del self._in_flight[run_id]
         if not done.cancelled():
             done.exception()  # retrieved, so an answer nobody waited for logs nothing
 
-    async def _ask(self, run_id: str) -> RunSnapshot:
+    async def _ask(self, execution: WorkflowExecution) -> HostSnapshot:
         async with self._slots:
             self.sent += 1
             self._running += 1
             self.peak = max(self.peak, self._running)
             try:
-                run = self._tools.run(run_id)
+                run = await run_handle(self._tools, execution.id, execution)
                 snapshot = await asyncio.wait_for(run.status(), QUERY_TIMEOUT)
             finally:
                 self._running -= 1
-        return snapshot
+        return run.prefix, snapshot
 
 
 def _literal(name: str, value: str) -> str:
@@ -265,8 +283,9 @@ next message: the user's chat front end sends it, not someone reading the inbox)
 
 
 def _visibility_query(agent: str | None, run_id: str | None) -> str:
+    # Any workflow type: agent runs, and hosts whose runtime sets the same attributes.
     query = (
-        "WorkflowType = 'AgentWorkflow' AND ExecutionStatus = 'Running' "
+        "ExecutionStatus = 'Running' "
         f"AND ({sa.PENDING_APPROVALS.name} > 0 OR {status_in(_OTHER_WAITS)})"
     )
     if agent:
@@ -338,9 +357,7 @@ async def list_pending(
     """
     query = _visibility_query(agent, run_id)
     runs, next_cursor = await _page_of_runs(tools, query, page_size, cursor)
-    answers = await asyncio.gather(
-        *(queries.snapshot(run.id) for run in runs), return_exceptions=True
-    )
+    answers = await asyncio.gather(*(queries.snapshot(run) for run in runs), return_exceptions=True)
     result = PendingList(next_cursor=next_cursor)
     for run, answer in zip(runs, answers, strict=True):
         name = run.typed_search_attributes.get(sa.AGENT_NAME)
@@ -355,8 +372,10 @@ async def list_pending(
             encrypted = is_encrypted_payload_error(answer)
             (result.encrypted if encrypted else result.unanswered).append(shown)
             continue
-        result.waits += [w for w in other_waits(run.id, name, answer) if not tool or w.tool == tool]
-        for approval in answer.pending_approvals:
+        prefix, snapshot = answer
+        waits = other_waits(run.id, name, snapshot, prefix)
+        result.waits += [w for w in waits if not tool or w.tool == tool]
+        for approval in snapshot.pending_approvals:
             if tool and approval.tool != tool:
                 continue
             if decider and approval.deciders and decider not in approval.deciders:

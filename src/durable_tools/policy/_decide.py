@@ -3,11 +3,13 @@
 `decide` asks, in order:
 
 1. `skip_all_approvals_unsafe`: allow everything (tests, sandboxes);
-2. `deny_tools`: deny;
+2. `deny_tools`, and `safety_rules` whose action is `deny`: deny;
 3. the tool's and the run's own rules (`require`, the tool's `approval` and
-   `requires_confirmation`, or a worker-side predicate whose answer the caller fetches when
-   the verdict asks for it): a call they do not send to a person is allowed;
-4. `allow_safe_tools`: allow tools safe under any input;
+   `requires_confirmation`, `safety_rules` whose action is `ask`, or a worker-side predicate
+   whose answer the caller fetches when the verdict asks for it): a call they do not send
+   to a person is allowed;
+4. `allow_safe_tools`: allow tools safe under any input (never one a safety rule sent to a
+   person: the rule says what the policy holds unsafe);
 5. `allow_tools`: allow by name;
 6. standing grants (run-scoped, and identity-scoped ones the caller fetched from the
    worker's store), each within its argument constraints and before its expiry, and only
@@ -33,6 +35,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from durable_tools.policy._grants import grant_covers
+from durable_tools.policy._safety_rules import describe_safety_rule, matched_safety_rule
 from durable_tools.protocol._deciders import may_decide
 from durable_tools.protocol._policy_types import AutoApproval, CriteriaSet, StandingGrant
 from durable_tools.protocol._types import ApprovalPolicy
@@ -60,8 +63,8 @@ class Verdict:
     action: Literal["allow", "deny", "ask", "consult"]
     """`consult`: the layer named needs a fact the caller fetches (`needs`), then asks again."""
     layer: str
-    """`skip_all`, `deny_list`, `rules`, `safe_tool`, `allow_list`, `grant:<id>`, `grants`
-    (consulted) or `person`."""
+    """`skip_all`, `deny_list`, `safety_rule`, `rules`, `safe_tool`, `allow_list`,
+    `grant:<id>`, `grants` (consulted) or `person`."""
     detail: str = ""
     needs: Literal["predicate", "grants"] | None = None
     """For `consult`: the worker-side predicate's answer, or the run's standing grants."""
@@ -123,14 +126,22 @@ def decide(
         return Verdict("allow", "skip_all", "skip_all_approvals_unsafe is set")
     if spec.name in policy.deny_tools:
         return Verdict("deny", "deny_list", f"{spec.name} is in the policy's deny_tools")
-    if rules_ask is None:
+    denied = _safety_rule(spec, policy, "deny")
+    if denied:
+        return Verdict("deny", "safety_rule", denied)
+    # An `ask` rule asks whatever the tool's own rules (or its predicate, answered under an
+    # older policy) said: it is the policy's rule, and the live policy's word counts.
+    asked = _safety_rule(spec, policy, "ask")
+    if asked:
+        rules_ask = True
+    elif rules_ask is None:
         rules_ask = _rules_ask(spec, policy)
         if rules_ask is None:
             detail = f"{spec.name}'s worker-side predicate decides"
             return Verdict("consult", "rules", detail, needs="predicate", rules_ask=None)
     if not rules_ask:
         return Verdict("allow", "rules", f"{spec.name} needs no approval under its rules")
-    if policy.allow_safe_tools and is_safe_tool(spec):
+    if policy.allow_safe_tools and not asked and is_safe_tool(spec):
         return Verdict("allow", "safe_tool", f"{spec.name} is safe under any input", rules_ask=True)
     if spec.name in policy.allow_tools:
         return Verdict(
@@ -156,7 +167,8 @@ def decide(
         "ask",
         "person",
         f"{needed} approval{'s' if needed > 1 else ''} from "
-        + (", ".join(policy.deciders) or "anyone"),
+        + (", ".join(policy.deciders) or "anyone")
+        + (f" ({asked})" if asked else ""),
         rules_ask=True,
         approvals_required=needed,
         deciders=tuple(policy.deciders),
@@ -181,6 +193,9 @@ def _refit(spec: ToolSpec, policy: ApprovalPolicy, waiting: PendingApproval) -> 
     if spec.name in policy.deny_tools:
         detail = f"{spec.name} is in the policy's deny_tools (set while it waited)"
         return Verdict("deny", "deny_list", detail, rules_ask=True)
+    denied = _safety_rule(spec, policy, "deny")
+    if denied:
+        return Verdict("deny", "safety_rule", f"{denied} (set while it waited)", rules_ask=True)
     named = policy.escalate_to if waiting.escalated and policy.escalate_to else policy.deciders
     deciders = tuple(named) or tuple(waiting.deciders)
     return Verdict(
@@ -191,6 +206,15 @@ def _refit(spec: ToolSpec, policy: ApprovalPolicy, waiting: PendingApproval) -> 
         approvals_required=waiting.approvals_required,
         deciders=deciders,
     )
+
+
+def _safety_rule(spec: ToolSpec, policy: ApprovalPolicy, action: str) -> str:
+    """Why the first of the policy's `action` safety rules matches `spec` ("" if none)."""
+    found = matched_safety_rule(spec, policy.safety_rules, action)
+    if found is None:
+        return ""
+    number, reasons = found
+    return f"{spec.name} {' and '.join(reasons)}: safety rule {number} ({action})"
 
 
 def _rules_ask(spec: ToolSpec, policy: ApprovalPolicy) -> bool | None:
@@ -265,6 +289,8 @@ def describe_policy(policy: ApprovalPolicy) -> str:
         parts.append("deny " + ", ".join(policy.deny_tools))
     if policy.allow_safe_tools:
         parts.append("safe tools allowed")
+    for rule in policy.safety_rules:
+        parts.append(f"{rule.action} {describe_safety_rule(rule)}")
     if policy.allow_tools:
         parts.append("allow " + ", ".join(policy.allow_tools))
     if policy.identity_grants:

@@ -49,6 +49,7 @@ EventName = Literal[
     "tool.budget_exhausted",
     "tool.policy_exhausted",
     "tool.search",
+    "tool.event",
     # approval, policy, grants, auto mode
     "approval.requested",
     "approval.partial",

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, model_validator
 
 from durable_tools._durations import Seconds
 from durable_tools.protocol._deciders import name_key
@@ -27,6 +27,7 @@ __all__ = [
     "GRANT_SAVE_ACTIVITY",
     "MAX_BATCH_DECISIONS",
     "MAX_CONSTRAINTS",
+    "MAX_SAFETY_RULES",
     "ApprovalPolicy",
     "AutoApproval",
     "BatchDecision",
@@ -39,7 +40,9 @@ __all__ = [
     "GrantRequest",
     "GrantRevocation",
     "PolicyChange",
+    "SafetyRule",
     "StandingGrant",
+    "plain_absolute_path",
 ]
 
 EVALUATE_ACTIVITY = "durable_tools.evaluate"
@@ -54,6 +57,12 @@ _MAX_VALUE_DEPTH = 32
 
 MAX_BATCH_DECISIONS = 64
 """Calls one batch decision may decide."""
+
+MAX_SAFETY_RULES = 32
+"""Safety rules one policy may carry."""
+
+_RootPath = Annotated[str, StringConstraints(min_length=1, max_length=1_000)]
+_Label = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 
 
 class _Frozen(BaseModel):
@@ -202,6 +211,88 @@ class BatchDecision(_Frozen):
     reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
 
 
+class SafetyRule(_Frozen):
+    """A policy rule over what tools may do (their `Safety`), not over their names.
+
+    The rule matches a tool when ANY condition it names holds: "confirm anything that runs
+    a shell, writes files outside the workspace root, or has irreversible side effects" is
+
+    ```python
+    SafetyRule(shell=True, writes_outside_workspace=True, side_effects=("irreversible",))
+    ```
+
+    A flag set to False is no condition (it never matches "tools that do not"); a rule
+    naming no condition is refused, as a rule that can match nothing is a typo. Flags
+    accept only true and false: `"no"` in a policy file is an error, not a yes.
+    """
+
+    action: Literal["ask", "deny"] = "ask"
+    """ask: a person approves each matching call (as the tool's own `approval=True` would);
+    deny: matching calls are denied without asking, like `deny_tools`."""
+    shell: StrictBool = False
+    """Tools that run shell commands (`Safety.shell`)."""
+    filesystem: StrictBool = False
+    """Tools that read or write files at all (`Safety.filesystem`)."""
+    writes_outside_workspace: StrictBool = False
+    """Tools that may write files (`filesystem` and not `read_only`) outside the workspace:
+    those with no `workspace_root`, and, when `workspace_roots` are given, those whose root
+    is not one of them or inside one."""
+    workspace_roots: tuple[_RootPath, ...] = Field(default=(), max_length=64)
+    """Absolute, normalised directories that count as the workspace for
+    `writes_outside_workspace` (empty: the root each tool is confined to counts)."""
+    networked: StrictBool = False
+    """Tools that talk to other hosts (`Safety.networked`)."""
+    spends_money: StrictBool = False
+    """Tools that can cost money (`Safety.spends_money`)."""
+    mutating: StrictBool = False
+    """Tools that are not read-only."""
+    side_effects: tuple[Literal["none", "internal", "external", "irreversible"], ...] = Field(
+        default=(), max_length=4
+    )
+    """Tools whose `side_effect` is one of these (a tool that declares none is `external`)."""
+    tags: tuple[_Label, ...] = Field(default=(), max_length=64)
+    """Tools carrying any of these tags (compared with case, width and invisible characters
+    folded, so a rule matches more spellings, never fewer)."""
+
+    @model_validator(mode="after")
+    def _names_a_condition(self) -> SafetyRule:
+        if not (
+            self.shell
+            or self.filesystem
+            or self.writes_outside_workspace
+            or self.networked
+            or self.spends_money
+            or self.mutating
+            or self.side_effects
+            or self.tags
+        ):
+            raise ValueError(
+                "a safety rule needs at least one condition (shell, filesystem, "
+                "writes_outside_workspace, networked, spends_money, mutating, side_effects "
+                "or tags set): as written it matches no tool"
+            )
+        if self.workspace_roots and not self.writes_outside_workspace:
+            raise ValueError("workspace_roots is read only with writes_outside_workspace = true")
+        for root in self.workspace_roots:
+            if not plain_absolute_path(root):
+                raise ValueError(
+                    f"workspace root {root!r} must be an absolute, normalised path "
+                    "(starting with /, no '.', '..', empty parts or trailing /)"
+                )
+        return self
+
+
+def plain_absolute_path(path: str) -> bool:
+    """Whether `path` has the one plain spelling of an absolute path: `/srv/ws` yes; `srv`,
+    `/srv/../etc`, `/srv//ws`, `/srv/ws/`, `/srv/./ws` and control characters no (a root
+    compared as text must have one spelling)."""
+    if path == "/":
+        return True
+    if not path.startswith("/") or any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return False
+    return all(part not in ("", ".", "..") for part in path[1:].split("/"))
+
+
 class ApprovalPolicy(BaseModel):
     """Run-level rules for human approval, on top of what each tool declares."""
 
@@ -246,6 +337,11 @@ class ApprovalPolicy(BaseModel):
     needs (any denial denies). 1 keeps one approval for every tool."""
     quorum_tools: tuple[str, ...] = ()
     """Tools that need `quorum` approvals besides those marked `spends_money`."""
+    safety_rules: tuple[SafetyRule, ...] = Field(default=(), max_length=MAX_SAFETY_RULES)
+    """Rules over what tools may do (their safety metadata): a `deny` rule a tool matches
+    denies its calls (checked with `deny_tools`), an `ask` rule sends them to a person
+    whatever `require` and the tool's own rules say; the allowing layers after the rules
+    (safe tools, `allow_tools`, grants) still apply."""
 
     @model_validator(mode="after")
     def _escalation_names_deciders(self) -> ApprovalPolicy:

@@ -27,6 +27,9 @@ class PendingApproval(BaseModel):
     tool: str
     arguments: dict[str, Any]
     """Redacted per the tool's redaction rule."""
+    tool_label: str | None = None
+    """The tool's display label (`ToolSpec.label`), which people read instead of `tool`;
+    None when it has none (use `display_tool`)."""
     arguments_hash: str
     """sha256 of the exact validated arguments: a decision names it to bind itself to them."""
     deciders: list[str] = Field(default_factory=list)
@@ -41,6 +44,11 @@ class PendingApproval(BaseModel):
     summary: str | None = None
     """What the call does, in a line, from the tool's `approval_summary` (secret-marked
     arguments never in it; at most 300 characters); None when the tool gives none."""
+
+    @property
+    def display_tool(self) -> str:
+        """What people read for the tool: its label, else its name."""
+        return self.tool_label or self.tool
 
 
 class ApprovalDecision(BaseModel):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 from urllib.parse import unquote, urlparse
 
-from ._results import ArtifactRef
+from ._results import ArtifactRef, is_sha256_hex
 
 __all__ = [
     "ARTIFACTS_ENV",
@@ -174,6 +174,10 @@ class FileSystemArtifactStore:
         self.root = Path(root) if root is not None else default_artifact_root()
 
     def _path(self, digest: str) -> Path:
+        # A reference comes from history, a CLI argument or a URL: its digest names a file
+        # here only when it is one (a digest of `/dev/zero` or `../x` would be a path).
+        if not is_sha256_hex(digest):
+            raise KeyError(f"{digest[:80]!r} is not a sha256 digest (64 lowercase hex digits)")
         return self.root / digest[:2] / digest
 
     def put(self, data: bytes, media_type: str = "application/octet-stream") -> ArtifactRef:

@@ -22,20 +22,50 @@ class IdentityIncomplete(LookupError):
     """A catalog that requires a full identity was asked for without one."""
 
 
-def missing_identity(identity: Identity | None) -> list[str]:
-    """The parts (`user`, `tenant`, `session`) that `identity` lacks, in that order."""
+IDENTITY_PARTS = ("user", "tenant", "session")
+"""The parts of an `Identity`, in the order errors name them."""
+
+
+def missing_identity(
+    identity: Identity | None, parts: Collection[str] = IDENTITY_PARTS
+) -> list[str]:
+    """The `parts` that `identity` lacks, in `IDENTITY_PARTS` order. A part that is blank
+    (white space only) is missing: it scopes nothing."""
     return [
         part
-        for part in ("user", "tenant", "session")
-        if identity is None or not getattr(identity, part)
+        for part in IDENTITY_PARTS
+        if part in parts and (identity is None or not (getattr(identity, part) or "").strip())
     ]
 
 
+def require_identity(identity: Identity | None, parts: Collection[str], who: str) -> None:
+    """Refuse a run whose identity lacks any of `parts`.
+
+    Args:
+        identity: The run's identity.
+        parts: The parts it must name (`user`, `tenant`, `session`).
+        who: What requires them, for the message ("this worker").
+
+    Raises:
+        IdentityIncomplete: naming the parts missing and who requires them.
+    """
+    missing = missing_identity(identity, parts)
+    if missing:
+        wanted = " and ".join(p for p in IDENTITY_PARTS if p in parts)
+        raise IdentityIncomplete(
+            f"{who} serves runs only for an identity with a {wanted}; missing: "
+            f"{', '.join(missing)} (start the run with identity=Identity(...), or "
+            "--user/--tenant on the command line)"
+        )
+
+
 __all__ = [
+    "IDENTITY_PARTS",
     "IdentityIncomplete",
     "filter_specs",
     "keyword_search",
     "missing_identity",
+    "require_identity",
     "search_index",
     "search_specs",
     "tokenize",

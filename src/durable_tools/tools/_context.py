@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -30,8 +31,24 @@ from ._progress import (
     clean_message,
     parse_beat,
 )
+from ._results import ToolNote
 
-__all__ = ["Identity", "Injected", "MissingResource", "ToolContext"]
+__all__ = [
+    "MAX_TOOL_EVENTS",
+    "MAX_TOOL_EVENT_DATA_BYTES",
+    "Identity",
+    "Injected",
+    "MissingResource",
+    "ToolContext",
+    "current_trace_id",
+]
+
+MAX_TOOL_EVENTS = 10
+"""Entries one attempt of a tool may write to the run's audit stream (`ToolContext.emit`)."""
+
+MAX_TOOL_EVENT_DATA_BYTES = 1_000
+"""Largest `data` (as JSON) of one entry: the entries travel in the activity's result,
+which is recorded in history with every call."""
 
 
 class Identity(BaseModel):
@@ -62,6 +79,17 @@ class Injected:
 
     name: str | None = None
     secret: bool = False
+
+
+def current_trace_id() -> str | None:
+    """The current OpenTelemetry span's trace id as W3C `traceparent` writes it (32
+    lowercase hex digits), or None without OpenTelemetry (the `otel` extra) or a valid span."""
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return None
+    context = trace.get_current_span().get_span_context()
+    return trace.format_trace_id(context.trace_id) if context.is_valid else None
 
 
 def _no_progress(_: Any) -> None:
@@ -108,6 +136,11 @@ class ToolContext:
     previous round (elicitation), by question key; None on a first round."""
     request_state: str | None = field(default=None, repr=False)
     """The MCP server's opaque state from the call's previous round, to echo back."""
+    trace_id: str | None = field(default_factory=lambda: current_trace_id())
+    """The run's trace id as W3C `traceparent` writes it (32 lowercase hex digits), from
+    the OpenTelemetry span current where the context is built (the tool activity builds it
+    inside its span, in the run's trace, continued from its caller's); None when the
+    worker does not trace. For a tool's own logs and the spans it opens elsewhere."""
     _progress: Callable[[Any], None] = field(default=_no_progress, repr=False)
     _recent: list[Progress] = field(default_factory=list, repr=False)
     _progress_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -116,6 +149,7 @@ class ToolContext:
     """Why the attempt was stopped (`_cancel`): what its hooks and listeners are told."""
     _groups: list[int] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _notes: list[ToolNote] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         # An attempt after one that reported typed progress: give the tool back what it
@@ -169,6 +203,49 @@ class ToolContext:
         self._progress({**beat.model_dump(mode="json", exclude={"details"}), "details": resume})
 
     heartbeat = progress
+
+    def emit(self, detail: str, data: Any = None) -> bool:
+        """Write an entry to the run's audit stream, as a `tool.event` of this call.
+
+        The entry reaches the run with the attempt's result, so it is recorded once, in
+        order, before the call's `tool.completed` (or `tool.failed` when the tool returns
+        an error result); an attempt that raises takes its entries with it. Secrets of the
+        call are scrubbed from both fields. Safe from sync tools (threads) and async ones.
+
+        Args:
+            detail: One line for people (white space folded, cut at 500 characters).
+            data: JSON data for machines, at most `MAX_TOOL_EVENT_DATA_BYTES` as JSON.
+
+        Returns:
+            Whether the entry was kept: the first `MAX_TOOL_EVENTS` of an attempt are.
+
+        Raises:
+            ValueError: `data` is not JSON or is larger than the bound (a bug in the tool,
+                told at once rather than at the end of the call).
+        """
+        if data is not None:
+            try:
+                encoded = json.dumps(data, ensure_ascii=False, allow_nan=False)
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"emit: data must be plain JSON ({error})") from None
+            if len(encoded.encode()) > MAX_TOOL_EVENT_DATA_BYTES:
+                raise ValueError(
+                    f"emit: data is over {MAX_TOOL_EVENT_DATA_BYTES} bytes as JSON; "
+                    "keep large values in an artifact"
+                )
+            data = json.loads(encoded)  # a copy: later changes by the tool do not reach it
+        line = clean_message(" ".join(str(detail).split())) or ""
+        with self._progress_lock:
+            if len(self._notes) >= MAX_TOOL_EVENTS:
+                return False
+            self._notes.append(ToolNote(detail=line, data=data))
+        return True
+
+    @property
+    def emitted(self) -> list[ToolNote]:
+        """The entries this attempt wrote (`emit`), in order."""
+        with self._progress_lock:
+            return list(self._notes)
 
     @property
     def cancelled(self) -> bool:

@@ -41,6 +41,19 @@ class ErrorKind(StrEnum):
     """The run used up the tool's `max_calls_per_run`: the call never ran."""
 
 
+_USER_ERRORS = frozenset(
+    {
+        ErrorKind.NOT_FOUND,
+        ErrorKind.INVALID_ARGUMENTS,
+        ErrorKind.DENIED,
+        ErrorKind.UNAUTHORIZED,
+        ErrorKind.BUDGET_EXHAUSTED,
+    }
+)
+"""Kinds the caller (the model, or the person it acts for) can fix by changing the call or
+granting what it needs; every other kind is the tool's or the system's."""
+
+
 class ToolError(Exception):
     """Base of every classified tool error.
 
@@ -49,9 +62,19 @@ class ToolError(Exception):
         retryable: Whether trying again may help.
         retry_after: Seconds to wait before the next attempt, when the cause says so.
         details: JSON-able extra data for operators.
+        user_error: Whether the caller caused it (a wrong order id, a missing permission)
+            rather than the tool or the systems it uses; None: as its kind says
+            (`is_user_error`).
     """
 
     kind: ErrorKind = ErrorKind.EXECUTION
+    user_error: bool | None = None
+
+    tool_name: str | None = None
+    """The tool that failed: filled in by the runtime (`ToolRegistry.invoke`, which the
+    tool activity runs) when the tool did not set it."""
+    call_id: str | None = None
+    """The model's id of the failed call, filled in by the runtime as `tool_name`."""
 
     def __init__(
         self,
@@ -60,12 +83,34 @@ class ToolError(Exception):
         retryable: bool = False,
         retry_after: float | None = None,
         details: dict[str, Any] | None = None,
+        user_error: bool | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
         self.retry_after = retry_after
         self.details = details or {}
+        self.user_error = user_error
+
+    def is_retryable(self) -> bool:
+        """Whether trying the same call again may help (transient failures, timeouts)."""
+        return self.retryable
+
+    def is_user_error(self) -> bool:
+        """Whether the caller must change something (the arguments, a grant, a decision)
+        for the call to succeed, rather than the tool or its systems being at fault.
+
+        True for `InvalidArguments`, `ToolNotFound`, `Denied`, `NeedsAuthorization` and a
+        used-up call budget, unless the error was raised with `user_error=` saying otherwise.
+        """
+        if self.user_error is not None:
+            return self.user_error
+        return self.kind in _USER_ERRORS
+
+    def attribute_to(self, *, tool_name: str, call_id: str) -> None:
+        """Name the tool and the call the error came from, where the tool did not."""
+        self.tool_name = self.tool_name or tool_name
+        self.call_id = self.call_id or call_id
 
 
 class ToolNotFound(ToolError):

@@ -79,6 +79,7 @@ async def invoke_tool(
         args = validate_arguments(spec, parsed) if spec.validates_input else parsed
         values = tool.to_python(args)
     except InvalidArguments as error:
+        error.attribute_to(tool_name=spec.name, call_id=context.tool_call_id)
         await emit(
             event(TOOL_INVALID_ARGS, message=error.message, details={"errors": error.errors})
         )
@@ -136,6 +137,7 @@ async def invoke_tool(
         raise
     except Exception as exc:
         failure = classify_exception(exc)
+        failure.attribute_to(tool_name=spec.name, call_id=context.tool_call_id)
         if not body_started and run_before_hooks and failure.retryable:
             failure.retryable = False  # a retry would not run the hooks again
         # A tool acknowledging its cancellation raises `Cancelled`; the activity may know

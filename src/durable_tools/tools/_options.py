@@ -114,15 +114,28 @@ class ToolOptions(TypedDict, total=False):
     """What is checked: `input`, `output`, `both` (default) or `none`. Asking for `output`
     or `both` explicitly derives an output schema from any return annotation."""
     cost_hint: str | None
-    """Catalog metadata (this and the five below): for operators, never sent to the model."""
+    """Catalog metadata (this and the four below but `safety_notes`): for operators, never
+    sent to the model."""
     latency_hint: str | None
     safety_notes: str | None
+    """What people and the model should know before the tool is used (in the model's
+    description of the tool too)."""
+    label: str | None
+    """The display label people read instead of the snake_case name."""
     source: str | None
     transport: Transport
     mime_types: Sequence[str]
 
 
-_CATALOG_KEYS = ("cost_hint", "latency_hint", "safety_notes", "source", "transport", "mime_types")
+_CATALOG_KEYS = (
+    "cost_hint",
+    "latency_hint",
+    "safety_notes",
+    "label",
+    "source",
+    "transport",
+    "mime_types",
+)
 _OUTPUT = ("output", "both")
 _KNOWN_OPTIONS = frozenset(ToolOptions.__annotations__) | {"input_schema"}
 

@@ -18,7 +18,7 @@ from typing import Any, TypeVar, overload
 from pydantic import BaseModel
 from typing_extensions import Unpack
 
-from ._catalog import IdentityIncomplete, filter_specs, missing_identity, search_specs
+from ._catalog import IDENTITY_PARTS, filter_specs, require_identity, search_specs
 from ._context import Identity, ToolContext
 from ._delegated import (
     DelegatedTool,
@@ -385,12 +385,7 @@ class ToolRegistry:
                 lacks a user, a tenant or a session.
         """
         if self.require_full_identity:
-            missing = missing_identity(identity)
-            if missing:
-                raise IdentityIncomplete(
-                    "this worker serves tools only to a full identity (user, tenant and "
-                    f"session); missing: {', '.join(missing)}"
-                )
+            require_identity(identity, IDENTITY_PARTS, "this registry")
         visible = [t.spec for t in self._tools.values() if t.is_visible_to(identity)]
         return filter_specs(
             visible,
@@ -405,16 +400,33 @@ class ToolRegistry:
 
     def search(
         self,
-        query: str,
+        query: str = "",
         *,
         limit: int = 5,
         identity: Identity | None = None,
         granted_scopes: Collection[str] | None = None,
+        tags: Collection[str] = (),
     ) -> list[ToolSpec]:
-        """Deferred tools matching `query`, best first, among those the run may see."""
-        candidates = self.catalog(
-            identity=identity, granted_scopes=granted_scopes, loading=LoadingMode.DEFERRED
-        )
+        """Deferred tools matching `query`, best first, among those the run may see.
+
+        Args:
+            query: Free text over names, tags, descriptions and parameters (BM25, as the
+                model's `search_tools`); empty: every tool `tags` selects, in catalog order.
+            limit: Most results.
+            identity: The run's identity, for tools visible to some identities only.
+            granted_scopes: The run's scopes, for tools that need some.
+            tags: Only tools carrying every one of these tags (compared exactly).
+        """
+        wanted = {tags} if isinstance(tags, str) else set(tags)
+        candidates = [
+            spec
+            for spec in self.catalog(
+                identity=identity, granted_scopes=granted_scopes, loading=LoadingMode.DEFERRED
+            )
+            if wanted <= set(spec.tags)
+        ]
+        if not query.strip():
+            return candidates[:limit] if tags else []
         return search_specs(candidates, query, limit=limit)
 
     def requires_approval(self, name: str, args: Mapping[str, Any] | str) -> bool:

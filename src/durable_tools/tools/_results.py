@@ -8,7 +8,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_tools._wire import WireModel
 
-__all__ = ["ArtifactRef", "ContentBlock", "ToolOutcome", "ToolResult"]
+__all__ = ["ArtifactRef", "ContentBlock", "ToolNote", "ToolOutcome", "ToolResult", "is_sha256_hex"]
+
+
+def is_sha256_hex(digest: str) -> bool:
+    """Whether `digest` is a sha256 as the stores write it (64 lowercase hex digits): a
+    store names an artifact by it, so nothing else may reach a path or an object key."""
+    return len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
 
 
 class ArtifactRef(BaseModel):
@@ -51,6 +57,16 @@ class ToolResult(BaseModel):
     """Set when a before-hook skipped the call: the reason, which is also the content."""
 
 
+class ToolNote(WireModel):
+    """An entry a tool wrote to its run's audit stream (`ToolContext.emit`): recorded as a
+    `tool.event` of its call."""
+
+    detail: str
+    """One line for people (cleaned and bounded by `emit`)."""
+    data: Any = None
+    """JSON data for machines (bounded by `emit`)."""
+
+
 class ToolOutcome(WireModel):
     """What a tool call leaves in the run: bounded, redacted, ready for the model.
 
@@ -72,3 +88,6 @@ class ToolOutcome(WireModel):
     attempt: int = 1
     skipped: str | None = None
     """Set when a before-hook skipped the call: the reason the model saw."""
+    events: list[ToolNote] = Field(default_factory=list)
+    """What the tool wrote to the run's audit stream during the attempt (`emit`),
+    scrubbed of the call's secrets; the run records them before the call's closing event."""

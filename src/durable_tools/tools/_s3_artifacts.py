@@ -31,7 +31,7 @@ from urllib.parse import urlparse
 
 from durable_tools._extras import MissingExtraError, install_hint
 
-from ._results import ArtifactRef
+from ._results import ArtifactRef, is_sha256_hex
 
 if TYPE_CHECKING:
     from types_aiobotocore_s3 import S3Client
@@ -112,7 +112,13 @@ class S3ArtifactStore:
         return f"S3ArtifactStore({self.root!r}{where})"
 
     def key(self, digest: str) -> str:
-        """The object key of the artifact with sha256 `digest`."""
+        """The object key of the artifact with sha256 `digest`.
+
+        Raises:
+            KeyError: `digest` is not a sha256 (a reference from elsewhere).
+        """
+        if not is_sha256_hex(digest):
+            raise KeyError(f"{digest[:80]!r} is not a sha256 digest (64 lowercase hex digits)")
         name = f"{digest[:2]}/{digest}"
         return f"{self.prefix}/{name}" if self.prefix else name
 

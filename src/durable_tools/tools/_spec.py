@@ -26,7 +26,26 @@ __all__ = [
     "ToolSpec",
     "Transport",
     "ValidateMode",
+    "label_problem",
 ]
+
+
+_LABEL_PUNCTUATION = frozenset(" -_.,:;()/&'+!?#%")
+
+
+def label_problem(label: str) -> str | None:
+    """What is wrong with a display label, or None.
+
+    A label is shown in a terminal, an HTML page and the Temporal UI's markdown summaries,
+    and may come from an MCP server: nothing in it may be markup (`[`, `<`, a backtick),
+    a control, bidirectional or invisible character, or white space other than a space.
+    """
+    if label != label.strip() or "  " in label:
+        return "no leading, trailing or doubled spaces"
+    bad = sorted({c for c in label if not (c.isalnum() or c in _LABEL_PUNCTUATION)})
+    if bad:
+        return "only letters, digits, spaces and -_.,:;()/&'+!?#% (not " + repr("".join(bad)) + ")"
+    return None
 
 
 class LoadingMode(StrEnum):
@@ -231,8 +250,14 @@ class ToolSpec(_Frozen):
     """Catalog metadata: how long a call usually takes ("~200 ms", "minutes"). Operators
     only, never sent to the model."""
     safety_notes: str | None = None
-    """Catalog metadata: what a person should know before allowing the tool. Operators and
-    approvers only (`durable-tools tools`, the inbox's approval page), never the model."""
+    """What a person, and the model, should know before the tool is used ("deletes for
+    good; confirm the account id with the user first"): shown by `durable-tools tools` and
+    the inbox's approval page, and added to the description the model reads (see
+    `tools._model_description`), where it can change what the model does."""
+    label: str | None = Field(default=None, min_length=1, max_length=80)
+    """A display label apart from the snake_case name ("Refund an order"): the inbox, the
+    CLI and the Temporal UI's summaries show it; the model, activity types and policies
+    use `name`. Letters, digits, spaces and `-_.,:;()/&'+!?#%` only (see `label_problem`)."""
     source: str | None = None
     """Catalog metadata: where the tool comes from (a module, an MCP server, an API)."""
     transport: Transport = "function"
@@ -250,6 +275,18 @@ class ToolSpec(_Frozen):
     """A callback tool: no worker body. The run publishes the call and waits (up to
     `policy.start_to_close_timeout`) for a client attached to it to run the tool and send
     the result back (`AgentRun.serve_callbacks`); see `workflows/gates/_callback_gate.py`."""
+
+    @model_validator(mode="after")
+    def _plain_label(self) -> ToolSpec:
+        problem = label_problem(self.label) if self.label is not None else None
+        if problem:
+            raise ValueError(f"label {self.label!r}: {problem}")
+        return self
+
+    @property
+    def display_name(self) -> str:
+        """What people read for the tool: its `label`, else its `name`."""
+        return self.label or self.name
 
     @property
     def validates_input(self) -> bool:

@@ -97,6 +97,7 @@ def build_worker(
     grant_store: GrantStore | None = None,
     deployment_version: WorkerDeploymentVersion | None = None,
     model_limits: Mapping[str, ModelLimits] | None = None,
+    require_identity: bool = False,
     **worker_options: Any,
 ) -> ToolWorker:
     """A worker that runs the agent workflow, its core activities and one activity per tool.
@@ -127,6 +128,8 @@ def build_worker(
             (see `DurableToolsPlugin` and docs/operations.md).
         model_limits: Requests and tokens a minute by model spec, held across the
             deployment (see `DurableToolsPlugin` and docs/models.md, "Rate limits").
+        require_identity: Refuse runs whose identity names no user or no tenant (see
+            `DurableToolsPlugin`).
         **worker_options: Passed to `temporalio.worker.Worker` (e.g. `max_cached_workflows`,
             `plugins`).
 
@@ -152,6 +155,7 @@ def build_worker(
         heartbeat_throttle=None,  # an explicit worker option wins, as it always did
         deployment_version=deployment_version,
         model_limits=model_limits,
+        require_identity=require_identity,
     )
     worker_options.setdefault("default_heartbeat_throttle_interval", HEARTBEAT_THROTTLE)
     queue = task_queue or task_queue_from_env()

@@ -135,6 +135,10 @@ class DurableToolsPlugin(SimplePlugin):
             workflow per model (docs/models.md, "Rate limits"); give every worker the same.
             Run `limited_workers` beside a plain `Worker` (`build_worker` does): one of
             them serves the limiters' own task queue.
+        require_identity: Refuse, at its first step, a run whose identity names no user
+            or no tenant (so catalogs, grants and OAuth tokens are always scoped); the
+            run fails with `IdentityIncomplete` naming what is missing. Give every worker
+            of the task queue the same.
     """
 
     def __init__(
@@ -151,6 +155,7 @@ class DurableToolsPlugin(SimplePlugin):
         heartbeat_throttle: timedelta | None = HEARTBEAT_THROTTLE,
         deployment_version: WorkerDeploymentVersion | None = None,
         model_limits: Mapping[str, ModelLimits] | None = None,
+        require_identity: bool = False,
     ) -> None:
         self.registry = registry
         self.model_limits = checked_model_limits(model_limits or {})
@@ -167,6 +172,7 @@ class DurableToolsPlugin(SimplePlugin):
             secrets=dict(secrets or {}),
             artifact_store=artifact_store or default_artifact_store(),
             oauth=oauth,
+            required_identity=("user", "tenant") if require_identity else (),
         )
         self._model_limiter = ModelLimiter(self.model_limits) if self.model_limits else None
         # Sub-agents run as child workflows, not activities. A limited tool stays

@@ -6,7 +6,7 @@ and evaluators exchange.
 lists what embedding the loop in a workflow of your own takes (`AgentLoop`, `AgentInput`,
 `run_agent`, `start_agent`, the `AgentWorkflow` class), the tool runtime on its own for
 workflows of your own and other agent frameworks (`ToolRuntime`, `ToolReply`), and the
-types of policy extensions (`Constraint`, `CriteriaSet`, an evaluator's
+types of policy extensions (`Constraint`, `CriteriaSet`, `SafetyRule`, an evaluator's
 `EvaluationRequest` and `Evaluation`).
 """
 
@@ -20,6 +20,7 @@ from durable_tools.protocol._policy_types import (
     Evaluation,
     EvaluationRequest,
     GrantRequest as GrantRequest,
+    SafetyRule,
     StandingGrant as StandingGrant,
 )
 from durable_tools.protocol._records import RunEvent as RunEvent, ToolCallRecord as ToolCallRecord
@@ -62,6 +63,7 @@ __all__ = [
     "EvaluationRequest",
     "PendingAuthorization",
     "RunSnapshot",
+    "SafetyRule",
     "ToolReply",
     "ToolRuntime",
     "run_agent",

@@ -42,6 +42,7 @@ class WorkspacePathError(ToolExecutionError):
             f"path {shown} is refused ({rule}): {why}",
             retryable=False,
             details={"path": shorten(str(path)), "rule": rule},
+            user_error=True,  # the caller named the path; the workspace is fine
         )
         self.path = path
         self.rule = rule

@@ -194,7 +194,10 @@ def render_approval(
     (redacted), hash, who and until when; `prefix` as for `approval_commands`."""
     # JSON with ASCII escapes: an argument value shows exactly what it holds.
     args = json.dumps(approval.arguments, ensure_ascii=True, sort_keys=True)
-    call = f"{approval.tool} {args} (call {approval.call_id})"
+    tool = (
+        approval.tool if approval.tool_label is None else f"{approval.tool_label} ({approval.tool})"
+    )
+    call = f"{tool} {args} (call {approval.call_id})"
     head = [f"approval needed: {call}"]
     if approval.summary:
         head = [f"approval needed: {approval.summary}", f"  call: {call}"]

@@ -25,9 +25,9 @@ def spend_budget(state: RunState, valid: ValidCall, record: ToolCallRecord) -> M
     limit = spec.policy.max_calls_per_run
     if limit is None:
         return None
-    used = state.budget_used.get(spec.name, 0)
+    used = state.calls.budget_used.get(spec.name, 0)
     if used < limit:
-        state.budget_used[spec.name] = used + 1
+        state.calls.budget_used[spec.name] = used + 1
         return None
     record.status = "invalid"
     record.error_kind = ErrorKind.BUDGET_EXHAUSTED.value

@@ -38,7 +38,6 @@ from durable_tools.tools import (
     ToolOutcome,
     ToolSpec,
 )
-from durable_tools.workflows.calls._audit import transport_of
 from durable_tools.workflows.calls._flow_call import run_flow
 from durable_tools.workflows.calls._tool_activity import (
     attempts_after,
@@ -49,7 +48,7 @@ from durable_tools.workflows.calls._tool_activity import (
 )
 from durable_tools.workflows.gates._callback_gate import await_client
 from durable_tools.workflows.gates._input_gate import ask_user, needs_input
-from durable_tools.workflows.observe._visibility import unless_evicted
+from durable_tools.workflows.observe._visibility import evicting
 from durable_tools.workflows.run._replies import (
     activity_error_outcome,
     cancelled_outcome,
@@ -59,6 +58,7 @@ from durable_tools.workflows.run._replies import (
     subagent_outcome,
     timeout_outcome,
 )
+from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 
@@ -106,11 +106,11 @@ async def execute(
         return _cancelled(state, valid)
 
 
-def _options(state: RunState, spec: ToolSpec) -> ToolActivityOptions:
-    options = state.options.get(spec.name)
+def _options(calls: RunCalls, spec: ToolSpec) -> ToolActivityOptions:
+    options = calls.options.get(spec.name)
     if options is None:
         queue = workflow.info().task_queue  # a limited tool's own queue is named after it
-        options = state.options[spec.name] = activity_options_for(spec, queue)
+        options = calls.options[spec.name] = activity_options_for(spec, queue)
     return options
 
 
@@ -118,11 +118,12 @@ async def _run_activity(
     state: RunState, valid: ValidCall, record: ToolCallRecord, grant_ref: str | None
 ) -> Executed:
     call, spec = valid.call, valid.spec
-    options = _options(state, spec)
+    options = _options(state.calls, spec)
     info = workflow.info()
     shown = f" {record.arguments}" if state.config.summary_arguments else ""
-    summary = f"{spec.name} {call.id}{shown}"[:200] if state.config.activity_summaries else None
-    state.event("tool.started", call, transport=transport_of(spec), attempt=1)
+    label = spec.display_name  # the activity type names the tool already
+    summary = f"{label} {call.id}{shown}"[:200] if state.config.activity_summaries else None
+    state.event("tool.started", call, transport=valid.transport, attempt=1)
     attempts = 0
     resume: InputResume | None = None  # the user's answers to the server's last questions
     rounds = 0
@@ -134,7 +135,7 @@ async def _run_activity(
             arguments=valid.arguments,
             workflow_id=info.workflow_id,
             identity=state.input.identity,
-            idempotency_key=state.keys[call.id],
+            idempotency_key=state.calls.keys[call.id],
             attempt_offset=attempts,
             output_limit_bytes=state.config.output_limit_bytes,
             grant_ref=grant_ref,
@@ -188,7 +189,7 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
     call, spec, arguments = valid.call, valid.spec, valid.arguments
     assert spec.subagent is not None
     workflow_id = workflow.info().workflow_id
-    child_id = f"{workflow_id}.{state.keys[call.id][len(workflow_id) + 1 :]}"
+    child_id = f"{workflow_id}.{state.calls.keys[call.id][len(workflow_id) + 1 :]}"
     record.child_run_id = child_id
     state.event(
         "tool.started", call, detail=f"sub-agent run {child_id}", transport="sub-agent", attempt=1
@@ -320,7 +321,8 @@ def _ended_late(state: RunState, call: ToolCall, task: asyncio.Task[ToolOutcome]
             kind = cause.type if isinstance(cause, ApplicationError) else None
             how = f"failed ({kind or type(cause).__name__})"
     detail = f"the tool {how} after the run stopped waiting for it"
-    unless_evicted(lambda: state.event("tool.ended_late", call, detail=detail))
+    if not evicting():
+        state.event("tool.ended_late", call, detail=detail)
 
 
 def _after_cancel(state: RunState, valid: ValidCall, ended: _Ended, attempts: int) -> Executed:

@@ -39,7 +39,7 @@ async def run_flow(state: RunState, valid: ValidCall) -> ToolOutcome:
     """Run a flow tool's call as a `FlowWorkflow` child; its outcome, success or error."""
     call, spec = valid.call, valid.spec
     workflow_id = workflow.info().workflow_id
-    child_id = f"{workflow_id}.{state.keys[call.id][len(workflow_id) + 1 :]}"
+    child_id = f"{workflow_id}.{state.calls.keys[call.id][len(workflow_id) + 1 :]}"
     state.event("tool.started", call, detail=f"flow run {child_id}", transport="flow", attempt=1)
     try:
         plan = FlowPlan.model_validate(spec.flow)
@@ -47,7 +47,7 @@ async def run_flow(state: RunState, valid: ValidCall) -> ToolOutcome:
             plan=plan,
             arguments=valid.arguments,
             call_id=call.id,
-            idempotency_key=state.keys[call.id],
+            idempotency_key=state.calls.keys[call.id],
             identity=state.input.identity,
             output_limit_bytes=state.config.output_limit_bytes,
             activity_summaries=state.config.activity_summaries,

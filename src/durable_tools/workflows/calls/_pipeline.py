@@ -26,9 +26,14 @@ from durable_tools.tools._spec import ToolSpec
 from durable_tools.tools._validation import parse_arguments
 from durable_tools.workflows.calls._budget import spend_budget
 from durable_tools.workflows.calls._execute import Executed, execute
-from durable_tools.workflows.calls._record import mark_cancelled, record_outcome, skipped_message
+from durable_tools.workflows.calls._record import (
+    mark_cancelled,
+    open_record,
+    record_outcome,
+    skipped_message,
+)
 from durable_tools.workflows.calls._validate import validate_call
-from durable_tools.workflows.catalog._run_catalog import find_tools
+from durable_tools.workflows.catalog._run_catalog import discover, find_tools
 from durable_tools.workflows.catalog._tool_search import SEARCH_TOOL
 from durable_tools.workflows.catalog._view import advertised, has_deferred
 from durable_tools.workflows.gates._approval_gate import approve
@@ -42,17 +47,20 @@ from durable_tools.workflows.run._replies import (
     search_reply,
     unprepared_outcome,
 )
+from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._state import CallSkipped, RunState
-from durable_tools.workflows.run._valid_call import ValidCall, open_record
+from durable_tools.workflows.run._valid_call import ValidCall
 
 __all__ = [
     "TOO_MANY_CALLS",
     "UNAMBIGUOUS_KEYS_PATCH",
     "CallRoute",
     "claim_call_id",
+    "key_under",
     "refuse_over_turn_limit",
     "run_call",
     "run_calls",
+    "run_nested_call",
     "run_single_call",
 ]
 
@@ -86,12 +94,12 @@ async def run_calls(
         width, batch = strategy.batch_size, strategy.batch_size
     gate = asyncio.Semaphore(width)
     duplicates = _assign_keys(state, calls)
-    state.records = {}
-    state.in_calls = True
+    state.calls.records = {}
+    state.calls.in_turn = True
     try:
         return await _run_groups(state, calls, offered, gate, batch, duplicates, routes or {})
     finally:
-        state.in_calls = False
+        state.calls.in_turn = False
 
 
 async def run_single_call(state: RunState, call: ToolCall, offered: dict[str, ToolSpec]) -> Message:
@@ -99,20 +107,38 @@ async def run_single_call(state: RunState, call: ToolCall, offered: dict[str, To
 
     The call gets its own idempotency key and is registered as running while it runs (a
     `cancel` reaches it), then takes the route of `run_call`. Calls of the runtime may run
-    at the same time, so nothing of the turn (`records`, `in_calls`) is reset here; a
-    call id that is running already is refused like an id used twice in one turn (the
-    two would share the pending approval).
+    at the same time, so nothing of the turn (`calls.records`, `calls.in_turn`) is reset
+    here; a call id that is running already is refused like an id used twice in one turn
+    (the two would share the pending approval).
     """
-    if call.id in state.running:
+    if call.id in state.calls.running:
         return await _duplicate(state, call, running=True)
     claim_call_id(state, call.id)
-    state.records.pop(call.id, None)  # an id used before: its old record is not this call's
+    state.calls.records.pop(call.id, None)  # an id used before: its old record is not this call's
     task = asyncio.create_task(_bounded(state, asyncio.Semaphore(1), call, offered, run_call))
-    state.running[call.id] = task
+    state.calls.running[call.id] = task
     try:
         return await task
     finally:
-        state.running.pop(call.id, None)
+        state.calls.running.pop(call.id, None)
+
+
+async def run_nested_call(
+    state: RunState, call: ToolCall, offered: dict[str, ToolSpec], *, parent: str
+) -> Message:
+    """Run a call that a script call makes (code mode) in the script call's task, on the
+    route of `run_call`: registered as running meanwhile (a cancel of the run reaches the
+    nested call's tool too), recorded as cancelled when a cancel stops it."""
+    task = asyncio.current_task()
+    if task is not None:
+        state.calls.running[call.id] = task
+    try:
+        return await run_call(state, call, offered, parent=parent)
+    except asyncio.CancelledError:
+        mark_cancelled(state.calls, call)
+        raise
+    finally:
+        state.calls.running.pop(call.id, None)
 
 
 def refuse_over_turn_limit(state: RunState, over: list[ToolCall]) -> list[Message]:
@@ -165,12 +191,12 @@ async def _run_groups(
         ]
         for i, (call, task) in enumerate(zip(group, tasks, strict=True)):
             if start + i not in duplicates:
-                state.running[call.id] = task
+                state.calls.running[call.id] = task
         try:
             results.extend(await asyncio.gather(*tasks))
         finally:
             for call in group:
-                state.running.pop(call.id, None)
+                state.calls.running.pop(call.id, None)
     return results
 
 
@@ -247,12 +273,18 @@ def claim_call_id(state: RunState, call_id: str) -> None:
     otherwise the model's id `a#1` would share the key of the second call named `a`.
     """
     workflow_id = workflow.info().workflow_id
-    if state.call_ids_dropped:
+    if state.calls.ids_dropped:
         workflow_id = f"{workflow_id}@{state.continued}"
-    uses = state.call_uses.get(call_id, 0)
-    state.call_uses[call_id] = uses + 1
+    uses = state.calls.uses.get(call_id, 0)
+    state.calls.uses[call_id] = uses + 1
     suffixed = uses > 0 or ("#" in call_id and workflow.patched(UNAMBIGUOUS_KEYS_PATCH))
-    state.keys[call_id] = f"{workflow_id}/{call_id}" + (f"#{uses}" if suffixed else "")
+    state.calls.keys[call_id] = f"{workflow_id}/{call_id}" + (f"#{uses}" if suffixed else "")
+
+
+def key_under(calls: RunCalls, call_id: str, parent: str, n: int) -> None:
+    """The idempotency key of a script's `n`-th nested call as runs recorded before
+    `HOST_IDS_CLAIMED_PATCH` gave it: the script call's key with `/<n>`."""
+    calls.keys[call_id] = f"{calls.keys[parent]}/{n}"
 
 
 async def _duplicate(state: RunState, call: ToolCall, *, running: bool = False) -> Message:
@@ -291,7 +323,7 @@ async def _bounded(
 
 def _cancelled_message(state: RunState, call: ToolCall) -> Message:
     """Answer a call that the run's cancel stopped before it ran; record it as cancelled."""
-    mark_cancelled(state, call)
+    mark_cancelled(state.calls, call)
     reason = state.cancel_reason or "the run was cancelled"
     return cancelled_reply(call.id, call.name, reason, workflow.now())
 
@@ -304,17 +336,7 @@ def _search_tools(state: RunState, call: ToolCall, record: ToolCallRecord) -> Me
         record.status = "invalid"
         return invalid_reply(call.id, call.name, error)
     found = find_tools(state, query, limit=5)
-    # Worst first: when only the latest finds stay advertised, the best one stays longest.
-    limit = state.max_advertised
-    for spec in reversed(found):
-        if spec.name in state.discovered:
-            if limit is None:
-                continue
-            state.discovered.remove(spec.name)  # found again: the latest find again
-        state.discovered.append(spec.name)
-        state.tools_ref = None  # the next model call sends the new set
-    if limit is not None:
-        del state.discovered[:-limit]  # older finds are no longer advertised
+    discover(state.catalog, found)  # the next model call sends the new set
     record.status = "completed"
     record.result = ", ".join(s.name for s in found) or "no match"
     state.event("tool.search", call, detail=record.result)

@@ -1,6 +1,10 @@
-"""Stage 4 of a call: record what happened in the timeline and the event log."""
+"""Stage 4 of a call: record what happened in the timeline and the event log (and
+open the call's timeline entry when its route starts)."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from temporalio import workflow
 
@@ -8,16 +12,46 @@ from durable_tools.messages import Message, ToolCall
 from durable_tools.protocol._limits import clip
 from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.tools import ToolOutcome
-from durable_tools.workflows.calls._audit import bounded_details, transport_of
+from durable_tools.tools._context import MAX_TOOL_EVENTS
+from durable_tools.tools._progress import MAX_PROGRESS_MESSAGE_CHARS
 from durable_tools.workflows.calls._execute import Executed
 from durable_tools.workflows.run._replies import skipped_reply
+from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._state import RunState
-from durable_tools.workflows.run._valid_call import ValidCall, open_record
+from durable_tools.workflows.run._valid_call import ValidCall
 
-__all__ = ["STEER_NOTE_CHARS", "mark_cancelled", "record_outcome", "skipped_message"]
+__all__ = [
+    "MAX_DETAILS_BYTES",
+    "STEER_NOTE_CHARS",
+    "mark_cancelled",
+    "open_record",
+    "record_outcome",
+    "skipped_message",
+]
 
 STEER_NOTE_CHARS = 200
 """A steer's instruction is cut to this length in a skipped call's result and in events."""
+
+MAX_DETAILS_BYTES = 2_000
+"""Largest structured value (as JSON) kept as `details` in the timeline and the events.
+
+Both are carried over continue-as-new (up to 500 entries each), so a bigger value would
+crowd the carried input; it stays available in the tool's artifacts when it was stored."""
+
+
+def open_record(state: RunState, call: ToolCall, *, parent: str | None = None) -> ToolCallRecord:
+    """Start the call's timeline entry (`parent`: the script call that made it)."""
+    record = ToolCallRecord(
+        call_id=call.id,
+        tool=call.name[:64],
+        turn=state.turn,
+        arguments=call.arguments[:160],
+        status="running",
+        parent_call_id=parent,
+    )
+    state.timeline.append(record)
+    state.calls.records[call.id] = record
+    return record
 
 
 def record_outcome(
@@ -31,7 +65,7 @@ def record_outcome(
     call = valid.call
     outcome = executed.outcome
     record.finished_at = workflow.now()
-    transport = transport_of(valid.spec)
+    transport = valid.transport
     duration_ms = (
         (record.finished_at - record.started_at).total_seconds() * 1000
         if record.started_at is not None
@@ -68,7 +102,7 @@ def record_outcome(
     record.result = outcome.content[:300]
     record.error_kind = outcome.error_kind
     record.artifacts = list(outcome.artifacts)
-    record.details = bounded_details(outcome.structured)
+    record.details = _bounded_details(outcome.structured)
     if outcome.skipped is not None:
         # A before-hook skipped the call: the tool never ran, and `tool.skipped` closes the
         # call instead of `tool.completed`. Its `tool.started` (the call was scheduled)
@@ -87,6 +121,16 @@ def record_outcome(
         record.status = "failed"
     else:
         record.status = "completed"
+    # What the tool wrote to the stream (`ToolContext.emit`), bounded here too: the
+    # outcome is an activity's result, and a worker of another version may have built it.
+    for note in outcome.events[:MAX_TOOL_EVENTS]:
+        state.event(
+            "tool.event",
+            call,
+            detail=note.detail[:MAX_PROGRESS_MESSAGE_CHARS],
+            transport=transport,
+            details=_bounded_details(note.data),
+        )
     state.event(
         "tool.failed" if outcome.is_error else "tool.completed",
         call,
@@ -101,9 +145,9 @@ def record_outcome(
     return outcome
 
 
-def mark_cancelled(state: RunState, call: ToolCall) -> None:
+def mark_cancelled(calls: RunCalls, call: ToolCall) -> None:
     """Record a call that the run's cancel stopped before it ran (or while it waited)."""
-    record = state.records.get(call.id)
+    record = calls.records.get(call.id)
     if record is not None and record.status in (
         "running",
         "awaiting_approval",
@@ -118,7 +162,7 @@ def skipped_message(state: RunState, call: ToolCall) -> Message:
     instruction = " ".join((state.skip_steer or "").split())
     short = clip(instruction, STEER_NOTE_CHARS)
     reply = skipped_reply(call.id, call.name, short, workflow.now())
-    record = state.records.get(call.id)
+    record = state.calls.records.get(call.id)
     if record is None:
         record = open_record(state, call)
     elif record.status == "awaiting_approval":
@@ -128,3 +172,14 @@ def skipped_message(state: RunState, call: ToolCall) -> Message:
     record.finished_at = workflow.now()
     state.event("tool.skipped", call, detail=short)
     return reply
+
+
+def _bounded_details(value: Any) -> Any:
+    """`value` when its JSON fits `MAX_DETAILS_BYTES`, else None."""
+    if value is None:
+        return None
+    try:
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    except (TypeError, ValueError):
+        return None
+    return value if size <= MAX_DETAILS_BYTES else None

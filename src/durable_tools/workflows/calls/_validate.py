@@ -56,11 +56,13 @@ def validate_call(
             ) from None
         available = sorted(s.aliases.get(provider, s.name) for s in offered.values())
         return invalid_reply(call.id, call.name, error, available=available)
-    record.arguments = abridge_arguments(redact_arguments(arguments, spec.safety.redact))
+    redacted = redact_arguments(arguments, spec.safety.redact)
+    record.arguments = abridge_arguments(redacted)
     if call.name != spec.name:  # called by its alias: every later stage sees the tool's name
         record.tool = spec.name
         call = call.model_copy(update={"name": spec.name})
-    return ValidCall(call=call, spec=spec, arguments=arguments)
+    transport = "sub-agent" if spec.subagent is not None else spec.transport
+    return ValidCall(call, spec, arguments, redacted, transport)
 
 
 def _by_alias(offered: dict[str, ToolSpec], name: str, provider: str) -> ToolSpec | None:

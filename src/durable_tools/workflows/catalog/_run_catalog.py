@@ -30,6 +30,7 @@ from durable_tools.tools._catalog_pack import (
 )
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows.catalog._view import advertised, deferred_tools
+from durable_tools.workflows.run._catalog_state import CatalogState
 from durable_tools.workflows.run._local_activity import execute_local
 from durable_tools.workflows.run._state import EndRun, RunState
 
@@ -37,6 +38,7 @@ __all__ = [
     "CATALOG_PATCH",
     "MAX_SEARCH_QUERY_CHARS",
     "catalog_summary",
+    "discover",
     "find_tools",
     "load_catalog",
 ]
@@ -49,7 +51,7 @@ _TIMEOUT = timedelta(seconds=60)
 
 
 async def load_catalog(state: RunState) -> None:
-    """Fill `state.catalog` from the worker's registry (one activity).
+    """Fill `state.catalog.specs` from the worker's registry (one activity).
 
     Raises:
         EndRun: the catalog is too large even packed (the reason gives the figures).
@@ -59,7 +61,7 @@ async def load_catalog(state: RunState) -> None:
         identity=input.identity, granted_scopes=input.granted_scopes, tools=state.config.tools
     )
     if not _packed(state):
-        state.catalog = await workflow.execute_activity(
+        state.catalog.specs = await workflow.execute_activity(
             CATALOG_ACTIVITY,
             request,
             result_type=list[ToolSpec],
@@ -68,7 +70,10 @@ async def load_catalog(state: RunState) -> None:
         )
         return
     try:
-        local = state.input.revision >= REVISION_LOCAL_CATALOG and not state.started_by_older_worker
+        local = (
+            state.input.revision >= REVISION_LOCAL_CATALOG
+            and not state.catalog.started_by_older_worker
+        )
         packed = await (execute_local if local else workflow.execute_activity)(
             CATALOG_PACKED_ACTIVITY,
             request,
@@ -81,9 +86,9 @@ async def load_catalog(state: RunState) -> None:
         if isinstance(cause, ApplicationError) and cause.type == "CatalogTooLarge":
             raise EndRun(RunStatus.FAILED, cause.message) from None
         raise
-    state.catalog = unpack(packed)
-    state.packed_catalog = packed
-    state.max_advertised = state.config.max_advertised_tools
+    state.catalog.specs = unpack(packed)
+    state.catalog.packed = packed
+    state.catalog.max_advertised = state.config.max_advertised_tools
 
 
 def _packed(state: RunState) -> bool:
@@ -99,14 +104,14 @@ def _packed(state: RunState) -> bool:
     if state.input.revision < REVISION_SHORT_START:
         return workflow.patched(CATALOG_PATCH)
     if workflow.unsafe.is_replaying() and workflow.patched(CATALOG_PATCH):
-        state.started_by_older_worker = True
+        state.catalog.started_by_older_worker = True
     return True
 
 
 def catalog_summary(state: RunState) -> str:
     """How the catalog split, for the `run.started` event: advertised, deferred, sizes."""
     offered = f"{len(advertised(state)):,} tools advertised"
-    packed = state.packed_catalog
+    packed = state.catalog.packed
     if packed is None:
         return offered
     return (
@@ -121,14 +126,38 @@ task: a megabyte query took about 3 s there, past the SDK's 2 s deadlock detecto
 task would fail on every retry. A real query is a sentence."""
 
 
+def discover(catalog: CatalogState, found: list[ToolSpec]) -> bool:
+    """Advertise the tools a search found (best first) from the next turn on; True when
+    the advertised set changed (counted in `advertised_changes`: the next model call then
+    sends the new definitions).
+
+    With `max_advertised`, only the latest finds stay advertised: a tool found again
+    becomes the latest again, and the best of one search stays longest.
+    """
+    limit = catalog.max_advertised
+    changed = False
+    for spec in reversed(found):  # worst first
+        if spec.name in catalog.discovered:
+            if limit is None:
+                continue
+            catalog.discovered.remove(spec.name)
+        catalog.discovered.append(spec.name)
+        changed = True
+    if limit is not None:
+        del catalog.discovered[:-limit]  # older finds are no longer advertised
+    if changed:
+        catalog.advertised_changes += 1
+    return changed
+
+
 def find_tools(state: RunState, query: str, *, limit: int = 5) -> list[ToolSpec]:
     """The deferred tools best matching `query`, best first (deterministic)."""
     query = query[:MAX_SEARCH_QUERY_CHARS]
     pool = deferred_tools(state)
-    if state.max_advertised is None:
+    if state.catalog.max_advertised is None:
         return keyword_search(pool, query, limit=limit)
-    if state.search_index is None:  # the pool is fixed for the run
-        packed = state.packed_catalog
-        state.search_index = search_index(pool, unpack_terms(packed) if packed else None)
-    index, by_name = state.search_index
+    if state.catalog.search_index is None:  # the pool is fixed for the run
+        packed = state.catalog.packed
+        state.catalog.search_index = search_index(pool, unpack_terms(packed) if packed else None)
+    index, by_name = state.catalog.search_index
     return [by_name[name] for name in index.rank(terms(query), limit=limit)]

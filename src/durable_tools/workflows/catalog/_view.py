@@ -19,16 +19,16 @@ def advertised(state: RunState) -> dict[str, ToolSpec]:
     tools up front (the first in catalog order; the rest are deferred) and the latest
     `max_advertised` tools found by search.
     """
-    limit = state.max_advertised
+    limit = state.catalog.max_advertised
     if limit is None:
         return {
             spec.name: spec
-            for spec in state.catalog
-            if (spec.loading == LoadingMode.ALWAYS or spec.name in state.discovered)
+            for spec in state.catalog.specs
+            if (spec.loading == LoadingMode.ALWAYS or spec.name in state.catalog.discovered)
             and (spec.subagent is None or state.depth < state.max_depth)
         }
     upfront = {spec.name for spec in _upfront(state, limit)}
-    found = set(state.discovered[-limit:])
+    found = set(state.catalog.discovered[-limit:])
     return {
         spec.name: spec for spec in _usable(state) if spec.name in upfront or spec.name in found
     }
@@ -36,23 +36,23 @@ def advertised(state: RunState) -> dict[str, ToolSpec]:
 
 def deferred_tools(state: RunState) -> list[ToolSpec]:
     """The tools found only through `search_tools` (found ones included), in catalog order."""
-    limit = state.max_advertised
+    limit = state.catalog.max_advertised
     if limit is None:
-        return [spec for spec in state.catalog if spec.loading == LoadingMode.DEFERRED]
+        return [spec for spec in state.catalog.specs if spec.loading == LoadingMode.DEFERRED]
     upfront = {spec.name for spec in _upfront(state, limit)}
     return [spec for spec in _usable(state) if spec.name not in upfront]
 
 
 def has_deferred(state: RunState) -> bool:
     """Whether some tools are found only through `search_tools`."""
-    if state.max_advertised is None:
-        return any(spec.loading == LoadingMode.DEFERRED for spec in state.catalog)
+    if state.catalog.max_advertised is None:
+        return any(spec.loading == LoadingMode.DEFERRED for spec in state.catalog.specs)
     return bool(deferred_tools(state))
 
 
 def _usable(state: RunState) -> list[ToolSpec]:
     """The catalog without sub-agent tools this run is too deep to call."""
-    return [s for s in state.catalog if s.subagent is None or state.depth < state.max_depth]
+    return [s for s in state.catalog.specs if s.subagent is None or state.depth < state.max_depth]
 
 
 def _upfront(state: RunState, limit: int) -> list[ToolSpec]:

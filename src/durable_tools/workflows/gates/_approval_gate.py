@@ -23,7 +23,6 @@ from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.protocol._types import RunStatus
 from durable_tools.protocol._wait_types import ApprovalDecision, PendingApproval
 from durable_tools.tools._approval_summary import call_summary
-from durable_tools.tools._formatting import redact_arguments
 from durable_tools.workflows.gates._approval_policy import PENDING_REFIT_PATCH, rule
 from durable_tools.workflows.gates._grants import grant_from_decision
 from durable_tools.workflows.gates._policy_auto import evaluate_call
@@ -36,10 +35,11 @@ from durable_tools.workflows.gates._wait import (
 )
 from durable_tools.workflows.observe._metrics import approval_decided, approval_requested
 from durable_tools.workflows.observe._notify import notify_approval
-from durable_tools.workflows.observe._visibility import publish, unless_evicted
+from durable_tools.workflows.observe._visibility import evicting, publish
 from durable_tools.workflows.run._replies import denied_reply
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.run._valid_call import ValidCall
+from durable_tools.workflows.run._wait_maps import GateState
 
 __all__ = ["Gate", "approve"]
 
@@ -66,7 +66,7 @@ async def approve(state: RunState, valid: ValidCall, record: ToolCallRecord) -> 
     if verdict.action == "deny":
         record.policy_layer = verdict.layer
         state.event("policy.denied", valid.call, detail=verdict.detail)
-        return _refuse(state, valid, record, f"denied by policy ({verdict.layer})")
+        return _refuse(state.gates, valid, record, f"denied by policy ({verdict.layer})")
     if verdict.action == "allow":
         if verdict.layer != "rules":
             record.policy_layer = verdict.layer
@@ -87,14 +87,14 @@ async def approve(state: RunState, valid: ValidCall, record: ToolCallRecord) -> 
         await grant_from_decision(state, valid, decision)
         return Gate(preflight=checked)
     text = f"denied by {decision.decider}" + (f": {decision.reason}" if decision.reason else "")
-    return _refuse(state, valid, record, text)
+    return _refuse(state.gates, valid, record, text)
 
 
-def _refuse(state: RunState, valid: ValidCall, record: ToolCallRecord, text: str) -> Gate:
+def _refuse(gates: GateState, valid: ValidCall, record: ToolCallRecord, text: str) -> Gate:
     spec, call = valid.spec, valid.call
     record.status = "denied"
     record.result = text[:300]
-    if state.policy.on_deny == "end_run":
+    if gates.policy.on_deny == "end_run":
         raise EndRun(RunStatus.FAILED, f"tool call {call.id} ({spec.name}) {text}")
     return Gate(refusal=denied_reply(call.id, spec.name, text))
 
@@ -103,13 +103,14 @@ async def _await_decision(
     state: RunState, valid: ValidCall, verdict: Verdict, checked: PreflightResult | None
 ) -> ApprovalDecision:
     call, spec = valid.call, valid.spec
-    policy = state.policy
+    policy = state.gates.policy
     now = workflow.now()
     timeout = policy.timeout_seconds
     pending = PendingApproval(
         call_id=call.id,
         tool=spec.name,
-        arguments=redact_arguments(valid.arguments, spec.safety.redact),
+        tool_label=spec.label,
+        arguments=valid.redacted,
         arguments_hash=arguments_hash(valid.arguments),
         deciders=list(verdict.deciders),
         requested_at=now,
@@ -117,19 +118,19 @@ async def _await_decision(
         approvals_required=verdict.approvals_required,
         summary=call_summary(spec, valid.arguments, checked.summary if checked else None),
     )
-    waits = state.approvals
+    waits = state.gates.approvals
     approval_requested(spec.name)
     open_wait(state, waits, call, pending, detail=f"hash {pending.arguments_hash[:12]}")
     evaluation = _start_evaluation(state, valid, verdict, pending)
     try:
         shown = (
-            f"approval deadline: {pending.summary} ({spec.name})"
+            f"approval deadline: {pending.summary} ({spec.display_name})"
             if pending.summary
-            else f"approval deadline: {spec.name} {call.id}"
+            else f"approval deadline: {spec.display_name} {call.id}"
         )
         while not await wait_for_answer(state, waits, call.id, timeout, summary=shown):
-            if state.policy is not policy and workflow.patched(PENDING_REFIT_PATCH):
-                policy = state.policy  # changed while the call waited: it rules now
+            if state.gates.policy is not policy and workflow.patched(PENDING_REFIT_PATCH):
+                policy = state.gates.policy  # changed while the call waited: it rules now
             if policy.on_timeout == "escalate" and not pending.escalated and policy.escalate_to:
                 timeout = policy.escalation_timeout_seconds or policy.timeout_seconds
                 pending.escalated = True
@@ -158,14 +159,18 @@ async def _await_decision(
         notify_approval(state, "approval.decided", pending, decision)
         return decision
     finally:
-        if evaluation is not None and not evaluation.done():
+        if evaluation is not None and not evaluation.done() and not evicting():
             # A person answered first: the evaluation is no longer wanted.
-            unless_evicted(lambda: _cancel(state, call, evaluation))
+            _cancel(state, call, evaluation)
         close_wait(state, waits, call.id)
 
 
 def _cancel(state: RunState, call: ToolCall, task: asyncio.Task[None]) -> None:
-    why = "a person decided first" if call.id in state.decisions else "the approval ended"
+    why = (
+        "a person decided first"
+        if call.id in state.gates.approvals.answered
+        else "the approval ended"
+    )
     state.event("auto.cancelled", call, detail=why)
     task.cancel()
 

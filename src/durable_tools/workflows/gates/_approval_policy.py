@@ -93,7 +93,7 @@ async def preflight(state: RunState, valid: ValidCall, *, force: bool) -> Prefli
 async def rule(state: RunState, valid: ValidCall) -> Ruling:
     """Ask the policy about a call, fetching what `decide` consults (see the module)."""
     spec = valid.spec
-    first = decide(spec, state.policy, valid.arguments, now=workflow.now())
+    first = decide(spec, state.gates.policy, valid.arguments, now=workflow.now())
     if first.action == "deny":
         return Ruling(first)
     checked: PreflightResult | None = None
@@ -111,7 +111,7 @@ async def rule(state: RunState, valid: ValidCall) -> Ruling:
         assert checked is not None  # the verdict consulted the predicate: the preflight ran
         rules_ask = checked.approval_required
     # Asked again under the live policy: a `set_policy` may have landed during the preflight.
-    verdict = _decide(state, valid, list(state.standing_grants), rules_ask=rules_ask)
+    verdict = _decide(state, valid, list(state.gates.standing_grants), rules_ask=rules_ask)
     if verdict.action == "deny" and not workflow.patched(LIVE_DENY_PATCH):
         # Replaying a run from before the fix: the call went to a person (anyone).
         return Ruling(replace(verdict, action="ask"), checked)
@@ -121,7 +121,7 @@ async def rule(state: RunState, valid: ValidCall) -> Ruling:
 async def _identity_grant(state: RunState, valid: ValidCall, verdict: Verdict) -> Verdict:
     """The verdict with the worker's grant store consulted, when the policy keeps
     identity-scoped grants and the call goes to a person."""
-    if verdict.action != "ask" or not state.policy.identity_grants:
+    if verdict.action != "ask" or not state.gates.policy.identity_grants:
         return verdict
     key = scope_key(state)
     could_stand = key is not None and verdict.approvals_required == 1
@@ -143,7 +143,7 @@ def _recorded_before_check() -> bool:
 def _decide(
     state: RunState, valid: ValidCall, grants: list[StandingGrant], *, rules_ask: bool | None
 ) -> Verdict:
-    args = (valid.spec, state.policy, valid.arguments)
+    args = (valid.spec, state.gates.policy, valid.arguments)
     now = workflow.now()
     verdict = decide(*args, rules_ask=rules_ask, grants=grants, now=now)
     if verdict.set_aside and _recorded_before_check():
@@ -159,16 +159,16 @@ def refit_waiting(state: RunState, approval: PendingApproval) -> None:
     call_id = approval.call_id
     # Only the tool's name is read for a waiting call; a tool the catalog no longer lists
     # is still held to the deny list by it.
-    spec = next((s for s in state.catalog if s.name == approval.tool), None)
+    spec = next((s for s in state.catalog.specs if s.name == approval.tool), None)
     verdict = decide(
         spec or ToolSpec(name=approval.tool),
-        state.policy,
+        state.gates.policy,
         approval.arguments,
         now=workflow.now(),
         waiting=approval,
     )
     if verdict.action == "deny":
-        state.decisions[call_id] = ApprovalDecision(
+        state.gates.approvals.answered[call_id] = ApprovalDecision(
             call_id=call_id,
             approve=False,
             decider="policy",

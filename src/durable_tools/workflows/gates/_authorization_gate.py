@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 from durable_tools._activities._types import PreflightResult
 from durable_tools.messages import Message
 from durable_tools.protocol._records import ToolCallRecord
-from durable_tools.protocol._types import RunStatus
+from durable_tools.protocol._types import AgentConfig, RunStatus
 from durable_tools.protocol._wait_types import AuthorizationCompleted, PendingAuthorization
 from durable_tools.tools import ErrorKind
 from durable_tools.workflows.gates._approval_policy import preflight
@@ -39,12 +39,13 @@ from durable_tools.workflows.observe._visibility import publish
 from durable_tools.workflows.run._replies import unauthorized_reply
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.run._valid_call import ValidCall
+from durable_tools.workflows.run._wait_maps import GateState
 
-__all__ = ["authorize", "check_reissue", "reissue"]
+__all__ = ["accept_authorization", "authorize", "check_reissue", "reissue"]
 
 
-def _deadline_of(state: RunState) -> timedelta | None:
-    timeout = state.config.authorization.timeout_seconds
+def _deadline_of(config: AgentConfig) -> timedelta | None:
+    timeout = config.authorization.timeout_seconds
     return timedelta(seconds=timeout) if timeout else None
 
 
@@ -62,10 +63,10 @@ async def authorize(
     call, spec = valid.call, valid.spec
     assert spec.oauth is not None
     policy = state.config.authorization
-    wait = _deadline_of(state)
+    wait = _deadline_of(state.config)
     record.status = "awaiting_authorization"
-    waits = state.authorization_waits
-    state.reissue.discard(call.id)
+    waits = state.gates.authorizations
+    state.gates.reissue.discard(call.id)
     now = workflow.now()
     pending = PendingAuthorization(
         call_id=call.id,
@@ -85,7 +86,7 @@ async def authorize(
             if pending.deadline is not None:
                 timeout = max(pending.deadline - workflow.now(), timedelta(seconds=1))
             woken = await wait_for_answer(
-                state, waits, call.id, timeout, wake=lambda: call.id in state.reissue
+                state, waits, call.id, timeout, wake=lambda: call.id in state.gates.reissue
             )
             if not woken:
                 expire_wait(state, waits, call, pending, detail=f"link {pending.issued}")
@@ -97,7 +98,7 @@ async def authorize(
                     )
                 if policy.on_timeout == "reissue" and automatic < policy.max_reissues:
                     automatic += 1
-                    state.reissue.add(call.id)
+                    state.gates.reissue.add(call.id)
                 else:
                     waits.answered[call.id] = AuthorizationCompleted(
                         call_id=call.id, error="no authorization before the deadline"
@@ -105,7 +106,7 @@ async def authorize(
             completed = answer_of(state, waits, call.id, take=True)
             if completed is not None:
                 break
-            state.reissue.discard(call.id)
+            state.gates.reissue.discard(call.id)
             pending = await _reissue(state, valid, pending, wait)
         state.event(
             "authorization.completed" if completed.grant_ref else "authorization.failed",
@@ -113,7 +114,7 @@ async def authorize(
             detail=completed.error,
         )
     finally:
-        state.reissue.discard(call.id)
+        state.gates.reissue.discard(call.id)
         close_wait(state, waits, call.id)
     if completed.error or not completed.grant_ref:
         record.status = "failed"
@@ -137,41 +138,57 @@ async def _reissue(
             "issued": pending.issued + 1,
         }
     )
-    if valid.call.id in state.authorizations:
-        state.authorizations[valid.call.id] = renewed
+    if valid.call.id in state.gates.authorizations.pending:
+        state.gates.authorizations.pending[valid.call.id] = renewed
     state.event("authorization.reissued", valid.call, detail=f"link {renewed.issued}")
     notify_authorization(state, "authorization.requested", renewed)
     publish(state)
     return renewed
 
 
-def check_reissue(state: RunState, call_id: object) -> None:
+def accept_authorization(state: RunState, completed: object) -> None:
+    """The OAuth callback's signal: the authorization (or its failure) of a waiting call,
+    taken by the call's gate when it wakes; anything else is an ignored event. Never raises."""
+    if not isinstance(completed, AuthorizationCompleted):
+        state.event("authorization.ignored", detail="the signal carried no authorization")
+        return
+    if completed.call_id not in state.gates.authorizations.pending:
+        state.event(
+            "authorization.ignored",
+            call_id=completed.call_id,
+            detail="no authorization pending for this call",
+        )
+        return
+    state.gates.authorizations.answered[completed.call_id] = completed
+
+
+def check_reissue(gates: GateState, call_id: object) -> None:
     """The `reissue_authorization` update's validator: a pending authorization of that call.
 
     Raises:
         ValueError: the request names no pending authorization (rejected before history).
     """
     checked = check_call_id(call_id)
-    if waiting_call(state.authorization_waits, checked) is None:
+    if waiting_call(gates.authorizations, checked) is None:
         raise ValueError(f"no authorization is pending for call {checked[:100]!r}")
 
 
-async def reissue(state: RunState, call_id: str) -> PendingAuthorization:
+async def reissue(gates: GateState, call_id: str) -> PendingAuthorization:
     """Ask the gate waiting on `call_id` for a fresh link; returns the renewed wait.
 
     Raises:
         ApplicationError: the wait ended (granted, failed, cancelled) before a new link
             was issued; the update fails, the run does not.
     """
-    before = state.authorizations[call_id].issued
-    state.reissue.add(call_id)
+    before = gates.authorizations.pending[call_id].issued
+    gates.reissue.add(call_id)
 
     def renewed() -> bool:
-        current = state.authorizations.get(call_id)
+        current = gates.authorizations.pending.get(call_id)
         return current is None or current.issued != before
 
     await workflow.wait_condition(renewed)
-    current = state.authorizations.get(call_id)
+    current = gates.authorizations.pending.get(call_id)
     if current is None:
         raise ApplicationError(f"the authorization of call {call_id} ended before a new link")
     return current

@@ -2,7 +2,7 @@
 
 A callback tool has a schema but no worker body. Once the call has passed validation and
 the approval and authorization gates, no activity is scheduled: the call is published
-(`RunState.callbacks`, the `pending_callbacks` query, an event, a notification, the
+(`GateState.callbacks`, the `pending_callbacks` query, an event, a notification, the
 `awaiting_callback` status and the UI's details: `_wait`) and the run waits durably, up
 to the tool's timeout, for a `callback_result` update. The update's validator
 (`check_callback_result`) rejects, before anything enters history, an answer that is
@@ -52,6 +52,7 @@ from durable_tools.workflows.gates._wait import (
     wait_for_answer,
     waiting_call,
 )
+from durable_tools.workflows.run._catalog_state import CatalogState
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 
@@ -75,7 +76,7 @@ async def await_client(state: RunState, valid: ValidCall, record: ToolCallRecord
     call, spec = valid.call, valid.spec
     seconds = _deadline_seconds(spec)
     now = workflow.now()
-    key = state.keys[call.id]
+    key = state.calls.keys[call.id]
     pending = PendingCallback(
         call_id=call.id,
         tool=spec.name,
@@ -85,7 +86,7 @@ async def await_client(state: RunState, valid: ValidCall, record: ToolCallRecord
         published_at=now,
         deadline=now + timedelta(seconds=seconds),
     )
-    waits = state.callback_waits
+    waits = state.gates.callbacks
     record.result = WAITING
     state.event("tool.started", call, transport="callback", attempt=1)
     open_wait(state, waits, call, pending, detail=f"hash {pending.request_hash[:12]}")
@@ -187,7 +188,7 @@ def check_callback_result(state: RunState, raw: Any) -> None:
     except ValueError as err:
         raise _reject(str(err), CALLBACK_INVALID) from None
     answer = _parse(raw)
-    waits = state.callback_waits
+    waits = state.gates.callbacks
     pending = waiting_call(waits, answer.call_id)
     if pending is None:
         if answer.call_id in waits.answered or _was_called(state, answer.call_id):
@@ -216,15 +217,15 @@ def check_callback_result(state: RunState, raw: Any) -> None:
             )
         except ValueError as err:
             raise _reject(str(err), CALLBACK_INVALID) from None
-        _check_output(state, pending, answer.output)
+        _check_output(state.catalog, pending, answer.output)
 
 
 def _was_called(state: RunState, call_id: str) -> bool:
-    return call_id in state.records or any(r.call_id == call_id for r in state.timeline)
+    return call_id in state.calls.records or any(r.call_id == call_id for r in state.timeline)
 
 
-def _check_output(state: RunState, pending: PendingCallback, output: Any) -> None:
-    spec = next((s for s in state.catalog if s.name == pending.tool), None)
+def _check_output(catalog: CatalogState, pending: PendingCallback, output: Any) -> None:
+    spec = next((s for s in catalog.specs if s.name == pending.tool), None)
     if spec is None or spec.output_schema is None or not spec.validates_output:
         return
     validator = schema_validator(f"{spec.name}#output", spec.output_schema)
@@ -239,9 +240,9 @@ def _check_output(state: RunState, pending: PendingCallback, output: Any) -> Non
 def accept_callback_result(state: RunState, raw: Any) -> str:
     """The `callback_result` update: record the (validated) answer; the first one wins."""
     answer = _parse(raw)
-    if accept(state.callback_waits, answer.call_id, answer) != "accepted":
+    if accept(state.gates.callbacks, answer.call_id, answer) != "accepted":
         return "already answered"
-    pending = state.callbacks[answer.call_id]
+    pending = state.gates.callbacks.pending[answer.call_id]
     state.event(
         "callback.answered",
         tool=pending.tool,

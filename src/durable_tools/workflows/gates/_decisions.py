@@ -22,7 +22,9 @@ from durable_tools.protocol._wait_types import ApprovalDecision
 from durable_tools.workflows.gates._approval_policy import PENDING_REFIT_PATCH, refit_waiting
 from durable_tools.workflows.gates._grants import scope_key
 from durable_tools.workflows.observe._visibility import publish
+from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._state import RunState
+from durable_tools.workflows.run._wait_maps import GateState
 
 __all__ = [
     "apply_policy_change",
@@ -32,7 +34,10 @@ __all__ = [
     "check_decision_of",
     "check_policy_change",
     "check_revocation",
+    "end_approvals",
+    "forget_decision",
     "record_decision",
+    "withdraw_undecided",
 ]
 
 
@@ -44,19 +49,21 @@ def check_decision_of(state: RunState, decision: object) -> None:
         )
     check_decision(
         decision,
-        state.pending,
-        state.decisions.keys(),
-        hash_required=state.call_ids_dropped or state.call_uses.get(decision.call_id, 0) > 1,
-        identity_grants=state.policy.identity_grants,
+        state.gates.approvals.pending,
+        state.gates.approvals.answered.keys(),
+        hash_required=state.calls.ids_dropped or state.calls.uses.get(decision.call_id, 0) > 1,
+        identity_grants=state.gates.policy.identity_grants,
         has_identity=scope_key(state) is not None,
-        how_decided=lambda call_id: _how_decided(state, call_id, state.decisions[call_id]),
+        how_decided=lambda call_id: _how_decided(
+            state.calls, call_id, state.gates.approvals.answered[call_id]
+        ),
     )
 
 
-def _how_decided(state: RunState, call_id: str, decision: ApprovalDecision) -> str:
+def _how_decided(calls: RunCalls, call_id: str, decision: ApprovalDecision) -> str:
     """`approved by alice at 2026-...`: what a second decider is told."""
     verdict = "approved" if decision.approve else "denied"
-    record = state.records.get(call_id)
+    record = calls.records.get(call_id)
     when = record.decided_at if record is not None else None
     return f"{verdict} by {decision.decider}" + (f" at {when.isoformat()}" if when else "")
 
@@ -67,7 +74,7 @@ def record_decision(state: RunState, decision: ApprovalDecision) -> str:
     detail = f"{verdict} by {decision.decider}" + (
         f": {decision.reason}" if decision.reason else ""
     )
-    pending = state.pending.get(decision.call_id)
+    pending = state.gates.approvals.pending.get(decision.call_id)
     if decision.approve and pending is not None and pending.approvals_required > 1:
         # Two-person rule: approvals from distinct deciders add up; any denial denies.
         pending.approved_by.append(decision.decider)
@@ -84,10 +91,30 @@ def record_decision(state: RunState, decision: ApprovalDecision) -> str:
         detail = f"approved by {decision.decider}" + (
             f": {decision.reason}" if decision.reason else ""
         )
-    state.decisions[decision.call_id] = decision
+    state.gates.approvals.answered[decision.call_id] = decision
     tool = pending.tool if pending is not None else None
     state.event("approval.decided", tool=tool, call_id=decision.call_id, detail=detail)
     return verdict
+
+
+def withdraw_undecided(gates: GateState) -> None:
+    """A steer skipped the turn's remaining calls: withdraw every approval still pending,
+    so that a decision arriving after it finds nothing to decide."""
+    approvals = gates.approvals
+    for call_id in [c for c in approvals.pending if c not in approvals.answered]:
+        del approvals.pending[call_id]
+
+
+def forget_decision(gates: GateState, call_id: str) -> None:
+    """Drop the decision of a finished call (an embedded runtime keeps no turn's worth)."""
+    gates.approvals.answered.pop(call_id, None)
+
+
+def end_approvals(gates: GateState) -> None:
+    """The run ended: nothing waits for a person or an authorization any more (the final
+    status and search attributes show none)."""
+    gates.approvals.pending.clear()
+    gates.authorizations.pending.clear()
 
 
 def batch_decisions(batch: BatchDecision) -> list[ApprovalDecision]:
@@ -129,23 +156,23 @@ def check_policy_change(change: object) -> None:
 def apply_policy_change(state: RunState, change: PolicyChange) -> str:
     """Make `change.policy` the live policy, its deny list and deciders also for calls
     already waiting for a person (`refit_waiting`); audited in the run's events."""
-    state.policy = change.policy
+    state.gates.policy = change.policy
     detail = f"by {change.changed_by}" + (f": {change.reason}" if change.reason else "")
     state.event("policy.changed", detail=clip(detail, MAX_REASON_CHARS))
-    if state.pending and workflow.patched(PENDING_REFIT_PATCH):
-        for approval in list(state.pending.values()):
+    if state.gates.approvals.pending and workflow.patched(PENDING_REFIT_PATCH):
+        for approval in list(state.gates.approvals.pending.values()):
             refit_waiting(state, approval)
     publish(state)  # the UI's current details show the live policy
     return "policy changed"
 
 
-def check_revocation(state: RunState, revocation: object) -> None:
+def check_revocation(gates: GateState, revocation: object) -> None:
     """Refuse a revocation of a grant the run does not hold (or no longer holds)."""
     if not isinstance(revocation, GrantRevocation):
         raise InvalidDecision(
             f"a revocation must be a GrantRevocation, got {type(revocation).__name__}"
         )
-    live = [g.grant_id for g in state.standing_grants if g.revoked_at is None]
+    live = [g.grant_id for g in gates.standing_grants if g.revoked_at is None]
     if revocation.grant_id not in live:
         raise InvalidDecision(
             f"no live run-scoped grant {revocation.grant_id!r} (live: {', '.join(live) or 'none'})"
@@ -154,9 +181,9 @@ def check_revocation(state: RunState, revocation: object) -> None:
 
 def apply_revocation(state: RunState, revocation: GrantRevocation) -> str:
     """Revoke a run-scoped standing grant: its tool's calls are asked again."""
-    for index, grant in enumerate(state.standing_grants):
+    for index, grant in enumerate(state.gates.standing_grants):
         if grant.grant_id == revocation.grant_id:
-            state.standing_grants[index] = grant.model_copy(
+            state.gates.standing_grants[index] = grant.model_copy(
                 update={"revoked_at": workflow.now(), "revoked_by": revocation.revoked_by}
             )
     state.event("grant.revoked", detail=f"{revocation.grant_id} by {revocation.revoked_by}")

@@ -1,7 +1,7 @@
 """Standing grants in the workflow: the run's scope, the grant store's lookup, and the grants
 approving decisions create.
 
-Run-scoped grants live in `RunState.standing_grants`; identity-scoped ones live in the
+Run-scoped grants live in `GateState.standing_grants`; identity-scoped ones live in the
 worker's grant store and are reached through activities, only when the run's policy
 turns `identity_grants` on, the run acts for an identity, and a grant could stand for the
 call at all (so runs without them schedule no new commands: `_approval_policy` asks). Which
@@ -69,7 +69,7 @@ async def grant_from_decision(
         reason=decision.reason,
     )
     if grant.scope == "run":
-        state.standing_grants.append(grant)
+        state.gates.standing_grants.append(grant)
     else:
         await workflow.execute_activity(
             GRANT_SAVE_ACTIVITY,

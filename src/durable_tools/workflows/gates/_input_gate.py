@@ -56,6 +56,7 @@ from durable_tools.workflows.gates._wait import (
 )
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._valid_call import ValidCall
+from durable_tools.workflows.run._wait_maps import GateState
 
 __all__ = ["accept_answer", "ask_user", "check_answer", "needs_input"]
 
@@ -82,7 +83,7 @@ async def ask_user(
         asyncio.CancelledError: the run was cancelled while the call waited.
     """
     call, spec = valid.call, valid.spec
-    waits = state.input_waits
+    waits = state.gates.inputs
     # The tool's own bound, else (in runs that show input waits) the agent's default.
     limit = spec.policy.schedule_to_close_timeout
     if limit is None and shows(waits):
@@ -139,7 +140,7 @@ def _content_for(questions: list[InputQuestion], question: InputQuestion, conten
     return (content or {}).get(question.key, {})
 
 
-def check_answer(state: RunState, call_id: Any, action: Any, content: Any) -> None:
+def check_answer(gates: GateState, call_id: Any, action: Any, content: Any) -> None:
     """The `answer_input` update's validator: reject what must not enter history.
 
     Raises:
@@ -153,7 +154,7 @@ def check_answer(state: RunState, call_id: Any, action: Any, content: Any) -> No
     check_size(content, MAX_INPUT_ANSWER_BYTES, "the answer's content")
     # A `number` schema takes NaN and Infinity, which JSON (and the server) cannot read.
     check_finite(content, "$.content", "the answer")
-    pending = waiting_call(state.input_waits, call_id)
+    pending = waiting_call(gates.inputs, call_id)
     if pending is None:
         raise ValueError(
             f"no question is waiting for an answer in call {call_id[:100]!r} "
@@ -187,7 +188,7 @@ def _schema_problem(question: InputQuestion, content: Any) -> str | None:
     return f"does not match the requested schema at {where}: {error.message}"
 
 
-def accept_answer(state: RunState, call_id: str, action: str, content: Any) -> str:
+def accept_answer(gates: GateState, call_id: str, action: str, content: Any) -> str:
     """The `answer_input` update: record the (validated) answer; the first one wins."""
     answer = InputAnswer.model_validate({"call_id": call_id, "action": action, "content": content})
-    return accept(state.input_waits, call_id, answer)
+    return accept(gates.inputs, call_id, answer)

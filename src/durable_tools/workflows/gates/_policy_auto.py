@@ -69,9 +69,9 @@ async def evaluate_call(
         f"{evaluation.latency_ms:.0f} ms): {evaluation.reasoning}"
     )
     state.event("auto.evaluated", call, detail=clip(detail, 1000))
-    if call.id in state.decisions or call.id not in state.pending:
+    if call.id in state.gates.approvals.answered or call.id not in state.gates.approvals.pending:
         return  # a person answered while the result was on its way
-    if state.policy.auto != auto and workflow.patched(AUTO_FOLLOWS_POLICY_PATCH):
+    if state.gates.policy.auto != auto and workflow.patched(AUTO_FOLLOWS_POLICY_PATCH):
         # A `set_policy` changed or ended auto mode while the evaluation ran: its verdict
         # was asked under a policy no longer in force.
         state.event("auto.escalated", call, detail="auto mode changed; a person decides")
@@ -89,7 +89,7 @@ async def evaluate_call(
     ):
         state.event("auto.escalated", call, detail=f"{evaluation.verdict}; a person decides")
         return
-    state.decisions[call.id] = ApprovalDecision(
+    state.gates.approvals.answered[call.id] = ApprovalDecision(
         call_id=call.id,
         approve=evaluation.verdict == "approve",
         decider=clip(f"auto:{auto.evaluator}", 200),

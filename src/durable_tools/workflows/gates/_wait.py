@@ -35,7 +35,7 @@ from durable_tools.messages import ToolCall
 from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, clip, payload_bytes
 from durable_tools.tools._validation import non_finite_number
 from durable_tools.workflows.observe._notify import WaitingCall, notify_wait
-from durable_tools.workflows.observe._visibility import publish, unless_evicted
+from durable_tools.workflows.observe._visibility import evicting, publish
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._wait_maps import Waits
 
@@ -166,8 +166,8 @@ def expire_wait(
 def close_wait(state: RunState, waits: Waits[Any, Any], call_id: str) -> None:
     """Forget the wait (whatever ended it) and publish; call it in a `finally`."""
     waits.pending.pop(call_id, None)
-    if _publishes(waits):
-        unless_evicted(lambda: publish(state))
+    if _publishes(waits) and not evicting():
+        publish(state)
 
 
 def accept(waits: Waits[Any, A], call_id: str, answer: A) -> str:

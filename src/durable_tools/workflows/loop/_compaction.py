@@ -8,7 +8,7 @@ its last call (the provider's reported input and output tokens, or the estimate 
 `protocol._compaction` when it reported none) plus an estimate of the messages added
 since. When that would pass the configured share of the window, the compact activity
 summarises the older messages; its answer (the boundary and the summary) is recorded in
-history, so a replay takes the same view. The view is state (`RunState.context`), sent
+history, so a replay takes the same view. The view is state (`ModelUse.context`), sent
 with every later model call; the snapshot chain keeps the whole transcript.
 """
 
@@ -37,6 +37,7 @@ from durable_tools.protocol._compaction import (
     estimate_message_tokens,
     estimate_tool_tokens,
 )
+from durable_tools.workflows.run._model_use import ModelUse
 from durable_tools.workflows.run._replies import SUMMARY_INSTRUCTIONS, summary_text
 from durable_tools.workflows.run._state import RunState
 
@@ -64,7 +65,7 @@ def _projected(state: RunState, tools: Tools) -> int:
     """About how many tokens the next model call's input holds."""
     if state.snapshot_length == 0:  # the first call: nothing reported yet
         return estimate_tool_tokens(tools()) + estimate_message_tokens(state.conversation)
-    return state.context_tokens + estimate_message_tokens(_unsent(state))
+    return state.model.context_tokens + estimate_message_tokens(_unsent(state))
 
 
 async def prepare_context(state: RunState, config: CompactionConfig, tools: Tools) -> int:
@@ -85,18 +86,18 @@ async def prepare_context(state: RunState, config: CompactionConfig, tools: Tool
     return projected if after is None else after
 
 
-def note_context(state: RunState, response: ModelResponse, projected: int) -> None:
+def note_context(model: ModelUse, response: ModelResponse, projected: int) -> None:
     """After a model call: the size of the model's context, for the next decision."""
     usage = response.usage
     answer = estimate_message_tokens([response.message])
     if usage.input_tokens > 0:
         # What the provider counted, plus the answer (its reasoning is not sent back). A
         # custom adapter's odd output figures cannot make the context seem smaller.
-        state.context_tokens = usage.input_tokens + max(
+        model.context_tokens = usage.input_tokens + max(
             answer, usage.output_tokens - usage.reasoning_tokens
         )
     else:
-        state.context_tokens = max(projected, 0) + answer
+        model.context_tokens = max(projected, 0) + answer
 
 
 async def compact_context(
@@ -118,11 +119,11 @@ async def compact_context(
     """
     total = state.offset + len(state.conversation)
     head = 1 if state.config.instructions else 0
-    start = state.context.until if state.context is not None else head
+    start = state.model.context.until if state.model.context is not None else head
     # The range ends inside the snapshot (only references cross into history) and before
     # the last `keep_last` messages.
     keep_from = min(total - config.keep_last, state.snapshot_length - 1)
-    if state.snapshot is None or keep_from <= start or state.compaction_blocked_at == total:
+    if state.snapshot is None or keep_from <= start or state.model.compaction_blocked_at == total:
         _skipped(state, total, f"{reason}; nothing older than the kept messages")
         return None
     window = config.window_tokens or 0
@@ -131,11 +132,11 @@ async def compact_context(
         base=state.snapshot,
         base_length=state.snapshot_length,
         keep_from=keep_from,
-        previous=state.context,
+        previous=state.model.context,
         instructions=SUMMARY_INSTRUCTIONS,
         settings=ModelSettings(max_output_tokens=config.summary_max_tokens),
         max_input_chars=max(1_000, window * CHARS_PER_TOKEN // 2),
-        turn=state.compactions,
+        turn=state.model.compactions,
         run_id=workflow.info().workflow_id,
     )
     try:
@@ -161,7 +162,7 @@ async def compact_context(
     if result.until == 0:
         _skipped(state, total, f"{reason}; no boundary keeps each tool call with its result")
         return None
-    first = state.context.until if state.context is not None else result.head
+    first = state.model.context.until if state.model.context is not None else result.head
     problem = _refused(result, first, keep_from)
     if problem is not None:
         raise ApplicationError(
@@ -172,12 +173,12 @@ async def compact_context(
         until=result.until,
         summary=summary_text(result.summary, result.until - result.head),
     )
-    state.context = view
-    state.compactions += 1
-    state.usage = state.usage + result.usage
+    state.model.context = view
+    state.model.compactions += 1
+    state.model.usage = state.model.usage + result.usage
     kept = result.kept_tokens + estimate_message_tokens([Message.user(view.summary)])
-    state.context_tokens = kept + estimate_tool_tokens(tools())
-    after = state.context_tokens + estimate_message_tokens(_unsent(state))
+    state.model.context_tokens = kept + estimate_tool_tokens(tools())
+    after = state.model.context_tokens + estimate_message_tokens(_unsent(state))
     state.event(
         "context.compacted",
         detail=(
@@ -218,6 +219,6 @@ def _refused(result: Compacted, first: int, keep_from: int) -> str | None:
 
 
 def _skipped(state: RunState, total: int, detail: str) -> None:
-    if state.compaction_blocked_at != total:
-        state.compaction_blocked_at = total
+    if state.model.compaction_blocked_at != total:
+        state.model.compaction_blocked_at = total
         state.event("context.compaction_skipped", detail=detail)

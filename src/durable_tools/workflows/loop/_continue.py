@@ -20,7 +20,7 @@ from temporalio.workflow import ContinueAsNewVersioningBehavior
 from durable_tools.messages import Message
 from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, payload_bytes
 from durable_tools.protocol._run_io import AgentInput
-from durable_tools.protocol._types import RunStatus
+from durable_tools.protocol._types import AgentConfig, RunStatus
 from durable_tools.workflows.run._carry import CARRY_LIMIT, carry_state
 from durable_tools.workflows.run._state import EndRun, RunState
 
@@ -74,9 +74,9 @@ async def let_a_cancel_in(state: RunState) -> bool:
     return True
 
 
-def _upgrades(state: RunState) -> bool:
+def _upgrades(config: AgentConfig) -> bool:
     """Whether the run moves to the current build at its continue-as-new."""
-    return state.config.versioning != "pinned"
+    return config.versioning != "pinned"
 
 
 def continue_as_new_due(state: RunState) -> bool:
@@ -89,7 +89,7 @@ def continue_as_new_due(state: RunState) -> bool:
     return (
         info.is_continue_as_new_suggested()
         or (limit is not None and info.get_current_history_length() >= limit)
-        or (_upgrades(state) and info.is_target_worker_deployment_version_changed())
+        or (_upgrades(state.config) and info.is_target_worker_deployment_version_changed())
     )
 
 
@@ -101,7 +101,7 @@ def continue_now(state: RunState) -> None:
         EndRun: the carried state would not fit in one payload.
     """
     info = workflow.info()
-    upgrades = _upgrades(state)
+    upgrades = _upgrades(state.config)
     detail = f"{info.get_current_history_length()} events"
     state.event("run.continuing_as_new", detail=detail + (", onto the current build" * upgrades))
     conversation, offset = state.conversation, state.offset

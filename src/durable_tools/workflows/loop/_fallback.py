@@ -71,7 +71,7 @@ async def send_in_order(
 ) -> ModelTurn:
     """Ask each model of the run in order until one answers; note which did.
 
-    Sets `state.answered_by` and records a `model.fallback` event for each model left.
+    Sets `state.model.answered_by` and records a `model.fallback` event for each model left.
 
     Raises:
         ModelsFailed: the last model tried failed, or a failure that does not fall over.
@@ -93,6 +93,6 @@ async def send_in_order(
                 details={"from": spec, "to": following, **details},
             )
             continue
-        state.answered_by = spec
+        state.model.answered_by = spec
         return turn
     raise AssertionError("a run has at least one model")  # pragma: no cover

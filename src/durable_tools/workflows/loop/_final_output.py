@@ -89,7 +89,7 @@ def output_tools(state: RunState) -> list[ToolDefinition]:
     schema = state.config.output_type
     if schema is None or output_mode(state.config) != "tool":
         return []
-    if any(spec.name == FINAL_ANSWER_TOOL for spec in state.catalog):
+    if any(spec.name == FINAL_ANSWER_TOOL for spec in state.catalog.specs):
         raise EndRun(
             RunStatus.FAILED,
             f"a tool named {FINAL_ANSWER_TOOL!r} clashes with the structured output tool: "
@@ -110,10 +110,10 @@ def output_tools(state: RunState) -> list[ToolDefinition]:
 
 
 def split_final_calls(
-    state: RunState, calls: list[ToolCall]
+    config: AgentConfig, calls: list[ToolCall]
 ) -> tuple[list[ToolCall], list[ToolCall]]:
     """The turn's `final_answer` calls (tool mode only) and its other calls."""
-    if output_mode(state.config) != "tool":
+    if output_mode(config) != "tool":
         return [], calls
     finals = [call for call in calls if call.name == FINAL_ANSWER_TOOL]
     return finals, [call for call in calls if call.name != FINAL_ANSWER_TOOL]

@@ -37,7 +37,11 @@ from durable_tools.protocol._wait_types import (
     AuthorizationCompleted,
     PendingAuthorization,
 )
-from durable_tools.workflows.gates._authorization_gate import check_reissue, reissue
+from durable_tools.workflows.gates._authorization_gate import (
+    accept_authorization,
+    check_reissue,
+    reissue,
+)
 from durable_tools.workflows.gates._callback_gate import (
     accept_callback_result,
     check_callback_result,
@@ -135,35 +139,24 @@ class RunHandlers:
 
     @revoke_grant.validator
     def _validate_revocation(self, revocation: GrantRevocation) -> None:
-        check_revocation(self._state, revocation)
+        check_revocation(self._state.gates, revocation)
 
     # --------------------------------------------------------- authorization
 
     @workflow.signal
     def authorization_completed(self, completed: AuthorizationCompleted | None) -> None:
         """The OAuth callback finished (or failed) an authorization for a waiting call."""
-        state = self._state
-        if not isinstance(completed, AuthorizationCompleted):
-            state.event("authorization.ignored", detail="the signal carried no authorization")
-            return
-        if completed.call_id not in state.authorizations:
-            state.event(
-                "authorization.ignored",
-                call_id=completed.call_id,
-                detail="no authorization pending for this call",
-            )
-            return
-        state.grants[completed.call_id] = completed
+        accept_authorization(self._state, completed)
 
     @workflow.update
     async def reissue_authorization(self, call_id: str) -> PendingAuthorization:
         """A fresh authorization link for a call waiting on one (the old link may have
         expired); returns the renewed wait, with the new link and its expiry."""
-        return await reissue(self._state, call_id)
+        return await reissue(self._state.gates, call_id)
 
     @reissue_authorization.validator
     def _validate_reissue(self, call_id: str) -> None:
-        check_reissue(self._state, call_id)
+        check_reissue(self._state.gates, call_id)
 
     # ------------------------------------------------------- steering, cancel
 
@@ -237,18 +230,18 @@ class RunHandlers:
     @workflow.update
     async def answer_input(self, call_id: Any, action: Any, content: Any = None) -> str:
         """The user's answer to an MCP server's question: accept (content), decline, cancel."""
-        return accept_answer(self._state, call_id, action, content)
+        return accept_answer(self._state.gates, call_id, action, content)
 
     @answer_input.validator
     def _validate_answer_input(self, call_id: Any, action: Any, content: Any = None) -> None:
-        check_answer(self._state, call_id, action, content)
+        check_answer(self._state.gates, call_id, action, content)
 
     # ---------------------------------------------------------------- queries
 
     @workflow.query
     def pending_callbacks(self) -> list[PendingCallback]:
         """Callback calls published and waiting for a client to run them."""
-        return list(self._state.callbacks.values())
+        return list(self._state.gates.callbacks.pending.values())
 
     @workflow.query
     def status(self) -> RunSnapshot:

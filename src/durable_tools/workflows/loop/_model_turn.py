@@ -7,7 +7,6 @@ advertised set, then by reference.
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 
 from temporalio import workflow
@@ -24,6 +23,7 @@ from durable_tools.protocol._limits import (
 )
 from durable_tools.protocol._types import RunStatus
 from durable_tools.tools import ArtifactRef, ToolSpec
+from durable_tools.tools._model_description import model_description
 from durable_tools.tools._names import alias_provider
 from durable_tools.workflows.catalog._tool_search import search_definition
 from durable_tools.workflows.catalog._view import advertised, has_deferred
@@ -38,30 +38,29 @@ from durable_tools.workflows.loop._final_output import native_output, output_too
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.script._stubs import host_specs, script_definition
 
-__all__ = ["call_model", "describe"]
+__all__ = ["SAFETY_NOTES_PATCH", "call_model", "describe"]
 
 # Below this many characters of new messages the model activity's input cannot reach the
 # payload budget (JSON escapes at most 6 bytes a character), so it is not measured.
 _UNMEASURED_CHARS = (PAYLOAD_BUDGET_BYTES - 64_000) // 6
 
 
-def describe(spec: ToolSpec) -> str:
-    """The description the model reads: the tool's own, then its examples as JSON lines.
+SAFETY_NOTES_PATCH = "safety-notes-reach-the-model"
+"""Marks a run whose tool descriptions carry the tools' safety notes. Replays of runs from
+before keep the descriptions they were given (their length counts toward compaction)."""
 
-    No adapter has a field for examples (Anthropic's `input_examples` is not wired), so
-    they travel in the description, where every provider shows them to the model.
-    """
-    if not spec.examples:
-        return spec.description
-    lines = [json.dumps(example, ensure_ascii=False, sort_keys=True) for example in spec.examples]
-    head = spec.description.rstrip()
-    return (head + "\n\n" if head else "") + "Examples:\n" + "\n".join(lines)
+
+def describe(spec: ToolSpec) -> str:
+    """The description the model reads (`tools._model_description`): safety notes only in
+    runs that record the patch, asked only for a tool that has notes."""
+    notes = bool(spec.safety_notes) and workflow.patched(SAFETY_NOTES_PATCH)
+    return model_description(spec, safety_notes=notes)
 
 
 def _tool_definitions(state: RunState) -> list[ToolDefinition]:
     offered = advertised(state)
     key = tuple(offered)
-    if state.definitions is None or state.definitions[0] != key:
+    if state.model.definitions is None or state.model.definitions[0] != key:
         provider = alias_provider(state.config.model)
         definitions = [
             ToolDefinition(
@@ -78,8 +77,8 @@ def _tool_definitions(state: RunState) -> list[ToolDefinition]:
         if state.config.code_mode is not None:  # after the tools its description lists
             definitions.append(script_definition(host_specs(offered), state.config.code_mode))
         definitions += output_tools(state)  # structured output's `final_answer`, if any
-        state.definitions = (key, definitions)
-    return state.definitions[1]
+        state.model.definitions = (key, definitions)
+    return state.model.definitions[1]
 
 
 async def call_model(state: RunState) -> ModelResponse:
@@ -91,6 +90,7 @@ async def call_model(state: RunState) -> ModelResponse:
     """
     compaction = state.config.compaction
     projected = 0
+    changes = state.catalog.advertised_changes  # the set the definitions sent are for
     if compaction is not None:
         projected = await prepare_context(state, compaction, lambda: _tool_definitions(state))
     try:
@@ -119,9 +119,9 @@ async def call_model(state: RunState) -> ModelResponse:
     state.snapshot = turn.snapshot
     state.snapshot_length = turn.snapshot_length
     if turn.tools_ref is not None:
-        state.tools_ref = turn.tools_ref
+        state.model.tools_ref = (changes, turn.tools_ref)
     if compaction is not None:
-        note_context(state, turn.response, projected)
+        note_context(state.model, turn.response, projected)
     _bound_call_ids(state, turn.response.message)
     return turn.response
 
@@ -140,7 +140,7 @@ async def _send_to(state: RunState, spec: str) -> ModelTurn:
     new = state.conversation[state.snapshot_length - state.offset :]
     try:
         return await _model_activity(
-            state, spec, new, state.snapshot, state.snapshot_length, state.tools_ref
+            state, spec, new, state.snapshot, state.snapshot_length, _current_tools_ref(state)
         )
     except ActivityError as err:
         cause = err.cause
@@ -154,6 +154,14 @@ async def _send_to(state: RunState, spec: str) -> ModelTurn:
         # send the conversation in full once, which starts a new chain.
         state.event("model.snapshot_missing", detail=cause.message[:200])
         return await _model_activity(state, spec, state.conversation, None, 0, None)
+
+
+def _current_tools_ref(state: RunState) -> ArtifactRef | None:
+    """The stored definitions, unless a search changed the advertised set since."""
+    stored = state.model.tools_ref
+    if stored is None or stored[0] != state.catalog.advertised_changes:
+        return None
+    return stored[1]
 
 
 async def _model_activity(
@@ -180,7 +188,7 @@ async def _model_activity(
         base_length=base_length,
         tools_ref=tools_ref,
         stream=config.stream_tokens,
-        context=state.context,
+        context=state.model.context,
     )
     _check_input_size(call, messages)
     turn: ModelTurn = await workflow.execute_activity(

@@ -29,7 +29,11 @@ from durable_tools.protocol._types import RunStatus
 from durable_tools.protocol._wait_types import ApprovalDecision
 from durable_tools.workflows.calls._pipeline import refuse_over_turn_limit, run_calls
 from durable_tools.workflows.catalog._run_catalog import catalog_summary, load_catalog
-from durable_tools.workflows.gates._decisions import check_decision_of, record_decision
+from durable_tools.workflows.gates._decisions import (
+    check_decision_of,
+    end_approvals,
+    record_decision,
+)
 from durable_tools.workflows.loop._continue import maybe_continue_as_new
 from durable_tools.workflows.loop._final_output import (
     accept_final_calls,
@@ -122,11 +126,11 @@ async def _loop(state: RunState, *, continue_as_new: bool) -> None:
                 return
             continue  # the model was asked to repair its answer
         # `finals`: calls of the structured output's `final_answer` tool (none without one).
-        finals, calls = split_final_calls(state, message.tool_calls)
+        finals, calls = split_final_calls(state.config, message.tool_calls)
         if calls:
             calls, over = _check_turn_limits(state, calls)
             state.tool_calls += len(calls)
-            state.conversation.extend(await run_calls(state, calls, script_routes(state)))
+            state.conversation.extend(await run_calls(state, calls, script_routes(state.config)))
             state.conversation.extend(refuse_over_turn_limit(state, over))
         if finals and accept_final_calls(state, finals):
             return
@@ -174,8 +178,7 @@ def _check_turn_limits(
 def _finish(state: RunState, status: RunStatus, *, reason: str | None = None) -> AgentResult:
     state.status = status
     state.reason = None if reason is None else clip(reason, MAX_REASON_CHARS)
-    state.pending.clear()
-    state.authorizations.clear()
+    end_approvals(state.gates)
     publish(state)
     state.event(RUN_ENDED[status], detail=state.reason)
     result = AgentResult(
@@ -229,16 +232,16 @@ def snapshot(state: RunState) -> RunSnapshot:
         tool_calls=state.tool_calls,
         final_answer=state.final_answer,
         reason=state.reason,
-        pending_approvals=list(state.pending.values()),
-        pending_authorizations=list(state.authorizations.values()),
+        pending_approvals=list(state.gates.approvals.pending.values()),
+        pending_authorizations=list(state.gates.authorizations.pending.values()),
         running_tools=state.running_calls(),
         continued=state.continued,
         conversation_offset=state.offset,
-        policy=state.policy,
-        standing_grants=list(state.standing_grants),
-        usage=state.usage,
+        policy=state.gates.policy,
+        standing_grants=list(state.gates.standing_grants),
+        usage=state.model.usage,
         cost=run_cost(state),
-        pending_callbacks=list(state.callbacks.values()),
-        pending_inputs=list(state.inputs.values()),
+        pending_callbacks=list(state.gates.callbacks.pending.values()),
+        pending_inputs=list(state.gates.inputs.pending.values()),
         session=state.session.view() if state.session is not None else None,
     )

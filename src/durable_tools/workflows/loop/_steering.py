@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from durable_tools.protocol._limits import MAX_PENDING_STEERS, MAX_STEER_CHARS, clip
 from durable_tools.protocol._types import Steer
 from durable_tools.workflows.calls._record import STEER_NOTE_CHARS
+from durable_tools.workflows.gates._decisions import withdraw_undecided
 from durable_tools.workflows.run._state import RunState
 
 __all__ = ["InvalidSteer", "accept_steer", "parse_steer"]
@@ -82,11 +83,10 @@ def accept_steer(state: RunState, payload: object) -> None:
         )
         return
     state.steer.append(steer.instruction)
-    notes = ["mid-turn"] if state.in_calls else []
+    notes = ["mid-turn"] if state.calls.in_turn else []
     if steer.skip_remaining:
         state.skip_steer = steer.instruction
         notes.append("skip remaining calls")
-        for call_id in [c for c in state.pending if c not in state.decisions]:
-            del state.pending[call_id]
+        withdraw_undecided(state.gates)
     prefix = f"[{', '.join(notes)}] " if notes else ""
     state.event("run.steered", detail=prefix + steer.instruction[:STEER_NOTE_CHARS])

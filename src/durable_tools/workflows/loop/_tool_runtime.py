@@ -35,14 +35,15 @@ from durable_tools.tools import InvalidArguments
 from durable_tools.tools._context import Identity
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows.calls._pipeline import run_single_call
+from durable_tools.workflows.calls._record import open_record
 from durable_tools.workflows.catalog._run_catalog import catalog_summary, load_catalog
+from durable_tools.workflows.gates._decisions import forget_decision
 from durable_tools.workflows.loop._handlers import register_run_handlers
 from durable_tools.workflows.loop._runner import snapshot
 from durable_tools.workflows.observe._visibility import publish
 from durable_tools.workflows.run._carry import CARRY_LIMIT, start_state
 from durable_tools.workflows.run._replies import invalid_reply
 from durable_tools.workflows.run._state import EndRun
-from durable_tools.workflows.run._valid_call import open_record
 
 __all__ = ["NO_MODEL", "ToolReply", "ToolRuntime"]
 
@@ -130,7 +131,7 @@ class ToolRuntime:
     async def tools(self) -> list[ToolSpec]:
         """The tools this runtime offers (the catalog, loaded at the first need)."""
         await self._ready()
-        return list(self._state.catalog)
+        return list(self._state.catalog.specs)
 
     async def call(
         self,
@@ -175,12 +176,12 @@ class ToolRuntime:
         call = ToolCall(id=short_call_id(given), name=tool, arguments=text)
         state.tool_calls += 1
         try:
-            message = await run_single_call(state, call, {s.name: s for s in state.catalog})
+            message = await run_single_call(state, call, {s.name: s for s in state.catalog.specs})
         except EndRun as end:
             raise ApplicationError(
                 end.reason, type=f"ToolRuntime:{end.status.value}", non_retryable=True
             ) from None
-        record = state.records.get(call.id)
+        record = state.calls.records.get(call.id)
         reply = ToolReply(
             call_id=call.id,
             tool=record.tool if record is not None else tool,
@@ -237,9 +238,9 @@ class ToolRuntime:
     def _forget(self, call_id: str, record: ToolCallRecord | None) -> None:
         """Drop what only the finished call needed, so a long-lived host stays bounded."""
         state = self._state
-        if call_id not in state.running:  # not reused by a call that runs now
-            if record is not None and state.records.get(call_id) is record:
-                del state.records[call_id]
-            state.decisions.pop(call_id, None)
-            state.keys.pop(call_id, None)
+        if call_id not in state.calls.running:  # not reused by a call that runs now
+            if record is not None and state.calls.records.get(call_id) is record:
+                del state.calls.records[call_id]
+            forget_decision(state.gates, call_id)
+            state.calls.keys.pop(call_id, None)
         del state.timeline[:-CARRY_LIMIT]

@@ -36,11 +36,11 @@ def run_cost(state: RunState) -> float | None:
     """
     prices = state.config.prices
     price = prices.get(state.config.model)
-    if price is None or any(spec not in prices for spec in state.fallback_usage):
+    if price is None or any(spec not in prices for spec in state.model.fallback_usage):
         return None
-    own = state.usage
+    own = state.model.usage
     cost = 0.0
-    for spec, usage in state.fallback_usage.items():
+    for spec, usage in state.model.fallback_usage.items():
         cost += prices[spec].cost(usage)
         own = Usage(
             input_tokens=own.input_tokens - usage.input_tokens,
@@ -57,12 +57,14 @@ def spend_tokens(state: RunState, response: ModelResponse) -> None:
         EndRun: `limit_reached`, naming the budget and the figure reached.
     """
     usage = response.usage
-    model = state.answered_by or state.config.model
+    model = state.model.answered_by or state.config.model
     fallback = model != state.config.model
     if usage.total_tokens or usage.reasoning_tokens:
-        state.usage = state.usage + usage
+        state.model.usage = state.model.usage + usage
         if fallback:
-            state.fallback_usage[model] = state.fallback_usage.get(model, Usage()) + usage
+            state.model.fallback_usage[model] = (
+                state.model.fallback_usage.get(model, Usage()) + usage
+            )
         by = f" by {model}" if fallback else ""
         state.event(
             "model.usage",
@@ -74,7 +76,7 @@ def spend_tokens(state: RunState, response: ModelResponse) -> None:
         # ends with this answer, as with a text answer; a budget stops further turns only.
         return
     limits = state.config.limits
-    used = state.usage.total_tokens
+    used = state.model.usage.total_tokens
     if limits.max_tokens is not None and used >= limits.max_tokens:
         raise EndRun(
             RunStatus.LIMIT_REACHED,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import shlex
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
@@ -19,11 +18,12 @@ from durable_tools.protocol._limits import MAX_REASON_CHARS, clip
 from durable_tools.protocol._policy_types import ApprovalPolicy
 from durable_tools.protocol._resume import answer_command
 from durable_tools.protocol._run_io import REVISION_SHORT_START
-from durable_tools.protocol._types import RunStatus
+from durable_tools.protocol._types import AgentConfig, RunStatus
 from durable_tools.protocol._wait_types import PendingApproval, PendingAuthorization
 from durable_tools.workflows.run._state import RunState
+from durable_tools.workflows.run._wait_maps import GateState
 
-__all__ = ["FINAL", "publish", "unless_evicted"]
+__all__ = ["FINAL", "evicting", "publish"]
 
 FINAL = frozenset(
     {RunStatus.COMPLETED, RunStatus.LIMIT_REACHED, RunStatus.FAILED, RunStatus.CANCELLED}
@@ -33,7 +33,7 @@ FINAL = frozenset(
 def _current_status(state: RunState) -> RunStatus:
     if state.status in FINAL:
         return state.status
-    for waits in state.waits():
+    for waits in state.gates.every:
         if waits.shown and waits.pending:
             return waits.kind.status
     if state.session is not None and not state.session.busy:
@@ -41,9 +41,9 @@ def _current_status(state: RunState) -> RunStatus:
     return RunStatus.RUNNING
 
 
-def _awaiting_tool(state: RunState) -> str:
+def _awaiting_tool(gates: GateState) -> str:
     """The tool of the first call waiting, of the first kind that has one shown."""
-    for waits in state.waits():
+    for waits in gates.every:
         if waits.shown:
             for pending in waits.pending.values():
                 tool: str = pending.tool
@@ -58,32 +58,32 @@ def publish(state: RunState, doing: str | None = None) -> None:
     command in history.
     """
     state.status = _current_status(state)
-    awaiting = _awaiting_tool(state)
-    values = (state.status.value, len(state.pending), awaiting)
+    awaiting = _awaiting_tool(state.gates)
+    values = (state.status.value, len(state.gates.approvals.pending), awaiting)
     if (
         state.published is None
         and state.input.revision >= REVISION_SHORT_START
-        and not state.started_by_older_worker
+        and not state.catalog.started_by_older_worker
     ):
-        state.published = _started_with(state)
+        state.published = _started_with(state.config)
     if values != state.published:
         state.published = values
         updates: list[SearchAttributeUpdate[Any]] = [
             sa.AGENT_STATUS.value_set(state.status.value),
             sa.AGENT_NAME.value_set(state.config.name),
-            sa.PENDING_APPROVALS.value_set(len(state.pending)),
+            sa.PENDING_APPROVALS.value_set(len(state.gates.approvals.pending)),
             sa.AWAITING_TOOL.value_set(awaiting),
         ]
         # Tokens ride along in the same command (no extra event), and only on runs that
         # started with the attribute: the client sets it when the namespace registers it.
         if workflow.info().typed_search_attributes.get(sa.TOKENS) is not None:
-            usage = state.usage
+            usage = state.model.usage
             updates.append(sa.TOKENS.value_set(usage.input_tokens + usage.output_tokens))
         workflow.upsert_search_attributes(updates)
     workflow.set_current_details(_details(state, doing))
 
 
-def _started_with(state: RunState) -> tuple[str, int, str] | None:
+def _started_with(config: AgentConfig) -> tuple[str, int, str] | None:
     """The values the run's start event already holds, if it holds all of them.
 
     `DurableTools.start` sets every attribute `publish` writes, so a run it started need
@@ -99,7 +99,7 @@ def _started_with(state: RunState) -> tuple[str, int, str] | None:
     awaiting = started.get(sa.AWAITING_TOOL)
     if status is None or pending is None or awaiting is None:
         return None
-    if started.get(sa.AGENT_NAME) != state.config.name:
+    if started.get(sa.AGENT_NAME) != config.name:
         return None
     return (status, pending, awaiting)
 
@@ -110,9 +110,9 @@ _DEFAULT_POLICY = ApprovalPolicy()
 def _details(state: RunState, doing: str | None) -> str:
     run_id = workflow.info().workflow_id
     lines = [f"**{state.status.value}** · turn {state.turn} · {state.tool_calls} tool calls"]
-    if state.policy != _DEFAULT_POLICY:
-        lines.append(f"approval policy: {describe_policy(state.policy)}")
-    for waits in state.waits():
+    if state.gates.policy != _DEFAULT_POLICY:
+        lines.append(f"approval policy: {describe_policy(state.gates.policy)}")
+    for waits in state.gates.every:
         lines.extend(
             _how_to_resume(run_id, pending, state.handler_prefix)
             for pending in waits.pending.values()
@@ -183,11 +183,11 @@ def _word(text: str) -> str:
     return shlex.quote(_unticked(text))
 
 
-def unless_evicted(publish: Callable[[], None]) -> None:
-    """Run `publish` unless the workflow is being evicted from the worker's cache.
+def evicting() -> bool:
+    """Whether the workflow is being evicted from the worker's cache: a `finally` block
+    then does nothing that calls into the workflow.
 
     On eviction the SDK closes pending coroutines (GeneratorExit runs their `finally`
     blocks) outside the workflow event loop, where workflow calls would raise.
     """
-    if workflow.in_workflow() and not isinstance(sys.exception(), GeneratorExit):
-        publish()
+    return not workflow.in_workflow() or isinstance(sys.exception(), GeneratorExit)

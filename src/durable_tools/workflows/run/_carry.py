@@ -10,8 +10,12 @@ from __future__ import annotations
 from durable_tools.messages import Message, Usage
 from durable_tools.protocol._run_io import AgentInput, CarriedState
 from durable_tools.tools._catalog_pack import unpack
+from durable_tools.workflows.run._catalog_state import CatalogState
+from durable_tools.workflows.run._model_use import ModelUse
+from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._session import Session
 from durable_tools.workflows.run._state import RunState
+from durable_tools.workflows.run._wait_maps import GateState
 
 __all__ = ["CALL_IDS_CARRIED", "CARRY_FLOOR", "CARRY_LIMIT", "carry_state", "start_state"]
 
@@ -43,8 +47,7 @@ def start_state(input: AgentInput) -> RunState:
             input=input,
             config=config,
             conversation=[],
-            catalog=[],
-            policy=config.approval,
+            gates=GateState(policy=config.approval),
             depth=input.depth,
             max_depth=max_depth,
             session=session,
@@ -54,9 +57,12 @@ def start_state(input: AgentInput) -> RunState:
         input=input,
         config=config,
         conversation=list(carried.conversation),
-        catalog=unpack(packed) if packed is not None else list(carried.catalog),
-        packed_catalog=packed,
-        max_advertised=config.max_advertised_tools if packed is not None else None,
+        catalog=CatalogState(
+            specs=unpack(packed) if packed is not None else list(carried.catalog),
+            packed=packed,
+            discovered=list(carried.discovered),
+            max_advertised=config.max_advertised_tools if packed is not None else None,
+        ),
         turn=carried.turn,
         tool_calls=carried.tool_calls,
         timeline=list(carried.timeline),
@@ -65,22 +71,27 @@ def start_state(input: AgentInput) -> RunState:
             carried.events_total if carried.events_total is not None else len(carried.events)
         ),
         steer=list(carried.pending_steer),
-        discovered=list(carried.discovered),
         continued=carried.continued,
         offset=carried.conversation_offset,
         snapshot=carried.snapshot,
         snapshot_length=carried.snapshot_length,
-        call_uses=dict(carried.call_uses),
-        call_ids_dropped=carried.call_ids_dropped,
-        policy=carried.policy or config.approval,
-        standing_grants=list(carried.standing_grants),
-        budget_used=dict(carried.budget_used),
-        usage=carried.usage or Usage(),
-        fallback_usage=dict(carried.fallback_usage),
+        model=ModelUse(
+            usage=carried.usage or Usage(),
+            fallback_usage=dict(carried.fallback_usage),
+            context=carried.context,
+            context_tokens=carried.context_tokens,
+            compactions=carried.compactions,
+        ),
+        calls=RunCalls(
+            uses=dict(carried.call_uses),
+            ids_dropped=carried.call_ids_dropped,
+            budget_used=dict(carried.budget_used),
+        ),
+        gates=GateState(
+            policy=carried.policy or config.approval,
+            standing_grants=list(carried.standing_grants),
+        ),
         output_repairs=carried.output_repairs,
-        context=carried.context,
-        context_tokens=carried.context_tokens,
-        compactions=carried.compactions,
         timeline_carried_in=len(carried.timeline),
         events_carried_in=(
             carried.events_total if carried.events_total is not None else len(carried.events)
@@ -103,7 +114,7 @@ def carry_state(
     would make each run's input, and so its history, grow with the chain's age until
     `keep` is reached. Older ones stay readable in the earlier runs' histories.
     """
-    drop_ids = state.call_ids_dropped or len(state.call_uses) > CALL_IDS_CARRIED
+    drop_ids = state.calls.ids_dropped or len(state.calls.uses) > CALL_IDS_CARRIED
     own_timeline = len(state.timeline) - state.timeline_carried_in
     own_events = state.events_total - state.events_carried_in
     keep_timeline = min(keep, max(own_timeline, CARRY_FLOOR))
@@ -115,25 +126,25 @@ def carry_state(
         snapshot_length=state.snapshot_length,
         turn=state.turn,
         tool_calls=state.tool_calls,
-        catalog=[] if state.packed_catalog is not None else state.catalog,
-        catalog_packed=state.packed_catalog,
+        catalog=[] if state.catalog.packed is not None else state.catalog.specs,
+        catalog_packed=state.catalog.packed,
         timeline=state.timeline[-keep_timeline:] if keep_timeline else [],
         events=state.events[-keep_events:] if keep_events else [],
         events_total=state.events_total,
         pending_steer=state.steer,
-        discovered=state.discovered,
-        call_uses={} if drop_ids else state.call_uses,
+        discovered=state.catalog.discovered,
+        call_uses={} if drop_ids else state.calls.uses,
         call_ids_dropped=drop_ids,
-        budget_used=state.budget_used,
-        usage=state.usage,
-        fallback_usage=state.fallback_usage,
+        budget_used=state.calls.budget_used,
+        usage=state.model.usage,
+        fallback_usage=state.model.fallback_usage,
         output_repairs=state.output_repairs,
-        context=state.context,
-        context_tokens=state.context_tokens,
-        compactions=state.compactions,
+        context=state.model.context,
+        context_tokens=state.model.context_tokens,
+        compactions=state.model.compactions,
         continued=state.continued + 1,
-        policy=None if state.policy == state.config.approval else state.policy,
-        standing_grants=state.standing_grants,
+        policy=None if state.gates.policy == state.config.approval else state.gates.policy,
+        standing_grants=state.gates.standing_grants,
         session=(
             state.session.carried(state.final_answer, state.output)
             if state.session is not None

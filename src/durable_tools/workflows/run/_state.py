@@ -1,43 +1,40 @@
-"""The state of one agent run, as one dataclass.
+"""The state of one agent run: one part per role, and what the loop itself keeps.
 
-Every stage of the loop and of the call pipeline reads and writes a `RunState`; the part
-of it that outlives a history (conversation, timeline, counters, pending steering, ...)
-is what continue-as-new carries (`RunState.carried`), and `RunState.start` rebuilds the
-rest from an `AgentInput`. Pending decisions and running tools are never carried: a run
-continues-as-new only between turns, when none are open.
+Each role's part is changed only by that role's package, and a function that needs one
+part takes that part: `catalog` (`CatalogState`: the tools, what is advertised, the
+search) by `catalog/`, `calls` (`RunCalls`: ids used, keys, running tasks, records,
+budgets) by `calls/`, `gates` (`GateState`: the live policy, standing grants, the waits
+and their answers) by `gates/`, `model` (`ModelUse`: tokens, the compacted context, tool
+definitions) by `loop/`. The parts are data only and live here in `run/` so that every
+layer can read them; `bench.state_use` counts the assignments made outside the owner.
+
+What outlives a history (conversation, timeline, counters, pending steering, ...) is
+what continue-as-new carries: `_carry.carry_state` writes the wire shape `CarriedState`
+(unchanged by the split into parts) and `_carry.start_state` reads it back. Pending
+decisions and running tools are never carried: a run continues-as-new only between
+turns, when none are open.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio import workflow
 
-from durable_tools.messages import Message, ToolCall, ToolDefinition, Usage
-from durable_tools.protocol._callback_types import CallbackResult, PendingCallback
-from durable_tools.protocol._compaction import ContextView
+from durable_tools.messages import Message, ToolCall
 from durable_tools.protocol._event_names import EventName
-from durable_tools.protocol._input_types import InputAnswer, PendingInput
-from durable_tools.protocol._options import ToolActivityOptions
-from durable_tools.protocol._policy_types import StandingGrant
 from durable_tools.protocol._records import RunEvent, ToolCallRecord
 from durable_tools.protocol._run_io import AgentInput
-from durable_tools.protocol._types import AgentConfig, ApprovalPolicy, RunStatus, Transport
-from durable_tools.protocol._wait_types import (
-    ApprovalDecision,
-    AuthorizationCompleted,
-    PendingApproval,
-    PendingAuthorization,
-)
-from durable_tools.tools._catalog_pack import PackedCatalog
+from durable_tools.protocol._types import AgentConfig, RunStatus, Transport
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
-from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows.run._catalog_state import CatalogState
+from durable_tools.workflows.run._model_use import ModelUse
+from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._session import Session
-from durable_tools.workflows.run._wait_maps import APPROVAL, AUTHORIZATION, CALLBACK, INPUT, Waits
+from durable_tools.workflows.run._wait_maps import GateState
 
 __all__ = ["CallSkipped", "EndRun", "RunState"]
 
@@ -66,8 +63,22 @@ class RunState:
     config: AgentConfig
     conversation: list[Message]
     """Messages from index `offset` of the whole conversation on."""
-    catalog: list[ToolSpec]
-    """The tools this run may use, from the catalog activity (recorded in history)."""
+
+    # One part per role, each changed only by its role's package (`bench.state_use`).
+    catalog: CatalogState = field(default_factory=CatalogState)
+    """The tools this run may use and what it advertises; changed only by
+    `workflows/catalog/`."""
+    calls: RunCalls = field(default_factory=RunCalls)
+    """The tool calls' own state (ids used, keys, running tasks, records, budgets);
+    changed only by `workflows/calls/`."""
+    gates: GateState = field(default_factory=GateState)
+    """The live policy and standing grants, the calls waiting at a gate and their answers;
+    changed only by `workflows/gates/`."""
+    model: ModelUse = field(default_factory=ModelUse)
+    """What the model calls used and were sent (tokens, the compacted context, the tool
+    definitions); changed only by `workflows/loop/`."""
+
+    # The run's own: the loop's turns, answer and status. Carried first.
     turn: int = 0
     tool_calls: int = 0
     timeline: list[ToolCallRecord] = field(default_factory=list)
@@ -77,40 +88,15 @@ class RunState:
     """Events emitted by the whole chain: the next event's `seq`."""
     steer: list[str] = field(default_factory=list)
     """Steering instructions waiting for the next model turn."""
-    discovered: list[str] = field(default_factory=list)
-    """Deferred tools found through `search_tools`, advertised from then on."""
     continued: int = 0
     offset: int = 0
     """Messages before this index live only in the conversation snapshot."""
     snapshot: ArtifactRef | None = None
     snapshot_length: int = 0
-    call_uses: dict[str, int] = field(default_factory=dict)
-    """How often each call id was used: a model that reuses ids across turns must not give
-    two different calls one idempotency key (or one approval)."""
-    call_ids_dropped: bool = False
-    """An earlier run of the chain stopped carrying `call_uses` (`CALL_IDS_CARRIED`)."""
-    policy: ApprovalPolicy = field(default_factory=ApprovalPolicy)
-    """The live approval policy: the config's, until a `set_policy` update changes it."""
-    standing_grants: list[StandingGrant] = field(default_factory=list)
-    """Run-scoped standing grants ("approve and stop asking"), revoked ones kept."""
-    budget_used: dict[str, int] = field(default_factory=dict)
-    """Calls made of each tool with a `max_calls_per_run` budget (see `_budget`)."""
-    usage: Usage = field(default_factory=Usage)
-    """Tokens of every model call of the chain so far (see `_usage`)."""
-    fallback_usage: dict[str, Usage] = field(default_factory=dict)
-    """Of `usage`, the tokens of turns answered by a fallback model, by model spec."""
     output_repairs: int = 0
     """Final answers that broke the output schema so far (see `_final_output`)."""
-    packed_catalog: PackedCatalog | None = None
-    """`catalog` as the packed catalog activity sent it; carried instead of the specs."""
     session: Session | None = None
     """With `AgentConfig.session`: the session's messages and wait (see loop `_session`)."""
-    context: ContextView | None = None
-    """What the model is sent once its context was compacted (see `_compaction`)."""
-    context_tokens: int = 0
-    """The model's context after the last model call, in tokens: reported, else estimated."""
-    compactions: int = 0
-    """Compactions of the chain so far (numbers the summariser's calls)."""
 
     # Not carried: rebuilt, or empty between turns.
     turn_base: int = 0
@@ -134,94 +120,16 @@ class RunState:
     """The instruction of a steer that asked to skip the current turn's remaining calls;
     cleared when the pending steers are delivered to the model. Never carried: a run
     continues-as-new only between turns, and the next delivery would clear it anyway."""
-    answered_by: str = ""
-    """The model spec that answered the latest model call (a fallback model, or `model`)."""
-    in_calls: bool = False
-    """True while the tool calls of a turn run (a steer then arrives "mid-turn")."""
-    keys: dict[str, str] = field(default_factory=dict)
-    """Idempotency key of each call id of the current turn."""
-    approvals: Waits[PendingApproval, ApprovalDecision] = field(
-        default_factory=functools.partial(Waits, APPROVAL)
-    )
-    """Calls waiting for a person's decision, and the decisions (kept for the turn)."""
-    authorization_waits: Waits[PendingAuthorization, AuthorizationCompleted] = field(
-        default_factory=functools.partial(Waits, AUTHORIZATION)
-    )
-    """Calls waiting for an OAuth authorization, and the completed ones."""
-    reissue: set[str] = field(default_factory=set)
-    """Call ids whose authorization link a person asked to re-issue."""
-    input_waits: Waits[PendingInput, InputAnswer] = field(
-        default_factory=functools.partial(Waits, INPUT)
-    )
-    """Calls waiting for the user to answer their MCP server's questions (`_input_gate`)."""
-    callback_waits: Waits[PendingCallback, CallbackResult] = field(
-        default_factory=functools.partial(Waits, CALLBACK)
-    )
-    """Callback calls published and waiting for a client (see `_callback_gate`)."""
     notifications: int = 0
     """Notifications started in this history (numbers their delivery ids)."""
     notifying: set[asyncio.Task[None]] = field(default_factory=set)
     """Notifications still being sent; never awaited by the loop."""
-    running: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
-    records: dict[str, ToolCallRecord] = field(default_factory=dict)
-    """Timeline records of the current turn's calls, by call id."""
-    definitions: tuple[tuple[str, ...], list[ToolDefinition]] | None = None
-    """Tool definitions for the advertised set they were built for."""
-    tools_ref: ArtifactRef | None = None
-    """Where the model activity stored the current definitions; later calls send this."""
-    options: dict[str, ToolActivityOptions] = field(default_factory=dict)
-    max_advertised: int | None = None
-    """Most tools advertised up front (the config's, for runs with a packed catalog); None
-    for runs that started before automatic deferral: all their tools are advertised."""
-    search_index: Any = None
-    """The BM25 index over the deferred tools, built at the first search."""
     published: tuple[str, int, str] | None = None
     """Search attribute values last upserted, so unchanged ones are not sent again."""
     handler_prefix: str = ""
     """What the run's handler names start with: "" for an agent workflow, the prefix of an
     embedded `AgentLoop`'s `register_handlers`. Parties outside the workflow are told it
     (the OAuth callback signals `handler_prefix + "authorization_completed"`)."""
-    compaction_blocked_at: int = -1
-    """The conversation's length when a compaction found nothing to summarise: not tried
-    again until it grows (not carried: a continued run tries once more)."""
-    started_by_older_worker: bool = False
-    """A run whose input has `revision` 1 had its first task run by a worker that ignores
-    the revision (see `_run_catalog.load_catalog`): it records what runs before it did."""
-
-    def waits(self) -> tuple[Waits[Any, Any], ...]:
-        """Every kind of wait, in the order the run's status and details show them."""
-        return (self.approvals, self.authorization_waits, self.input_waits, self.callback_waits)
-
-    # The maps by their older names, which the decision and steering stages use.
-    @property
-    def pending(self) -> dict[str, PendingApproval]:
-        """Approvals pending, by call id."""
-        return self.approvals.pending
-
-    @property
-    def decisions(self) -> dict[str, ApprovalDecision]:
-        """Decisions of this turn's calls, by call id."""
-        return self.approvals.answered
-
-    @property
-    def authorizations(self) -> dict[str, PendingAuthorization]:
-        """Authorizations pending, by call id."""
-        return self.authorization_waits.pending
-
-    @property
-    def grants(self) -> dict[str, AuthorizationCompleted]:
-        """Completed authorizations not yet taken by their call."""
-        return self.authorization_waits.answered
-
-    @property
-    def callbacks(self) -> dict[str, PendingCallback]:
-        """Callback calls published and waiting for a client."""
-        return self.callback_waits.pending
-
-    @property
-    def inputs(self) -> dict[str, PendingInput]:
-        """Calls waiting for the user's answer to their server's questions."""
-        return self.input_waits.pending
 
     def event(
         self,
@@ -283,7 +191,7 @@ class RunState:
 
     def cancel_running(self, reason: str) -> None:
         """Ask every running call's task to stop (activities learn it through heartbeats)."""
-        for task in self.running.values():
+        for task in self.calls.running.values():
             if not task.done():
                 task.cancel(reason)
 
@@ -291,6 +199,6 @@ class RunState:
         """Call ids whose tool is executing now (not waiting, not finished)."""
         return sorted(
             call_id
-            for call_id, record in self.records.items()
-            if record.status == "running" and call_id in self.running
+            for call_id, record in self.calls.records.items()
+            if record.status == "running" and call_id in self.calls.running
         )

@@ -1,7 +1,7 @@
-"""A call that passed validation, and its timeline entry.
+"""A call that passed validation.
 
 Every stage after validation (the gates, execution, recording) takes a `ValidCall`, so
-none of them looks the tool up again or re-parses the arguments.
+none of them looks the tool up again, re-parses the arguments or masks them again.
 """
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from durable_tools.messages import ToolCall
-from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.tools import ToolSpec
-from durable_tools.workflows.run._state import RunState
+from durable_tools.tools._spec import Transport
 
-__all__ = ["ValidCall", "open_record"]
+__all__ = ["ValidCall"]
 
 
 @dataclass(frozen=True)
@@ -24,18 +23,9 @@ class ValidCall:
     call: ToolCall
     spec: ToolSpec
     arguments: dict[str, Any]
-
-
-def open_record(state: RunState, call: ToolCall, *, parent: str | None = None) -> ToolCallRecord:
-    """Start the call's timeline entry (`parent`: the script call that made it)."""
-    record = ToolCallRecord(
-        call_id=call.id,
-        tool=call.name[:64],
-        turn=state.turn,
-        arguments=call.arguments[:160],
-        status="running",
-        parent_call_id=parent,
-    )
-    state.timeline.append(record)
-    state.records[call.id] = record
-    return record
+    redacted: dict[str, Any]
+    """`arguments` as people see them (the tool's `redact` paths masked): in the timeline
+    and in a pending approval."""
+    transport: Transport
+    """How the call travels, as its events say (the spec's catalog metadata, set by its
+    source; a sub-agent's call is `sub-agent`)."""

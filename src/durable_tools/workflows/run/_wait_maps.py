@@ -3,20 +3,31 @@
 A run pauses a tool call for four kinds of answer: a person's approval, an OAuth
 authorization, a client's callback result, a user's answer to an MCP server's question.
 Each kind is a `WaitKind` (how a run shows it, which events it emits, whether a steer
-withdraws it) and each run holds one `Waits` per kind (`RunState.approvals`, ...); the
-primitive that opens, waits on and closes them is `_wait`. This module is data only, so
-that `_state` can hold the maps without importing the workflow code that uses them.
+withdraws it) and each run holds one `Waits` per kind in its `GateState`
+(`RunState.gates`); the primitive that opens, waits on and closes them is `gates/_wait`.
+This module is data only, so that `_state` can hold the maps and `observe/` can show
+them without importing the workflow code that changes them: only `workflows/gates/`
+does (`bench.state_use` counts assignments made anywhere else).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
+from durable_tools.protocol._callback_types import CallbackResult, PendingCallback
+from durable_tools.protocol._input_types import InputAnswer, PendingInput
 from durable_tools.protocol._notification_types import NotificationEvent
-from durable_tools.protocol._types import RunStatus
+from durable_tools.protocol._policy_types import StandingGrant
+from durable_tools.protocol._types import ApprovalPolicy, RunStatus
+from durable_tools.protocol._wait_types import (
+    ApprovalDecision,
+    AuthorizationCompleted,
+    PendingApproval,
+    PendingAuthorization,
+)
 
-__all__ = ["APPROVAL", "AUTHORIZATION", "CALLBACK", "INPUT", "WaitKind", "Waits"]
+__all__ = ["APPROVAL", "AUTHORIZATION", "CALLBACK", "INPUT", "GateState", "WaitKind", "Waits"]
 
 Pending = TypeVar("Pending")
 Answer = TypeVar("Answer")
@@ -89,3 +100,41 @@ class Waits(Generic[Pending, Answer]):
         keep their decisions for the turn: a second decision is refused by them)."""
         self.shown = kind.always_shown
         """Whether this run shows waits of this kind (status, notifications)."""
+
+
+@dataclass
+class GateState:
+    """What the gates of one run hold: the live approval policy and the run's standing
+    grants (both carried over continue-as-new), the calls waiting for each kind of answer
+    and the answers they have not taken yet (never carried: a run continues only between
+    turns, when no call waits). Changed only by `workflows/gates/`."""
+
+    policy: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    """The live approval policy: the config's, until a `set_policy` update changes it."""
+    standing_grants: list[StandingGrant] = field(default_factory=list)
+    """Run-scoped standing grants ("approve and stop asking"), revoked ones kept.
+    Approval grants; a completed OAuth authorization is `authorizations.answered`."""
+
+    approvals: Waits[PendingApproval, ApprovalDecision] = field(
+        default_factory=lambda: Waits(APPROVAL)
+    )
+    """Calls waiting for a person's decision, and the decisions (kept for the turn)."""
+    authorizations: Waits[PendingAuthorization, AuthorizationCompleted] = field(
+        default_factory=lambda: Waits(AUTHORIZATION)
+    )
+    """Calls waiting for an OAuth authorization, and the completed authorizations not yet
+    taken by their call (approval grants are another thing: `gates/_grants`)."""
+    reissue: set[str] = field(default_factory=set)
+    """Call ids whose authorization link a person asked to re-issue."""
+    inputs: Waits[PendingInput, InputAnswer] = field(default_factory=lambda: Waits(INPUT))
+    """Calls waiting for the user to answer their MCP server's questions (`_input_gate`)."""
+    callbacks: Waits[PendingCallback, CallbackResult] = field(
+        default_factory=lambda: Waits(CALLBACK)
+    )
+    """Callback calls published and waiting for a client (see `_callback_gate`)."""
+
+    every: tuple[Waits[Any, Any], ...] = field(init=False, repr=False)
+    """Every kind of wait, in the order the run's status and details show them."""
+
+    def __post_init__(self) -> None:
+        self.every = (self.approvals, self.authorizations, self.inputs, self.callbacks)

@@ -38,10 +38,16 @@ from durable_tools.messages import Message, ToolCall
 from durable_tools.protocol._code_mode import SCRIPT_TOOL, CodeMode
 from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, clip, payload_bytes, short_call_id
 from durable_tools.protocol._records import ToolCallRecord
+from durable_tools.protocol._types import AgentConfig
 from durable_tools.tools import ErrorKind, InvalidArguments, ToolSpec
 from durable_tools.tools._validation import parse_arguments
-from durable_tools.workflows.calls._pipeline import CallRoute, claim_call_id, run_call
-from durable_tools.workflows.calls._record import mark_cancelled
+from durable_tools.workflows.calls._pipeline import (
+    CallRoute,
+    claim_call_id,
+    key_under,
+    run_nested_call,
+)
+from durable_tools.workflows.calls._record import open_record
 from durable_tools.workflows.run._replies import (
     invalid_reply,
     script_failed_reply,
@@ -49,8 +55,8 @@ from durable_tools.workflows.run._replies import (
     script_invalid_reply,
     script_reply,
 )
+from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._state import RunState
-from durable_tools.workflows.run._valid_call import open_record
 from durable_tools.workflows.script._stubs import host_specs, host_stubs
 
 __all__ = ["run_script", "script_routes"]
@@ -100,9 +106,9 @@ async def run_script(state: RunState, call: ToolCall, offered: dict[str, ToolSpe
     return await _ScriptRun(state, call, record, host_specs(offered), config).run(script)
 
 
-def script_routes(state: RunState) -> dict[str, CallRoute]:
+def script_routes(config: AgentConfig) -> dict[str, CallRoute]:
     """The built-in tools this layer answers: `run_script`, when code mode is on."""
-    return {SCRIPT_TOOL: run_script} if state.config.code_mode is not None else {}
+    return {SCRIPT_TOOL: run_script} if config.code_mode is not None else {}
 
 
 def _script_of(call: ToolCall, config: CodeMode) -> str | InvalidArguments:
@@ -279,27 +285,18 @@ class _ScriptRun:
             return HostAnswer(call_id=host.call_id, error_type="RuntimeError", error=why)
         state.tool_calls += 1
         if workflow.patched(HOST_IDS_CLAIMED_PATCH):
-            call_id = _unused_call_id(state, f"{self.call.id}/{n}")
+            call_id = _unused_call_id(state.calls, f"{self.call.id}/{n}")
             claim_call_id(state, call_id)
         else:
             call_id = short_call_id(f"{self.call.id}/{n}")
-            state.keys[call_id] = f"{state.keys[self.call.id]}/{n}"
+            key_under(state.calls, call_id, self.call.id, n)
         tool_call = ToolCall(
             id=call_id,
             name=host.function,
             arguments=json.dumps(host.arguments, ensure_ascii=False),
         )
-        task = asyncio.current_task()
-        if task is not None:  # a cancel of the run reaches the host call's tool too
-            state.running[call_id] = task
-        try:
-            message = await run_call(state, tool_call, self.hosts, parent=self.call.id)
-        except asyncio.CancelledError:
-            mark_cancelled(state, tool_call)
-            raise
-        finally:
-            state.running.pop(call_id, None)
-        record = state.records.get(call_id)
+        message = await run_nested_call(state, tool_call, self.hosts, parent=self.call.id)
+        record = state.calls.records.get(call_id)
         if record is not None and record.started_at is not None:
             self.ran += 1
         return _answer(host.call_id, spec, record, message)
@@ -386,7 +383,7 @@ def _over_call_limit(state: RunState, limit: int) -> bool:
     return not workflow.patched(PER_MESSAGE_CALLS_PATCH)
 
 
-def _unused_call_id(state: RunState, wanted: str) -> str:
+def _unused_call_id(calls: RunCalls, wanted: str) -> str:
     """`wanted` as a call id, or `wanted~<k>` when a call of this run already has it.
 
     The model names its calls: a direct call named `s1/1` (or a script id used again) must
@@ -394,7 +391,7 @@ def _unused_call_id(state: RunState, wanted: str) -> str:
     """
     call_id = short_call_id(wanted)
     attempt = 0
-    while call_id in state.call_uses or call_id in state.records:
+    while call_id in calls.uses or call_id in calls.records:
         attempt += 1
         call_id = short_call_id(f"{wanted}~{attempt}")
     return call_id

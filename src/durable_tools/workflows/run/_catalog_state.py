@@ -1,0 +1,44 @@
+"""The tools a run may use and what it advertises of them: the catalog (as specs, and as
+the packed catalog activity sent it), the deferred tools found so far, the search index.
+
+Data only, so that `_state` can hold it and the stages below `catalog/` can read it;
+only `workflows/catalog/` changes it (`bench.state_use` counts assignments made anywhere
+else). The specs (or the packed catalog) and the tools found are carried over
+continue-as-new (as the `CarriedState` fields `catalog`, `catalog_packed` and
+`discovered`, see `_carry`); the rest is rebuilt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from durable_tools.tools._catalog_pack import PackedCatalog
+from durable_tools.tools._spec import ToolSpec
+
+__all__ = ["CatalogState"]
+
+
+@dataclass
+class CatalogState:
+    """The catalog of one run."""
+
+    specs: list[ToolSpec] = field(default_factory=list)
+    """The tools this run may use, from the catalog activity (recorded in history)."""
+    packed: PackedCatalog | None = None
+    """`specs` as the packed catalog activity sent it; carried instead of the specs."""
+    discovered: list[str] = field(default_factory=list)
+    """Deferred tools found through `search_tools`, advertised from then on."""
+
+    # Not carried: rebuilt.
+    max_advertised: int | None = None
+    """Most tools advertised up front (the config's, for runs with a packed catalog); None
+    for runs that started before automatic deferral: all their tools are advertised."""
+    search_index: Any = None
+    """The BM25 index over the deferred tools, built at the first search."""
+    advertised_changes: int = 0
+    """Searches in this history that changed the advertised set: tool definitions the
+    model activity stored at an earlier count are not sent by reference again."""
+    started_by_older_worker: bool = False
+    """A run whose input has `revision` 1 had its first task run by a worker that ignores
+    the revision (see `_run_catalog.load_catalog`): it records what runs before it did."""
