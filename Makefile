@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 # pyproject.toml keeps the ranges users get; `make lock` refreshes this file from them.
 CONSTRAINTS := constraints.txt
 
-.PHONY: install lock test lint typecheck unit test-slow test-sandbox demo bench bench-publish server clean bytecode browser docs screenshots
+.PHONY: install lock test lint typecheck unit test-slow test-sandbox demo bench bench-publish server clean bytecode browser agui-js docs screenshots
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	python3 -m venv $(VENV)
@@ -66,7 +66,32 @@ browser:
 	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
 
-unit: bytecode browser
+# The AG-UI client test drives the endpoint with @ag-ui/client under node: Debian's nodejs
+# and npm are installed here when node is missing and we may (as for chromium above), and
+# the client's pinned packages come from tests/agui/js/package-lock.json (`npm ci`); the
+# example chat's page is bundled by esbuild from its own lock (examples/agui_chat).
+AGUI_JS := tests/agui/js
+AGUI_CHAT := examples/agui_chat
+agui-js:
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  if ! command -v apt-get >/dev/null; then \
+	    echo "make: no node/npm and no apt-get: install Node.js 20+ for the AG-UI client test"; exit 0; fi; \
+	  if [ "$$(id -u)" -eq 0 ]; then sudo=""; \
+	  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo="sudo -n"; \
+	  else echo "make: the AG-UI client test needs node: run 'sudo apt-get install nodejs npm'"; exit 0; fi; \
+	  echo "make: installing Debian's nodejs and npm for the AG-UI client test"; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm; \
+	fi; \
+	command -v npm >/dev/null || exit 0; \
+	if [ ! -d $(AGUI_JS)/node_modules/@ag-ui/client ] || [ $(AGUI_JS)/package-lock.json -nt $(AGUI_JS)/node_modules ]; then \
+	  (cd $(AGUI_JS) && npm ci --no-audit --no-fund --silent); fi; \
+	if [ ! -d $(AGUI_CHAT)/node_modules/esbuild ] || [ $(AGUI_CHAT)/package-lock.json -nt $(AGUI_CHAT)/node_modules ]; then \
+	  (cd $(AGUI_CHAT) && npm ci --no-audit --no-fund --silent); fi; \
+	if [ ! -f $(AGUI_CHAT)/dist/chat.js ] || [ $(AGUI_CHAT)/chat.js -nt $(AGUI_CHAT)/dist/chat.js ]; then \
+	  (cd $(AGUI_CHAT) && npm run --silent build); fi
+
+unit: bytecode browser agui-js
 	$(VENV)/bin/pytest -q --durations=20
 
 ## make test: lint, type check and the whole test suite (the README's test command).

@@ -51,6 +51,7 @@ PUBLIC_MODULES = _public_modules()
 
 EXPECTED_MODULES = [
     "durable_tools",
+    "durable_tools.agui",
     "durable_tools.callbacks",
     "durable_tools.cli",
     "durable_tools.codec",

@@ -134,6 +134,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--oauth-providers", metavar="FILE", help="also serve the OAuth callback for these"
     )
+    p.add_argument(
+        "--agui",
+        metavar="MODEL",
+        help="also serve the AG-UI endpoint at /agui, its threads sessions of this model "
+        "(docs/agui.md; needs the agui extra; users from --tokens-file)",
+    )
+    p.add_argument(
+        "--agui-instructions", metavar="TEXT", help="the system message of the AG-UI sessions"
+    )
     add_connection_flags(p)
     p.set_defaults(handler=cmd_serve)
     add_codec_server_command(sub)

@@ -1,0 +1,386 @@
+"""The AG-UI endpoint as a Starlette app: `POST /` a `RunAgentInput`, read the run's events
+as server-sent events.
+
+Who is asking comes first (a Bearer token of the inbox's tokens file, a trusted proxy's
+user header, or the host application's own `authenticate` hook); then the body, bounded
+before it is read and checked as `_input` says; then the AG-UI run. Problems with the
+request are HTTP errors (401, 403, 404, 400, 413, 415, 422) with a JSON body saying what
+was wrong; problems of the run once it started (a refused message, a decision the run did
+not take) are its `RUN_ERROR` event.
+
+A thread is a session of the user's (`_input.session_id`): the first message starts it
+(update-with-start), each next one is sent to it, and a resume entry decides an approval
+through `AgentRun.decide_request`, the one decide path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ag_ui.core import AssistantMessage, BaseEvent, RunAgentInput, RunStartedEvent, UserMessage
+from ag_ui.encoder import EventEncoder
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, HTTPConnection, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from durable_tools._callers._auth import AuthConfig, authenticate
+from durable_tools._callers._body import body_limit
+from durable_tools._callers._tokens import User, valid_user
+from durable_tools.agui._input import (
+    InputLimits,
+    InputRefused,
+    approval_ref,
+    check_prefix,
+    checked_id,
+    message_update_id,
+    parse_input,
+    session_id,
+    user_text,
+)
+from durable_tools.agui._turn import CLEANUP_SECONDS, TurnView, follow_turn, run_error
+from durable_tools.client import (
+    AgentRun,
+    AlreadyDecided,
+    DecisionError,
+    DurableTools,
+    SentMessage,
+    SessionRefused,
+)
+from durable_tools.messages import Message
+from durable_tools.protocol._deciders import name_key, person_of
+from durable_tools.tools._context import Identity
+from durable_tools.workflows import AgentConfig
+
+__all__ = ["DEFAULT_AGUI_BODY_BYTES", "KEEPALIVE", "AguiConfig", "Authenticate", "create_agui_app"]
+
+DEFAULT_AGUI_BODY_BYTES = 4 * 1024 * 1024
+"""Largest request body taken: AG-UI clients send the whole thread with every message."""
+
+KEEPALIVE = ": keep-alive\n\n"
+"""The SSE comment a quiet stream sends (clients ignore comment lines)."""
+
+Authenticate = Callable[[Request], "User | str | Awaitable[User | str | None] | None"]
+"""The host application's hook: the user a request comes from (a `User` or a name), or
+None for nobody."""
+
+
+@dataclass(frozen=True)
+class AguiConfig:
+    """How the endpoint runs threads and whom it serves.
+
+    Args:
+        agent: The configuration of the sessions it starts (a thread's first message
+            starts one; later messages go to it whatever this says then).
+        auth: Bearer tokens (the inbox's tokens file) and trusted proxies; or
+        authenticate: the host application's own hook (wins over `auth`). One of the
+            two is required: nothing is served to nobody.
+        session_prefix: Sessions are `<prefix>-<owner digest>-<thread id>`.
+        max_body_bytes: Largest request body.
+        limits: Bounds on messages and resume entries.
+        stream_tokens: Start sessions with `stream_tokens=True` (the answer's text
+            streams as the model writes it).
+        poll_interval: Seconds between looks at a run's events and status.
+        keepalive_seconds: Quiet seconds after which the stream sends an SSE comment.
+    """
+
+    agent: AgentConfig
+    auth: AuthConfig | None = None
+    authenticate: Authenticate | None = None
+    session_prefix: str = "agui"
+    max_body_bytes: int = DEFAULT_AGUI_BODY_BYTES
+    limits: InputLimits = field(default_factory=InputLimits)
+    stream_tokens: bool = True
+    poll_interval: float = 0.25
+    keepalive_seconds: float = 15.0
+
+    def __post_init__(self) -> None:
+        if self.auth is None and self.authenticate is None:
+            raise ValueError("the AG-UI endpoint needs `auth` (tokens) or an `authenticate` hook")
+        check_prefix(self.session_prefix)
+
+
+def _refused(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+async def _user_of(request: Request, config: AguiConfig) -> User | None:
+    """The authenticated user, or None (a name the hook gives must be a valid user name:
+    letters, digits and `._@+-`, so look-alike characters cannot name someone else)."""
+    if config.authenticate is not None:
+        found = config.authenticate(request)
+        if inspect.isawaitable(found):
+            found = await found
+        if isinstance(found, str):
+            found = User(found, via="hook")
+        if found is None:
+            return None
+        if not isinstance(found, User) or not valid_user(found.name):
+            raise InputRefused(403, "the authenticated user's name is not a valid user name")
+        return found
+    assert config.auth is not None
+    # Without the host app's login session, if it has one: a cookie would let another
+    # site's page speak for a signed-in browser; a token or a proxy's header cannot.
+    cookieless = HTTPConnection({k: v for k, v in request.scope.items() if k != "session"})
+    return authenticate(cookieless, config.auth)
+
+
+def thread_messages(conversation: list[Message]) -> list[dict[str, Any]]:
+    """A session's conversation as AG-UI messages: what the user said and the answers'
+    text (tool calls and their results stay in the run; the events showed them)."""
+    shown: list[dict[str, Any]] = []
+    for index, message in enumerate(conversation):
+        if not message.content:
+            continue
+        ident = f"m-{index}"
+        if message.role == "user":
+            shown.append(UserMessage(id=ident, content=message.content).model_dump(by_alias=True))
+        elif message.role == "assistant":
+            answer = AssistantMessage(id=ident, content=message.content)
+            shown.append(answer.model_dump(by_alias=True))
+    return shown
+
+
+def _last_user_message(run_input: RunAgentInput) -> UserMessage:
+    for message in reversed(run_input.messages):
+        if isinstance(message, UserMessage):
+            return message
+    raise InputRefused(400, "the input has no user message to send")
+
+
+def create_agui_app(tools: DurableTools | Client, config: AguiConfig) -> Starlette:
+    """The AG-UI endpoint: mount it in a Starlette or FastAPI app (`Mount("/agui", app)`),
+    or serve it with `durable-tools serve --agui`.
+
+    `POST /` takes a `RunAgentInput` and streams the AG-UI run; `GET /threads/{id}` gives
+    the user's thread so far as AG-UI messages (a reloaded page shows it again).
+
+    Serve it with forwarding headers off when `auth` trusts a proxy (the trusted-proxy
+    check must see the socket's peer): `InboxServer` does, `uvicorn --no-proxy-headers`
+    otherwise.
+
+    Args:
+        tools: Where sessions are started (its task queue) and reached.
+        config: The sessions' agent, authentication and limits.
+    """
+    durable = tools if isinstance(tools, DurableTools) else DurableTools(tools)
+    agent = config.agent
+    if config.stream_tokens and not agent.stream_tokens:
+        agent = agent.model_copy(update={"stream_tokens": True})
+    encoder = EventEncoder()
+
+    async def run_endpoint(request: Request) -> Response:
+        try:
+            user = await _user_of(request, config)
+        except InputRefused as refused:
+            return _refused(refused.status, refused.message)
+        if user is None:
+            return _refused(401, "authentication required: Authorization: Bearer <token>")
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media != "application/json":
+            # Also keeps cross-site forms out: a browser sends JSON only after a CORS
+            # preflight this endpoint does not answer.
+            return _refused(415, "send the RunAgentInput as application/json")
+        try:
+            body = await request.body()
+        except ClientDisconnect:
+            return Response(status_code=400)
+        try:
+            run_input = parse_input(body, config.limits)
+            session = session_id(config.session_prefix, user.name, run_input.thread_id)
+            message = None if run_input.resume else _last_user_message(run_input)
+            text = user_text(message) if message is not None else None
+            if run_input.resume and not await _exists(durable, session):
+                raise InputRefused(404, f"no thread {run_input.thread_id!r} of yours")
+        except InputRefused as refused:
+            return _refused(refused.status, refused.message)
+        events = _events(durable, agent, config, user, run_input, session, message, text)
+        return StreamingResponse(
+            _encoded(events, encoder, config.keepalive_seconds),
+            media_type=encoder.get_content_type(),
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def thread_endpoint(request: Request) -> Response:
+        try:
+            user = await _user_of(request, config)
+            if user is None:
+                return _refused(401, "authentication required: Authorization: Bearer <token>")
+            thread_id = checked_id(str(request.path_params["thread_id"]), "the thread id")
+            session = session_id(config.session_prefix, user.name, thread_id)
+            if not await _exists(durable, session):
+                raise InputRefused(404, f"no thread {thread_id!r} of yours")
+        except InputRefused as refused:
+            return _refused(refused.status, refused.message)
+        said = await durable.run(session).conversation()
+        return JSONResponse({"threadId": thread_id, "messages": thread_messages(said)})
+
+    app = Starlette(
+        routes=[
+            Route("/", run_endpoint, methods=["POST"]),
+            Route("/threads/{thread_id}", thread_endpoint, methods=["GET"]),
+        ],
+        middleware=body_limit(config.max_body_bytes),
+    )
+    return app
+
+
+async def _exists(tools: DurableTools, session: str) -> bool:
+    try:
+        await tools.client.get_workflow_handle(session).describe()
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise
+    return True
+
+
+async def _encoded(
+    events: AsyncIterator[BaseEvent], encoder: EventEncoder, keepalive: float
+) -> AsyncIterator[str]:
+    """The events as SSE text, with a comment line after `keepalive` quiet seconds: an AG-UI
+    run waiting for someone else's approval may be quiet for long, and proxies close
+    connections that look idle."""
+    iterator = aiter(events)
+    pending: asyncio.Future[BaseEvent] = asyncio.ensure_future(anext(iterator))
+    try:
+        while True:
+            done, _ = await asyncio.wait({pending}, timeout=keepalive)
+            if not done:
+                yield KEEPALIVE
+                continue
+            try:
+                event = pending.result()
+            except StopAsyncIteration:
+                return
+            yield encoder.encode(event)
+            pending = asyncio.ensure_future(anext(iterator))
+    finally:
+        pending.cancel()
+        await asyncio.wait({pending}, timeout=CLEANUP_SECONDS)
+
+
+async def _events(
+    tools: DurableTools,
+    agent: AgentConfig,
+    config: AguiConfig,
+    user: User,
+    run_input: RunAgentInput,
+    session: str,
+    message: UserMessage | None,
+    text: str | None,
+) -> AsyncIterator[BaseEvent]:
+    """One AG-UI run: `RUN_STARTED`, then the message sent (or the resume decided) and
+    its turns followed, then `RUN_FINISHED` or `RUN_ERROR`."""
+    thread_id, run_id = run_input.thread_id, run_input.run_id
+    run = tools.run(session)
+    # Sending the message (or deciding the resume) is not the request's to cancel: once
+    # started it completes, even when the client goes away, so a message is never half
+    # sent. It starts before the first event, so a client that saw RUN_STARTED knows its
+    # message reached the session (or will get the refusal when it asks again).
+    work = asyncio.create_task(_take(tools, agent, run, user, run_input, message, text))
+    _unfinished.add(work)
+    work.add_done_callback(_unfinished.discard)
+    yield RunStartedEvent(thread_id=thread_id, run_id=run_id)
+    taken = await asyncio.shield(work)
+    if isinstance(taken, BaseEvent):
+        yield taken
+        return
+    sent, view, cursor = taken
+    async for event in follow_turn(
+        run,
+        sent,
+        view,
+        user=user,
+        thread_id=thread_id,
+        run_id=run_id,
+        cursor=cursor,
+        streams=agent.stream_tokens,
+        poll_interval=config.poll_interval,
+    ):
+        yield event
+
+
+_unfinished: set[asyncio.Task[Any]] = set()
+"""Sends and decisions whose request went away: kept referenced until they complete."""
+
+
+async def _take(
+    tools: DurableTools,
+    agent: AgentConfig,
+    run: AgentRun,
+    user: User,
+    run_input: RunAgentInput,
+    message: UserMessage | None,
+    text: str | None,
+) -> tuple[SentMessage, TurnView, int] | BaseEvent:
+    """Send the message (update-with-start) or decide the resume entries: the message to
+    follow, the view to follow it with and the event cursor to start at, or the
+    `RUN_ERROR` saying why nothing was taken."""
+    try:
+        if message is not None and text is not None:
+            exists = await _exists(tools, run.run_id)
+            base_turn = (await run.status()).turn if exists else 0
+            cursor = (await run.events_since(0)).total if exists else 0
+            sent = await tools.start_send(
+                run.run_id,
+                text,
+                config=agent,
+                message_id=message_update_id(message.id),
+                identity=Identity(user=user.name, session=run_input.thread_id),
+            )
+            return sent, TurnView(base_turn), cursor
+        decided = await _decide(run, run_input, user)
+        if isinstance(decided, BaseEvent):
+            return decided
+        view, cursor = decided
+        return run.message(message_update_id(_last_user_message(run_input).id)), view, cursor
+    except SessionRefused as refused:
+        return run_error(str(refused), "MESSAGE_REFUSED")
+    except InputRefused as refused:
+        return run_error(refused.message, "INVALID_INPUT")
+
+
+async def _decide(
+    run: AgentRun, run_input: RunAgentInput, user: User
+) -> tuple[TurnView, int] | BaseEvent:
+    """Decide each resume entry through the one decide path; the view to follow the
+    message with (the decided calls' results are this run's to show), or the
+    `RUN_ERROR` of the first entry not decided.
+
+    A resume sent again (the same person's same verdict, already recorded) is taken as
+    decided: nothing is sent to the run twice.
+    """
+    snapshot = await run.status()
+    cursor = (await run.events_since(0)).total
+    timeline = await run.timeline()
+    open_calls = {r.call_id for r in timeline if r.turn == snapshot.turn and r.status == "running"}
+    decided: set[str] = set()
+    for entry in run_input.resume or []:
+        try:
+            ref = approval_ref(entry)
+        except InputRefused as refused:
+            return run_error(refused.message, "INVALID_RESUME")
+        try:
+            await run.decide_request(
+                ref.call_id,
+                ref.approve,
+                arguments_hash=ref.arguments_hash,
+                decider=user.name,
+                groups=user.groups,
+                reason=ref.reason,
+            )
+        except AlreadyDecided as already:
+            same = person_of(already.decided_by) == name_key(user.name)
+            if not (same and already.approved == ref.approve):
+                return run_error(already.message, type(already).__name__)
+        except DecisionError as error:
+            return run_error(error.message, type(error).__name__)
+        decided.add(ref.call_id)
+    return TurnView(snapshot.turn, expected=decided | open_calls), cursor

@@ -1,0 +1,238 @@
+"""What a request to the AG-UI endpoint may carry: its body parsed into the protocol's own
+`RunAgentInput`, bounded and checked, and the names derived from it (the session a thread
+is, the message id a user message is sent under, the approval an interrupt names).
+
+Everything here refuses with an `InputRefused` that names what was wrong and the HTTP
+status it maps to; nothing reaches Temporal before it passed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, UserMessage
+from pydantic import ValidationError
+
+from durable_tools.protocol._deciders import name_key
+from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, MAX_MESSAGE_CHARS
+
+__all__ = [
+    "MAX_ID_CHARS",
+    "ApprovalRef",
+    "InputLimits",
+    "InputRefused",
+    "approval_ref",
+    "check_prefix",
+    "checked_id",
+    "interrupt_id",
+    "message_update_id",
+    "parse_input",
+    "session_id",
+    "user_text",
+]
+
+MAX_ID_CHARS = 128
+"""Longest thread, run, message or interrupt id taken (AG-UI clients send UUIDs)."""
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
+_APPROVAL_PREFIX = "approval:"
+_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+class InputRefused(ValueError):
+    """A request the endpoint does not take.
+
+    Attributes:
+        status: The HTTP status it is answered with.
+        message: What was wrong, for the client's developer.
+    """
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class InputLimits:
+    """Bounds on one `RunAgentInput` (the body's size is bounded before it is read)."""
+
+    max_messages: int = 2_000
+    """Messages a request may carry (clients send the whole thread each time)."""
+    max_resume: int = 16
+    """Resume entries a request may carry."""
+    max_tools: int = 0
+    """Client-declared (frontend) tools taken: none yet, so a request declaring any is
+    refused rather than silently ignored."""
+
+
+def checked_id(value: str, what: str) -> str:
+    """`value`, when it is a plain id of at most `MAX_ID_CHARS` characters.
+
+    Raises:
+        InputRefused: anything else (400), naming `what`.
+    """
+    if len(value) > MAX_ID_CHARS or not _ID.fullmatch(value):
+        raise InputRefused(
+            400,
+            f"{what} must be 1 to {MAX_ID_CHARS} characters of A-Z a-z 0-9 . _ : - "
+            f"(starting with a letter or digit), got {len(value)} characters",
+        )
+    return value
+
+
+def parse_input(body: bytes, limits: InputLimits) -> RunAgentInput:
+    """The request's `RunAgentInput`, checked.
+
+    Raises:
+        InputRefused: not JSON (400), not a `RunAgentInput` (422), ids that are not
+            plain identifiers (400), more messages, resume entries or tools than allowed
+            (413 / 400).
+    """
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise InputRefused(400, "the body must be a JSON RunAgentInput") from None
+    if not isinstance(data, dict):
+        raise InputRefused(400, "the body must be a JSON object (a RunAgentInput)")
+    messages = data.get("messages")
+    if isinstance(messages, list) and len(messages) > limits.max_messages:
+        raise InputRefused(
+            413, f"{len(messages):,} messages; the endpoint takes at most {limits.max_messages:,}"
+        )
+    resume = data.get("resume")
+    if isinstance(resume, list) and len(resume) > limits.max_resume:
+        raise InputRefused(400, f"{len(resume)} resume entries; at most {limits.max_resume}")
+    try:
+        run_input = RunAgentInput.model_validate(data)
+    except (ValidationError, RecursionError) as error:
+        problems = (
+            error.errors(include_url=False, include_input=False)
+            if isinstance(error, ValidationError)
+            else [{"loc": (), "msg": "nested too deeply"}]
+        )
+        first = problems[0]
+        where = ".".join(map(str, first["loc"])) or "body"
+        raise InputRefused(422, f"not a RunAgentInput: {where}: {first['msg']}") from None
+    checked_id(run_input.thread_id, "threadId")
+    checked_id(run_input.run_id, "runId")
+    for message in run_input.messages:
+        checked_id(message.id, "a message id")
+    if len(run_input.tools or []) > limits.max_tools:
+        raise InputRefused(
+            400,
+            "client-declared tools are not taken by this endpoint yet: the agent's tools "
+            "are the worker's (declare none)",
+        )
+    return run_input
+
+
+def check_prefix(prefix: str) -> str:
+    """A session prefix: 1 to 40 characters of a-z 0-9 and dashes.
+
+    Raises:
+        ValueError: anything else.
+    """
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", prefix):
+        raise ValueError(f"a session prefix is 1 to 40 of a-z 0-9 -, got {prefix!r}")
+    return prefix
+
+
+def session_id(prefix: str, user: str, thread_id: str) -> str:
+    """The session (workflow id) a user's thread is: `<prefix>-<owner>-<thread id>`.
+
+    The owner part is a digest of the user's comparable name (`name_key`: case, width
+    and invisible characters folded, as deciders are compared), so a thread id names a
+    different session for every user: no other user can reach it, and two requests that
+    race to start the same thread id for two users start two sessions.
+    """
+    owner = hashlib.sha256(name_key(user).encode()).hexdigest()[:16]
+    return f"{prefix}-{owner}-{thread_id}"
+
+
+def message_update_id(message_id: str) -> str:
+    """The session message id (update id) an AG-UI user message is sent under: the same
+    message sent again is not taken twice."""
+    return f"agui-{message_id}"
+
+
+def user_text(message: UserMessage) -> str:
+    """The text of a user message (its text parts joined; media parts are refused).
+
+    Raises:
+        InputRefused: a media part, or no text, or text over the session's limit.
+    """
+    content = message.content
+    if isinstance(content, str):
+        text = content
+    else:
+        if not all(isinstance(part, TextPart) for part in content):
+            raise InputRefused(400, "only text parts are taken in a user message")
+        text = "\n".join(part.text for part in content if isinstance(part, TextPart))
+    if not text.strip():
+        raise InputRefused(400, "the last user message has no text")
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise InputRefused(
+            413, f"the message has {len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}"
+        )
+    return text
+
+
+def interrupt_id(call_id: str, arguments_hash: str) -> str:
+    """The interrupt id an approval is shown under: it names the call and the exact
+    arguments (their hash), so a resume of it can only decide what was shown."""
+    return f"{_APPROVAL_PREFIX}{call_id}:{arguments_hash}"
+
+
+@dataclass(frozen=True)
+class ApprovalRef:
+    """What a resume entry decides."""
+
+    call_id: str
+    arguments_hash: str
+    approve: bool
+    reason: str | None
+
+
+def approval_ref(entry: ResumeEntry) -> ApprovalRef:
+    """The decision a resume entry carries.
+
+    `status: "resolved"` with `payload: {"approved": true|false, "reason"?: str}` decides;
+    `status: "cancelled"` denies. A payload's `argumentsHash`, when given, must be the
+    interrupt's.
+
+    Raises:
+        InputRefused: an interrupt id that names no approval, or a payload that says
+            neither yes nor no, or a hash that is not the interrupt's (all 400).
+    """
+    ident = entry.interrupt_id
+    if not isinstance(ident, str) or not ident.startswith(_APPROVAL_PREFIX):
+        raise InputRefused(400, "unknown interrupt: this endpoint's interrupts are approvals")
+    call_id, _, digest = ident[len(_APPROVAL_PREFIX) :].rpartition(":")
+    if not call_id or len(call_id) > MAX_CALL_ID_CHARS or not _HASH.fullmatch(digest):
+        raise InputRefused(400, "unknown interrupt: not an id this endpoint gave")
+    payload: Any = entry.payload
+    reason = None
+    if entry.status == "cancelled":
+        approve = False
+    else:
+        if not isinstance(payload, dict) or not isinstance(payload.get("approved"), bool):
+            raise InputRefused(
+                400,
+                'a resolved approval carries payload {"approved": true} or {"approved": false}',
+            )
+        approve = payload["approved"]
+    if isinstance(payload, dict):
+        given = payload.get("argumentsHash")
+        if given is not None and given != digest:
+            raise InputRefused(
+                400,
+                f"arguments hash mismatch for call {call_id}: the resume names other "
+                "arguments than the interrupt it answers; nothing was decided",
+            )
+        if isinstance(payload.get("reason"), str):
+            reason = payload["reason"]
+    return ApprovalRef(call_id, digest, approve, reason)
