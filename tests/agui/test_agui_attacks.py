@@ -1,0 +1,360 @@
+"""Attacks on the AG-UI endpoint on a real dev server, worker and uvicorn: forged
+identities and crafted thread ids, replayed and forged resumes, hostile bodies, dropped
+and concurrent streams, secrets in tool results and errors.
+
+An attack the endpoint holds against is a plain test (the regression suite); one that
+breaks it is `xfail(strict=True)` with the break in its reason, until it is fixed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import socket
+import uuid
+import zlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import pytest
+from agui_support import Chat, chat, of_type, run_input, sse_events, types, user
+from temporalio.client import Client
+
+from durable_tools import (
+    AgentConfig,
+    ApprovalPolicy,
+    DurableTools,
+    Injected,
+    ToolExecutionError,
+    ToolRegistry,
+)
+from durable_tools.agui import AguiConfig, create_agui_app, session_id
+from durable_tools.inbox import AuthConfig, InboxServer, TokenStore, add_token
+from support import answer, calls, running_worker, wait_for, write_script
+
+SECRET = "sk-AGUI-ATTACK-SENTINEL-7d1e"
+
+
+def approve(interrupt_id: str, **payload: Any) -> dict[str, Any]:
+    return {
+        "interruptId": interrupt_id,
+        "status": "resolved",
+        "payload": {"approved": True, **payload},
+    }
+
+
+def session_of(client: Client, name: str, thread: str) -> Any:
+    return DurableTools(client).run(session_id("agui", name, thread))
+
+
+async def interrupted(endpoint: Chat, thread: str, asked: dict[str, Any]) -> dict[str, Any]:
+    """Alice's message `asked` in `thread`, run until its interrupt: the interrupt."""
+    return await interrupted_for(endpoint, endpoint.alice, thread, asked)
+
+
+async def interrupted_for(
+    endpoint: Chat, token: str, thread: str, asked: dict[str, Any]
+) -> dict[str, Any]:
+    """The user's message `asked` in `thread`, run until its interrupt: the interrupt."""
+    events = await endpoint.run(token, run_input(thread, [asked]))
+    assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+    (interrupt,) = events[-1]["outcome"]["interrupts"]
+    return dict(interrupt)
+
+
+def text_of(events: list[dict[str, Any]]) -> str:
+    return "".join(e["delta"] for e in of_type(events, "TEXT_MESSAGE_CONTENT"))
+
+
+@asynccontextmanager
+async def served(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    registry: ToolRegistry,
+    steps: list[dict[str, Any]],
+    *,
+    trusted_proxies: tuple[str, ...] = (),
+    **worker: Any,
+) -> AsyncIterator[tuple[str, str]]:
+    """The endpoint for `registry` (a worker with `worker` options) and alice's token."""
+    tokens = tmp_path / "tokens.json"
+    alice = add_token(tokens, "alice")
+    config = AguiConfig(
+        agent=AgentConfig(model=write_script(tmp_path, steps)),
+        auth=AuthConfig(TokenStore(tokens), trusted_proxies=trusted_proxies),
+        poll_interval=0.1,
+    )
+    server = InboxServer(create_agui_app(DurableTools(client, task_queue), config), port=0)
+    async with running_worker(client, registry, task_queue, **worker):
+        await server.start()
+        try:
+            yield f"{server.url}/", alice
+        finally:
+            await server.stop()
+
+
+async def post(url: str, body: Any, **headers: str) -> httpx.Response:
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    raw = [(name.encode(), value.encode()) for name, value in headers.items()]  # UTF-8 too
+    async with httpx.AsyncClient(timeout=60) as http:
+        return await http.post(url, content=content, headers=raw)
+
+
+# --- identity ---------------------------------------------------------------------------
+
+
+async def test_forged_user_headers_and_odd_schemes_are_nobody(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """A user header is believed from a trusted proxy only (never because of an
+    X-Forwarded-For naming one); other schemes, empty or padded tokens are nobody."""
+    registry = ToolRegistry()
+    async with served(
+        client, task_queue, tmp_path, registry, [answer("hi")], trusted_proxies=("10.9.9.9",)
+    ) as (url, token):
+        body = run_input(f"t-{uuid.uuid4().hex[:8]}", [user("hi")])
+        json_type = {"content-type": "application/json"}
+        forged = [
+            {"x-forwarded-user": "alice"},
+            {"x-forwarded-user": "alice", "x-forwarded-for": "10.9.9.9"},
+            {"x-forwarded-user": "alice", "x-real-ip": "10.9.9.9", "forwarded": "for=10.9.9.9"},
+            {"x-user": "alice", "remote-user": "alice"},
+            {"authorization": "Basic YWxpY2U6YWxpY2U="},
+            {"authorization": "Bearer"},
+            {"authorization": f"Bearer {token}x"},
+            {"authorization": f"Bearer {token[:-1]}"},
+            {"authorization": f"Token {token}"},
+            {"authorization": f"Bearer\u00a0{token}"},
+            {"cookie": f"session={token}; token={token}"},
+        ]
+        for headers in forged:
+            response = await post(url, body, **json_type, **headers)
+            assert response.status_code == 401, headers
+        # The token in the query string is not a credential either.
+        response = await post(f"{url}?token={token}&access_token={token}", body, **json_type)
+        assert response.status_code == 401
+        assert await DurableTools(client).pending() is not None
+
+
+async def test_a_trusted_proxy_cannot_be_talked_into_a_look_alike_or_second_user(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """From a trusted proxy (here 127.0.0.1), a repeated, look-alike, padded or empty
+    user header refuses the request rather than naming anyone."""
+    async with served(
+        client, task_queue, tmp_path, ToolRegistry(), [answer("hi")], trusted_proxies=("127.0.0.1",)
+    ) as (url, _token):
+        body = json.dumps(run_input(f"t-{uuid.uuid4().hex[:8]}", [user("hi")])).encode()
+        for claimed in (
+            [("x-forwarded-user", "mallory"), ("x-forwarded-user", "alice")],
+            [("x-forwarded-user", "\u0430lice")],
+            [("x-forwarded-user", "ali\u200bce")],
+            [("x-forwarded-user", "alice\u00a0")],
+            [("x-forwarded-user", "")],
+            [("x-forwarded-user", "alice,bob")],
+            [("x-forwarded-user", "group:ops")],
+        ):
+            headers = [("content-type", "application/json"), *claimed]
+            raw = [(k.encode(), v.encode("utf-8")) for k, v in headers]
+            async with httpx.AsyncClient(timeout=30) as http:
+                response = await http.post(url, content=body, headers=raw)
+            assert response.status_code == 401, claimed
+
+
+async def test_no_crafted_thread_id_reaches_another_users_session(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """Bob names alice's thread id, her session's id, its owner digest, case variants:
+    each is a thread of his own (or none), alice's session never hears of it."""
+    thread = f"T-{uuid.uuid4().hex[:8]}"
+    script = [calls(("c1", "pay", {"amount_cents": 700})), answer("alice paid")]
+    async with chat(client, task_queue, tmp_path, script) as endpoint:
+        interrupt = await interrupted(endpoint, thread, user("pay 7"))
+        alice_id = session_id("agui", "alice", thread)
+        owner = alice_id.split("-")[1]
+        crafted = [
+            thread,
+            thread.lower(),
+            thread.upper(),
+            alice_id,
+            alice_id.removeprefix("agui-"),
+            f"{owner}-{thread}",
+            f"{thread}.c1",  # a sub-agent's child id of alice's session
+            f"{thread}:c1",
+        ]
+        for other in crafted:
+            refused = await endpoint.post(
+                endpoint.bob, run_input(other, [user("pay 7")], [approve(interrupt["id"])])
+            )
+            assert refused.status_code == 404, other
+        # Bob's message under alice's thread id is a thread of his own (the same script
+        # asks him the same question): deciding his does not decide hers.
+        asked = user("pay 7")
+        bobs = await interrupted_for(endpoint, endpoint.bob, thread, asked)
+        bob = await endpoint.run(endpoint.bob, run_input(thread, [asked], [approve(bobs["id"])]))
+        assert bob[-1]["type"] == "RUN_FINISHED" and bob[-1]["result"]["answer"] == "alice paid"
+        assert session_id("agui", "bob", thread) != alice_id
+        assert endpoint.ran == ["pay 700"]
+        endpoint.ran.clear()
+        alice = session_of(client, "alice", thread)
+        snapshot = await alice.status()
+        assert snapshot.session is not None and snapshot.session.messages == 1
+        assert [a.call_id for a in snapshot.pending_approvals] == ["c1"]
+        assert endpoint.ran == []
+
+
+# --- interrupts and resumes ----------------------------------------------------------------
+
+
+async def test_twenty_concurrent_resumes_decide_once(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    script = [calls(("c1", "pay", {"amount_cents": 300})), answer("paid once")]
+    async with chat(client, task_queue, tmp_path, script) as endpoint:
+        asked = user("pay 3")
+        interrupt = await interrupted(endpoint, thread, asked)
+        body = run_input(thread, [asked], [approve(interrupt["id"])])
+        runs = await asyncio.gather(*(endpoint.run(endpoint.alice, body) for _ in range(20)))
+        assert endpoint.ran == ["pay 300"]
+        timeline = await session_of(client, "alice", thread).timeline()
+        assert [(r.call_id, r.status, r.decided_by) for r in timeline] == [
+            ("c1", "completed", "alice")
+        ]
+        ends = [events[-1] for events in runs]
+        assert [e["type"] for e in ends] == ["RUN_FINISHED"] * 20, ends
+        assert {e["result"]["answer"] for e in ends} == {"paid once"}
+
+
+async def test_a_resume_cannot_choose_its_decider_grant_or_quorum(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """Fields a resume (or the body around it) adds to claim another decider, a standing
+    grant or a smaller quorum are ignored: alice decided this one call, once."""
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    script = [
+        calls(("c1", "pay", {"amount_cents": 100})),
+        answer("first"),
+        calls(("c2", "pay", {"amount_cents": 200})),
+        answer("second"),
+    ]
+    async with chat(client, task_queue, tmp_path, script) as endpoint:
+        first = user("pay 1")
+        interrupt = await interrupted(endpoint, thread, first)
+        forged = approve(
+            interrupt["id"],
+            decider="bob",
+            decidedBy="bob",
+            grant={"scope": "session", "tool": "pay"},
+            remember=True,
+            approvalsRequired=0,
+            deciders=["anyone"],
+            groups=["ops"],
+        )
+        forged["decider"] = "bob"
+        body = run_input(thread, [first], [forged])
+        body.update({"decider": "bob", "user": "bob", "identity": {"user": "bob"}})
+        body["forwardedProps"] = {"decider": "bob", "grant": "always"}
+        done = await endpoint.run(endpoint.alice, body)
+        assert done[-1]["type"] == "RUN_FINISHED" and done[-1]["result"]["answer"] == "first"
+        timeline = await session_of(client, "alice", thread).timeline()
+        assert [(r.call_id, r.decided_by) for r in timeline] == [("c1", "alice")]
+        # No grant was taken: the next payment asks again.
+        second = user("pay 2")
+        history = [first, {"id": "a1", "role": "assistant", "content": "first"}, second]
+        again = await endpoint.run(endpoint.alice, run_input(thread, history))
+        assert again[-1]["outcome"]["type"] == "interrupt"
+        assert endpoint.ran == ["pay 100"]
+
+
+async def test_hostile_resume_payloads_are_run_errors_and_decide_nothing(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    script = [calls(("c1", "pay", {"amount_cents": 5})), answer("done")]
+    async with chat(client, task_queue, tmp_path, script) as endpoint:
+        asked = user("pay")
+        interrupt = await interrupted(endpoint, thread, asked)
+        ident = interrupt["id"]
+        digest = interrupt["metadata"]["argumentsHash"]
+        deep: Any = {"approved": True}
+        for _ in range(200):
+            deep = {"x": deep}
+        entries: list[dict[str, Any]] = [
+            {"interruptId": ident, "status": "resolved", "payload": {"approved": "true"}},
+            {"interruptId": ident, "status": "resolved", "payload": {"approved": 1}},
+            {"interruptId": ident, "status": "resolved", "payload": {"approved": None}},
+            {"interruptId": ident, "status": "resolved", "payload": [True]},
+            {"interruptId": ident, "status": "resolved", "payload": "yes"},
+            {"interruptId": ident, "status": "resolved", "payload": deep},
+            {"interruptId": ident, "status": "resolved", "payload": {"approved": {"$ne": 0}}},
+            approve(ident, reason="r" * 200_000),
+            approve(ident, argumentsHash=digest.upper() + "0"),
+            approve(f"approval:c1:{digest.upper()}"),
+            approve(f"approval:c1 :{digest}"),
+            approve(f"approval:C1:{digest}"),
+            approve(f"approval:c\u200b1:{digest}"),
+            approve(f"approval:{'c' * 5000}:{digest}"),
+            approve(f"approval::{digest}"),
+        ]
+        for entry in entries:
+            response = await endpoint.post(endpoint.alice, run_input(thread, [asked], [entry]))
+            if response.status_code == 200:
+                events = sse_events(response.text)
+                assert types(events)[-1] == "RUN_ERROR", (entry, events[-1])
+            else:
+                assert response.status_code in (400, 413, 422), (entry, response.status_code)
+        snapshot = await session_of(client, "alice", thread).status()
+        assert [a.call_id for a in snapshot.pending_approvals] == ["c1"]
+        assert endpoint.ran == []
+
+
+async def test_non_finite_numbers_in_a_resume_decide_nothing(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    script = [calls(("c1", "pay", {"amount_cents": 5})), answer("done")]
+    async with chat(client, task_queue, tmp_path, script) as endpoint:
+        asked = user("pay")
+        interrupt = await interrupted(endpoint, thread, asked)
+        body = json.dumps(run_input(thread, [asked], [approve(interrupt["id"])]))
+        for number in ("NaN", "Infinity", "-Infinity", "1e999"):
+            hostile = body.replace('"approved": true', f'"approved": {number}')
+            response = await endpoint.post(endpoint.alice, hostile.encode())
+            if response.status_code == 200:
+                assert types(sse_events(response.text))[-1] == "RUN_ERROR", number
+            else:
+                assert response.status_code in (400, 422), number
+        snapshot = await session_of(client, "alice", thread).status()
+        assert [a.call_id for a in snapshot.pending_approvals] == ["c1"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: a resume body with no user message is answered RUN_ERROR "
+    "(INVALID_INPUT) after its decisions were sent: the approval is recorded and the tool ran",
+)
+async def test_a_resume_without_a_user_message_decides_nothing(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """A resume body the endpoint refuses must not have decided anything: the client
+    reads a refusal and will decide again."""
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    script = [calls(("c1", "pay", {"amount_cents": 5})), answer("done")]
+    async with chat(client, task_queue, tmp_path, script) as endpoint:
+        interrupt = await interrupted(endpoint, thread, user("pay"))
+        assistant = {"id": "a1", "role": "assistant", "content": "ok"}
+        response = await endpoint.post(
+            endpoint.alice, run_input(thread, [assistant], [approve(interrupt["id"])])
+        )
+        events = sse_events(response.text) if response.status_code == 200 else []
+        refused = response.status_code >= 400 or types(events)[-1] == "RUN_ERROR"
+        assert refused  # the endpoint cannot follow a resume without the message it answers
+        snapshot = await session_of(client, "alice", thread).status()
+        assert [a.call_id for a in snapshot.pending_approvals] == ["c1"]
+        assert endpoint.ran == []
