@@ -371,20 +371,29 @@ async def test_a_resume_without_a_user_message_decides_nothing(
         assert endpoint.ran == []
 
 
-async def test_a_resume_following_a_message_never_sent_ends(
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: a resume whose input ends with a user message the session never took "
+    "(a client adding its next message to the resume) decides, runs the tool, then ends "
+    "RUN_ERROR 'update \"agui-...\" not found': the answer is never shown, the new message "
+    "silently dropped",
+)
+async def test_a_resume_with_a_new_user_message_still_shows_the_answer(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    """A resume whose last user message is not one the session took still ends its AG-UI
-    run (no stream held open for ever)."""
+    """The AG-UI run of a resume follows the message the approval belongs to, whatever
+    the input's last user message is (and ends, with no stream held open)."""
     thread = f"t-{uuid.uuid4().hex[:8]}"
     script = [calls(("c1", "pay", {"amount_cents": 5})), answer("done")]
     async with chat(client, task_queue, tmp_path, script) as endpoint:
-        interrupt = await interrupted(endpoint, thread, user("pay"))
-        unsent = user("something else", message_id="never-sent")
-        body = run_input(thread, [unsent], [approve(interrupt["id"])])
+        asked = user("pay")
+        interrupt = await interrupted(endpoint, thread, asked)
+        unsent = user("and thanks", message_id="never-sent")
+        body = run_input(thread, [asked, unsent], [approve(interrupt["id"])])
         events = await asyncio.wait_for(endpoint.run(endpoint.alice, body), 30)
-        assert types(events)[-1] in ("RUN_FINISHED", "RUN_ERROR")
         assert endpoint.ran == ["pay 5"]
+        assert types(events)[-1] == "RUN_FINISHED", events[-1]
+        assert events[-1]["result"]["answer"] == "done"
 
 
 # --- streams ---------------------------------------------------------------------------------
@@ -664,3 +673,93 @@ async def test_secrets_stay_out_of_the_stream_the_interrupt_and_errors(
             assert SECRET not in response.text
             assert SECRET[3:-3] not in response.text
         assert SECRET not in refused.text.replace(f"reason={SECRET}", "")
+
+
+async def read_until(
+    endpoint: Chat, token: str, body: dict[str, Any], stop: Any
+) -> list[dict[str, Any]]:
+    """One AG-UI run's events until it ends or an event satisfies `stop` (then the
+    connection is dropped)."""
+    seen: list[dict[str, Any]] = []
+    async with endpoint.stream(token, body) as events:
+        async for event in events:
+            seen.append(event)
+            if stop(event):
+                break
+    return seen
+
+
+def approved_by(event: dict[str, Any]) -> list[str]:
+    waiting = event.get("snapshot", {}).get("waiting") or [{}]
+    return list(waiting[0].get("approvedBy", []))
+
+
+async def test_one_user_replaying_a_resume_is_one_approval_of_a_quorum(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """A two-person rule: alice's twenty concurrent resumes count once; the payment
+    waits for a second person (bob, in the inbox) and then runs once."""
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    script = [calls(("c1", "pay", {"amount_cents": 800})), answer("two approved")]
+    policy = ApprovalPolicy(quorum=2, quorum_tools=("pay",))
+    async with chat(client, task_queue, tmp_path, script, agent={"approval": policy}) as endpoint:
+        asked = user("pay 8")
+        first = await read_until(
+            endpoint,
+            endpoint.alice,
+            run_input(thread, [asked]),
+            lambda e: bool(e.get("snapshot", {}).get("waiting")),
+        )
+        (waiting,) = first[-1]["snapshot"]["waiting"]
+        assert waiting["approvalsRequired"] == 2 and waiting["decidedBy"] == "others"
+        body = run_input(thread, [asked], [approve(waiting["interruptId"])])
+
+        def settled(event: dict[str, Any]) -> bool:
+            return event["type"] in ("RUN_ERROR", "RUN_FINISHED") or bool(approved_by(event))
+
+        runs = await asyncio.gather(
+            *(read_until(endpoint, endpoint.alice, body, settled) for _ in range(20))
+        )
+        assert all(settled(events[-1]) for events in runs)
+        session = session_of(client, "alice", thread)
+        snapshot = await session.status()
+        (pending,) = snapshot.pending_approvals
+        assert list(pending.approved_by) == ["alice"]
+        assert endpoint.ran == []
+        await session.decide_request(
+            "c1", True, arguments_hash=pending.arguments_hash, decider="bob"
+        )
+        done = await endpoint.run(endpoint.alice, run_input(thread, [asked]))
+        assert done[-1]["type"] == "RUN_FINISHED"
+        await wait_for(session, lambda s: not s.pending_approvals)
+        assert endpoint.ran == ["pay 800"]
+
+
+async def test_a_resume_in_one_thread_cannot_decide_another_threads_interrupt(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    script = [calls(("c1", "pay", {"amount_cents": 1})), answer("done")]
+    async with chat(client, task_queue, tmp_path, script) as endpoint:
+        thread_a, thread_b = f"a-{uuid.uuid4().hex[:8]}", f"b-{uuid.uuid4().hex[:8]}"
+        interrupt = await interrupted(endpoint, thread_a, user("pay 1"))
+        asked_b = user("pay 1 too")
+        await interrupted(endpoint, thread_b, asked_b)
+        # Thread b's own c1 has the same id and arguments (a scripted model): deciding it
+        # there decides b's, never a's.
+        decided = await endpoint.run(
+            endpoint.alice, run_input(thread_b, [asked_b], [approve(interrupt["id"])])
+        )
+        assert decided[-1]["type"] == "RUN_FINISHED"
+        snapshot_a = await session_of(client, "alice", thread_a).status()
+        assert [a.call_id for a in snapshot_a.pending_approvals] == ["c1"]
+        assert endpoint.ran == ["pay 1"]
+        # Bob decided a's call in the inbox: alice's later resume is refused, naming him.
+        (pending,) = snapshot_a.pending_approvals
+        await session_of(client, "alice", thread_a).decide_request(
+            "c1", False, arguments_hash=pending.arguments_hash, decider="bob"
+        )
+        late = await endpoint.run(
+            endpoint.alice, run_input(thread_a, [user("pay 1")], [approve(interrupt["id"])])
+        )
+        assert late[-1]["type"] == "RUN_ERROR" and "bob" in late[-1]["message"]
+        assert endpoint.ran == ["pay 1"]
