@@ -763,3 +763,42 @@ async def test_a_resume_in_one_thread_cannot_decide_another_threads_interrupt(
         )
         assert late[-1]["type"] == "RUN_ERROR" and "bob" in late[-1]["message"]
         assert endpoint.ran == ["pay 1"]
+
+
+def following_tasks() -> list[str]:
+    """The endpoint's tasks that follow a run (the server runs in this event loop)."""
+    names = []
+    for task in asyncio.all_tasks():
+        code = getattr(task.get_coro(), "__qualname__", "")
+        if any(part in code for part in ("_pump", "follow_turn", "SentMessage.result")):
+            names.append(code)
+    return names
+
+
+async def test_clients_that_go_away_leave_nothing_following_the_run(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """Ten tabs open on a message that waits for someone else, then closed: nothing of
+    theirs keeps polling the run (a slow-reading or vanished client costs nothing)."""
+    script = [calls(("c1", "pay", {"amount_cents": 900})), answer("bob approved it")]
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    policy = ApprovalPolicy(deciders=["bob"])
+    message = user("pay 9")
+    async with chat(client, task_queue, tmp_path, script, agent={"approval": policy}) as endpoint:
+        body = run_input(thread, [message])
+        waiting = lambda e: bool(e.get("snapshot", {}).get("waiting"))  # noqa: E731
+        async with endpoint.stream(endpoint.alice, body) as events:
+            async for event in events:
+                if waiting(event):
+                    assert following_tasks()  # what the check below looks for, while open
+                    break
+        await asyncio.gather(
+            *(read_until(endpoint, endpoint.alice, body, waiting) for _ in range(10))
+        )
+        for _ in range(50):
+            if not following_tasks():
+                break
+            await asyncio.sleep(0.1)
+        assert following_tasks() == []
+        session = session_of(client, "alice", thread)
+        assert (await session.status()).session.messages == 1
