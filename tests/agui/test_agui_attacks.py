@@ -802,3 +802,46 @@ async def test_clients_that_go_away_leave_nothing_following_the_run(
         assert following_tasks() == []
         session = session_of(client, "alice", thread)
         assert (await session.status()).session.messages == 1
+
+
+async def test_a_message_id_sent_again_with_other_text_is_refused(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """A message id is bound to its text: re-POSTed with other text (a forged history),
+    the session keeps the first and the AG-UI run says the id was taken."""
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    script = [answer("first answer"), answer("second answer")]
+    async with chat(client, task_queue, tmp_path, script) as endpoint:
+        first = await endpoint.run(endpoint.alice, run_input(thread, [user("pay 5", "m-1")]))
+        assert first[-1]["result"]["answer"] == "first answer"
+        forged = await endpoint.run(endpoint.alice, run_input(thread, [user("pay 500", "m-1")]))
+        assert forged[-1]["type"] == "RUN_ERROR" and "other text" in forged[-1]["message"]
+        assert "first answer" not in json.dumps(forged)
+        session = session_of(client, "alice", thread)
+        assert (await session.status()).session.messages == 1
+
+
+async def test_cancelling_an_approval_someone_else_decides_is_refused(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """A call only bob may decide: alice cannot deny it by cancelling (nor approve it by
+    resuming) the interrupt id her state shows."""
+    script = [calls(("c1", "pay", {"amount_cents": 900})), answer("bob decided")]
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    policy = ApprovalPolicy(deciders=["bob"])
+    asked = user("pay 9")
+    async with chat(client, task_queue, tmp_path, script, agent={"approval": policy}) as endpoint:
+        shown = await read_until(
+            endpoint,
+            endpoint.alice,
+            run_input(thread, [asked]),
+            lambda e: bool(e.get("snapshot", {}).get("waiting")),
+        )
+        ident = shown[-1]["snapshot"]["waiting"][0]["interruptId"]
+        for entry in ({"interruptId": ident, "status": "cancelled"}, approve(ident)):
+            events = await endpoint.run(endpoint.alice, run_input(thread, [asked], [entry]))
+            assert types(events)[-1] == "RUN_ERROR", events[-1]
+            assert "may not decide" in events[-1]["message"]
+        snapshot = await session_of(client, "alice", thread).status()
+        assert [a.call_id for a in snapshot.pending_approvals] == ["c1"]
+        assert endpoint.ran == []
