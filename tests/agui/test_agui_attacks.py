@@ -240,6 +240,10 @@ async def test_twenty_concurrent_resumes_decide_once(
         ends = [events[-1] for events in runs]
         assert [e["type"] for e in ends] == ["RUN_FINISHED"] * 20, ends
         assert {e["result"]["answer"] for e in ends} == {"paid once"}
+        for events in runs:  # each run shows the decided call's result and the answer once
+            results = [(e["toolCallId"], e["content"]) for e in of_type(events, "TOOL_CALL_RESULT")]
+            assert results == [("c1", "paid 300")]
+            assert text_of(events) == "paid once"
 
 
 async def test_a_resume_cannot_choose_its_decider_grant_or_quorum(
@@ -418,14 +422,14 @@ async def test_a_client_reconnecting_while_a_call_waits_gets_the_rest(
         async with endpoint.stream(endpoint.alice, run_input(thread, [message])) as events:
             async for event in events:
                 first.append(event)
-                if event.get("snapshot", {}).get("waiting"):
+                if waits(event):
                     break  # the tab closes while the payment waits for bob
         assert [e["toolCallId"] for e in of_type(first, "TOOL_CALL_START")] == ["c1"]
         rest: list[dict[str, Any]] = []
         async with endpoint.stream(endpoint.alice, run_input(thread, [message])) as events:
             async for event in events:
                 rest.append(event)
-                if event.get("snapshot", {}).get("waiting") and not endpoint.ran:
+                if waits(event) and not endpoint.ran:
                     snapshot = await wait_for(session, lambda s: bool(s.pending_approvals))
                     (approval,) = snapshot.pending_approvals
                     await session.decide_request(
@@ -530,6 +534,28 @@ async def test_hostile_bodies_and_encodings_never_reach_a_run(
         ):
             response = await endpoint.post(token, body, **{"content-type": media})
             assert response.status_code == 415, media
+
+        # Thread ids with path, query, escape or look-alike characters.
+        for odd in (
+            "t/../x",
+            "t?x=1",
+            "t#x",
+            "t%2e%2e",
+            "t\\x",
+            ".hidden",
+            "-t",
+            ":t",
+            "t\x00",
+            "\uff54-fullwidth",
+            "t\u0301",
+            "t\u2024x",
+            "t\ufeff",
+            "t\n",
+            " t",
+            "t" * 129,
+        ):
+            response = await endpoint.post(token, run_input(odd, [user("hi")]))
+            assert response.status_code == 400, odd
 
         # Client-declared tools: hostile schemas, a server tool's name, a flood of them.
         for tools in (
@@ -689,6 +715,11 @@ async def read_until(
     return seen
 
 
+def waits(event: dict[str, Any]) -> bool:
+    """Whether the event is a state snapshot showing something the run waits for."""
+    return bool(event.get("snapshot", {}).get("waiting"))
+
+
 def approved_by(event: dict[str, Any]) -> list[str]:
     waiting = event.get("snapshot", {}).get("waiting") or [{}]
     return list(waiting[0].get("approvedBy", []))
@@ -708,7 +739,7 @@ async def test_one_user_replaying_a_resume_is_one_approval_of_a_quorum(
             endpoint,
             endpoint.alice,
             run_input(thread, [asked]),
-            lambda e: bool(e.get("snapshot", {}).get("waiting")),
+            waits,
         )
         (waiting,) = first[-1]["snapshot"]["waiting"]
         assert waiting["approvalsRequired"] == 2 and waiting["decidedBy"] == "others"
@@ -786,14 +817,13 @@ async def test_clients_that_go_away_leave_nothing_following_the_run(
     message = user("pay 9")
     async with chat(client, task_queue, tmp_path, script, agent={"approval": policy}) as endpoint:
         body = run_input(thread, [message])
-        waiting = lambda e: bool(e.get("snapshot", {}).get("waiting"))  # noqa: E731
         async with endpoint.stream(endpoint.alice, body) as events:
             async for event in events:
-                if waiting(event):
+                if waits(event):
                     assert following_tasks()  # what the check below looks for, while open
                     break
         await asyncio.gather(
-            *(read_until(endpoint, endpoint.alice, body, waiting) for _ in range(10))
+            *(read_until(endpoint, endpoint.alice, body, waits) for _ in range(10))
         )
         for _ in range(50):
             if not following_tasks():
@@ -835,7 +865,7 @@ async def test_cancelling_an_approval_someone_else_decides_is_refused(
             endpoint,
             endpoint.alice,
             run_input(thread, [asked]),
-            lambda e: bool(e.get("snapshot", {}).get("waiting")),
+            waits,
         )
         ident = shown[-1]["snapshot"]["waiting"][0]["interruptId"]
         for entry in ({"interruptId": ident, "status": "cancelled"}, approve(ident)):
@@ -845,3 +875,22 @@ async def test_cancelling_an_approval_someone_else_decides_is_refused(
         snapshot = await session_of(client, "alice", thread).status()
         assert [a.call_id for a in snapshot.pending_approvals] == ["c1"]
         assert endpoint.ran == []
+
+
+async def test_model_and_tool_text_cannot_inject_server_sent_events(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """Line breaks in the model's text, a tool's arguments and its result stay inside
+    their event's JSON: no forged event reaches the client."""
+    forged = '\n\ndata: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\r\n\r\nevent: x\rid: 9\n'
+    script = [calls(("c1", "lookup", {"q": forged})), answer(f"answer{forged}end")]
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    async with chat(client, task_queue, tmp_path, script) as endpoint:
+        response = await endpoint.post(endpoint.alice, run_input(thread, [user("look")]))
+        lines = [line for line in response.text.splitlines() if line]
+        assert all(line.startswith("data: {") for line in lines), lines
+        events = sse_events(response.text)
+        assert types(events).count("RUN_FINISHED") == 1 and events[-1]["type"] == "RUN_FINISHED"
+        assert text_of(events) == f"answer{forged}end"
+        (result,) = of_type(events, "TOOL_CALL_RESULT")
+        assert result["content"] == f"found {forged}"
