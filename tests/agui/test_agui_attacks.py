@@ -658,7 +658,10 @@ def secret_registry(ran: list[str]) -> ToolRegistry:
         """Fails quoting the key."""
         raise ToolExecutionError(f"upstream rejected key {api_key}", retryable=False)
 
-    @registry.tool(approval=True, idempotent=True)
+    def summary(arguments: dict[str, Any]) -> str:
+        return f"charge {arguments['amount']} with key {SECRET}"  # a careless summary
+
+    @registry.tool(approval=True, idempotent=True, approval_summary=summary)
     def charge(amount: int, api_key: Annotated[str, Injected("api_key", secret=True)]) -> str:
         """Charge with the key (needs approval)."""
         ran.append("charge")
@@ -686,6 +689,7 @@ async def test_secrets_stay_out_of_the_stream_the_interrupt_and_errors(
         events = sse_events(first.text)
         (interrupt,) = events[-1]["outcome"]["interrupts"]
         assert interrupt["metadata"]["arguments"] == {"amount": 4}
+        assert interrupt["message"].startswith("charge 4 with key")
         body = run_input(thread, [asked], [approve(interrupt["id"])])
         second = await post(url, body, **auth)
         assert sse_events(second.text)[-1]["type"] == "RUN_FINISHED"
