@@ -898,3 +898,36 @@ async def test_model_and_tool_text_cannot_inject_server_sent_events(
         assert text_of(events) == f"answer{forged}end"
         (result,) = of_type(events, "TOOL_CALL_RESULT")
         assert result["content"] == f"found {forged}"
+
+
+async def test_messages_to_a_busy_closing_or_ended_thread_are_run_errors(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    script = [calls(("c1", "pay", {"amount_cents": 5})), answer("done")]
+    async with chat(client, task_queue, tmp_path, script) as endpoint:
+        asked = user("pay")
+        interrupt = await interrupted(endpoint, thread, asked)
+        # A new message while the payment waits: refused, the approval still waits.
+        busy = await endpoint.run(endpoint.alice, run_input(thread, [asked, user("hurry")]))
+        assert types(busy) == ["RUN_STARTED", "RUN_ERROR"]
+        assert "answering message 1" in busy[-1]["message"]
+        session = session_of(client, "alice", thread)
+        assert [a.call_id for a in (await session.status()).pending_approvals] == ["c1"]
+        # Closing (after the answer to message 1): a new message is refused.
+        await session.close("user left")
+        after = await endpoint.run(endpoint.alice, run_input(thread, [asked, user("again")]))
+        assert after[-1]["type"] == "RUN_ERROR" and "closing" in after[-1]["message"]
+        # The approval still waits and its resume is taken: the answer ends the session.
+        done = await endpoint.run(
+            endpoint.alice, run_input(thread, [asked], [approve(interrupt["id"])])
+        )
+        assert done[-1]["type"] == "RUN_FINISHED" and done[-1]["result"]["answer"] == "done"
+        assert endpoint.ran == ["pay 5"]
+        ended = await endpoint.run(endpoint.alice, run_input(thread, [user("after the end")]))
+        assert ended[-1]["type"] == "RUN_ERROR", ended[-1]
+        replay = await endpoint.run(
+            endpoint.alice, run_input(thread, [asked], [approve(interrupt["id"])])
+        )
+        assert replay[-1]["type"] in ("RUN_ERROR", "RUN_FINISHED")
+        assert endpoint.ran == ["pay 5"]
