@@ -52,11 +52,6 @@ def session_of(client: Client, name: str, thread: str) -> Any:
     return DurableTools(client).run(session_id("agui", name, thread))
 
 
-async def interrupted(endpoint: Chat, thread: str, asked: dict[str, Any]) -> dict[str, Any]:
-    """Alice's message `asked` in `thread`, run until its interrupt: the interrupt."""
-    return await interrupted_for(endpoint, endpoint.alice, thread, asked)
-
-
 async def interrupted_for(
     endpoint: Chat, token: str, thread: str, asked: dict[str, Any]
 ) -> dict[str, Any]:
@@ -65,6 +60,26 @@ async def interrupted_for(
     assert events[-1]["type"] == "RUN_FINISHED", events[-1]
     (interrupt,) = events[-1]["outcome"]["interrupts"]
     return dict(interrupt)
+
+
+@asynccontextmanager
+async def paying(
+    client: Client, task_queue: str, tmp_path: Path
+) -> AsyncIterator[tuple[Chat, str, dict[str, Any], dict[str, Any]]]:
+    """Alice's thread whose message asks to pay 5 cents and waits on its interrupt: the
+    endpoint, the thread, the message and the interrupt."""
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    script = [calls(("c1", "pay", {"amount_cents": 5})), answer("done")]
+    async with chat(client, task_queue, tmp_path, script) as endpoint:
+        asked = user("pay")
+        yield endpoint, thread, asked, await endpoint.interrupted(thread, asked)
+
+
+async def still_waiting(client: Client, endpoint: Chat, thread: str) -> None:
+    """Alice's payment in `thread` still waits for its decision and has not run."""
+    snapshot = await session_of(client, "alice", thread).status()
+    assert [a.call_id for a in snapshot.pending_approvals] == ["c1"]
+    assert endpoint.ran == []
 
 
 async def exists(client: Client, workflow_id: str) -> bool:
@@ -185,7 +200,7 @@ async def test_no_crafted_thread_id_reaches_another_users_session(
     thread = f"T-{uuid.uuid4().hex[:8]}"
     script = [calls(("c1", "pay", {"amount_cents": 700})), answer("alice paid")]
     async with chat(client, task_queue, tmp_path, script) as endpoint:
-        interrupt = await interrupted(endpoint, thread, user("pay 7"))
+        interrupt = await endpoint.interrupted(thread, user("pay 7"))
         alice_id = session_id("agui", "alice", thread)
         owner = alice_id.split("-")[1]
         crafted = [
@@ -229,7 +244,7 @@ async def test_twenty_concurrent_resumes_decide_once(
     script = [calls(("c1", "pay", {"amount_cents": 300})), answer("paid once")]
     async with chat(client, task_queue, tmp_path, script) as endpoint:
         asked = user("pay 3")
-        interrupt = await interrupted(endpoint, thread, asked)
+        interrupt = await endpoint.interrupted(thread, asked)
         body = run_input(thread, [asked], [approve(interrupt["id"])])
         runs = await asyncio.gather(*(endpoint.run(endpoint.alice, body) for _ in range(20)))
         assert endpoint.ran == ["pay 300"]
@@ -260,7 +275,7 @@ async def test_a_resume_cannot_choose_its_decider_grant_or_quorum(
     ]
     async with chat(client, task_queue, tmp_path, script) as endpoint:
         first = user("pay 1")
-        interrupt = await interrupted(endpoint, thread, first)
+        interrupt = await endpoint.interrupted(thread, first)
         forged = approve(
             interrupt["id"],
             decider="bob",
@@ -290,11 +305,7 @@ async def test_a_resume_cannot_choose_its_decider_grant_or_quorum(
 async def test_hostile_resume_payloads_are_run_errors_and_decide_nothing(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    thread = f"t-{uuid.uuid4().hex[:8]}"
-    script = [calls(("c1", "pay", {"amount_cents": 5})), answer("done")]
-    async with chat(client, task_queue, tmp_path, script) as endpoint:
-        asked = user("pay")
-        interrupt = await interrupted(endpoint, thread, asked)
+    async with paying(client, task_queue, tmp_path) as (endpoint, thread, asked, interrupt):
         ident = interrupt["id"]
         digest = interrupt["metadata"]["argumentsHash"]
         deep: Any = {"approved": True}
@@ -324,19 +335,13 @@ async def test_hostile_resume_payloads_are_run_errors_and_decide_nothing(
                 assert types(events)[-1] == "RUN_ERROR", (entry, events[-1])
             else:
                 assert response.status_code in (400, 413, 422), (entry, response.status_code)
-        snapshot = await session_of(client, "alice", thread).status()
-        assert [a.call_id for a in snapshot.pending_approvals] == ["c1"]
-        assert endpoint.ran == []
+        await still_waiting(client, endpoint, thread)
 
 
 async def test_non_finite_numbers_in_a_resume_decide_nothing(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    thread = f"t-{uuid.uuid4().hex[:8]}"
-    script = [calls(("c1", "pay", {"amount_cents": 5})), answer("done")]
-    async with chat(client, task_queue, tmp_path, script) as endpoint:
-        asked = user("pay")
-        interrupt = await interrupted(endpoint, thread, asked)
+    async with paying(client, task_queue, tmp_path) as (endpoint, thread, asked, interrupt):
         body = json.dumps(run_input(thread, [asked], [approve(interrupt["id"])]))
         for number in ("NaN", "Infinity", "-Infinity", "1e999"):
             hostile = body.replace('"approved": true', f'"approved": {number}')
@@ -359,10 +364,7 @@ async def test_a_resume_without_a_user_message_decides_nothing(
 ) -> None:
     """A resume body the endpoint refuses must not have decided anything: the client
     reads a refusal and will decide again."""
-    thread = f"t-{uuid.uuid4().hex[:8]}"
-    script = [calls(("c1", "pay", {"amount_cents": 5})), answer("done")]
-    async with chat(client, task_queue, tmp_path, script) as endpoint:
-        interrupt = await interrupted(endpoint, thread, user("pay"))
+    async with paying(client, task_queue, tmp_path) as (endpoint, thread, _asked, interrupt):
         assistant = {"id": "a1", "role": "assistant", "content": "ok"}
         response = await endpoint.post(
             endpoint.alice, run_input(thread, [assistant], [approve(interrupt["id"])])
@@ -370,9 +372,7 @@ async def test_a_resume_without_a_user_message_decides_nothing(
         events = sse_events(response.text) if response.status_code == 200 else []
         refused = response.status_code >= 400 or types(events)[-1] == "RUN_ERROR"
         assert refused  # the endpoint cannot follow a resume without the message it answers
-        snapshot = await session_of(client, "alice", thread).status()
-        assert [a.call_id for a in snapshot.pending_approvals] == ["c1"]
-        assert endpoint.ran == []
+        await still_waiting(client, endpoint, thread)
 
 
 @pytest.mark.xfail(
@@ -387,11 +387,7 @@ async def test_a_resume_with_a_new_user_message_still_shows_the_answer(
 ) -> None:
     """The AG-UI run of a resume follows the message the approval belongs to, whatever
     the input's last user message is (and ends, with no stream held open)."""
-    thread = f"t-{uuid.uuid4().hex[:8]}"
-    script = [calls(("c1", "pay", {"amount_cents": 5})), answer("done")]
-    async with chat(client, task_queue, tmp_path, script) as endpoint:
-        asked = user("pay")
-        interrupt = await interrupted(endpoint, thread, asked)
+    async with paying(client, task_queue, tmp_path) as (endpoint, thread, asked, interrupt):
         unsent = user("and thanks", message_id="never-sent")
         body = run_input(thread, [asked, unsent], [approve(interrupt["id"])])
         events = await asyncio.wait_for(endpoint.run(endpoint.alice, body), 30)
@@ -629,11 +625,7 @@ async def test_a_message_with_a_lone_surrogate_is_refused_cleanly(
 async def test_a_resume_reason_with_a_lone_surrogate_is_a_run_error(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    thread = f"t-{uuid.uuid4().hex[:8]}"
-    script = [calls(("c1", "pay", {"amount_cents": 5})), answer("done")]
-    async with chat(client, task_queue, tmp_path, script) as endpoint:
-        asked = user("pay")
-        interrupt = await interrupted(endpoint, thread, asked)
+    async with paying(client, task_queue, tmp_path) as (endpoint, thread, asked, interrupt):
         body = run_input(thread, [asked], [approve(interrupt["id"], reason="ok \ud800")])
         events = await endpoint.run(endpoint.alice, body)
         assert types(events) == ["RUN_STARTED", "RUN_ERROR"], events
@@ -776,9 +768,9 @@ async def test_a_resume_in_one_thread_cannot_decide_another_threads_interrupt(
     script = [calls(("c1", "pay", {"amount_cents": 1})), answer("done")]
     async with chat(client, task_queue, tmp_path, script) as endpoint:
         thread_a, thread_b = f"a-{uuid.uuid4().hex[:8]}", f"b-{uuid.uuid4().hex[:8]}"
-        interrupt = await interrupted(endpoint, thread_a, user("pay 1"))
+        interrupt = await endpoint.interrupted(thread_a, user("pay 1"))
         asked_b = user("pay 1 too")
-        await interrupted(endpoint, thread_b, asked_b)
+        await endpoint.interrupted(thread_b, asked_b)
         # Thread b's own c1 has the same id and arguments (a scripted model): deciding it
         # there decides b's, never a's.
         decided = await endpoint.run(
@@ -876,9 +868,7 @@ async def test_cancelling_an_approval_someone_else_decides_is_refused(
             events = await endpoint.run(endpoint.alice, run_input(thread, [asked], [entry]))
             assert types(events)[-1] == "RUN_ERROR", events[-1]
             assert "may not decide" in events[-1]["message"]
-        snapshot = await session_of(client, "alice", thread).status()
-        assert [a.call_id for a in snapshot.pending_approvals] == ["c1"]
-        assert endpoint.ran == []
+        await still_waiting(client, endpoint, thread)
 
 
 async def test_model_and_tool_text_cannot_inject_server_sent_events(
@@ -903,11 +893,7 @@ async def test_model_and_tool_text_cannot_inject_server_sent_events(
 async def test_messages_to_a_busy_closing_or_ended_thread_are_run_errors(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    thread = f"t-{uuid.uuid4().hex[:8]}"
-    script = [calls(("c1", "pay", {"amount_cents": 5})), answer("done")]
-    async with chat(client, task_queue, tmp_path, script) as endpoint:
-        asked = user("pay")
-        interrupt = await interrupted(endpoint, thread, asked)
+    async with paying(client, task_queue, tmp_path) as (endpoint, thread, asked, interrupt):
         # A new message while the payment waits: refused, the approval still waits.
         busy = await endpoint.run(endpoint.alice, run_input(thread, [asked, user("hurry")]))
         assert types(busy) == ["RUN_STARTED", "RUN_ERROR"]
