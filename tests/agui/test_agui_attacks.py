@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 import httpx
 import pytest
-from agui_support import Chat, chat, of_type, run_input, sse_events, types, user
+from agui_support import Chat, chat, chat_registry, of_type, run_input, sse_events, types, user
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -107,21 +107,38 @@ async def served(
     trusted_proxies: tuple[str, ...] = (),
     **worker: Any,
 ) -> AsyncIterator[tuple[str, str]]:
-    """The endpoint for `registry` (a worker with `worker` options) and alice's token."""
+    """The endpoint for `registry` (a worker with `worker` options): its URL, alice's token."""
+    async with (
+        without_worker(client, task_queue, tmp_path, steps, trusted_proxies) as endpoint,
+        running_worker(client, registry, task_queue, **worker),
+    ):
+        yield endpoint.url, endpoint.alice
+
+
+@asynccontextmanager
+async def without_worker(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    steps: list[dict[str, Any]],
+    trusted_proxies: tuple[str, ...] = (),
+    **agent: Any,
+) -> AsyncIterator[Chat]:
+    """The endpoint alone (the test runs, stops and restarts the worker itself)."""
     tokens = tmp_path / "tokens.json"
-    alice = add_token(tokens, "alice")
+    endpoint = Chat("", add_token(tokens, "alice"), add_token(tokens, "bob"))
     config = AguiConfig(
-        agent=AgentConfig(model=write_script(tmp_path, steps)),
+        agent=AgentConfig(model=write_script(tmp_path, steps), **agent),
         auth=AuthConfig(TokenStore(tokens), trusted_proxies=trusted_proxies),
         poll_interval=0.1,
     )
     server = InboxServer(create_agui_app(DurableTools(client, task_queue), config), port=0)
-    async with running_worker(client, registry, task_queue, **worker):
-        await server.start()
-        try:
-            yield f"{server.url}/", alice
-        finally:
-            await server.stop()
+    await server.start()
+    endpoint.url = f"{server.url}/"
+    try:
+        yield endpoint
+    finally:
+        await server.stop()
 
 
 async def post(url: str, body: Any, **headers: str) -> httpx.Response:
@@ -917,3 +934,39 @@ async def test_messages_to_a_busy_closing_or_ended_thread_are_run_errors(
         )
         assert replay[-1]["type"] in ("RUN_ERROR", "RUN_FINISHED")
         assert endpoint.ran == ["pay 5"]
+
+
+async def test_a_stream_outlives_its_worker_stopping_and_coming_back(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """The worker goes away while a payment waits for bob and comes back: the open
+    stream goes on to the answer, with the call's result, nothing doubled."""
+    script = [calls(("c1", "pay", {"amount_cents": 900})), answer("bob approved it")]
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    policy = ApprovalPolicy(deciders=["bob"])
+    async with without_worker(client, task_queue, tmp_path, script, approval=policy) as endpoint:
+        seen: list[dict[str, Any]] = []
+        shown = asyncio.Event()
+
+        async def read() -> None:
+            async with endpoint.stream(endpoint.alice, run_input(thread, [user("pay")])) as events:
+                async for event in events:
+                    seen.append(event)
+                    if waits(event):
+                        shown.set()
+
+        async with running_worker(client, chat_registry(endpoint.ran), task_queue):
+            reader = asyncio.create_task(read())
+            await asyncio.wait_for(shown.wait(), 30)
+        await asyncio.sleep(3)  # no worker: the stream's looks at the run go unanswered
+        async with running_worker(client, chat_registry(endpoint.ran), task_queue):
+            session = session_of(client, "alice", thread)
+            (approval,) = (await session.status()).pending_approvals
+            await session.decide_request(
+                "c1", True, arguments_hash=approval.arguments_hash, decider="bob"
+            )
+            await asyncio.wait_for(reader, 60)
+        assert seen[-1]["type"] == "RUN_FINISHED", seen[-1]
+        assert seen[-1]["result"]["answer"] == text_of(seen) == "bob approved it"
+        assert [e["content"] for e in of_type(seen, "TOOL_CALL_RESULT")] == ["paid 900"]
+        assert endpoint.ran == ["pay 900"]
