@@ -394,6 +394,22 @@ async def test_a_resume_without_a_user_message_decides_nothing(
 
 @pytest.mark.xfail(
     strict=True,
+    reason="BREAK: resume entries are checked one by one while deciding: a valid entry "
+    "followed by a malformed one approves the first, then answers RUN_ERROR "
+    "(INVALID_RESUME) as if nothing was taken",
+)
+async def test_a_resume_with_one_malformed_entry_decides_nothing(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with paying(client, task_queue, tmp_path) as (endpoint, thread, asked, interrupt):
+        entries = [approve(interrupt["id"]), {"interruptId": "junk", "status": "resolved"}]
+        events = await endpoint.run(endpoint.alice, run_input(thread, [asked], entries))
+        assert types(events)[-1] == "RUN_ERROR"
+        await still_waiting(client, endpoint, thread)
+
+
+@pytest.mark.xfail(
+    strict=True,
     reason="BREAK: a resume whose input ends with a user message the session never took "
     "(a client adding its next message to the resume) decides, runs the tool, then ends "
     "RUN_ERROR 'update \"agui-...\" not found': the answer is never shown, the new message "
