@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from inbox_support import Users, make_users, served
+from inbox_support import Users, http, make_app, make_users, served
 from temporalio.client import Client
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
@@ -215,3 +215,27 @@ async def test_the_page_shows_label_flags_and_rule_and_keeps_hostile_text_inert(
             assert "read-only" in await lookup.locator(".safety").inner_text()
         finally:
             await browser.close()
+
+
+async def test_the_inboxs_own_registry_is_listed_under_the_default_policy(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    bearer = {"authorization": f"Bearer {users.bob}"}
+    async with http(make_app(client, task_queue, users)) as inbox:
+        assert (await inbox.get("/api/tools")).status_code == 401
+        assert (await inbox.get("/tools")).status_code == 303  # to the login page
+        body = (await inbox.get("/api/tools", headers=bearer)).json()
+        assert body["recorded"] is True and body["run_id"] is None
+        [pay] = body["tools"]
+        assert pay["name"] == "pay" and pay["own_approval"] == "always"
+        assert pay["approval_in_force"]["words"] == "asks for approval"
+        page = await inbox.get("/tools", headers=bearer)
+        assert "asks for approval" in page.text and "cannot ask a worker" in page.text
+    no_registry = create_app(
+        DurableTools(client, task_queue), InboxConfig(auth=AuthConfig(users.store()))
+    )
+    async with http(no_registry) as inbox:
+        body = (await inbox.get("/api/tools", headers=bearer)).json()
+        assert body["recorded"] is False and body["tools"] == []
+        assert "started without" in (await inbox.get("/tools", headers=bearer)).text

@@ -13,6 +13,8 @@ OpenAPI operations pages through), and long descriptions and notes are cut for t
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +23,7 @@ from durable_tools.client import DurableTools
 from durable_tools.client.render._tools import approval_label, tool_json
 from durable_tools.policy._decide import Verdict, decide, describe_policy
 from durable_tools.protocol._types import ApprovalPolicy
+from durable_tools.tools import ToolRegistry
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows import RunSnapshot
 
@@ -33,13 +36,14 @@ __all__ = [
     "MAX_PAGE_SIZE",
     "MAX_SHOWN_CHARS",
     "ApprovalRule",
-    "RunTools",
     "ToolRow",
+    "ToolsPage",
     "approval_rule",
     "load_run_tools",
     "page_bounds",
-    "run_tools_json",
+    "registry_tools",
     "source_kind",
+    "tools_json",
 ]
 
 DEFAULT_PAGE_SIZE = 100
@@ -213,13 +217,16 @@ class ToolRow:
 
 
 @dataclass(frozen=True)
-class RunTools:
-    """A page of a run's recorded catalog."""
+class ToolsPage:
+    """A page of a catalog: a run's recorded one, or the inbox's own `--tools` registry."""
 
-    run_id: str
-    snapshot: RunSnapshot
+    run_id: str | None
+    """The run whose recorded catalog this is; None for the inbox's registry."""
+    snapshot: RunSnapshot | None
+    policy: ApprovalPolicy
+    """The policy the approval column reads: the run's live one, else the default."""
     recorded: bool
-    """Whether the run's catalog was found in its history."""
+    """Whether the catalog was found (the run's history read, or a registry given)."""
     total: int
     offset: int
     limit: int
@@ -229,8 +236,8 @@ class RunTools:
 
     @property
     def policy_line(self) -> str:
-        """The live policy in one line."""
-        return describe_policy(self.snapshot.policy or ApprovalPolicy())
+        """The policy in one line."""
+        return describe_policy(self.policy)
 
     @property
     def next_offset(self) -> int | None:
@@ -240,6 +247,26 @@ class RunTools:
     @property
     def previous_offset(self) -> int | None:
         return max(self.offset - self.limit, 0) if self.offset > 0 else None
+
+
+def _page(
+    specs: Mapping[str, Callable[[], ToolSpec | None]],
+    policy: ApprovalPolicy,
+    *,
+    offset: int,
+    limit: int,
+) -> tuple[list[ToolRow], list[str]]:
+    """The rows of one page of `specs` (read lazily: only the page's are parsed), by name."""
+    now = datetime.now(UTC)
+    rows: list[ToolRow] = []
+    unreadable: list[str] = []
+    for name in sorted(specs)[offset : offset + limit]:
+        spec = specs[name]()
+        if spec is None:
+            unreadable.append(name)
+        else:
+            rows.append(ToolRow(spec, approval_rule(spec, policy, now)))
+    return rows, unreadable
 
 
 def page_bounds(offset: str | None, limit: str | None) -> tuple[int, int]:
@@ -256,7 +283,7 @@ def page_bounds(offset: str | None, limit: str | None) -> tuple[int, int]:
 
 async def load_run_tools(
     tools: DurableTools, run_id: str, records: RunRecords, *, offset: int, limit: int
-) -> RunTools:
+) -> ToolsPage:
     """A page of run `run_id`'s recorded catalog, each tool under the run's live policy.
 
     Raises:
@@ -266,33 +293,39 @@ async def load_run_tools(
     run = await run_handle(tools, run_id)
     snapshot = await readable(run.status())
     record = await read_record(records, run_id, snapshot.continued)
-    names = sorted(record.catalog or {})
-    now = datetime.now(UTC)
-    rows: list[ToolRow] = []
-    unreadable: list[str] = []
-    for name in names[offset : offset + limit]:
-        spec = record.spec(name)
-        if spec is None:
-            unreadable.append(name)
-            continue
-        rows.append(ToolRow(spec, approval_rule(spec, snapshot.policy, now)))
-    return RunTools(
-        run_id=run_id,
-        snapshot=snapshot,
-        recorded=record.catalog is not None,
-        total=len(names),
-        offset=offset,
-        limit=limit,
-        rows=rows,
-        unreadable=unreadable,
+    catalog = record.catalog or {}
+    policy = snapshot.policy or ApprovalPolicy()
+    specs = {name: functools.partial(record.spec, name) for name in catalog}
+    rows, unreadable = _page(specs, policy, offset=offset, limit=limit)
+    return ToolsPage(
+        run_id,
+        snapshot,
+        policy,
+        record.catalog is not None,
+        len(specs),
+        offset,
+        limit,
+        rows,
+        unreadable,
     )
 
 
-def run_tools_json(found: RunTools) -> dict[str, Any]:
-    """`/api/runs/{id}/tools`'s answer for one page."""
+def registry_tools(registry: ToolRegistry | None, *, offset: int, limit: int) -> ToolsPage:
+    """A page of the inbox's own `--tools` registry, under the default policy."""
+    found = {spec.name: spec for spec in registry.specs()} if registry is not None else {}
+    policy = ApprovalPolicy()
+    specs = {name: functools.partial(found.get, name) for name in found}
+    rows, unreadable = _page(specs, policy, offset=offset, limit=limit)
+    return ToolsPage(
+        None, None, policy, registry is not None, len(specs), offset, limit, rows, unreadable
+    )
+
+
+def tools_json(found: ToolsPage) -> dict[str, Any]:
+    """`/api/runs/{id}/tools`'s (and `/api/tools`') answer for one page."""
     return {
         "run_id": found.run_id,
-        "agent": found.snapshot.agent,
+        "agent": found.snapshot.agent if found.snapshot is not None else None,
         "recorded": found.recorded,
         "policy": found.policy_line,
         "total": found.total,
