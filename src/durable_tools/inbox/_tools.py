@@ -67,7 +67,7 @@ def source_kind(spec: ToolSpec) -> str:
     """Where a tool comes from, in one word: python, mcp, openapi, http, a2a, sub-agent,
     callback or flow (an HTTP tool read from an OpenAPI document is `openapi`)."""
     if spec.transport == "http":
-        return "openapi" if "openapi" in (spec.source or "").lower() else "http"
+        return "openapi" if (spec.source or "").startswith("openapi:") else "http"
     return _KINDS.get(spec.transport, str(spec.transport))
 
 
