@@ -102,7 +102,7 @@ async def test_the_api_gives_each_tool_with_its_safety_limits_and_rule_in_force(
         assert body["limit"] == 100 and body["next_offset"] == 100
         assert "ask tools that run shell commands" in body["policy"]
         # The whole catalog pages through, each tool once, within the page bound.
-        names: list[str] = []
+        listed: list[dict[str, Any]] = []
         offset: int | None = 0
         while offset is not None:
             page = await api.get(
@@ -110,16 +110,10 @@ async def test_the_api_gives_each_tool_with_its_safety_limits_and_rule_in_force(
             )
             assert page.status_code == 200
             assert len(page.json()["tools"]) <= 500
-            names += [tool["name"] for tool in page.json()["tools"]]
+            listed += page.json()["tools"]
             offset = page.json()["next_offset"]
-        assert len(names) == len(set(names)) == FILLERS + 2
-        found = {}
-        for name in ("run_command", "lookup"):
-            offset = names.index(name) // 500 * 500
-            page = await api.get(
-                f"/api/runs/{run.run_id}/tools?offset={offset}&limit=500", headers=bearer
-            )
-            found[name] = next(t for t in page.json()["tools"] if t["name"] == name)
+        found = {tool["name"]: tool for tool in listed}
+        assert len(listed) == len(found) == FILLERS + 2
         shell, plain = found["run_command"], found["lookup"]
         assert shell["label"] == "Run a command" and shell["kind"] == "python"
         assert shell["source"] == "mcp:" + HOSTILE  # metadata; the transport says python
