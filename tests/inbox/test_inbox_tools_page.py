@@ -2,7 +2,8 @@
 chromium): the catalog the run recorded, each tool with its label, source, safety flags,
 limits and the approval rule the run's policy holds for it (a safety rule's `ask` for a
 shell tool, nothing for a read-only one); hostile descriptions render as text; a catalog
-of a thousand tools pages; callers the run page refuses are refused the same way."""
+of a thousand tools pages; callers the run page refuses are refused the same way.
+(`DURABLE_TOOLS_SCREENSHOTS=docs`: the page's picture, docs/inbox-tools.png.)"""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import httpx
 from inbox_support import Users, http, make_app, make_users, served
 from temporalio.client import Client
 
-from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
+from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser, screenshot
 from durable_tools import AgentConfig, AgentRun, ApprovalPolicy, DurableTools, ToolRegistry
 from durable_tools.inbox import AuthConfig, InboxConfig, create_app
 from durable_tools.workflows import SafetyRule
@@ -207,6 +208,7 @@ async def test_the_page_shows_label_flags_and_rule_and_keeps_hostile_text_inert(
             lookup = page.locator("tr.tool", has=page.locator("code.name", has_text="lookup"))
             assert "allowed without approval" in await lookup.locator(".approval").inner_text()
             assert "read-only" in await lookup.locator(".safety").inner_text()
+            await screenshot(page, "inbox-tools.png", full_page=True)  # docs/inbox.md
         finally:
             await browser.close()
 
