@@ -48,6 +48,7 @@ from ._pending import (
     list_pending,
 )
 from ._run_record import RunRecords
+from ._tools import ToolsPage, load_run_tools, page_bounds, registry_tools, tools_json
 from ._web import (
     HERE,
     IdSegments,
@@ -252,6 +253,31 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
             return await encrypted_page(request, user, run_id)
         return render(request, "run.html", user=user, view=view)
 
+    def bounds(request: Request) -> tuple[int, int]:
+        return page_bounds(request.query_params.get("offset"), request.query_params.get("limit"))
+
+    async def run_tools_of(request: Request) -> ToolsPage:
+        # The run page's gate: the same user check, and the same answers for a run that
+        # does not exist or does not answer (the run's status query is asked first).
+        offset, limit = bounds(request)
+        return await load_run_tools(
+            tools, id_param(request, "run_id"), records, offset=offset, limit=limit
+        )
+
+    async def run_tools_page(request: Request) -> Response:
+        user = user_of(request)
+        try:
+            found = await run_tools_of(request)
+        except PayloadsEncrypted:
+            return await encrypted_page(request, user, id_param(request, "run_id"))
+        return render(request, "tools.html", user=user, view=found)
+
+    async def registry_tools_page(request: Request) -> Response:
+        user = user_of(request)
+        offset, limit = bounds(request)
+        found = registry_tools(config.registry, offset=offset, limit=limit)
+        return render(request, "tools.html", user=user, view=found)
+
     async def decide_form(request: Request) -> Response:
         user, form, run_id, call_id = await posted_call_form(request)
         action = form.get("action")
@@ -304,6 +330,15 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         found = await pending_of(request, user, filters(request))
         return JSONResponse(pending_json(user.name, found))
 
+    async def api_run_tools(request: Request) -> Response:
+        user_of(request)
+        return JSONResponse(tools_json(await run_tools_of(request)))
+
+    async def api_registry_tools(request: Request) -> Response:
+        user_of(request)
+        offset, limit = bounds(request)
+        return JSONResponse(tools_json(registry_tools(config.registry, offset=offset, limit=limit)))
+
     async def api_decide(request: Request) -> Response:
         user = user_of(request)
         try:
@@ -353,11 +388,15 @@ def create_app(tools: DurableTools, config: InboxConfig) -> Starlette:
         Route("/login", login_page, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
+        Route("/tools", registry_tools_page),
         Route("/runs/{run_id}", run_page),
+        Route("/runs/{run_id}/tools", run_tools_page),
         Route("/runs/{run_id}/calls/{call_id}", call_page),
         Route("/runs/{run_id}/calls/{call_id}/decide", decide_form, methods=["POST"]),
         Route("/runs/{run_id}/calls/{call_id}/reissue", reissue_form, methods=["POST"]),
         Route("/api/pending", api_pending),
+        Route("/api/tools", api_registry_tools),
+        Route("/api/runs/{run_id}/tools", api_run_tools),
         Route("/api/runs/{run_id}/calls/{call_id}/decide", api_decide, methods=["POST"]),
         Route("/healthz", healthz),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

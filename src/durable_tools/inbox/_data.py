@@ -33,6 +33,7 @@ __all__ = [
     "RunView",
     "find_call",
     "load_run",
+    "read_record",
     "readable",
     "what_server_shows",
 ]
@@ -91,7 +92,8 @@ class CallView:
         return grant_offer(self.approval)
 
 
-async def _record(records: RunRecords, run_id: str, continued: int) -> RunRecord:
+async def read_record(records: RunRecords, run_id: str, continued: int) -> RunRecord:
+    """Run `run_id`'s record, or an empty one when its history cannot be read in time."""
     # The page is still worth showing without it (history unreadable): say "not known".
     try:
         return await asyncio.wait_for(records.record(run_id, continued), QUERY_TIMEOUT)
@@ -119,7 +121,7 @@ async def find_call(
     conversation, events, record = await asyncio.gather(
         readable(run.conversation()),
         readable(run.events()),
-        _record(records, run_id, snapshot.continued),
+        read_record(records, run_id, snapshot.continued),
     )
     if record.prompt is None:  # the history unread: the conversation may still hold it
         first = next((m.content for m in conversation if m.role == "user"), None)
