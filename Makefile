@@ -109,7 +109,7 @@ test-sandbox: bytecode
 ## make screenshots: the inbox pictures of the docs (docs/inbox-*.png), taken by the browser
 ## tests that check what they show (DURABLE_TOOLS_SCREENSHOTS names the directory).
 screenshots: bytecode browser
-	DURABLE_TOOLS_SCREENSHOTS=$(CURDIR)/docs $(VENV)/bin/pytest -q tests/inbox/test_inbox_approver_browser.py
+	DURABLE_TOOLS_SCREENSHOTS=$(CURDIR)/docs $(VENV)/bin/pytest -q tests/inbox/test_inbox_approver_browser.py tests/inbox/test_inbox_tools_page.py
 
 ## make docs: the docs site in site/, built strictly (broken links and references fail).
 # No --quiet: it drops the warnings before --strict counts them, and the build passes.
