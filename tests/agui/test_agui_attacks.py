@@ -234,7 +234,8 @@ async def test_no_crafted_thread_id_reaches_another_users_session(
             refused = await endpoint.post(
                 endpoint.bob, run_input(other, [user("pay 7")], [approve(interrupt["id"])])
             )
-            assert refused.status_code == 404, other
+            # A thread id with a dot is no thread id at all (it could name a sub-agent).
+            assert refused.status_code == (400 if "." in other else 404), other
         # Bob's message under alice's thread id is a thread of his own (the same script
         # asks him the same question): deciding his does not decide hers.
         asked = user("pay 7")
@@ -371,11 +372,6 @@ async def test_non_finite_numbers_in_a_resume_decide_nothing(
         assert [a.call_id for a in snapshot.pending_approvals] == ["c1"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a resume body with no user message is answered RUN_ERROR "
-    "(INVALID_INPUT) after its decisions were sent: the approval is recorded and the tool ran",
-)
 async def test_a_resume_without_a_user_message_decides_nothing(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -392,12 +388,6 @@ async def test_a_resume_without_a_user_message_decides_nothing(
         await still_waiting(client, endpoint, thread)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: resume entries are checked one by one while deciding: a valid entry "
-    "followed by a malformed one approves the first, then answers RUN_ERROR "
-    "(INVALID_RESUME) as if nothing was taken",
-)
 async def test_a_resume_with_one_malformed_entry_decides_nothing(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -408,13 +398,6 @@ async def test_a_resume_with_one_malformed_entry_decides_nothing(
         await still_waiting(client, endpoint, thread)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a resume whose input ends with a user message the session never took "
-    "(a client adding its next message to the resume) decides, runs the tool, then ends "
-    "RUN_ERROR 'update \"agui-...\" not found': the answer is never shown, the new message "
-    "silently dropped",
-)
 async def test_a_resume_with_a_new_user_message_still_shows_the_answer(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -427,17 +410,65 @@ async def test_a_resume_with_a_new_user_message_still_shows_the_answer(
         assert endpoint.ran == ["pay 5"]
         assert types(events)[-1] == "RUN_FINISHED", events[-1]
         assert events[-1]["result"]["answer"] == "done"
+        # The newer message was not sent, and the result says so (not silently dropped).
+        assert events[-1]["result"]["unsent"] == ["never-sent"]
+        assert (await session_of(client, "alice", thread).status()).session.messages == 1
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        pytest.param(
+            lambda ident, digest: {**approve(ident), "status": "cancelled"}, id="same-call"
+        ),
+        pytest.param(
+            lambda ident, digest: approve(f"approval:c9:{digest}", reason="r" * 5000),
+            id="long-reason",
+        ),
+        pytest.param(
+            lambda ident, digest: approve(f"approval:c9:{digest}", reason="ok \ud800"),
+            id="surrogate-reason",
+        ),
+        pytest.param(
+            lambda ident, digest: approve(f"approval:c9:{digest}", reason=["r"]),
+            id="reason-not-text",
+        ),
+    ],
+)
+async def test_a_resume_whose_second_entry_is_refused_decides_nothing(
+    client: Client, task_queue: str, tmp_path: Path, second: Any
+) -> None:
+    """A valid entry followed by one the endpoint refuses (deciding the same call again,
+    a reason too long, not Unicode or not text): the whole resume is refused first."""
+    async with paying(client, task_queue, tmp_path) as (endpoint, thread, asked, interrupt):
+        entries = [
+            approve(interrupt["id"]),
+            second(interrupt["id"], interrupt["metadata"]["argumentsHash"]),
+        ]
+        events = await endpoint.run(endpoint.alice, run_input(thread, [asked], entries))
+        assert types(events) == ["RUN_STARTED", "RUN_ERROR"], events
+        assert events[-1]["code"] == "INVALID_RESUME"
+        await still_waiting(client, endpoint, thread)
+
+
+async def test_a_resume_naming_messages_the_session_never_took_decides_nothing(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """A resume whose user messages are none the session took (forged or another
+    thread's) cannot be followed: refused before anything is decided."""
+    async with paying(client, task_queue, tmp_path) as (endpoint, thread, _asked, interrupt):
+        forged = [user("pay", message_id="not-this-thread")]
+        events = await endpoint.run(
+            endpoint.alice, run_input(thread, forged, [approve(interrupt["id"])])
+        )
+        assert types(events) == ["RUN_STARTED", "RUN_ERROR"], events
+        assert "nothing was decided" in events[-1]["message"]
+        await still_waiting(client, endpoint, thread)
 
 
 # --- streams ---------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a client that reconnects (re-POSTs its message) while a call of the "
-    "message waits never gets that call's TOOL_CALL_RESULT: the new view starts at the "
-    "session's current turn, so the call's turn is not its own",
-)
 async def test_a_client_reconnecting_while_a_call_waits_gets_the_rest(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -636,12 +667,6 @@ async def test_what_a_client_adds_around_its_message_never_reaches_the_session(
             assert (await run.status()).session.messages == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a user message holding a lone surrogate (JSON \\ud800) passes the "
-    "input checks; start_send raises PydanticSerializationError, which _take does not "
-    "catch: the SSE response is cut after RUN_STARTED with no RUN_ERROR (ASGI exception)",
-)
 async def test_a_message_with_a_lone_surrogate_is_refused_cleanly(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -653,6 +678,44 @@ async def test_a_message_with_a_lone_surrogate_is_refused_cleanly(
             assert types(events) == ["RUN_STARTED", "RUN_ERROR"], events
         else:
             assert response.status_code in (400, 422)
+
+
+async def test_a_thread_whose_workflow_is_no_session_ends_with_a_run_error(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """Whatever fails unexpectedly once the AG-UI run started (here: the thread's
+    workflow id holds a workflow that answers no query) ends the stream with a RUN_ERROR
+    naming the failure's kind only, never with a cut stream or a stack trace."""
+    async with chat(client, task_queue, tmp_path, [answer("hi")]) as endpoint:
+        thread = f"t-{uuid.uuid4().hex[:8]}"
+        foreign = await client.start_workflow(
+            "NoSuchWorkflow",
+            id=session_id("agui", "alice", thread),
+            task_queue=f"nobody-{uuid.uuid4().hex[:8]}",
+        )
+        try:
+            response = await endpoint.post(endpoint.alice, run_input(thread, [user("hi")]))
+            assert response.status_code == 200
+            events = sse_events(response.text)
+            assert types(events) == ["RUN_STARTED", "RUN_ERROR"], events
+            assert events[-1]["code"] == "INTERNAL_ERROR"
+            assert "Traceback" not in response.text and "File " not in response.text
+        finally:
+            await foreign.terminate()
+
+
+async def test_a_thread_id_with_a_dot_is_refused(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """Sub-agents run as `<session>.<call id>`: a thread `T.c1` would squat the workflow id
+    of thread T's sub-agent for call c1, so a thread id with a dot is refused."""
+    async with chat(client, task_queue, tmp_path, [answer("hi")]) as endpoint:
+        thread = f"t-{uuid.uuid4().hex[:8]}.c1"
+        response = await endpoint.post(endpoint.alice, run_input(thread, [user("hi")]))
+        assert response.status_code == 400
+        assert "threadId" in response.json()["error"]
+        assert (await endpoint.thread(endpoint.alice, thread)).status_code == 400
+        assert not await exists(client, session_id("agui", "alice", thread))
 
 
 async def test_a_resume_reason_with_a_lone_surrogate_is_a_run_error(
@@ -801,7 +864,8 @@ async def test_a_resume_in_one_thread_cannot_decide_another_threads_interrupt(
     script = [calls(("c1", "pay", {"amount_cents": 1})), answer("done")]
     async with chat(client, task_queue, tmp_path, script) as endpoint:
         thread_a, thread_b = f"a-{uuid.uuid4().hex[:8]}", f"b-{uuid.uuid4().hex[:8]}"
-        interrupt = await endpoint.interrupted(thread_a, user("pay 1"))
+        asked_a = user("pay 1")
+        interrupt = await endpoint.interrupted(thread_a, asked_a)
         asked_b = user("pay 1 too")
         await endpoint.interrupted(thread_b, asked_b)
         # Thread b's own c1 has the same id and arguments (a scripted model): deciding it
@@ -819,7 +883,7 @@ async def test_a_resume_in_one_thread_cannot_decide_another_threads_interrupt(
             "c1", False, arguments_hash=pending.arguments_hash, decider="bob"
         )
         late = await endpoint.run(
-            endpoint.alice, run_input(thread_a, [user("pay 1")], [approve(interrupt["id"])])
+            endpoint.alice, run_input(thread_a, [asked_a], [approve(interrupt["id"])])
         )
         assert late[-1]["type"] == "RUN_ERROR" and "bob" in late[-1]["message"]
         assert endpoint.ran == ["pay 1"]

@@ -53,6 +53,9 @@ async def test_hostile_bodies_are_refused_before_any_run(
         assert plain[0] == 415
         assert (await status(run_input(thread, [])))[0] == 400
         assert (await status(run_input(thread, [user("   ")])))[0] == 400
+        code, message = await status(run_input(thread, [user("hi \ud800")]))
+        assert code == 400 and "lone surrogate" in message
+        assert (await status(run_input("t.c1", [user("hi")])))[0] == 400
         tools = run_input(thread, [user("hi")])
         tools["tools"] = [{"name": "spy", "description": "d", "parameters": {}}]
         assert (await status(tools))[0] == 400

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from ag_ui.core import AssistantMessage, BaseEvent, RunAgentInput, RunStartedEvent, UserMessage
@@ -27,6 +29,10 @@ from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import UpdateWorkflowExecutionLifecycleStage
+from temporalio.api.update.v1 import UpdateRef, WaitPolicy
+from temporalio.api.workflowservice.v1 import PollWorkflowExecutionUpdateRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -34,17 +40,18 @@ from durable_tools._callers._auth import AuthConfig, authenticate
 from durable_tools._callers._body import body_limit
 from durable_tools._callers._tokens import User, valid_user
 from durable_tools.agui._input import (
+    ApprovalRef,
     InputLimits,
     InputRefused,
-    approval_ref,
+    approval_refs,
     check_prefix,
-    checked_id,
+    checked_thread_id,
     message_update_id,
     parse_input,
     session_id,
     user_text,
 )
-from durable_tools.agui._turn import CLEANUP_SECONDS, TurnView, follow_turn, run_error
+from durable_tools.agui._turn import CLEANUP_SECONDS, TurnView, follow_turn, open_calls, run_error
 from durable_tools.client import (
     AgentRun,
     AlreadyDecided,
@@ -59,6 +66,8 @@ from durable_tools.tools._context import Identity
 from durable_tools.workflows import AgentConfig
 
 __all__ = ["DEFAULT_AGUI_BODY_BYTES", "KEEPALIVE", "AguiConfig", "Authenticate", "create_agui_app"]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_AGUI_BODY_BYTES = 4 * 1024 * 1024
 """Largest request body taken: AG-UI clients send the whole thread with every message."""
@@ -194,8 +203,10 @@ def create_agui_app(tools: DurableTools | Client, config: AguiConfig) -> Starlet
         try:
             run_input = parse_input(body, config.limits)
             session = session_id(config.session_prefix, user.name, run_input.thread_id)
-            message = None if run_input.resume else _last_user_message(run_input)
-            text = user_text(message) if message is not None else None
+            # A resume needs its message too (the one it answers is followed), checked
+            # here: nothing is decided for an input the run could not follow.
+            message = _last_user_message(run_input)
+            text = None if run_input.resume else user_text(message)
             if run_input.resume and not await _exists(durable, session):
                 raise InputRefused(404, f"no thread {run_input.thread_id!r} of yours")
         except InputRefused as refused:
@@ -212,7 +223,7 @@ def create_agui_app(tools: DurableTools | Client, config: AguiConfig) -> Starlet
             user = await _user_of(request, config)
             if user is None:
                 return _refused(401, "authentication required: Authorization: Bearer <token>")
-            thread_id = checked_id(str(request.path_params["thread_id"]), "the thread id")
+            thread_id = checked_thread_id(str(request.path_params["thread_id"]))
             session = session_id(config.session_prefix, user.name, thread_id)
             if not await _exists(durable, session):
                 raise InputRefused(404, f"no thread {thread_id!r} of yours")
@@ -273,11 +284,12 @@ async def _events(
     user: User,
     run_input: RunAgentInput,
     session: str,
-    message: UserMessage | None,
+    message: UserMessage,
     text: str | None,
 ) -> AsyncIterator[BaseEvent]:
     """One AG-UI run: `RUN_STARTED`, then the message sent (or the resume decided) and
-    its turns followed, then `RUN_FINISHED` or `RUN_ERROR`."""
+    its turns followed, then `RUN_FINISHED` or `RUN_ERROR` (always one of the two: an
+    unexpected failure is a `RUN_ERROR` too)."""
     thread_id, run_id = run_input.thread_id, run_input.run_id
     run = tools.run(session)
     # Sending the message (or deciding the resume) is not the request's to cancel: once
@@ -288,27 +300,48 @@ async def _events(
     _unfinished.add(work)
     work.add_done_callback(_unfinished.discard)
     yield RunStartedEvent(thread_id=thread_id, run_id=run_id)
-    taken = await asyncio.shield(work)
-    if isinstance(taken, BaseEvent):
-        yield taken
-        return
-    sent, view, cursor = taken
-    async for event in follow_turn(
-        run,
-        sent,
-        view,
-        user=user,
-        thread_id=thread_id,
-        run_id=run_id,
-        cursor=cursor,
-        streams=agent.stream_tokens,
-        poll_interval=config.poll_interval,
-    ):
-        yield event
+    try:
+        taken = await asyncio.shield(work)
+        if isinstance(taken, BaseEvent):
+            yield taken
+            return
+        sent, view, cursor, unsent = taken
+        async for event in follow_turn(
+            run,
+            sent,
+            view,
+            user=user,
+            thread_id=thread_id,
+            run_id=run_id,
+            cursor=cursor,
+            streams=agent.stream_tokens,
+            poll_interval=config.poll_interval,
+            unsent=unsent,
+        ):
+            yield event
+    except Exception as error:  # the stream ends with its end event, whatever failed
+        yield _failed(error, session)
+
+
+def _failed(error: Exception, session: str) -> BaseEvent:
+    """The `RUN_ERROR` of an unexpected failure: its kind only (an exception's text may
+    quote what the client must not see); the details go to the server's log."""
+    logger.warning("AG-UI run of session %s failed", session, exc_info=error)
+    return run_error(
+        f"the endpoint failed ({type(error).__name__}); the server's log has the details",
+        "INTERNAL_ERROR",
+    )
 
 
 _unfinished: set[asyncio.Task[Any]] = set()
 """Sends and decisions whose request went away: kept referenced until they complete."""
+
+_FOLLOWED_LOOKBACK = 8
+"""User messages, from the input's last, looked up for the one a resume answers."""
+
+Taken = tuple[SentMessage, TurnView, int, tuple[str, ...]]
+"""A message sent or resumed: the message to follow, the view to follow it with, the event
+cursor to start at, and the ids of the input's newer user messages not sent."""
 
 
 async def _take(
@@ -317,56 +350,138 @@ async def _take(
     run: AgentRun,
     user: User,
     run_input: RunAgentInput,
-    message: UserMessage | None,
+    message: UserMessage,
     text: str | None,
-) -> tuple[SentMessage, TurnView, int] | BaseEvent:
-    """Send the message (update-with-start) or decide the resume entries: the message to
-    follow, the view to follow it with and the event cursor to start at, or the
-    `RUN_ERROR` saying why nothing was taken."""
+) -> Taken | BaseEvent:
+    """Send the message (update-with-start) or decide the resume entries: what to follow,
+    or the `RUN_ERROR` saying why nothing (or, past the checks, not all) was taken."""
     try:
-        if message is not None and text is not None:
-            exists = await _exists(tools, run.run_id)
-            base_turn = (await run.status()).turn if exists else 0
-            cursor = (await run.events_since(0)).total if exists else 0
-            sent = await tools.start_send(
-                run.run_id,
-                text,
-                config=agent,
-                message_id=message_update_id(message.id),
-                identity=Identity(user=user.name, session=run_input.thread_id),
-            )
-            return sent, TurnView(base_turn), cursor
-        decided = await _decide(run, run_input, user)
-        if isinstance(decided, BaseEvent):
-            return decided
-        view, cursor = decided
-        return run.message(message_update_id(_last_user_message(run_input).id)), view, cursor
+        if run_input.resume:
+            return await _resume(tools, run, run_input, user)
+        assert text is not None
+        identity = Identity(user=user.name, session=run_input.thread_id)
+        return await _send(tools, run, agent, identity, message_update_id(message.id), text)
     except SessionRefused as refused:
         return run_error(str(refused), "MESSAGE_REFUSED")
     except InputRefused as refused:
         return run_error(refused.message, "INVALID_INPUT")
+    except Exception as error:  # kept here too: nobody may await a request gone away
+        return _failed(error, run.run_id)
 
 
-async def _decide(
-    run: AgentRun, run_input: RunAgentInput, user: User
-) -> tuple[TurnView, int] | BaseEvent:
-    """Decide each resume entry through the one decide path; the view to follow the
-    message with (the decided calls' results are this run's to show), or the
-    `RUN_ERROR` of the first entry not decided.
+async def _send(
+    tools: DurableTools,
+    run: AgentRun,
+    agent: AgentConfig,
+    identity: Identity,
+    ident: str,
+    text: str,
+) -> Taken:
+    """Send the message; follow it from the session's turn now.
+
+    The same message sent again while the session answers it (a client reconnecting) is
+    not sent twice (its update id is taken once) and starts in the middle of its turn:
+    the open calls of that turn are this AG-UI run's to show the results of.
+    """
+    view, cursor = TurnView(0), 0
+    if await _exists(tools, run.run_id):
+        snapshot = await run.status()
+        cursor = (await run.events_since(0)).total
+        answering = snapshot.session is not None and snapshot.session.answering is not None
+        expected = open_calls(await run.timeline(), snapshot.turn) if answering else set()
+        view = TurnView(snapshot.turn, expected=expected)
+    sent = await tools.start_send(
+        run.run_id,
+        text,
+        config=agent,
+        message_id=ident,
+        identity=identity,
+    )
+    return sent, view, cursor, ()
+
+
+async def _resume(
+    tools: DurableTools, run: AgentRun, run_input: RunAgentInput, user: User
+) -> Taken | BaseEvent:
+    """Decide the resume entries and follow the message they belong to.
+
+    Everything is checked before anything is decided: every entry, and the message to
+    follow (the newest user message of the input the session took; newer ones were
+    never sent, and the result names them). A refused input decides nothing.
+    """
+    try:
+        refs = approval_refs(run_input.resume or [])
+    except InputRefused as refused:
+        return run_error(refused.message, "INVALID_RESUME")
+    followed = await _followed_message(tools, run, run_input)
+    if followed is None:
+        return run_error(
+            "the resume's messages hold none this thread's session took: send the thread's "
+            "messages with the resume; nothing was decided",
+            "INVALID_INPUT",
+        )
+    message, unsent = followed
+    snapshot = await run.status()
+    cursor = (await run.events_since(0)).total
+    open_now = open_calls(await run.timeline(), snapshot.turn)
+    decided = await _decide(run, refs, user)
+    if isinstance(decided, BaseEvent):
+        return decided
+    view = TurnView(snapshot.turn, expected=decided | open_now)
+    return run.message(message_update_id(message.id)), view, cursor, unsent
+
+
+async def _followed_message(
+    tools: DurableTools, run: AgentRun, run_input: RunAgentInput
+) -> tuple[UserMessage, tuple[str, ...]] | None:
+    """The newest user message of the input the session's run took (of the last
+    `_FOLLOWED_LOOKBACK`), and the ids of the newer ones; None when it took none."""
+    users = [m for m in run_input.messages if isinstance(m, UserMessage)]
+    for back, message in enumerate(reversed(users[-_FOLLOWED_LOOKBACK:])):
+        if await _taken(tools, run.run_id, message_update_id(message.id)):
+            return message, tuple(m.id for m in users[len(users) - back :])
+    return None
+
+
+async def _taken(tools: DurableTools, session: str, update_id: str) -> bool:
+    """Whether the session's current run took the message `update_id` (accepted it,
+    answered or not), without waiting for its answer."""
+    client = tools.client
+    request = PollWorkflowExecutionUpdateRequest(
+        namespace=client.namespace,
+        update_ref=UpdateRef(
+            workflow_execution=WorkflowExecution(workflow_id=session), update_id=update_id
+        ),
+        identity=client.identity,
+        wait_policy=WaitPolicy(
+            lifecycle_stage=UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED
+        ),
+    )
+    try:
+        await client.workflow_service.poll_workflow_execution_update(
+            request, retry=True, timeout=timedelta(seconds=_TAKEN_TIMEOUT)
+        )
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise
+    return True
+
+
+_TAKEN_TIMEOUT = 10.0
+"""Seconds a look at whether a message was taken may take."""
+
+
+async def _decide(run: AgentRun, refs: list[ApprovalRef], user: User) -> set[str] | BaseEvent:
+    """Decide each (checked) resume entry through the one decide path: the decided calls
+    (their results are this run's to show), or the `RUN_ERROR` of the first entry not
+    decided.
 
     A resume sent again (the same person's same verdict, already recorded) is taken as
     decided: nothing is sent to the run twice.
     """
-    snapshot = await run.status()
-    cursor = (await run.events_since(0)).total
-    timeline = await run.timeline()
-    open_calls = {r.call_id for r in timeline if r.turn == snapshot.turn and r.status == "running"}
     decided: set[str] = set()
-    for entry in run_input.resume or []:
-        try:
-            ref = approval_ref(entry)
-        except InputRefused as refused:
-            return run_error(refused.message, "INVALID_RESUME")
+    for ref in refs:
         try:
             await run.decide_request(
                 ref.call_id,
@@ -383,4 +498,4 @@ async def _decide(
         except DecisionError as error:
             return run_error(error.message, type(error).__name__)
         decided.add(ref.call_id)
-    return TurnView(snapshot.turn, expected=decided | open_calls), cursor
+    return decided

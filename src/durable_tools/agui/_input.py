@@ -18,7 +18,7 @@ from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, UserMessage
 from pydantic import ValidationError
 
 from durable_tools.protocol._deciders import name_key
-from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, MAX_MESSAGE_CHARS
+from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, MAX_MESSAGE_CHARS, MAX_REASON_CHARS
 
 __all__ = [
     "MAX_ID_CHARS",
@@ -26,8 +26,10 @@ __all__ = [
     "InputLimits",
     "InputRefused",
     "approval_ref",
+    "approval_refs",
     "check_prefix",
     "checked_id",
+    "checked_thread_id",
     "interrupt_id",
     "message_update_id",
     "parse_input",
@@ -84,6 +86,37 @@ def checked_id(value: str, what: str) -> str:
     return value
 
 
+def checked_thread_id(value: str) -> str:
+    """`value`, when it is a plain id (`checked_id`) without a dot.
+
+    A session's sub-agents run as `<session>.<call id>`: a thread `T.c1` would name the
+    workflow id of thread T's sub-agent for call c1, so thread ids hold no dot.
+
+    Raises:
+        InputRefused: anything else (400).
+    """
+    checked_id(value, "threadId")
+    if "." in value:
+        raise InputRefused(400, "threadId must not contain '.' (it names sub-agents)")
+    return value
+
+
+def _unicode(text: str, what: str) -> str:
+    """`text`, when it is Unicode text that encodes as UTF-8 (no lone surrogate, which
+    JSON's `\\ud800` escapes can spell and nothing downstream can store).
+
+    Raises:
+        InputRefused: a lone surrogate (400), naming `what`.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InputRefused(
+            400, f"{what} is not valid Unicode: a lone surrogate at character {error.start}"
+        ) from None
+    return text
+
+
 def parse_input(body: bytes, limits: InputLimits) -> RunAgentInput:
     """The request's `RunAgentInput`, checked.
 
@@ -117,7 +150,7 @@ def parse_input(body: bytes, limits: InputLimits) -> RunAgentInput:
         first = problems[0]
         where = ".".join(map(str, first["loc"])) or "body"
         raise InputRefused(422, f"not a RunAgentInput: {where}: {first['msg']}") from None
-    checked_id(run_input.thread_id, "threadId")
+    checked_thread_id(run_input.thread_id)
     checked_id(run_input.run_id, "runId")
     for message in run_input.messages:
         checked_id(message.id, "a message id")
@@ -163,7 +196,8 @@ def user_text(message: UserMessage) -> str:
     """The text of a user message (its text parts joined; media parts are refused).
 
     Raises:
-        InputRefused: a media part, or no text, or text over the session's limit.
+        InputRefused: a media part, or no text, or text over the session's limit, or
+            text that is not valid Unicode.
     """
     content = message.content
     if isinstance(content, str):
@@ -178,7 +212,7 @@ def user_text(message: UserMessage) -> str:
         raise InputRefused(
             413, f"the message has {len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}"
         )
-    return text
+    return _unicode(text, "the last user message")
 
 
 def interrupt_id(call_id: str, arguments_hash: str) -> str:
@@ -206,7 +240,8 @@ def approval_ref(entry: ResumeEntry) -> ApprovalRef:
 
     Raises:
         InputRefused: an interrupt id that names no approval, or a payload that says
-            neither yes nor no, or a hash that is not the interrupt's (all 400).
+            neither yes nor no, or a hash that is not the interrupt's, or a reason that
+            is not a text of at most `MAX_REASON_CHARS` valid Unicode characters (all 400).
     """
     ident = entry.interrupt_id
     if not isinstance(ident, str) or not ident.startswith(_APPROVAL_PREFIX):
@@ -233,6 +268,25 @@ def approval_ref(entry: ResumeEntry) -> ApprovalRef:
                 f"arguments hash mismatch for call {call_id}: the resume names other "
                 "arguments than the interrupt it answers; nothing was decided",
             )
-        if isinstance(payload.get("reason"), str):
-            reason = payload["reason"]
+        given_reason = payload.get("reason")
+        if given_reason is not None:
+            if not isinstance(given_reason, str) or len(given_reason) > MAX_REASON_CHARS:
+                raise InputRefused(
+                    400, f"a reason is a text of at most {MAX_REASON_CHARS:,} characters"
+                )
+            reason = _unicode(given_reason, "the reason")
     return ApprovalRef(call_id, digest, approve, reason)
+
+
+def approval_refs(entries: list[ResumeEntry]) -> list[ApprovalRef]:
+    """The decisions of all resume entries, each checked before any is decided: a resume
+    is taken whole or not at all.
+
+    Raises:
+        InputRefused: an entry `approval_ref` refuses, or two entries for one call (400).
+    """
+    refs = [approval_ref(entry) for entry in entries]
+    calls = [ref.call_id for ref in refs]
+    if len(set(calls)) != len(calls):
+        raise InputRefused(400, "two resume entries decide the same call: send one per call")
+    return refs

@@ -62,6 +62,7 @@ __all__ = [
     "TurnView",
     "decidable_by",
     "follow_turn",
+    "open_calls",
     "run_error",
 ]
 
@@ -75,6 +76,12 @@ _OPEN_STATUSES = frozenset(
     {"awaiting_approval", "awaiting_authorization", "awaiting_input", "running"}
 )
 """Timeline statuses of a call whose outcome is not known yet."""
+
+
+def open_calls(timeline: list[ToolCallRecord], turn: int) -> set[str]:
+    """The calls of `turn` whose outcome is not known yet: an AG-UI run that starts in
+    the middle of that turn (a resume, a reconnect) shows their results."""
+    return {r.call_id for r in timeline if r.turn == turn and r.status in _OPEN_STATUSES}
 
 
 def run_error(message: str, code: str) -> RunErrorEvent:
@@ -302,6 +309,7 @@ async def follow_turn(
     cursor: int,
     streams: bool,
     poll_interval: float = 0.25,
+    unsent: tuple[str, ...] = (),
 ) -> AsyncIterator[BaseEvent]:
     """The AG-UI events of one message's turns, until its answer or an interrupt.
 
@@ -316,6 +324,8 @@ async def follow_turn(
         streams: Whether the session streams its tokens (then the answer's text is
             awaited from the stream for a moment before it is sent whole).
         poll_interval: Seconds between looks at the run's events and status.
+        unsent: Ids of the input's user messages this AG-UI run did not send (newer
+            than the message a resume answers): its result names them.
     """
     tokens: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
     stream = run.stream()
@@ -386,11 +396,14 @@ async def follow_turn(
             yield event
         for event in view.close_step():
             yield event
-        yield RunFinishedEvent(
-            thread_id=thread_id,
-            run_id=run_id,
-            result={"answer": reply.answer, "status": reply.status, "message": reply.message},
-        )
+        result: dict[str, Any] = {
+            "answer": reply.answer,
+            "status": reply.status,
+            "message": reply.message,
+        }
+        if unsent:
+            result["unsent"] = list(unsent)
+        yield RunFinishedEvent(thread_id=thread_id, run_id=run_id, result=result)
     finally:
         for task in (pump, reply_task):
             task.cancel()
