@@ -317,7 +317,7 @@ async def test_a_second_decision_is_told_who_decided(
         await wait_for(run, lambda s: "r1" in pending(s))
         await run.approve("r1", decider="alice")
         await wait_for(run, lambda s: "r2" in pending(s))
-        await rejected(run.approve("r1", decider="bob"), "already decided: approved by alice")
+        await rejected(run.approve("r1", decider="bob"), "was already approved by alice")
         await run.deny("r2", decider="bob")
         await run.result()
         await assert_not_wedged(run.handle)

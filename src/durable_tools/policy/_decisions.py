@@ -70,9 +70,9 @@ def check_decision(
     """
     if decision.call_id in decided:
         how = how_decided(decision.call_id) if how_decided is not None else ""
-        raise InvalidDecision(
-            f"tool call {decision.call_id!r} was already decided" + (f": {how}" if how else "")
-        )
+        # "already approved by alice at ...": the words the client's own check uses, so a
+        # person refused here or there reads the same thing.
+        raise InvalidDecision(f"tool call {decision.call_id!r} was already {how or 'decided'}")
     approval = pending.get(decision.call_id)
     if approval is None:
         waiting = ", ".join(sorted(pending)) or "none"
