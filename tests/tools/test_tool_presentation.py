@@ -18,7 +18,15 @@ from durable_tools.client.render._text import render_approval
 from durable_tools.models import aclose_shared_clients
 from durable_tools.tools import search_specs
 from fake_openai import FakeOpenAIServer, chat_completion, tool_call
-from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
+from support import (
+    answer,
+    assert_not_wedged,
+    assert_replays,
+    calls,
+    running_worker,
+    wait_for,
+    write_script,
+)
 
 NOTES = "Deletes for good: confirm the account id with the user first."
 
@@ -180,6 +188,16 @@ async def test_notes_reach_the_model_and_the_label_the_people(
     activities = summaries(history, "activity_task_scheduled_event_attributes")
     assert any(line.startswith("Delete an account d1") for line in activities), activities
     assert summaries(history, "timer_started_event_attributes") == []  # no deadline, no timer
+    # The notes' patch is asked before the catalog's local activity: where its result lands
+    # (this task or the next) differs between the run and a replay, and a patch asked right
+    # after it failed replays (a query on a worker without the run cached) now and then.
+    markers = [
+        e.marker_recorded_event_attributes.marker_name
+        for e in history.events
+        if e.HasField("marker_recorded_event_attributes")
+    ]
+    assert markers[:2] == ["core_patch", "core_local_activity"], markers
+    await assert_replays(history)
 
 
 async def test_the_models_search_tools_finds_a_tool_by_its_tag_alone(

@@ -25,6 +25,7 @@ from durable_tools.protocol._types import RunStatus
 from durable_tools.tools import ArtifactRef, ToolSpec
 from durable_tools.tools._model_description import model_description
 from durable_tools.tools._names import alias_provider
+from durable_tools.workflows.catalog._run_catalog import SAFETY_NOTES_PATCH
 from durable_tools.workflows.catalog._tool_search import search_definition
 from durable_tools.workflows.catalog._view import advertised, has_deferred
 from durable_tools.workflows.loop._compaction import (
@@ -38,16 +39,11 @@ from durable_tools.workflows.loop._final_output import native_output, output_too
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.script._stubs import host_specs, script_definition
 
-__all__ = ["SAFETY_NOTES_PATCH", "call_model", "describe"]
+__all__ = ["call_model", "describe"]
 
 # Below this many characters of new messages the model activity's input cannot reach the
 # payload budget (JSON escapes at most 6 bytes a character), so it is not measured.
 _UNMEASURED_CHARS = (PAYLOAD_BUDGET_BYTES - 64_000) // 6
-
-
-SAFETY_NOTES_PATCH = "safety-notes-reach-the-model"
-"""Marks a run whose tool descriptions carry the tools' safety notes. Replays of runs from
-before keep the descriptions they were given (their length counts toward compaction)."""
 
 
 def describe(spec: ToolSpec) -> str:
