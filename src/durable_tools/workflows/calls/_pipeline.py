@@ -36,8 +36,7 @@ from durable_tools.workflows.calls._validate import validate_call
 from durable_tools.workflows.catalog._run_catalog import discover, find_tools
 from durable_tools.workflows.catalog._tool_search import SEARCH_TOOL
 from durable_tools.workflows.catalog._view import advertised, has_deferred
-from durable_tools.workflows.gates._approval_gate import approve
-from durable_tools.workflows.gates._approval_policy import preflight
+from durable_tools.workflows.gates._approval_gate import approve, preflight
 from durable_tools.workflows.gates._authorization_gate import authorize
 from durable_tools.workflows.run._replies import (
     cancelled_reply,
