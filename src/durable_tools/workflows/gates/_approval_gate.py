@@ -32,7 +32,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 from durable_tools._activities._types import PREFLIGHT_ACTIVITY, PreflightRequest, PreflightResult
-from durable_tools.messages import Message, ToolCall
+from durable_tools.messages import ToolCall
 from durable_tools.policy._decide import Verdict, decide
 from durable_tools.policy._decisions import arguments_hash
 from durable_tools.protocol._deciders import may_decide
@@ -54,12 +54,10 @@ from durable_tools.workflows.gates._wait import (
     close_wait,
     expire_wait,
     open_wait,
+    renew_wait,
     wait_for_answer,
 )
-from durable_tools.workflows.observe._metrics import approval_decided, approval_requested
-from durable_tools.workflows.observe._notify import notify_approval
-from durable_tools.workflows.observe._visibility import evicting, publish
-from durable_tools.workflows.run._replies import denied_reply
+from durable_tools.workflows.observe._visibility import evicting
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 from durable_tools.workflows.run._wait_maps import GateState
@@ -95,8 +93,8 @@ the call went to a person instead (anyone, no auto mode); asked only where the t
 class Gate:
     """What the approval gate decided: a refusal for the model, or go on."""
 
-    refusal: Message | None = None
-    """Set when the call was denied: the message the model gets instead of a result."""
+    refusal: str | None = None
+    """Set when the call was denied: who denied it and why (the pipeline tells the model)."""
     preflight: PreflightResult | None = None
     """The preflight's answer, when one ran (OAuth grant or authorization URL)."""
 
@@ -143,7 +141,7 @@ def _refuse(gates: GateState, valid: ValidCall, record: ToolCallRecord, text: st
     record.result = text[:300]
     if gates.policy.on_deny == "end_run":
         raise EndRun(RunStatus.FAILED, f"tool call {call.id} ({spec.name}) {text}")
-    return Gate(refusal=denied_reply(call.id, spec.name, text))
+    return Gate(refusal=text)
 
 
 async def _await_decision(
@@ -166,7 +164,6 @@ async def _await_decision(
         summary=call_summary(spec, valid.arguments, checked.summary if checked else None),
     )
     waits = state.gates.approvals
-    approval_requested(spec.name)
     open_wait(state, waits, call, pending, detail=f"hash {pending.arguments_hash[:12]}")
     evaluation = _start_evaluation(state, valid, verdict, pending)
     try:
@@ -183,9 +180,8 @@ async def _await_decision(
                 pending.escalated = True
                 pending.deciders = list(policy.escalate_to)
                 pending.deadline = workflow.now() + timedelta(seconds=timeout or 0)
-                state.event("approval.escalated", call, detail=", ".join(pending.deciders))
-                notify_approval(state, "approval.escalated", pending)
-                publish(state)
+                escalated = ", ".join(pending.deciders)
+                renew_wait(state, waits, call, pending, "approval.escalated", detail=escalated)
                 continue
             if policy.on_timeout == "fail":
                 raise EndRun(
@@ -202,8 +198,6 @@ async def _await_decision(
             break
         decision = answer_of(state, waits, call.id, take=False)
         assert decision is not None  # nothing else wakes an approval's wait
-        approval_decided(spec.name, decision, pending.requested_at)
-        notify_approval(state, "approval.decided", pending, decision)
         return decision
     finally:
         if evaluation is not None and not evaluation.done() and not evicting():
