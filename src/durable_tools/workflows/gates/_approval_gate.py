@@ -180,8 +180,8 @@ async def _await_decision(
                 pending.escalated = True
                 pending.deciders = list(policy.escalate_to)
                 pending.deadline = workflow.now() + timedelta(seconds=timeout or 0)
-                escalated = ", ".join(pending.deciders)
-                renew_wait(state, waits, call, pending, "approval.escalated", detail=escalated)
+                state.event("approval.escalated", call, detail=", ".join(pending.deciders))
+                renew_wait(state, waits, "approval.escalated", pending)
                 continue
             if policy.on_timeout == "fail":
                 raise EndRun(

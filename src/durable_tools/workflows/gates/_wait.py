@@ -8,7 +8,7 @@ the same steps, so every wait is seen the same way:
   requested event, notifies the agent's targets (and counts an approval in the metrics)
   and publishes: `AgentStatus` says what the run waits for, `AwaitingTool` names the
   tool, the UI's details say how to resume it, and `durable-tools pending` lists it.
-  `renew_wait` says the same of a wait whose terms changed (an approval escalated).
+  `renew_wait` tells the same of a wait whose terms changed (an approval escalated).
 - `wait_for_answer` waits durably (`workflow.wait_condition`, a timer for the deadline);
   `answer_of` then ends the call on a cancel or a skip, or gives the answer (telling the
   targets and the metrics of an approval's decision).
@@ -99,22 +99,13 @@ def open_wait(
     shows(waits)
     waits.answered.pop(call.id, None)  # a reused call id starts unanswered
     waits.pending[call.id] = pending
-    renew_wait(state, waits, call, pending, kind.requested, detail=detail, details=details)
+    state.event(kind.requested, call, detail=detail, details=details)
+    renew_wait(state, waits, kind.requested, pending)
 
 
-def renew_wait(
-    state: RunState,
-    waits: Waits[P, Any],
-    call: ToolCall,
-    pending: P,
-    event: NotificationEvent,
-    *,
-    detail: str | None = None,
-    details: Any = None,
-) -> None:
-    """Say that `call` waits for `pending` (opened, or its terms changed): `event`, its
-    notification, the status."""
-    state.event(event, call, detail=detail, details=details)
+def renew_wait(state: RunState, waits: Waits[P, Any], event: NotificationEvent, pending: P) -> None:
+    """Tell the targets and the status that a call waits for `pending`: opened, or its
+    terms changed (an approval escalated; the caller emits the run's event first)."""
     if waits.shown:
         notify_wait(state, event, pending)
     if _publishes(waits):
