@@ -179,7 +179,7 @@ async def trace_decide_paths() -> tuple[RouteTrace, RouteTrace]:
     return cli_trace, inbox_trace
 
 
-def report(title: str, trace: RouteTrace) -> None:
+def report(title: str, trace: RouteTrace, *, pairs: bool = False) -> None:
     changes = sum(1 for a, b in zip(trace.files, trace.files[1:], strict=False) if a != b)
     modules = sorted(set(trace.files))
     print(f"{title}: {changes} file changes across {len(modules)} modules")
@@ -190,6 +190,10 @@ def report(title: str, trace: RouteTrace) -> None:
     )
     for module in modules:
         print(f"  {module}: {trace.files.count(module)} calls")
+    if pairs:
+        print("distinct calls into another file (times taken):")
+        for caller, callee in sorted(set(trace.jumps)):
+            print(f"  {caller} -> {callee} ({trace.jumps.count((caller, callee))})")
 
 
 def main() -> None:
@@ -199,12 +203,17 @@ def main() -> None:
         action="store_true",
         help="only the workflow route (no dev server for the decide paths)",
     )
+    parser.add_argument(
+        "--pairs",
+        action="store_true",
+        help="also list each distinct (caller file -> callee file) call",
+    )
     args = parser.parse_args()
-    report("route of one approval call", asyncio.run(trace_route()))
+    report("route of one approval call", asyncio.run(trace_route()), pairs=args.pairs)
     if not args.no_decide:
         cli_trace, inbox_trace = asyncio.run(trace_decide_paths())
-        report("decide path from the CLI (cmd_decide)", cli_trace)
-        report("decide path from the inbox (api_decide)", inbox_trace)
+        report("decide path from the CLI (cmd_decide)", cli_trace, pairs=args.pairs)
+        report("decide path from the inbox (api_decide)", inbox_trace, pairs=args.pairs)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@
                 steering (a skip-steer answers the calls not yet started, `_steering`)
       run_call  validate -> gate (approval, authorization) -> execute -> record
 
-Each stage lives in its own module (`_validate`, `_approval_gate`, `_authorization_gate`,
-`_execute`, `_record`) and works on the run's `RunState`; this module only wires them.
-Every tool message the model reads, whichever stage answered, is built by `_replies`.
+Each stage lives in its own module (`_validate` with the budget, `_approval_gate`,
+`_authorization_gate`, `_execute`, `_record`) and works on the run's `RunState`; this
+module only wires them. Every tool message the model reads, whichever stage answered, is
+built by `_replies` (a refused approval's here, from the gate's reason).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.tools import ErrorKind, InvalidArguments
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.tools._validation import parse_arguments
-from durable_tools.workflows.calls._budget import spend_budget
 from durable_tools.workflows.calls._execute import Executed, execute
 from durable_tools.workflows.calls._record import (
     mark_cancelled,
@@ -32,15 +32,15 @@ from durable_tools.workflows.calls._record import (
     record_outcome,
     skipped_message,
 )
-from durable_tools.workflows.calls._validate import validate_call
+from durable_tools.workflows.calls._validate import spend_budget, validate_call
 from durable_tools.workflows.catalog._run_catalog import discover, find_tools
 from durable_tools.workflows.catalog._tool_search import SEARCH_TOOL
 from durable_tools.workflows.catalog._view import advertised, has_deferred
-from durable_tools.workflows.gates._approval_gate import approve
-from durable_tools.workflows.gates._approval_policy import preflight
+from durable_tools.workflows.gates._approval_gate import approve, preflight
 from durable_tools.workflows.gates._authorization_gate import authorize
 from durable_tools.workflows.run._replies import (
     cancelled_reply,
+    denied_reply,
     invalid_reply,
     over_turn_limit_reply,
     result_reply,
@@ -218,7 +218,7 @@ async def run_call(
     try:
         gate = await approve(state, valid, record)
         if gate.refusal is not None:
-            return gate.refusal
+            return denied_reply(call.id, valid.spec.name, gate.refusal)
         checked = gate.preflight
         while True:
             grant = await authorize(state, valid, record, checked)

@@ -1,7 +1,14 @@
-"""Stage 1 of a call: validate it, or answer the model with a repair message.
+"""Stage 1 of a call: validate it, or answer the model with a repair message; then count
+it against its tool's per-run budget (`max_calls_per_run`).
 
 Unknown tools, malformed JSON, schema violations and arguments too large to schedule
 never reach an activity; the model is told what was wrong under the same call id.
+
+A call counts once it passed validation, whatever happens to it next (denied, failed,
+retried: one call). It is counted before it runs, so calls of one turn running in
+parallel cannot overspend. A call over the budget never runs; the model is told that the
+budget is used up, under the same call id, so it can finish with what it has. The counts
+are carried over continue-as-new.
 """
 
 from __future__ import annotations
@@ -12,15 +19,15 @@ from durable_tools.messages import Message, ToolCall
 from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, payload_bytes
 from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.protocol._types import RunStatus
-from durable_tools.tools import InvalidArguments, ToolNotFound, ToolSpec
+from durable_tools.tools import ErrorKind, InvalidArguments, ToolNotFound, ToolSpec
 from durable_tools.tools._formatting import abridge_arguments, redact_arguments
 from durable_tools.tools._names import alias_provider
 from durable_tools.tools._validation import parse_arguments, validate_arguments
-from durable_tools.workflows.run._replies import invalid_reply
+from durable_tools.workflows.run._replies import invalid_reply, over_budget_reply
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 
-__all__ = ["validate_call"]
+__all__ = ["spend_budget", "validate_call"]
 
 # Arguments the model wrote in fewer characters than this cannot encode past the budget
 # (at most 6 bytes a character, with room for the rest of the activity input).
@@ -63,6 +70,23 @@ def validate_call(
         call = call.model_copy(update={"name": spec.name})
     transport = "sub-agent" if spec.subagent is not None else spec.transport
     return ValidCall(call, spec, arguments, redacted, transport)
+
+
+def spend_budget(state: RunState, valid: ValidCall, record: ToolCallRecord) -> Message | None:
+    """Count the call against its tool's budget; the model's answer if it is over it."""
+    call, spec = valid.call, valid.spec
+    limit = spec.policy.max_calls_per_run
+    if limit is None:
+        return None
+    used = state.calls.budget_used.get(spec.name, 0)
+    if used < limit:
+        state.calls.budget_used[spec.name] = used + 1
+        return None
+    record.status = "invalid"
+    record.error_kind = ErrorKind.BUDGET_EXHAUSTED.value
+    record.result = f"budget of {limit} calls per run used up"
+    state.event("tool.budget_exhausted", call, detail=record.result)
+    return over_budget_reply(call.id, spec.name, limit)
 
 
 def _by_alias(offered: dict[str, ToolSpec], name: str, provider: str) -> ToolSpec | None:

@@ -1,55 +1,100 @@
-"""Stage 2a of a call: the approval gate. The policy's verdict, then a person's decision.
+"""Stage 2a of a call: the approval gate, the one owner of the approval sequence.
 
-`approve` asks the policy about the call (`_approval_policy.rule`: the pure `decide`, and
-the worker's preflight and grant store where it consults them), acts on the verdict, and
-for a call that needs a person waits durably for the decision, racing auto mode's
-evaluator when the verdict names one; a denial becomes a refusal message for the model (or
-ends the run, by policy).
+`approve` asks the policy about the call (`rule`, below), acts on the verdict, and for a
+call that needs a person waits durably for the decision (`gates/_wait`: the wait, its
+events, notifications and metrics), racing auto mode's evaluator when the verdict names
+one; a denial becomes a refusal for the model (or ends the run, by policy).
+
+`rule` is the one place a call asks its approval policy, always through the pure `decide`
+(`durable_tools.policy`):
+
+1. `decide` from the call alone: the skip switch and the deny list end it here (a denied
+   call schedules nothing), and the verdict says what the tool's own rules need;
+2. the preflight activity, when the verdict consults the tool's worker-side predicate, the
+   tool needs OAuth, or the rules send the call to a person and its summary is rendered on
+   the worker;
+3. `decide` again under the live policy, with the predicate's answer and the run's
+   standing grants (grants it sets aside are reported);
+4. when that asks a person, the policy keeps identity-scoped grants and one could stand in:
+   the worker's grant store, and `decide` once more with the grant it returned.
+
+`refit_waiting` is the same question for a call already waiting for a person when
+`set_policy` changes the policy: `decide` (with `waiting=`) denies it or names who may
+decide it now, and this applies the verdict to the call's request.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from temporalio import workflow
 
-from durable_tools._activities._types import PreflightResult
-from durable_tools.messages import Message, ToolCall
-from durable_tools.policy._decide import Verdict
+from durable_tools._activities._types import PREFLIGHT_ACTIVITY, PreflightRequest, PreflightResult
+from durable_tools.messages import ToolCall
+from durable_tools.policy._decide import Verdict, decide
 from durable_tools.policy._decisions import arguments_hash
+from durable_tools.protocol._deciders import may_decide
+from durable_tools.protocol._limits import MAX_REASON_CHARS, clip
+from durable_tools.protocol._policy_types import StandingGrant
 from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.protocol._types import RunStatus
 from durable_tools.protocol._wait_types import ApprovalDecision, PendingApproval
 from durable_tools.tools._approval_summary import call_summary
-from durable_tools.workflows.gates._approval_policy import PENDING_REFIT_PATCH, rule
-from durable_tools.workflows.gates._grants import grant_from_decision
+from durable_tools.tools._spec import ToolSpec
+from durable_tools.workflows.gates._grants import (
+    find_identity_grant,
+    grant_from_decision,
+    scope_key,
+)
 from durable_tools.workflows.gates._policy_auto import evaluate_call
 from durable_tools.workflows.gates._wait import (
     answer_of,
     close_wait,
     expire_wait,
     open_wait,
+    renew_wait,
     wait_for_answer,
 )
-from durable_tools.workflows.observe._metrics import approval_decided, approval_requested
-from durable_tools.workflows.observe._notify import notify_approval
-from durable_tools.workflows.observe._visibility import evicting, publish
-from durable_tools.workflows.run._replies import denied_reply
+from durable_tools.workflows.observe._visibility import evicting
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 from durable_tools.workflows.run._wait_maps import GateState
 
-__all__ = ["Gate", "approve"]
+__all__ = [
+    "GRANTS_CHECKED_PATCH",
+    "LIVE_DENY_PATCH",
+    "PENDING_REFIT_PATCH",
+    "Gate",
+    "Ruling",
+    "approve",
+    "preflight",
+    "refit_waiting",
+    "rule",
+]
+
+
+GRANTS_CHECKED_PATCH = "grants-checked-against-policy"
+"""Marks a run that set a covering grant aside (or skipped the grant store) because of the
+policy in force. Histories recorded before that check replay with grants allowing as they
+did then; `workflow.patched` is asked only where the two would differ."""
+
+PENDING_REFIT_PATCH = "policy-change-refits-pending"
+"""Marks a run whose `set_policy` reached calls already waiting for a person. Histories
+recorded before then replay with those calls keeping the policy they were asked under."""
+
+LIVE_DENY_PATCH = "deny-list-after-preflight"
+"""Marks a run where a `set_policy` landing during a call's preflight denied the call. Before,
+the call went to a person instead (anyone, no auto mode); asked only where the two differ."""
 
 
 @dataclass(frozen=True)
 class Gate:
     """What the approval gate decided: a refusal for the model, or go on."""
 
-    refusal: Message | None = None
-    """Set when the call was denied: the message the model gets instead of a result."""
+    refusal: str | None = None
+    """Set when the call was denied: who denied it and why (the pipeline tells the model)."""
     preflight: PreflightResult | None = None
     """The preflight's answer, when one ran (OAuth grant or authorization URL)."""
 
@@ -96,7 +141,7 @@ def _refuse(gates: GateState, valid: ValidCall, record: ToolCallRecord, text: st
     record.result = text[:300]
     if gates.policy.on_deny == "end_run":
         raise EndRun(RunStatus.FAILED, f"tool call {call.id} ({spec.name}) {text}")
-    return Gate(refusal=denied_reply(call.id, spec.name, text))
+    return Gate(refusal=text)
 
 
 async def _await_decision(
@@ -119,7 +164,6 @@ async def _await_decision(
         summary=call_summary(spec, valid.arguments, checked.summary if checked else None),
     )
     waits = state.gates.approvals
-    approval_requested(spec.name)
     open_wait(state, waits, call, pending, detail=f"hash {pending.arguments_hash[:12]}")
     evaluation = _start_evaluation(state, valid, verdict, pending)
     try:
@@ -137,8 +181,7 @@ async def _await_decision(
                 pending.deciders = list(policy.escalate_to)
                 pending.deadline = workflow.now() + timedelta(seconds=timeout or 0)
                 state.event("approval.escalated", call, detail=", ".join(pending.deciders))
-                notify_approval(state, "approval.escalated", pending)
-                publish(state)
+                renew_wait(state, waits, "approval.escalated", pending)
                 continue
             if policy.on_timeout == "fail":
                 raise EndRun(
@@ -155,8 +198,6 @@ async def _await_decision(
             break
         decision = answer_of(state, waits, call.id, take=False)
         assert decision is not None  # nothing else wakes an approval's wait
-        approval_decided(spec.name, decision, pending.requested_at)
-        notify_approval(state, "approval.decided", pending, decision)
         return decision
     finally:
         if evaluation is not None and not evaluation.done() and not evicting():
@@ -186,3 +227,132 @@ def _start_evaluation(
         state.event("auto.no_criteria", valid.call, detail="no criteria set; a person decides")
         return None
     return asyncio.create_task(evaluate_call(state, valid, pending, verdict.auto, verdict.criteria))
+
+
+@dataclass(frozen=True)
+class Ruling:
+    """The policy's last word on a call reaching the gate, and what the worker said."""
+
+    verdict: Verdict
+    """`allow`, `deny` or `ask` (a person, with who may decide and how many must)."""
+    preflight: PreflightResult | None = None
+    """The preflight's answer, when one ran (OAuth grant or authorization URL)."""
+
+
+async def preflight(state: RunState, valid: ValidCall, *, force: bool) -> PreflightResult:
+    """Ask the worker whether the call needs approval (predicates) and has its OAuth grant."""
+    result: PreflightResult = await workflow.execute_activity(
+        PREFLIGHT_ACTIVITY,
+        PreflightRequest(
+            call_id=valid.call.id,
+            tool_name=valid.spec.name,
+            arguments=valid.arguments,
+            workflow_id=workflow.info().workflow_id,
+            handler_prefix=state.handler_prefix,
+            identity=state.input.identity,
+            force_reauthorization=force,
+        ),
+        result_type=PreflightResult,
+        start_to_close_timeout=timedelta(seconds=30),
+        summary=f"preflight {valid.spec.name} {valid.call.id}",
+    )
+    return result
+
+
+async def rule(state: RunState, valid: ValidCall) -> Ruling:
+    """Ask the policy about a call, fetching what `decide` consults (see the module)."""
+    spec = valid.spec
+    first = decide(spec, state.gates.policy, valid.arguments, now=workflow.now())
+    if first.action == "deny":
+        return Ruling(first)
+    checked: PreflightResult | None = None
+    # A summary function runs on the worker, in the preflight, when a person may be asked.
+    if (
+        first.rules_ask is None
+        or spec.oauth is not None
+        or (first.rules_ask and spec.approval_summary_on_worker)
+    ):
+        checked = await preflight(state, valid, force=False)
+    if first.layer == "skip_all":
+        return Ruling(first, checked)  # the switch was on when the call reached the gate
+    rules_ask = first.rules_ask
+    if rules_ask is None:
+        assert checked is not None  # the verdict consulted the predicate: the preflight ran
+        rules_ask = checked.approval_required
+    # Asked again under the live policy: a `set_policy` may have landed during the preflight.
+    verdict = _decide(state, valid, list(state.gates.standing_grants), rules_ask=rules_ask)
+    if verdict.action == "deny" and not workflow.patched(LIVE_DENY_PATCH):
+        # Replaying a run from before the fix: the call went to a person (anyone).
+        return Ruling(replace(verdict, action="ask"), checked)
+    return Ruling(await _identity_grant(state, valid, verdict), checked)
+
+
+async def _identity_grant(state: RunState, valid: ValidCall, verdict: Verdict) -> Verdict:
+    """The verdict with the worker's grant store consulted, when the policy keeps
+    identity-scoped grants and the call goes to a person."""
+    if verdict.action != "ask" or not state.gates.policy.identity_grants:
+        return verdict
+    key = scope_key(state)
+    could_stand = key is not None and verdict.approvals_required == 1
+    if not could_stand and not _recorded_before_check():
+        return verdict
+    found = await find_identity_grant(valid, key or "", verdict.grant_makers)
+    if found is None:
+        return verdict
+    # The run's own grants were set aside (and reported) already: only the store's is new.
+    return _decide(state, valid, [found], rules_ask=True)
+
+
+def _recorded_before_check() -> bool:
+    # False when running live (and then a marker is recorded): only a replayed history
+    # from before the check answers True here.
+    return not workflow.patched(GRANTS_CHECKED_PATCH)
+
+
+def _decide(
+    state: RunState, valid: ValidCall, grants: list[StandingGrant], *, rules_ask: bool | None
+) -> Verdict:
+    args = (valid.spec, state.gates.policy, valid.arguments)
+    now = workflow.now()
+    verdict = decide(*args, rules_ask=rules_ask, grants=grants, now=now)
+    if verdict.set_aside and _recorded_before_check():
+        return decide(*args, rules_ask=rules_ask, grants=grants, now=now, legacy_grants=True)
+    for why in verdict.set_aside:
+        state.event("grant.set_aside", valid.call, detail=why)
+    return verdict
+
+
+def refit_waiting(state: RunState, approval: PendingApproval) -> None:
+    """Hold a call already waiting for a person to the live policy: `decide` denies it, or
+    names who may decide it now (approvals from people it no longer names stop counting)."""
+    call_id = approval.call_id
+    # Only the tool's name is read for a waiting call; a tool the catalog no longer lists
+    # is still held to the deny list by it.
+    spec = next((s for s in state.catalog.specs if s.name == approval.tool), None)
+    verdict = decide(
+        spec or ToolSpec(name=approval.tool),
+        state.gates.policy,
+        approval.arguments,
+        now=workflow.now(),
+        waiting=approval,
+    )
+    if verdict.action == "deny":
+        state.gates.approvals.answered[call_id] = ApprovalDecision(
+            call_id=call_id,
+            approve=False,
+            decider="policy",
+            reason=verdict.detail,
+            arguments_hash=approval.arguments_hash,
+        )
+        state.event("approval.refitted", call_id=call_id, detail="denied by the new policy")
+        return
+    deciders = list(verdict.deciders)
+    if deciders == approval.deciders:
+        return
+    kept = [name for name in approval.approved_by if may_decide(name, deciders)]
+    dropped = [name for name in approval.approved_by if name not in kept]
+    approval.deciders, approval.approved_by = deciders, kept
+    detail = "deciders " + ", ".join(deciders)
+    if dropped:
+        detail += f"; approvals no longer counted: {', '.join(dropped)}"
+    state.event("approval.refitted", call_id=call_id, detail=clip(detail, MAX_REASON_CHARS))

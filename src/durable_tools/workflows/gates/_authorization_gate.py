@@ -24,7 +24,7 @@ from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.protocol._types import AgentConfig, RunStatus
 from durable_tools.protocol._wait_types import AuthorizationCompleted, PendingAuthorization
 from durable_tools.tools import ErrorKind
-from durable_tools.workflows.gates._approval_policy import preflight
+from durable_tools.workflows.gates._approval_gate import preflight
 from durable_tools.workflows.gates._wait import (
     answer_of,
     check_call_id,

@@ -4,7 +4,7 @@ approving decisions create.
 Run-scoped grants live in `GateState.standing_grants`; identity-scoped ones live in the
 worker's grant store and are reached through activities, only when the run's policy
 turns `identity_grants` on, the run acts for an identity, and a grant could stand for the
-call at all (so runs without them schedule no new commands: `_approval_policy` asks). Which
+call at all (so runs without them schedule no new commands: `_approval_gate` asks). Which
 grant may stand in for a person is decided by the pure `decide`, also for the store's.
 """
 

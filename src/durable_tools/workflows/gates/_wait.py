@@ -5,11 +5,13 @@ Every gate that pauses a call (approval, authorization, callback, input) goes th
 the same steps, so every wait is seen the same way:
 
 - `open_wait` records what the call waits for in the kind's `Waits`, emits the kind's
-  requested event, notifies the agent's targets and publishes: `AgentStatus` says what
-  the run waits for, `AwaitingTool` names the tool, the UI's details say how to resume
-  it, and `durable-tools pending` lists it.
+  requested event, notifies the agent's targets (and counts an approval in the metrics)
+  and publishes: `AgentStatus` says what the run waits for, `AwaitingTool` names the
+  tool, the UI's details say how to resume it, and `durable-tools pending` lists it.
+  `renew_wait` tells the same of a wait whose terms changed (an approval escalated).
 - `wait_for_answer` waits durably (`workflow.wait_condition`, a timer for the deadline);
-  `answer_of` then ends the call on a cancel or a skip, or gives the answer.
+  `answer_of` then ends the call on a cancel or a skip, or gives the answer (telling the
+  targets and the metrics of an approval's decision).
 - `expire_wait` says the deadline passed (event and notification); `close_wait`, in a
   `finally`, forgets the wait and publishes again.
 
@@ -33,6 +35,7 @@ from temporalio import workflow
 
 from durable_tools.messages import ToolCall
 from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, clip, payload_bytes
+from durable_tools.protocol._notification_types import NotificationEvent
 from durable_tools.tools._validation import non_finite_number
 from durable_tools.workflows.observe._notify import WaitingCall, notify_wait
 from durable_tools.workflows.observe._visibility import evicting, publish
@@ -50,6 +53,7 @@ __all__ = [
     "close_wait",
     "expire_wait",
     "open_wait",
+    "renew_wait",
     "shows",
     "wait_for_answer",
     "waiting_call",
@@ -96,8 +100,14 @@ def open_wait(
     waits.answered.pop(call.id, None)  # a reused call id starts unanswered
     waits.pending[call.id] = pending
     state.event(kind.requested, call, detail=detail, details=details)
+    renew_wait(state, waits, kind.requested, pending)
+
+
+def renew_wait(state: RunState, waits: Waits[P, Any], event: NotificationEvent, pending: P) -> None:
+    """Tell the targets and the status that a call waits for `pending`: opened, or its
+    terms changed (an approval escalated; the caller emits the run's event first)."""
     if waits.shown:
-        notify_wait(state, kind.requested, pending)
+        notify_wait(state, event, pending)
     if _publishes(waits):
         publish(state)
 
@@ -151,7 +161,11 @@ def answer_of(state: RunState, waits: Waits[Any, A], call_id: str, *, take: bool
         if waits.kind.skippable:
             state.check_call_skipped()
         return None
-    return waits.answered.pop(call_id) if take else waits.answered[call_id]
+    answer = waits.answered.pop(call_id) if take else waits.answered[call_id]
+    pending = waits.pending.get(call_id)
+    if waits.kind.answered is not None and waits.shown and pending is not None:
+        notify_wait(state, waits.kind.answered, pending, answer)
+    return answer
 
 
 def expire_wait(

@@ -30,6 +30,7 @@ from durable_tools.protocol._wait_types import (
     PendingApproval,
     PendingAuthorization,
 )
+from durable_tools.workflows.observe._metrics import approval_decided, approval_requested
 from durable_tools.workflows.run._state import RunState
 
 __all__ = ["WaitingCall", "notify", "notify_approval", "notify_authorization", "notify_wait"]
@@ -190,10 +191,19 @@ class WaitingCall(Protocol):
     def deadline(self) -> datetime | None: ...
 
 
-def notify_wait(state: RunState, event: NotificationEvent, pending: WaitingCall) -> None:
-    """`notify` for a call that starts or stops waiting, with what its kind adds."""
+def notify_wait(
+    state: RunState, event: NotificationEvent, pending: WaitingCall, answer: object = None
+) -> None:
+    """`notify` for a call that starts, stops or ends waiting (`answer`: what ended it),
+    with what its kind adds; an approval requested or decided is counted in the metrics
+    too (`_metrics`: the meter sees every one, notifications or not)."""
     if isinstance(pending, PendingApproval):
-        notify_approval(state, event, pending)
+        decision = answer if isinstance(answer, ApprovalDecision) else None
+        if event == "approval.requested":
+            approval_requested(pending.tool)
+        elif event == "approval.decided" and decision is not None:
+            approval_decided(pending.tool, decision, pending.requested_at)
+        notify_approval(state, event, pending, decision)
     elif isinstance(pending, PendingAuthorization):
         notify_authorization(state, event, pending)
     else:

@@ -30,7 +30,7 @@ class RunCalls:
     ids_dropped: bool = False
     """An earlier run of the chain stopped carrying `uses` (`CALL_IDS_CARRIED`)."""
     budget_used: dict[str, int] = field(default_factory=dict)
-    """Calls made of each tool with a `max_calls_per_run` budget (see `_budget`)."""
+    """Calls made of each tool with a `max_calls_per_run` budget (see `calls/_validate`)."""
 
     # Not carried: empty between turns, or rebuilt.
     in_turn: bool = False

@@ -45,6 +45,9 @@ class WaitKind:
     """The event (and notification) when a call starts waiting."""
     expired: NotificationEvent
     """The event (and notification) when the deadline passes first."""
+    answered: NotificationEvent | None = None
+    """The notification when the waiting call takes its answer (an approval's decision;
+    the event is the decision handler's). None: the kinds that tell no one."""
     skippable: bool = False
     """A steer that skips the turn's remaining calls withdraws the wait."""
     always_shown: bool = True
@@ -61,6 +64,7 @@ APPROVAL = WaitKind(
     RunStatus.AWAITING_APPROVAL,
     "approval.requested",
     "approval.expired",
+    answered="approval.decided",
     skippable=True,
 )
 AUTHORIZATION = WaitKind(
