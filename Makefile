@@ -57,14 +57,7 @@ typecheck: $(STAMP)
 CHROMIUM ?= $(or $(DURABLE_TOOLS_CHROMIUM),/usr/bin/chromium)
 browser:
 	@if [ -x "$(CHROMIUM)" ]; then exit 0; fi; \
-	if ! command -v apt-get >/dev/null; then \
-	  echo "make: no $(CHROMIUM) and no apt-get: install chromium and set DURABLE_TOOLS_CHROMIUM=/path/to/it"; exit 0; fi; \
-	if [ "$$(id -u)" -eq 0 ]; then sudo=""; \
-	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo="sudo -n"; \
-	else echo "make: the browser tests need Debian's chromium: run 'sudo apt-get install chromium'"; exit 0; fi; \
-	echo "make: installing Debian's chromium for the browser tests"; \
-	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
-	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
+	sh scripts/debian_install.sh "the browser tests (or set DURABLE_TOOLS_CHROMIUM=/path/to/chromium)" chromium
 
 # The AG-UI client test drives the endpoint with @ag-ui/client under node: Debian's nodejs
 # and npm are installed here when node is missing and we may (as for chromium above), and
@@ -74,15 +67,7 @@ AGUI_JS := tests/agui/js
 AGUI_CHAT := examples/agui_chat
 agui-js:
 	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
-	  if ! command -v apt-get >/dev/null; then \
-	    echo "make: no node/npm and no apt-get: install Node.js 20+ for the AG-UI client test"; exit 0; fi; \
-	  if [ "$$(id -u)" -eq 0 ]; then sudo=""; \
-	  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo="sudo -n"; \
-	  else echo "make: the AG-UI client test needs node: run 'sudo apt-get install nodejs npm'"; exit 0; fi; \
-	  echo "make: installing Debian's nodejs and npm for the AG-UI client test"; \
-	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
-	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm; \
-	fi; \
+	  sh scripts/debian_install.sh "the AG-UI client test" nodejs npm; fi; \
 	command -v npm >/dev/null || exit 0; \
 	if [ ! -d $(AGUI_JS)/node_modules/@ag-ui/client ] || [ $(AGUI_JS)/package-lock.json -nt $(AGUI_JS)/node_modules ]; then \
 	  (cd $(AGUI_JS) && npm ci --no-audit --no-fund --silent); fi; \
