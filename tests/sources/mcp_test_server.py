@@ -32,14 +32,17 @@ _PIXEL = base64.b64decode(
 )
 
 
-@server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+@server.tool(
+    title="Add two numbers",
+    annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+)
 def add(a: int, b: int) -> int:
     """Add two integers."""
     _state["calls"] += 1
     return a + b
 
 
-@server.tool()
+@server.tool(title="<b>Echo</b> \u202eback")  # no label: markup and a bidi control
 def echo(text: str) -> str:
     """Echo the text back."""
     _state["calls"] += 1

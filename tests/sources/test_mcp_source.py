@@ -110,6 +110,9 @@ async def test_discovery_naming_schemas_and_safety(pool: McpPool) -> None:
     assert echo.approval == "always" and echo.policy.start_to_close_timeout == 5
     assert not echo.safety.read_only and echo.policy.heartbeat_timeout == 10
     assert "mcp" in echo.tags
+    # An MCP title is the label people read, unless it could be markup or hide text.
+    assert (add.label, add.display_name) == ("Add two numbers", "Add two numbers")
+    assert (echo.label, echo.display_name) == (None, "calc__echo")
     # Only the included tools, without a prefix when asked.
     only = await attach_mcp(ToolRegistry(), server, pool=pool, prefix="", include=["a*"])
     assert [t.spec.name for t in only] == ["add"]

@@ -31,6 +31,7 @@ from durable_tools.tools import (
     ToolRegistrationError,
     ToolRegistry,
 )
+from durable_tools.tools._spec import label_problem
 
 from ._mcp_call import make_handler, offered_check
 from ._mcp_extras import register_extras
@@ -42,7 +43,10 @@ __all__ = ["attach_mcp", "attach_mcp_sync", "mcp_tool_name", "refresh_mcp"]
 logger = logging.getLogger("durable_tools.sources.mcp")
 
 _INVALID = re.compile(r"[^a-z0-9_]")
-_NOT_DEFAULTS = frozenset({"name", "aliases", "examples"})
+_MAX_LABEL_CHARS = 80
+"""Longest MCP title taken as a label (`ToolSpec.label`'s own bound)."""
+
+_NOT_DEFAULTS = frozenset({"name", "aliases", "examples", "label"})
 """Options that name or describe one tool: per tool only, never server-wide."""
 
 
@@ -77,6 +81,21 @@ def _options_from_annotations(annotations: Mapping[str, Any]) -> dict[str, Any]:
     if annotations.get("openWorldHint") is True:
         options["networked"] = True
     return options
+
+
+def _label_from_title(title: object) -> dict[str, str]:
+    """The tool's MCP `title` as its display label, when it can be one.
+
+    A title is the server's text, shown to people: one that is too long or holds characters
+    a label may not (markup, controls, hidden characters; `label_problem`) is not used, and
+    people read the tool's name instead.
+    """
+    if not isinstance(title, str):
+        return {}
+    label = " ".join(title.split())
+    if not label or len(label) > _MAX_LABEL_CHARS or label_problem(label) is not None:
+        return {}
+    return {"label": label}
 
 
 def _selected(name: str, include: Collection[str] | None, exclude: Collection[str] | None) -> bool:
@@ -156,6 +175,7 @@ def _register(
             "tags": ("mcp", f"mcp:{chosen_prefix or server.label}"),
             "transport": "mcp",
             "source": f"mcp:{server.name or 'server'}/{mcp_name}",  # never the URL (tokens)
+            **_label_from_title(tool.get("title") or annotations.get("title")),
             **_options_from_annotations(annotations),
             **defaults,
             **per_tool.get(mcp_name, {}),
