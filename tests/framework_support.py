@@ -29,11 +29,15 @@ PREFIX = "tools_"
 """The handler prefix every test's `ToolRuntime` registers under."""
 
 
+PAY_NOTES = "Money leaves the company."
+"""`pay`'s safety notes, which the framework's model reads in the tool's description."""
+
+
 def pay_registry(ran: list[str]) -> ToolRegistry:
     """`pay(order_id)`, approved by a person; each run appends its order to `ran`."""
     registry = ToolRegistry()
 
-    @registry.tool(approval=True, idempotent=True)
+    @registry.tool(approval=True, idempotent=True, safety_notes=PAY_NOTES)
     def pay(order_id: str) -> str:
         """Pay an order's invoice (a person approves it)."""
         ran.append(order_id)

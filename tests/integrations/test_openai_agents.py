@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.workflows import ToolRuntime
     from fake_openai import FakeOpenAIServer
     from framework_support import (
+        PAY_NOTES,
         PREFIX,
         openai_agents_client,
         pay_registry,
@@ -91,6 +92,7 @@ async def test_an_openai_agents_agent_waits_for_approval_and_reads_the_output(
     first, last = fake_openai.requests[0].json, fake_openai.requests[-1].json
     [offered] = first["tools"]
     assert (offered["name"], offered["parameters"]["required"]) == ("pay", ["order_id"])
+    assert offered["description"].endswith(f"Safety notes: {PAY_NOTES}"), offered
     [returned] = [i for i in last["input"] if i.get("type") == "function_call_output"]
     assert returned["call_id"] == "p1"
     if approve:

@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.integrations.pydantic_ai import DurableToolset
     from durable_tools.workflows import RunSnapshot, ToolCallRecord, ToolRuntime
     from framework_support import (
+        PAY_NOTES,
         PREFIX,
         call_then_report,
         pay_registry,
@@ -48,7 +49,11 @@ def pay_twice(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     if len(returns) < 2:
         order = ["A1", "B2"][len(returns)]
         return ModelResponse(parts=[ToolCallPart("pay", {"order_id": order}, tool_call_id="p1")])
-    return ModelResponse(parts=[TextPart(json.dumps([str(r.content) for r in returns]))])
+    # It also says what it read of the tool: durable-tools' description, safety notes too.
+    described = [t.description for t in info.function_tools if t.name == "pay"]
+    return ModelResponse(
+        parts=[TextPart(json.dumps([str(r.content) for r in returns] + described))]
+    )
 
 
 payer = TemporalAgent(Agent(FunctionModel(pay_twice), name="payer"))
@@ -113,6 +118,7 @@ async def test_a_pydantic_ai_agent_waits_for_approval_and_reads_the_result(
         output = json.loads(await handle.result())
     assert ran == ["A1", "B2"]
     assert ["paid A1" in output[0], "paid B2" in output[1]] == [True, True]
+    assert output[2].endswith(f"Safety notes: {PAY_NOTES}"), output[2]
 
 
 # The capability that replaces `TemporalAgent` in Pydantic AI 2.x: the toolset is the same.

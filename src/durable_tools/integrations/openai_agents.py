@@ -46,7 +46,7 @@ async def durable_function_tools(
     return [
         FunctionTool(
             name=spec.name,
-            description=spec.description,
+            description=runtime.description(spec),
             params_json_schema=spec.input_schema,
             on_invoke_tool=_invoker(runtime, spec.name),
             # The runtime checks the arguments against the tool's own schema, which need

@@ -88,7 +88,7 @@ class DurableToolset(AbstractToolset[Any]):
                 toolset=self,
                 tool_def=ToolDefinition(
                     name=spec.name,
-                    description=spec.description or None,
+                    description=ToolRuntime.description(spec) or None,
                     parameters_json_schema=spec.input_schema,
                 ),
                 max_retries=0,

@@ -33,6 +33,7 @@ from durable_tools.protocol._run_io import AgentInput, RunSnapshot
 from durable_tools.protocol._types import AgentConfig
 from durable_tools.tools import InvalidArguments
 from durable_tools.tools._context import Identity
+from durable_tools.tools._model_description import model_description
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.workflows.calls._pipeline import run_single_call
 from durable_tools.workflows.calls._record import open_record
@@ -132,6 +133,12 @@ class ToolRuntime:
         """The tools this runtime offers (the catalog, loaded at the first need)."""
         await self._ready()
         return list(self._state.catalog.specs)
+
+    @staticmethod
+    def description(spec: ToolSpec) -> str:
+        """What a model should read of `spec`: its description, then its safety notes and
+        examples, as durable-tools' own loop sends it (for a framework's tool definition)."""
+        return model_description(spec)
 
     async def call(
         self,
