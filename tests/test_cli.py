@@ -71,8 +71,10 @@ async def test_run_wait_show_and_runs(
         code, text, _ = await cli(capsys, "show", run_id)
         assert code == 0 and "lookup_order" in text and "the grinder, delivered" in text
 
-    for _ in range(50):  # visibility may trail the run by a moment
-        listed = await cli_json(capsys, "runs", "--limit", "50")
+    # Visibility may trail the run (seconds, on a loaded machine), and the dev server is
+    # shared: other tests' runs may be newer, so the list is narrowed to this agent's.
+    for _ in range(300):
+        listed = await cli_json(capsys, "runs", "--agent", "cli-agent", "--limit", "50")
         mine = [r for r in listed if r["run_id"] == run_id]
         if mine and mine[0]["status"] == "completed":
             break

@@ -56,8 +56,10 @@ async def test_people_read_the_label_and_machines_the_name(
             await login(browser, users.alice)
             page = await browser.get(f"/runs/{run.run_id}/calls/r1")
             rows = ""
-            for _ in range(200):  # the list reads search attributes: eventually consistent
-                rows = (await browser.get("/pending/rows")).text
+            # The list reads search attributes (eventually consistent); narrowed to this run,
+            # as the dev server is shared and a listed run with no worker answers slowly.
+            for _ in range(200):
+                rows = (await browser.get("/pending/rows", params={"run": run.run_id})).text
                 if run.run_id in rows:
                     break
                 await asyncio.sleep(0.1)

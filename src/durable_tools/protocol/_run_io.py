@@ -27,6 +27,7 @@ from durable_tools.tools._spec import ToolSpec
 __all__ = [
     "INPUT_REVISION",
     "REVISION_LOCAL_CATALOG",
+    "REVISION_SAFETY_NOTES",
     "REVISION_SHORT_START",
     "AgentInput",
     "AgentResult",
@@ -41,7 +42,11 @@ REVISION_SHORT_START = 1
 REVISION_LOCAL_CATALOG = 2
 """From this `AgentInput.revision`: the catalog loads as a local activity (no round trip)."""
 
-INPUT_REVISION = REVISION_LOCAL_CATALOG
+REVISION_SAFETY_NOTES = 3
+"""From this `AgentInput.revision`: the model reads each tool's safety notes in its
+description, with no patch asked (no marker, no `TemporalChangeVersion` upsert)."""
+
+INPUT_REVISION = REVISION_SAFETY_NOTES
 """The `AgentInput.revision` runs started by `DurableTools.start` carry."""
 
 
@@ -114,7 +119,9 @@ class AgentInput(WireModel):
     run loads the packed catalog without asking the `packed-catalog` patch (no marker, no
     `TemporalChangeVersion` upsert), and skips its first status upsert when its start
     attributes already hold those values. From 2 the catalog activity runs as a local
-    activity: one marker instead of an activity's round trip and six events. Sub-agents
+    activity: one marker instead of an activity's round trip and six events. From 3 the
+    model reads the tools' safety notes without the `safety-notes-reach-the-model` patch
+    (runs of revision 2 keep the descriptions they had). Sub-agents
     get their root run's revision. 0 (older clients, `temporal workflow start`, continued
     runs, whose catalog is carried): as every run did before."""
 

@@ -37,7 +37,6 @@ from durable_tools.workflows.run._state import EndRun, RunState
 __all__ = [
     "CATALOG_PATCH",
     "MAX_SEARCH_QUERY_CHARS",
-    "SAFETY_NOTES_PATCH",
     "catalog_summary",
     "discover",
     "find_tools",
@@ -49,11 +48,6 @@ CATALOG_PATCH = "packed-catalog"
 `AgentConfig.max_advertised_tools` and rank searches with BM25."""
 
 _TIMEOUT = timedelta(seconds=60)
-
-SAFETY_NOTES_PATCH = "safety-notes-reach-the-model"
-"""Marks a run whose tool descriptions carry the tools' safety notes. Replays of runs from
-before keep the descriptions they were given (their length counts toward compaction).
-Asked before the catalog's local activity (see `load_catalog`), and remembered by the SDK."""
 
 
 async def load_catalog(state: RunState) -> None:
@@ -80,13 +74,6 @@ async def load_catalog(state: RunState) -> None:
             state.input.revision >= REVISION_LOCAL_CATALOG
             and not state.catalog.started_by_older_worker
         )
-        if local:
-            # Ask now what the first model turn asks: the task a local activity's result
-            # lands in differs between a run (the worker may complete its task with the
-            # marker and go on in a new one) and its replay (the result is applied in the
-            # same task), and core fails a replay that asks a patch one task before its
-            # marker. Asked before the activity, the marker is in the first task in both.
-            workflow.patched(SAFETY_NOTES_PATCH)
         packed = await (execute_local if local else workflow.execute_activity)(
             CATALOG_PACKED_ACTIVITY,
             request,

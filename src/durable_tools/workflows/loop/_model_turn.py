@@ -21,11 +21,11 @@ from durable_tools.protocol._limits import (
     payload_bytes,
     short_call_id,
 )
+from durable_tools.protocol._run_io import REVISION_LOCAL_CATALOG, REVISION_SAFETY_NOTES
 from durable_tools.protocol._types import RunStatus
 from durable_tools.tools import ArtifactRef, ToolSpec
 from durable_tools.tools._model_description import model_description
 from durable_tools.tools._names import alias_provider
-from durable_tools.workflows.catalog._run_catalog import SAFETY_NOTES_PATCH
 from durable_tools.workflows.catalog._tool_search import search_definition
 from durable_tools.workflows.catalog._view import advertised, has_deferred
 from durable_tools.workflows.loop._compaction import (
@@ -39,17 +39,31 @@ from durable_tools.workflows.loop._final_output import native_output, output_too
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.script._stubs import host_specs, script_definition
 
-__all__ = ["call_model", "describe"]
+__all__ = ["SAFETY_NOTES_PATCH", "call_model", "describe"]
 
 # Below this many characters of new messages the model activity's input cannot reach the
 # payload budget (JSON escapes at most 6 bytes a character), so it is not measured.
 _UNMEASURED_CHARS = (PAYLOAD_BUDGET_BYTES - 64_000) // 6
 
 
-def describe(spec: ToolSpec) -> str:
-    """The description the model reads (`tools._model_description`): safety notes only in
-    runs that record the patch, asked only for a tool that has notes."""
-    notes = bool(spec.safety_notes) and workflow.patched(SAFETY_NOTES_PATCH)
+SAFETY_NOTES_PATCH = "safety-notes-reach-the-model"
+"""Marks a run of an older input revision (see `describe`) whose tool descriptions carry the
+tools' safety notes. Replays of runs from before keep the descriptions they were given
+(their length counts toward compaction)."""
+
+
+def describe(state: RunState, spec: ToolSpec) -> str:
+    """The description the model reads (`tools._model_description`), with its safety notes
+    in runs whose starter knows them (`REVISION_SAFETY_NOTES`, in the start event: no
+    marker). Runs of revision 2 keep the descriptions they had: their catalog is a local
+    activity, and where its result lands (this task or the next) differs between a run and
+    its replay, so a patch asked right after it can fail a replay. Runs below revision 2
+    (continued runs, older starters) ask the patch, only for a tool that has notes."""
+    revision = state.input.revision
+    notes = bool(spec.safety_notes) and (
+        revision >= REVISION_SAFETY_NOTES
+        or (revision < REVISION_LOCAL_CATALOG and workflow.patched(SAFETY_NOTES_PATCH))
+    )
     return model_description(spec, safety_notes=notes)
 
 
@@ -62,7 +76,7 @@ def _tool_definitions(state: RunState) -> list[ToolDefinition]:
             ToolDefinition(
                 # The name the run's provider knows it by (validation maps it back).
                 name=spec.aliases.get(provider, spec.name),
-                description=describe(spec),
+                description=describe(state, spec),
                 parameters=spec.input_schema,
                 strict=spec.strict,
             )
