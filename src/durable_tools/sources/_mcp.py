@@ -31,7 +31,7 @@ from durable_tools.tools import (
     ToolRegistrationError,
     ToolRegistry,
 )
-from durable_tools.tools._spec import label_problem
+from durable_tools.tools._spec import MAX_LABEL_CHARS, label_problem
 
 from ._mcp_call import make_handler, offered_check
 from ._mcp_extras import register_extras
@@ -43,9 +43,6 @@ __all__ = ["attach_mcp", "attach_mcp_sync", "mcp_tool_name", "refresh_mcp"]
 logger = logging.getLogger("durable_tools.sources.mcp")
 
 _INVALID = re.compile(r"[^a-z0-9_]")
-_MAX_LABEL_CHARS = 80
-"""Longest MCP title taken as a label (`ToolSpec.label`'s own bound)."""
-
 _NOT_DEFAULTS = frozenset({"name", "aliases", "examples", "label"})
 """Options that name or describe one tool: per tool only, never server-wide."""
 
@@ -93,7 +90,7 @@ def _label_from_title(title: object) -> dict[str, str]:
     if not isinstance(title, str):
         return {}
     label = " ".join(title.split())
-    if not label or len(label) > _MAX_LABEL_CHARS or label_problem(label) is not None:
+    if not label or len(label) > MAX_LABEL_CHARS or label_problem(label) is not None:
         return {}
     return {"label": label}
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .._durations import Seconds
 
 __all__ = [
+    "MAX_LABEL_CHARS",
     "ApprovalMode",
     "ExecutionPolicy",
     "LoadingMode",
@@ -29,6 +30,9 @@ __all__ = [
     "label_problem",
 ]
 
+
+MAX_LABEL_CHARS = 80
+"""Longest display label (`ToolSpec.label`)."""
 
 _LABEL_PUNCTUATION = frozenset(" -_.,:;()/&'+!?#%")
 
@@ -254,7 +258,7 @@ class ToolSpec(_Frozen):
     good; confirm the account id with the user first"): shown by `durable-tools tools` and
     the inbox's approval page, and added to the description the model reads (see
     `tools._model_description`), where it can change what the model does."""
-    label: str | None = Field(default=None, min_length=1, max_length=80)
+    label: str | None = Field(default=None, min_length=1, max_length=MAX_LABEL_CHARS)
     """A display label apart from the snake_case name ("Refund an order"): the inbox, the
     CLI and the Temporal UI's summaries show it; the model, activity types and policies
     use `name`. Letters, digits, spaces and `-_.,:;()/&'+!?#%` only (see `label_problem`)."""
