@@ -51,6 +51,7 @@ from ._agent_flags import validation_problems
 from ._errors import CliError, connect_or_explain, translate_rpc_errors
 from ._output import dump_json, echo
 from ._policy_flags import approval_policy
+from ._project import project_from_args
 from ._ui import run_link
 from ._watch import QUERY_TIMEOUT, query_quietly, render_progress
 
@@ -91,6 +92,9 @@ def preload_tools(args: argparse.Namespace) -> None:
     own event loop and so cannot run inside the command's. The registry is kept on `args`.
     """
     target = getattr(args, "tools", None)
+    if not target and getattr(args, "project_tools", False):  # the file's module (worker)
+        project = project_from_args(args)
+        target = project.tools if project is not None else None
     if target:
         args.registry = load_tools(target)
 
@@ -155,7 +159,7 @@ def agent_config(args: argparse.Namespace, *, session: bool = False) -> AgentCon
             instructions=args.instructions,
             tools=names,
             strategy=ExecutionStrategy(**strategy),
-            limits=Limits(max_turns=args.max_turns) if args.max_turns else Limits(),
+            limits=_limits(args),
             approval=approval_policy(args),
             versioning=args.versioning,
             code_mode=args.code_mode,
@@ -164,6 +168,13 @@ def agent_config(args: argparse.Namespace, *, session: bool = False) -> AgentCon
         )
     except ValidationError as error:
         raise CliError(f"invalid agent configuration: {validation_problems(error)}") from None
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    """The run's limits: the project file's (`--project`), with `--max-turns` on top."""
+    project = getattr(args, "project_file", None)
+    base = project.limits if project is not None and project.limits is not None else Limits()
+    return base.model_copy(update={"max_turns": args.max_turns}) if args.max_turns else base
 
 
 # ---------------------------------------------------------------------------- show
