@@ -5,16 +5,20 @@ in a code-mode script's host call and in a sub-agent."""
 
 from __future__ import annotations
 
+import base64
+import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 
 import cli_support
 from cli_support import cli_json
 from durable_tools import (
     AgentConfig,
+    AgentResult,
     AgentRun,
     CodeMode,
     DurableTools,
@@ -25,6 +29,7 @@ from durable_tools import (
     ToolRegistry,
 )
 from durable_tools._activities._tools import to_application_error
+from durable_tools.workflows.script._run import UNAWAITED_END_PATCH
 from support import answer, assert_replays, calls, running_worker, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
@@ -110,50 +115,69 @@ async def test_a_tool_ends_the_run_naming_itself_and_the_call(
     await assert_replays(history)
 
 
-async def test_a_script_host_call_that_ends_the_run_ends_it(
-    client: Client, task_queue: str, tmp_path: Path
-) -> None:
+@dataclass
+class ScriptRun:
+    result: AgentResult
+    events: list[Any]
+    timeline: dict[str, Any]
+    history: WorkflowHistory
+    executed: list[str]
+
+
+async def run_script(
+    client: Client, task_queue: str, tmp_path: Path, script: str, *, slow: float = 0.0
+) -> ScriptRun:
+    """Run `script` as the model's one code-mode call, to the run's end."""
     executed: list[str] = []
-    script = 'b = await balance(account="A-9")\nawait settle(account="A-9")\nb'
     model = write_script(
         tmp_path, [calls(("s1", "run_script", {"script": script})), answer("not again")]
     )
     config = AgentConfig(model=model, code_mode=CodeMode())
-    async with running_worker(client, ledger(executed), task_queue, secrets={"ledger_key": SECRET}):
+    tools = ledger(executed, slow=slow)
+    async with running_worker(client, tools, task_queue, secrets={"ledger_key": SECRET}):
         run = await DurableTools(client, task_queue).start("settle", config=config)
         result = await run.result()
         events = await run.events()
         timeline = {r.call_id: r for r in await run.timeline()}
         history = await run.handle.fetch_history()
+    await assert_replays(history)
+    return ScriptRun(result, events, timeline, history, executed)
+
+
+def marks_patch(history: WorkflowHistory, patch: str) -> bool:
+    """Whether the history marks `patch` (its payloads decoded: JSON shows them base64)."""
+    raw = history.to_json()
+    found = re.findall(r'"data":\s*"([A-Za-z0-9+/=]+)"', raw)
+    return any(patch.encode() in base64.b64decode(data) for data in found)
+
+
+async def test_a_script_host_call_that_ends_the_run_ends_it(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    script = 'b = await balance(account="A-9")\nawait settle(account="A-9")\nb'
+    ran = await run_script(client, task_queue, tmp_path, script)
+    result, timeline = ran.result, ran.timeline
     assert result.status == RunStatus.FAILED and result.reason is not None
     host = next(r for r in timeline.values() if r.tool == "settle")
     assert result.reason.startswith(f"tool call {host.call_id} (settle) ended the run")
-    assert executed == ["balance A-9", "A-9"]
+    assert ran.executed == ["balance A-9", "A-9"]
     assert host.status == "failed" and host.parent_call_id == "s1"
     assert timeline["s1"].status == "failed"  # the script's own call is closed, not running
-    assert_ended_by(events, host.call_id)
-    await assert_replays(history)
+    assert_ended_by(ran.events, host.call_id)
+    assert not marks_patch(ran.history, UNAWAITED_END_PATCH)  # it was awaited
 
 
 async def test_a_host_call_the_script_never_awaited_still_ends_the_run(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    executed: list[str] = []
     # The gather fails on the balance's error: the settle is left running, unawaited.
     script = 'import asyncio\nawait asyncio.gather(settle(account="A-9"), balance(account="none"))'
-    model = write_script(
-        tmp_path, [calls(("s1", "run_script", {"script": script})), answer("not again")]
-    )
-    config = AgentConfig(model=model, code_mode=CodeMode())
-    tools = ledger(executed, slow=1.0)
-    async with running_worker(client, tools, task_queue, secrets={"ledger_key": SECRET}):
-        run = await DurableTools(client, task_queue).start("settle", config=config)
-        result = await run.result()
-        history = await run.handle.fetch_history()
-    assert sorted(executed) == ["A-9", "balance none"]
-    assert result.status == RunStatus.FAILED and result.final_answer is None
-    assert result.reason is not None and "(settle) ended the run" in result.reason
-    await assert_replays(history)
+    ran = await run_script(client, task_queue, tmp_path, script, slow=1.0)
+    assert sorted(ran.executed) == ["A-9", "balance none"]
+    assert ran.result.status == RunStatus.FAILED and ran.result.final_answer is None
+    assert ran.result.reason is not None and "(settle) ended the run" in ran.result.reason
+    assert ran.timeline["s1"].status == "failed"
+    assert marks_patch(ran.history, UNAWAITED_END_PATCH)
 
 
 async def test_a_sub_agents_tool_ends_the_child_run_and_the_parent_is_told(

@@ -3,6 +3,7 @@ credential ever written into it (or repeated in an error)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,11 @@ def test_non_finite_numbers_are_found_wherever_they_are(tmp_path: Path) -> None:
     text = "[[http]]\nname='a'\nmethod='GET'\nurl='http://x'\ninput_schema={maximum=[1, nan]}"
     with pytest.raises(ProjectError, match=r"http\.0\.input_schema\.maximum\.1: a number"):
         load_project(project_file(tmp_path, text))
+
+
+def test_the_documented_example_is_a_valid_project(tmp_path: Path) -> None:
+    page = (Path(__file__).parents[2] / "docs" / "project.md").read_text()
+    (example,) = re.findall(r"```toml\n(.*?)```", page, re.S)
+    project = load_project(project_file(tmp_path, example))
+    assert [s.name for s in project.mcp] == ["files", "sqlite"]
+    assert project.openapi[0].auth is not None and project.http[0].name == "weather"

@@ -198,8 +198,7 @@ class _ScriptRun:
             await self._settle_running()
             return self._failed(str(failed))
         except EndRun as end:  # a host call ended the run (its tool, or a denial's policy)
-            self._close("failed", end.reason, ErrorKind.EXECUTION.value)
-            raise
+            raise self._ended(end) from None
         # Calls the script started but never awaited still run to their end (each is a
         # real call, recorded in the timeline); the script's answer waits for them.
         await self._settle_running()
@@ -318,7 +317,7 @@ class _ScriptRun:
             self.running.clear()
             for end in ended:
                 if isinstance(end, EndRun) and workflow.patched(UNAWAITED_END_PATCH):
-                    raise end
+                    raise self._ended(end)
 
     def _output(self) -> str:
         return clip("".join(self.printed).strip(), self.config.max_output_chars)
@@ -348,6 +347,11 @@ class _ScriptRun:
         self._close("invalid", problems, ErrorKind.INVALID_ARGUMENTS.value)
         self.state.event("tool.invalid_args", self.call, detail=clip(problems, 300))
         return script_invalid_reply(self.call.id, self.call.name, clip(problems, 8_000))
+
+    def _ended(self, end: EndRun) -> EndRun:
+        """Close the script's call as failed by the end of the run a host call brought."""
+        self._close("failed", end.reason, ErrorKind.EXECUTION.value)
+        return end
 
     def _close(self, status: Any, result: str, error_kind: str | None) -> None:
         self.record.status = status
