@@ -156,6 +156,12 @@ def test_an_empty_file_is_a_project_with_nothing_in_it(tmp_path: Path) -> None:
             "http.0.options.rate_limit",
             "less",
         ),
+        (
+            "[[mcp]]\nname='a'\nurl='http://x'\nheaders={'X-A\\r\\nHost: evil'='1'}",
+            "mcp.0.headers",
+            "pattern",
+        ),
+        ("[[mcp]]\nname='a'\ncommand='x'\nenv={'LD PRELOAD'='1'}", "mcp.0.env", "pattern"),
         ("tools = 'os; import x'", "tools", "pattern"),
         ("task_queue = 'a b'", "task_queue", "pattern"),
         ("[policy]\nrequire = 'sometimes'", "policy.require", "tool"),

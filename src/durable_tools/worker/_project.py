@@ -56,6 +56,9 @@ Text = Annotated[str, Field(max_length=_MAX_TEXT)]
 Name = Annotated[str, Field(pattern=_NAME)]
 Seconds = Annotated[float, Field(gt=0, le=_WEEK, allow_inf_nan=False)]
 Url = Annotated[str, Field(pattern=r"^https?://[^\s]+$", max_length=_MAX_TEXT)]
+HeaderName = Annotated[str, Field(pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$")]
+"""An HTTP header's name (RFC 9110 token): no space, colon or line break to smuggle."""
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")]
 
 
 class ProjectError(ValueError):
@@ -117,10 +120,10 @@ class McpSource(_Strict):
     name: Name
     """The tool-name prefix (`name__tool`), and how logs and errors name the server."""
     url: Url | None = None
-    headers: dict[Text, Text | SecretRef] = Field(default_factory=dict, max_length=64)
+    headers: dict[HeaderName, Text | SecretRef] = Field(default_factory=dict, max_length=64)
     command: Text | None = None
     args: list[Text] = Field(default_factory=list, max_length=_MAX_LIST)
-    env: dict[Text, Text | SecretRef] = Field(default_factory=dict, max_length=64)
+    env: dict[EnvName, Text | SecretRef] = Field(default_factory=dict, max_length=64)
     cwd: Text | None = None
     timeout_seconds: Seconds = 30.0
     elicitation: bool = False
@@ -153,7 +156,7 @@ class OpenApiSource(_Strict):
     include: list[Text] | None = Field(default=None, max_length=_MAX_LIST)
     exclude: list[Text] = Field(default_factory=list, max_length=_MAX_LIST)
     auth: HttpAuthRef | None = None
-    headers: dict[Text, Text] = Field(default_factory=dict, max_length=64)
+    headers: dict[HeaderName, Text] = Field(default_factory=dict, max_length=64)
     options: ToolDefaults = Field(default_factory=ToolDefaults)
 
     @model_validator(mode="after")
@@ -175,7 +178,7 @@ class HttpSource(_Strict):
     input_schema: dict[str, Any] | None = None
     query: list[Text] | None = Field(default=None, max_length=_MAX_LIST)
     auth: HttpAuthRef | None = None
-    headers: dict[Text, Text] = Field(default_factory=dict, max_length=64)
+    headers: dict[HeaderName, Text] = Field(default_factory=dict, max_length=64)
     options: ToolDefaults = Field(default_factory=ToolDefaults)
 
     @model_validator(mode="after")
@@ -282,7 +285,7 @@ class Project(_Strict):
         """A `DurableToolsPlugin` for the project's tools, identity rule and model limits;
         secrets from `DURABLE_TOOLS_SECRET_*` unless `options` gives `secrets=`, and any
         other `options` of the plugin over the file's."""
-        secrets = options.pop("secrets", None) or secrets_from_env()
+        secrets = options.pop("secrets") if "secrets" in options else secrets_from_env()
         settings: dict[str, Any] = {
             "require_identity": self.worker.require_identity,
             "model_limits": dict(self.worker.model_limits) or None,
