@@ -154,6 +154,11 @@ async def test_a_worker_from_only_the_project_file_runs_its_sources(
 ) -> None:
     model = write_script(tmp_path, STEPS)
     project = write_project(tmp_path, task_queue, mcp_server, petstore, model)
+    # What the workers will serve, listed from the file alone.
+    code, out, err = await cli(capsys, "tools", "--project", str(project), "--json")
+    assert code == 0, err
+    listed = {tool["name"]: tool for tool in json.loads(out)}
+    assert set(listed) == {"calc__add", "pets_get_pet", "pets_delete_pet", "secret_note"}
     process, banner = worker_process(project)
     shown = "".join(banner)
     assert f"task queue {task_queue}" in shown
@@ -214,3 +219,14 @@ async def test_the_plugin_reads_the_same_project_file(
         result = await run.result()
     assert result.status == RunStatus.COMPLETED, result.reason
     assert result.final_answer == "2 + 3, Rex, and the note"
+
+
+async def test_a_source_that_cannot_be_reached_is_named_without_a_traceback(
+    tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    down = HttpServer()  # a free port nobody listens on
+    project = tmp_path / "durable-tools.toml"
+    project.write_text(f'[[mcp]]\nname = "calc"\nurl = "{down.url}"\n')
+    code, _, err = await cli(capsys, "tools", "--project", str(project))
+    assert code == 2 and "Traceback" not in err
+    assert "project file: McpConnectionError" in err and "calc" in err

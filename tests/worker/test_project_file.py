@@ -235,3 +235,16 @@ def test_the_documented_example_is_a_valid_project(tmp_path: Path) -> None:
     project = load_project(project_file(tmp_path, example))
     assert [s.name for s in project.mcp] == ["files", "sqlite"]
     assert project.openapi[0].auth is not None and project.http[0].name == "weather"
+
+
+async def test_the_plugin_takes_the_files_identity_rule_and_model_limits(tmp_path: Path) -> None:
+    text = (
+        "[worker]\nrequire_identity = true\n"
+        '[worker.model_limits."openai:gpt-4.1"]\nrequests_per_minute = 60\n'
+    )
+    plugin = await load_project(project_file(tmp_path, text)).plugin(secrets={})
+    assert plugin.runtime.required_identity == ("user", "tenant")
+    assert plugin.model_limits["openai:gpt-4.1"].requests_per_minute == 60
+    assert plugin.registry.specs() == []  # no module, no sources: no tools
+    relaxed = await load_project(project_file(tmp_path, text)).plugin(require_identity=False)
+    assert relaxed.runtime.required_identity == ()  # the caller's options win

@@ -324,13 +324,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_cancel)
 
     p = sub.add_parser("tools", help="print the model-visible schemas of a registry")
-    p.add_argument("--tools", required=True, metavar="MODULE[:ATTR]", help="the tool registry")
+    p.add_argument(
+        "--tools",
+        metavar="MODULE[:ATTR]",
+        help="the tool registry (with --project: under the file's sources)",
+    )
+    add_project_flag(p)
     add_json_flag(p)
     p.add_argument("--transport", help="only tools reached this way (function, mcp, http, ...)")
     p.add_argument("--source", help="only tools whose source matches this glob")
     p.add_argument("--mime-type", help="only tools handling this MIME type")
     p.add_argument("--tag", help="only tools with this tag")
-    p.set_defaults(handler=cmd_tools)
+    p.set_defaults(handler=cmd_tools, project_tools=True)
 
     p = sub.add_parser("demo", help="the whole story on the embedded server, in ~20 s")
     p.add_argument("--auto-approve", action="store_true", help="approve without asking")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 
+from durable_tools.tools import ToolRegistry
 from durable_tools.worker._project import PROJECT_ENV, Project, ProjectError, load_project
 
 from ._errors import CliError
 
-__all__ = ["add_project_flag", "project_defaults", "project_from_args"]
+__all__ = ["add_project_flag", "project_defaults", "project_from_args", "project_registry"]
 
 
 def add_project_flag(p: argparse._ActionsContainer) -> None:
@@ -59,3 +60,13 @@ def project_defaults(args: argparse.Namespace) -> None:
             args.name = project.run.name
     if not args.model:
         raise CliError("no model: give --model SPEC (or `model` in the project file's [run])")
+
+
+async def project_registry(
+    project: Project, registry: ToolRegistry | None, secrets: dict[str, str]
+) -> ToolRegistry:
+    """The project's tools over `registry`, a source that cannot be read as a user error."""
+    try:
+        return await project.registry(registry, secrets=secrets)
+    except Exception as error:  # a source down, a document broken: name it, no traceback
+        raise CliError(f"project file: {type(error).__name__}: {error}") from None

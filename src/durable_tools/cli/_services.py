@@ -10,7 +10,6 @@ from typing import Any
 
 from durable_tools.connection import resolve_address
 from durable_tools.server import DevServer, DevServerError
-from durable_tools.tools import ToolRegistry
 from durable_tools.worker import (
     ModelLimits,
     build_worker,
@@ -18,7 +17,7 @@ from durable_tools.worker import (
     secrets_from_env,
     task_queue_from_env,
 )
-from durable_tools.worker._project import Project, WorkerSettings
+from durable_tools.worker._project import WorkerSettings
 
 from ._commands import load_tools
 from ._deployment import deployment_from_args
@@ -26,11 +25,11 @@ from ._errors import CliError, connect_or_explain
 from ._model_limits import model_limits_from_args
 from ._oauth import oauth_broker
 from ._output import echo
-from ._project import project_from_args
+from ._project import project_from_args, project_registry
 from ._signals import stop_on_signals
 from ._telemetry import worker_telemetry
 
-__all__ = ["cmd_demo", "cmd_server", "cmd_worker", "project_registry"]
+__all__ = ["cmd_demo", "cmd_server", "cmd_worker"]
 
 
 async def cmd_server(args: argparse.Namespace) -> int:
@@ -66,16 +65,6 @@ async def cmd_server(args: argparse.Namespace) -> int:
         raise CliError(f"the dev server exited with code {code}; see {server.log_path}", 1)
     echo("stopped", flush=True)
     return 0
-
-
-async def project_registry(
-    project: Project, registry: ToolRegistry | None, secrets: dict[str, str]
-) -> ToolRegistry:
-    """The project's tools over `registry`, a source that cannot be read as a user error."""
-    try:
-        return await project.registry(registry, secrets=secrets)
-    except Exception as error:  # a source down, a document broken: name it, no traceback
-        raise CliError(f"project file: {type(error).__name__}: {error}") from None
 
 
 def _describe_limits(limits: dict[str, ModelLimits]) -> str:
