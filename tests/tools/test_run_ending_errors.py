@@ -22,6 +22,7 @@ from durable_tools import (
     AgentRun,
     CodeMode,
     DurableTools,
+    ExecutionStrategy,
     RunStatus,
     ToolContext,
     ToolError,
@@ -30,7 +31,14 @@ from durable_tools import (
 )
 from durable_tools._activities._tools import to_application_error
 from durable_tools.workflows.script._run import UNAWAITED_END_PATCH
-from support import answer, assert_replays, calls, running_worker, write_script
+from support import (
+    answer,
+    assert_not_wedged,
+    assert_replays,
+    calls,
+    running_worker,
+    write_script,
+)
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
 
@@ -209,3 +217,30 @@ async def test_a_sub_agents_tool_ends_the_child_run_and_the_parent_is_told(
     assert result.status == RunStatus.COMPLETED and result.final_answer == "the parent answers"
     assert "ended failed: tool call k1 (settle) ended the run" in replies[0]
     assert executed == ["B-2"]
+
+
+async def test_a_parallel_turn_ends_at_the_call_that_ends_the_run(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    model = write_script(
+        tmp_path,
+        [
+            calls(
+                ("b1", "balance", {"account": "A-1"}),
+                ("c1", "settle", {"account": "A-9"}),
+                ("b2", "balance", {"account": "A-2"}),
+            ),
+            answer("not again"),
+        ],
+    )
+    config = AgentConfig(model=model, strategy=ExecutionStrategy(mode="parallel"))
+    async with running_worker(client, ledger(executed), task_queue, secrets={"ledger_key": SECRET}):
+        run = await DurableTools(client, task_queue).start("settle", config=config)
+        result = await run.result()
+        history = await run.handle.fetch_history()
+    assert result.status == RunStatus.FAILED and result.reason is not None
+    assert result.reason.startswith("tool call c1 (settle) ended the run")
+    assert executed.count("A-9") == 1
+    await assert_not_wedged(run.handle)
+    await assert_replays(history)
