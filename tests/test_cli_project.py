@@ -11,8 +11,9 @@ from pathlib import Path
 CLI = [str(Path(sys.executable).parent / "durable-tools")]  # the installed command, as users run it
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # nothing but the folder
+def run_cli(*args: str, cwd: Path, path: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run the command in `cwd`; `path`: keep PYTHONPATH (else nothing but the folder)."""
+    env = {k: v for k, v in os.environ.items() if path or k != "PYTHONPATH"}
     return subprocess.run(
         [*CLI, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
     )
@@ -61,3 +62,26 @@ def test_version(tmp_path: Path) -> None:
     shown = run_cli("--version", cwd=tmp_path)
     assert shown.returncode == 0
     assert shown.stdout.strip() == f"durable-tools {version('durable-tools')}"
+
+
+def test_a_project_file_that_breaks_the_schema_stops_the_worker_naming_the_key(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "durable-tools.toml").write_text("[worker]\nrequire_identiy = true\n")
+    failed = run_cli("worker", "--project", "durable-tools.toml", cwd=tmp_path, path=True)
+    assert failed.returncode != 0 and "Traceback" not in failed.stderr
+    assert "durable-tools.toml: worker.require_identiy: Extra inputs are not permitted" in (
+        failed.stderr
+    )
+
+
+def test_a_worker_needs_tools_or_a_project(tmp_path: Path) -> None:
+    failed = run_cli("worker", cwd=tmp_path, path=True)
+    assert failed.returncode == 2
+    assert "give --tools MODULE[:ATTR] or --project FILE" in failed.stderr
+
+
+def test_run_takes_its_model_from_the_flag_or_the_project(tmp_path: Path) -> None:
+    (tmp_path / "durable-tools.toml").write_text("[limits]\nmax_turns = 3\n")
+    failed = run_cli("run", "hello", "--project", "durable-tools.toml", cwd=tmp_path, path=True)
+    assert failed.returncode != 0 and "no model: give --model SPEC" in failed.stderr

@@ -30,7 +30,7 @@ from durable_tools.tools._classify import (
     error_message_for_model,
 )
 from durable_tools.tools._context import ToolContext
-from durable_tools.tools._errors import Cancelled, ToolError, ToolTimeout
+from durable_tools.tools._errors import RUN_ENDING, Cancelled, ToolError, ToolTimeout
 from durable_tools.tools._events import TOOL_POLICY_EXHAUSTED, ToolEvent, scrub_event
 from durable_tools.tools._formatting import format_result, output_lost_outcome
 from durable_tools.tools._progress_scrub import scrub_progress
@@ -61,17 +61,21 @@ def to_application_error(
     """The Temporal form of a classified tool error, scrubbed of secret values.
 
     Its details are the model-facing message and the attempt number (counting the
-    workflow's own retries), so the run's timeline counts retries made by the engine.
+    workflow's own retries), so the run's timeline counts retries made by the engine, then
+    `RUN_ENDING` when the error ends the run (never retried, whatever the flags say).
     `retryable` overrides the error's own flag (the tool's `retry_on` said no).
     """
     message = scrub(error.message, secrets)
     model_message = scrub(error_message_for_model(call_id, tool_name, error), secrets)
+    ending = (RUN_ENDING,) if error.ends_run else ()
+    retryable = error.retryable if retryable is None else retryable
     return ApplicationError(
         message,
         model_message,
         attempt,
+        *ending,
         type=error.kind.value,
-        non_retryable=not (error.retryable if retryable is None else retryable),
+        non_retryable=error.ends_run or not retryable,
         next_retry_delay=(
             timedelta(seconds=error.retry_after) if error.retry_after is not None else None
         ),

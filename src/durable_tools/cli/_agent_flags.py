@@ -112,7 +112,11 @@ def settings_of(model: type[_Settings]) -> Callable[[str], _Settings]:
 
 
 def add_agent_flags(
-    p: argparse._ActionsContainer, *, runs: str = "run", model_required: bool = True
+    p: argparse._ActionsContainer,
+    *,
+    runs: str = "run",
+    model_required: bool = True,
+    project: bool = False,
 ) -> None:
     """The model, tools, identity, strategy, limits, code mode, compaction, versioning and
     approval policy of a run.
@@ -122,12 +126,16 @@ def add_agent_flags(
         runs: How the help names what the flags shape ("run", or "runs" for a schedule).
         model_required: False for `send`, where `--model` (and with it the other flags)
             only serves to start a session that does not run yet.
+        project: The command takes `--project`, whose `run.model` may stand for `--model`.
     """
+    if project:
+        tail = " (default: the project file's run.model)"
+    else:
+        tail = "" if model_required else "; with it, a session that does not run yet is started"
     p.add_argument(
         "--model",
-        required=model_required,
-        help="e.g. scripted:steps.json or openai:gpt-4o-mini"
-        + ("" if model_required else "; with it, a session that does not run yet is started"),
+        required=model_required and not project,
+        help="e.g. scripted:steps.json or openai:gpt-4o-mini" + tail,
     )
     p.add_argument(
         "--fallback-model",

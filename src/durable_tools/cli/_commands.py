@@ -36,7 +36,7 @@ from durable_tools.client.runs._watch import (
 from durable_tools.client.start._options import check_model_spec
 from durable_tools.tools._catalog import filter_specs
 from durable_tools.tools._registry import ToolRegistry
-from durable_tools.worker import load_registry
+from durable_tools.worker import load_registry, secrets_from_env
 from durable_tools.workflows import (
     AgentConfig,
     CompactionConfig,
@@ -51,6 +51,7 @@ from ._agent_flags import validation_problems
 from ._errors import CliError, connect_or_explain, translate_rpc_errors
 from ._output import dump_json, echo
 from ._policy_flags import approval_policy
+from ._project import project_from_args, project_registry
 from ._ui import run_link
 from ._watch import QUERY_TIMEOUT, query_quietly, render_progress
 
@@ -91,6 +92,9 @@ def preload_tools(args: argparse.Namespace) -> None:
     own event loop and so cannot run inside the command's. The registry is kept on `args`.
     """
     target = getattr(args, "tools", None)
+    if not target and getattr(args, "project_tools", False):  # the file's module (worker)
+        project = project_from_args(args)
+        target = project.tools if project is not None else None
     if target:
         args.registry = load_tools(target)
 
@@ -155,7 +159,7 @@ def agent_config(args: argparse.Namespace, *, session: bool = False) -> AgentCon
             instructions=args.instructions,
             tools=names,
             strategy=ExecutionStrategy(**strategy),
-            limits=Limits(max_turns=args.max_turns) if args.max_turns else Limits(),
+            limits=_limits(args),
             approval=approval_policy(args),
             versioning=args.versioning,
             code_mode=args.code_mode,
@@ -164,6 +168,13 @@ def agent_config(args: argparse.Namespace, *, session: bool = False) -> AgentCon
         )
     except ValidationError as error:
         raise CliError(f"invalid agent configuration: {validation_problems(error)}") from None
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    """The run's limits: the project file's (`--project`), with `--max-turns` on top."""
+    project = getattr(args, "project_file", None)
+    base = project.limits if project is not None and project.limits is not None else Limits()
+    return base.model_copy(update={"max_turns": args.max_turns}) if args.max_turns else base
 
 
 # ---------------------------------------------------------------------------- show
@@ -354,8 +365,16 @@ async def _show_from_server(
 
 
 async def cmd_tools(args: argparse.Namespace) -> int:
-    """Print a registry's model-visible schemas and safety rules."""
-    every = _registry(args).specs()
+    """Print a registry's model-visible schemas and safety rules: `--tools`'s, or a
+    project file's (its module's and its sources', as its workers serve them)."""
+    project = project_from_args(args)
+    if project is None and not args.tools:
+        raise CliError("no tools: give --tools MODULE[:ATTR] or --project FILE", 2)
+    registry = getattr(args, "registry", None) or (load_tools(args.tools) if args.tools else None)
+    if project is not None:
+        registry = await project_registry(project, registry, secrets_from_env())
+    assert registry is not None
+    every = registry.specs()
     specs = filter_specs(
         every,
         granted_scopes={scope for spec in every for scope in spec.auth_scopes},  # list them all

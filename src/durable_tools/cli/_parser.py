@@ -20,6 +20,7 @@ from ._lists import cmd_pending, cmd_runs
 from ._model_limits import add_model_limit_flag
 from ._oauth import cmd_auth_reissue
 from ._policy import add_policy_commands
+from ._project import add_project_flag
 from ._run_filters import add_filter_flags
 from ._run_start import cmd_run
 from ._schedule import add_schedule_command
@@ -73,7 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_server)
 
     p = sub.add_parser("worker", help="run a worker for a tool registry until Ctrl-C/SIGTERM")
-    p.add_argument("--tools", required=True, metavar="MODULE[:ATTR]", help="the tool registry")
+    p.add_argument(
+        "--tools",
+        metavar="MODULE[:ATTR]",
+        help="the tool registry (or the project file's `tools`, or none: its sources only)",
+    )
+    add_project_flag(p)
     p.add_argument("--task-queue", help="default DURABLE_TOOLS_TASK_QUEUE or durable-tools")
     p.add_argument(
         "--max-concurrent-activities",
@@ -84,9 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--graceful-shutdown",
         type=float,
-        default=30.0,
         metavar="SECONDS",
-        help="on shutdown, how long running tools may finish before they are cancelled",
+        help="on shutdown, how long running tools may finish before they are cancelled "
+        "(default 30)",
     )
     p.add_argument(
         "--oauth-providers",
@@ -103,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_deployment_flags(p)
     add_telemetry_flags(p)
     add_connection_flags(p)
-    p.set_defaults(handler=cmd_worker)
+    p.set_defaults(handler=cmd_worker, project_tools=True)
 
     p = sub.add_parser(
         "serve", help="serve the web inbox for approvals (and the OAuth callback) until Ctrl-C"
@@ -172,7 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
         "(`durable-tools send ID TEXT`; docs/sessions.md); ID is its id, as --id",
     )
     add_idle_timeout_flag(p)
-    add_agent_flags(p)
+    add_agent_flags(p, project=True)
+    add_project_flag(p)
     add_json_flag(p)
     add_connection_flags(p)
     p.set_defaults(handler=cmd_run)
@@ -317,13 +324,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_cancel)
 
     p = sub.add_parser("tools", help="print the model-visible schemas of a registry")
-    p.add_argument("--tools", required=True, metavar="MODULE[:ATTR]", help="the tool registry")
+    p.add_argument(
+        "--tools",
+        metavar="MODULE[:ATTR]",
+        help="the tool registry (with --project: under the file's sources)",
+    )
+    add_project_flag(p)
     add_json_flag(p)
     p.add_argument("--transport", help="only tools reached this way (function, mcp, http, ...)")
     p.add_argument("--source", help="only tools whose source matches this glob")
     p.add_argument("--mime-type", help="only tools handling this MIME type")
     p.add_argument("--tag", help="only tools with this tag")
-    p.set_defaults(handler=cmd_tools)
+    p.set_defaults(handler=cmd_tools, project_tools=True)
 
     p = sub.add_parser("demo", help="the whole story on the embedded server, in ~20 s")
     p.add_argument("--auto-approve", action="store_true", help="approve without asking")

@@ -52,8 +52,15 @@ def add_run_policy_flags(p: argparse._ActionsContainer) -> None:
 
 
 def approval_policy(args: argparse.Namespace) -> ApprovalPolicy:
-    """The run's policy: the file's, with the flags on top."""
-    base = load_policy_file(args.approval_policy) if args.approval_policy else ApprovalPolicy()
+    """The run's policy: the `--approval-policy` file's (else the project file's `[policy]`),
+    with the flags on top."""
+    project = getattr(args, "project_file", None)
+    if args.approval_policy:
+        base = load_policy_file(args.approval_policy)
+    elif project is not None and project.policy is not None:
+        base = project.policy
+    else:
+        base = ApprovalPolicy()
     changes: dict[str, Any] = {}
     if args.decider:
         changes["deciders"] = tuple(args.decider)

@@ -17,6 +17,7 @@ from durable_tools.tools._context import Identity
 from ._commands import agent_config, tools_for
 from ._errors import CliError, translate_rpc_errors
 from ._output import dump_json, echo
+from ._project import project_defaults
 from ._session import echo_reply, follow_reply, send_command, take_message
 from ._ui import run_link
 from ._watch import RunWatcher
@@ -55,6 +56,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
     session = args.session is not None
     if args.idle_timeout is not None and not session:
         raise CliError("--idle-timeout is a session's: add --session")
+    project_defaults(args)
     config = agent_config(args, session=session)
     tools = await tools_for(args)
     identity = Identity(user=args.user, tenant=args.tenant)

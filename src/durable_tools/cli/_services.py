@@ -17,6 +17,7 @@ from durable_tools.worker import (
     secrets_from_env,
     task_queue_from_env,
 )
+from durable_tools.worker._project import WorkerSettings
 
 from ._commands import load_tools
 from ._deployment import deployment_from_args
@@ -24,6 +25,7 @@ from ._errors import CliError, connect_or_explain
 from ._model_limits import model_limits_from_args
 from ._oauth import oauth_broker
 from ._output import echo
+from ._project import project_from_args, project_registry
 from ._signals import stop_on_signals
 from ._telemetry import worker_telemetry
 
@@ -95,18 +97,35 @@ def _port_from_env() -> int:
 
 
 async def cmd_worker(args: argparse.Namespace) -> int:
-    """Run a worker for a registry until Ctrl-C or SIGTERM, then shut down gracefully."""
-    registry = getattr(args, "registry", None) or load_tools(args.tools)
+    """Run a worker for a registry (`--tools`, a project file's `tools` and sources, or
+    both) until Ctrl-C or SIGTERM, then shut down gracefully. Flags win over the file."""
+    project = project_from_args(args)
+    if project is None and not args.tools:
+        raise CliError("no tools: give --tools MODULE[:ATTR] or --project FILE", 2)
+    registry = getattr(args, "registry", None) or (load_tools(args.tools) if args.tools else None)
+    settings = project.worker if project is not None else WorkerSettings()
     version = deployment_from_args(args)
-    model_limits = model_limits_from_args(args)  # after the tools module's providers
-    client = await connect_or_explain(flags=args, **worker_telemetry(args))
-    task_queue = args.task_queue or task_queue_from_env()
-    options: dict[str, Any] = {
-        "graceful_shutdown_timeout": timedelta(seconds=max(args.graceful_shutdown, 0)),
-    }
-    if args.max_concurrent_activities:
-        options["max_concurrent_activities"] = args.max_concurrent_activities
+    # After the tools module's providers; the flags' limits over the file's.
+    model_limits = {**settings.model_limits, **model_limits_from_args(args)}
     secrets = secrets_from_env()
+    if project is not None:
+        registry = await project_registry(project, registry, secrets)
+    assert registry is not None
+    client = await connect_or_explain(flags=args, **worker_telemetry(args))
+    task_queue = args.task_queue or (project and project.task_queue) or task_queue_from_env()
+    shutdown = args.graceful_shutdown
+    if shutdown is None:
+        shutdown = (
+            30.0
+            if settings.graceful_shutdown_seconds is None
+            else settings.graceful_shutdown_seconds
+        )
+    options: dict[str, Any] = {"graceful_shutdown_timeout": timedelta(seconds=max(shutdown, 0))}
+    if args.max_concurrent_activities or settings.max_concurrent_activities:
+        options["max_concurrent_activities"] = (
+            args.max_concurrent_activities or settings.max_concurrent_activities
+        )
+    require_identity = bool(getattr(args, "require_identity", False) or settings.require_identity)
     broker = oauth_broker(args.oauth_providers)
     worker = build_worker(
         client,
@@ -116,7 +135,7 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         oauth=broker,
         deployment_version=version,
         model_limits=model_limits,
-        require_identity=getattr(args, "require_identity", False),
+        require_identity=require_identity,
         **options,
     )
     stop = stop_on_signals()
@@ -131,9 +150,11 @@ async def cmd_worker(args: argparse.Namespace) -> int:
         f"tools: {names}\nsecrets: {len(secrets)} from DURABLE_TOOLS_SECRET_*\n"
         f"OAuth: {'providers from ' + args.oauth_providers if broker else 'not configured'}\n"
         f"model limits: {_describe_limits(model_limits)}\n"
+        + ("identity: runs need a user and a tenant\n" if require_identity else "")
         + (
-            "identity: runs need a user and a tenant\n"
-            if getattr(args, "require_identity", False)
+            f"project: {args.project_file_path}: {len(project.mcp)} MCP, "
+            f"{len(project.openapi)} OpenAPI, {len(project.http)} HTTP sources\n"
+            if project is not None
             else ""
         )
         + "Ctrl-C or SIGTERM to stop",

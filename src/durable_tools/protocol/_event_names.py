@@ -43,6 +43,7 @@ EventName = Literal[
     "tool.cancelled",
     "tool.outcome_unknown",
     "tool.ended_late",
+    "tool.ended_run",
     "tool.skipped",
     "tool.invalid_args",
     "tool.unauthorized",

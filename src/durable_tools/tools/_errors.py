@@ -3,7 +3,8 @@
 What a run does with an error is decided where it happens, not here: `retryable` (and
 `retry_after`) feed the retry policy; everything else reaches the model as an error
 message under the call id, except `NeedsAuthorization`, which pauses the run for the
-user's OAuth grant (`workflows/gates/_authorization_gate.py`).
+user's OAuth grant (`workflows/gates/_authorization_gate.py`), and an error raised with
+`ends_run=True`, which ends the whole run (`workflows/calls/_execute.py`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 __all__ = [
+    "RUN_ENDING",
     "Cancelled",
     "Denied",
     "ErrorKind",
@@ -54,6 +56,12 @@ _USER_ERRORS = frozenset(
 granting what it needs; every other kind is the tool's or the system's."""
 
 
+RUN_ENDING = "ends_run"
+"""The third detail of a tool activity's failure when its error ends the run (`ends_run`):
+a marker only a tool that asked for it produces, so no run recorded before it takes the
+run-ending branch on replay."""
+
+
 class ToolError(Exception):
     """Base of every classified tool error.
 
@@ -65,6 +73,10 @@ class ToolError(Exception):
         user_error: Whether the caller caused it (a wrong order id, a missing permission)
             rather than the tool or the systems it uses; None: as its kind says
             (`is_user_error`).
+        ends_run: Whether the error ends the whole run, not only the call: the tool found
+            that going on would do harm (a corrupted ledger, a revoked contract). The run
+            fails naming the tool and the call; the call is never retried (`retryable` is
+            ignored) and the model is not asked what to do next.
     """
 
     kind: ErrorKind = ErrorKind.EXECUTION
@@ -84,10 +96,12 @@ class ToolError(Exception):
         retry_after: float | None = None,
         details: dict[str, Any] | None = None,
         user_error: bool | None = None,
+        ends_run: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = message
-        self.retryable = retryable
+        self.ends_run = ends_run
+        self.retryable = retryable and not ends_run
         self.retry_after = retry_after
         self.details = details or {}
         self.user_error = user_error

@@ -7,7 +7,8 @@ an application's own workers.
 The worker-side objects `build_worker` takes are here too: a custom OAuth broker
 (`AuthorizationBroker`, `oauth=`), evaluators (`Evaluator`, `evaluators=`) and the
 identity-grant store (`GrantStore`, `grant_store=`), and per-model rate limits
-(`ModelLimits`, `model_limits=`).
+(`ModelLimits`, `model_limits=`). A project file (`load_project`) configures the same
+from TOML: sources, limits and policy, for the CLI's `--project` and `Project.plugin()`.
 """
 
 from durable_tools._activities import AuthorizationBroker, Evaluator, GrantStore
@@ -24,19 +25,25 @@ from ._build import (
 from ._deployment import deployment_version
 from ._limited import ToolWorker
 from ._missing import missing_extras
+from ._project import MAX_PROJECT_BYTES, PROJECT_ENV, Project, ProjectError, load_project
 from ._sandbox import PASSTHROUGH_MODULES, STRICT_SANDBOX_ENV, passthrough_modules, workflow_runner
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
+    "MAX_PROJECT_BYTES",
     "PASSTHROUGH_MODULES",
+    "PROJECT_ENV",
     "SECRET_ENV_PREFIX",
     "STRICT_SANDBOX_ENV",
     "AuthorizationBroker",
     "Evaluator",
     "GrantStore",
     "ModelLimits",
+    "Project",
+    "ProjectError",
     "ToolWorker",
     "deployment_version",
+    "load_project",
     "load_registry",
     "missing_extras",
     "passthrough_modules",

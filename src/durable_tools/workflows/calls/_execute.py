@@ -38,6 +38,7 @@ from durable_tools.tools import (
     ToolOutcome,
     ToolSpec,
 )
+from durable_tools.tools._errors import RUN_ENDING
 from durable_tools.workflows.calls._flow_call import run_flow
 from durable_tools.workflows.calls._tool_activity import (
     attempts_after,
@@ -62,7 +63,7 @@ from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 
-__all__ = ["Executed", "execute"]
+__all__ = ["Executed", "execute", "run_ending"]
 
 GRACE_PATCH = "cancel-grace-period"
 """Marks runs whose cancel gave running tools a grace period. A run cancelled by a worker
@@ -84,6 +85,9 @@ class Executed:
     outcome_unknown: str | None = None
     """Set when the call was cancelled but its tool did not stop within the grace
     period: it may have taken effect (and may still be acting). Says so, for people."""
+    ends_run: str | None = None
+    """Set when the tool raised an error that ends the run (`ToolError(ends_run=True)`):
+    the tool's message, for the run's reason."""
 
 
 async def execute(
@@ -157,6 +161,8 @@ async def _run_activity(
             attempts = attempts_after(err.cause, attempts)
             failure = _failure_outcome(valid, err)
             cause = err.cause
+            if (ending := run_ending(cause)) is not None:
+                return Executed(failure, attempts, ends_run=ending)  # never retried
             delay = workflow_retry_delay(spec, options, cause, attempts, deadline=deadline)
             if delay is not None:
                 state.event(
@@ -351,6 +357,14 @@ def _cancelled(state: RunState, valid: ValidCall) -> Executed:
     reason = state.cancel_reason or "cancelled"
     outcome = cancelled_outcome(valid.call.id, valid.spec.name, reason)
     return Executed(outcome, 0, cancelled=True)
+
+
+def run_ending(cause: BaseException | None) -> str | None:
+    """The tool's message when a tool activity's failure ends the run (its error was raised
+    with `ends_run=True`, which adds the `RUN_ENDING` detail), else None."""
+    if not isinstance(cause, ApplicationError) or len(cause.details) < 3:
+        return None
+    return cause.message if cause.details[2] == RUN_ENDING else None
 
 
 def _failure_outcome(valid: ValidCall, err: ActivityError) -> ToolOutcome:

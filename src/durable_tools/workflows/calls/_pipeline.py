@@ -22,6 +22,7 @@ from temporalio.exceptions import ActivityError, FailureError
 from durable_tools.messages import Message, ToolCall
 from durable_tools.protocol._limits import clip
 from durable_tools.protocol._records import ToolCallRecord
+from durable_tools.protocol._types import RunStatus
 from durable_tools.tools import ErrorKind, InvalidArguments
 from durable_tools.tools._spec import ToolSpec
 from durable_tools.tools._validation import parse_arguments
@@ -48,7 +49,7 @@ from durable_tools.workflows.run._replies import (
     unprepared_outcome,
 )
 from durable_tools.workflows.run._run_calls import RunCalls
-from durable_tools.workflows.run._state import CallSkipped, RunState
+from durable_tools.workflows.run._state import CallSkipped, EndRun, RunState
 from durable_tools.workflows.run._valid_call import ValidCall
 
 __all__ = [
@@ -226,6 +227,9 @@ async def run_call(
                 return grant
             executed = await execute(state, valid, record, grant)
             outcome = record_outcome(state, valid, record, executed)
+            if executed.ends_run is not None:
+                why = f"tool call {call.id} ({valid.spec.name}) ended the run: {executed.ends_run}"
+                raise EndRun(RunStatus.FAILED, why)
             if outcome.error_kind != ErrorKind.UNAUTHORIZED.value or valid.spec.oauth is None:
                 return result_reply(call.id, valid.spec.name, outcome)
             # The token was revoked or lacks a scope: ask the user again, then retry.

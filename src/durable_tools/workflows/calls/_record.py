@@ -142,6 +142,14 @@ def record_outcome(
         artifacts=record.artifacts,
         details=record.details,
     )
+    if executed.ends_run is not None:
+        state.event(
+            "tool.ended_run",
+            call,
+            detail=clip(executed.ends_run, 300),
+            transport=transport,
+            error_kind=outcome.error_kind,
+        )
     return outcome
 
 

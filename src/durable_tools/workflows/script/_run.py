@@ -56,7 +56,7 @@ from durable_tools.workflows.run._replies import (
     script_reply,
 )
 from durable_tools.workflows.run._run_calls import RunCalls
-from durable_tools.workflows.run._state import RunState
+from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.script._stubs import host_specs, host_stubs
 
 __all__ = ["run_script", "script_routes"]
@@ -70,6 +70,11 @@ PER_MESSAGE_CALLS_PATCH = "script-host-calls-per-message"
 """Marks a session run whose host calls count against `max_tool_calls` per message, as
 direct calls do. Before, they counted the whole session's calls (after 100 tool calls in
 a session every host call was refused); histories recorded then replay as they were."""
+
+UNAWAITED_END_PATCH = "script-unawaited-call-ends-run"
+"""Marks runs in which a host call the script never awaited ends the run (its tool raised
+`ends_run`, or its denial ends runs): before, the script's answer dropped that end and the run
+went on. Asked only when such a call is found."""
 
 _ANSWERS_BUDGET = PAYLOAD_BUDGET_BYTES // 2
 """Most bytes of answers one step takes; more wait for the next step."""
@@ -192,6 +197,8 @@ class _ScriptRun:
         except _StepFailed as failed:
             await self._settle_running()
             return self._failed(str(failed))
+        except EndRun as end:  # a host call ended the run (its tool, or a denial's policy)
+            raise self._ended(end) from None
         # Calls the script started but never awaited still run to their end (each is a
         # real call, recorded in the timeline); the script's answer waits for them.
         await self._settle_running()
@@ -302,9 +309,15 @@ class _ScriptRun:
         return _answer(host.call_id, spec, record, message)
 
     async def _settle_running(self) -> None:
+        """Wait for the host calls still running; raise the `EndRun` of one that ended the
+        run, even though the script never awaited it (runs recorded before
+        `UNAWAITED_END_PATCH` went on)."""
         if self.running:
-            await asyncio.gather(*self.running.values(), return_exceptions=True)
+            ended = await asyncio.gather(*self.running.values(), return_exceptions=True)
             self.running.clear()
+            for end in ended:
+                if isinstance(end, EndRun) and workflow.patched(UNAWAITED_END_PATCH):
+                    raise self._ended(end)
 
     def _output(self) -> str:
         return clip("".join(self.printed).strip(), self.config.max_output_chars)
@@ -334,6 +347,11 @@ class _ScriptRun:
         self._close("invalid", problems, ErrorKind.INVALID_ARGUMENTS.value)
         self.state.event("tool.invalid_args", self.call, detail=clip(problems, 300))
         return script_invalid_reply(self.call.id, self.call.name, clip(problems, 8_000))
+
+    def _ended(self, end: EndRun) -> EndRun:
+        """Close the script's call as failed by the end of the run a host call brought."""
+        self._close("failed", end.reason, ErrorKind.EXECUTION.value)
+        return end
 
     def _close(self, status: Any, result: str, error_kind: str | None) -> None:
         self.record.status = status
