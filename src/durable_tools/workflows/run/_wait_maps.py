@@ -25,6 +25,7 @@ from durable_tools.protocol._wait_types import (
     AuthorizationCompleted,
     PendingApproval,
     PendingAuthorization,
+    SubagentNotice,
 )
 
 __all__ = ["APPROVAL", "AUTHORIZATION", "CALLBACK", "INPUT", "GateState", "WaitKind", "Waits"]
@@ -136,6 +137,16 @@ class GateState:
         default_factory=lambda: Waits(CALLBACK)
     )
     """Callback calls published and waiting for a client (see `_callback_gate`)."""
+
+    subagents: dict[str, SubagentNotice | None] = field(default_factory=dict)
+    """The run's sub-agent calls running now, by child workflow id, with the newest
+    notice each sent of the approvals it waits for (None before its first). Never
+    carried: a run continues only between turns, when no sub-agent call runs."""
+    reported: tuple[tuple[tuple[str, str, str], ...], int] = ((), 0)
+    """What this run (a sub-agent) last told its parent it waits for: (run id, call id,
+    arguments hash) of each wait listed, and the count of the rest (at first: nothing)."""
+    notices_sent: int = 0
+    """Notices this run has sent its parent: the `seq` of the next one."""
 
     every: tuple[Waits[Any, Any], ...] = field(init=False, repr=False)
     """Every kind of wait, in the order the run's status and details show them."""

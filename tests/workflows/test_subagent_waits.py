@@ -1,0 +1,201 @@
+"""A parent run shows that it waits while its sub-agent waits for a person: its search
+attributes, details and status say on which child, for what, and how to decide it; the
+notices the child sends are checked like any input from outside."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.client import Client, WorkflowQueryFailedError
+
+from durable_tools import (
+    AgentConfig,
+    AgentRun,
+    DurableTools,
+    RunStatus,
+    ToolRegistry,
+    search_attributes as sa,
+)
+from durable_tools.workflows import RunSnapshot
+from support import answer, assert_not_wedged, assert_replays, calls, running_worker, write_script
+
+SIGNAL = "subagent_waits"
+
+
+def researcher_registry(tmp_path: Path, executed: list[str]) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(
+        approval=True, idempotent=True, approval_summary="publish {text}", label="Publish"
+    )
+    def publish(text: str) -> str:
+        """Publish a text (needs approval)."""
+        executed.append(text)
+        return "published"
+
+    steps = [calls(("pub", "publish", {"text": "findings"})), answer("published them")]
+    registry.subagent(
+        AgentConfig(name="researcher", model=write_script(tmp_path, steps)),
+        name="researcher",
+        description="Researches a topic and publishes the findings.",
+    )
+    return registry
+
+
+async def until(run: AgentRun, check: Any, what: str) -> RunSnapshot:
+    for _ in range(200):
+        snapshot = await run.status()
+        if check(snapshot):
+            return snapshot
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{run.run_id}: never {what}: {snapshot}")
+
+
+async def attributes(run: AgentRun) -> tuple[str | None, int | None, str | None, str]:
+    found = (await run.handle.describe()).typed_search_attributes
+    try:
+        metadata = await run.handle.query(
+            "__temporal_workflow_metadata", result_type=WorkflowMetadata
+        )
+        details = metadata.current_details
+    except WorkflowQueryFailedError:  # ended, and its worker is gone
+        details = ""
+    return (
+        found.get(sa.AGENT_STATUS),
+        found.get(sa.PENDING_APPROVALS),
+        found.get(sa.AWAITING_TOOL),
+        details,
+    )
+
+
+async def shown(
+    run: AgentRun, status: str, count: int
+) -> tuple[str | None, int | None, str | None, str]:
+    for _ in range(200):
+        seen = await attributes(run)
+        if seen[:2] == (status, count):
+            return seen
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{run.run_id} never showed {status} / {count}: {seen}")
+
+
+async def test_the_parent_says_it_waits_on_its_child_and_is_decided_by_its_own_id(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    registry = researcher_registry(tmp_path, executed)
+    parent_model = write_script(
+        tmp_path, [calls(("r1", "researcher", {"task": "find things"})), answer("all done")]
+    )
+    async with running_worker(client, registry, task_queue):
+        dt = DurableTools(client, task_queue)
+        run = await dt.start("delegate", model=parent_model, run_id=f"parent-{task_queue}")
+        child_id = f"{run.run_id}.r1"
+        snapshot = await until(run, lambda s: s.subagent_approvals, "told of its child's wait")
+        [wait] = snapshot.subagent_approvals
+        assert (wait.run_id, wait.call_id, wait.tool) == (child_id, "pub", "publish")
+        assert wait.summary == "publish «findings»" and wait.display_tool == "Publish"
+        assert snapshot.status == RunStatus.AWAITING_APPROVAL
+        *_, tool, details = await shown(run, "awaiting_approval", 1)
+        assert tool == "publish"
+        assert f"sub-agent run `{child_id}` waits for approval of `publish` (call `pub`)" in details
+        assert f"durable-tools approve {run.run_id} pub --hash {wait.arguments_hash}" in details
+        # The decision names the parent: it reaches the child that waits.
+        recorded = await run.decide_request(
+            "pub", True, arguments_hash=wait.arguments_hash, decider="alice"
+        )
+        assert recorded.run_id == child_id
+        result = await run.result()
+        final = await attributes(run)
+        events = await run.events()
+        history = await run.handle.fetch_history()
+        child_history = await AgentRun(client, child_id).handle.fetch_history()
+    assert result.status == RunStatus.COMPLETED and executed == ["findings"]
+    assert final[:3] == ("completed", 0, "")
+    waiting = [e.detail for e in events if e.event == "subagent.waiting"]
+    assert waiting and "publish (call pub)" in (waiting[0] or "")
+    await assert_replays(history)
+    await assert_replays(child_history)
+
+
+async def test_forged_huge_future_and_replayed_notices_change_nothing(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    registry = researcher_registry(tmp_path, executed)
+    parent_model = write_script(
+        tmp_path, [calls(("r1", "researcher", {"task": "find things"})), answer("all done")]
+    )
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("delegate", model=parent_model)
+        child_id = f"{run.run_id}.r1"
+        snapshot = await until(run, lambda s: s.subagent_approvals, "told of its child's wait")
+        [real] = snapshot.subagent_approvals
+        now = datetime.now(UTC)
+
+        def notice(**changed: Any) -> dict[str, Any]:
+            wait = {
+                "run_id": child_id,
+                "call_id": "forged",
+                "tool": "wire_money",
+                "arguments_hash": "a" * 64,
+                "requested_at": now.isoformat(),
+            }
+            base: dict[str, Any] = {
+                "child_id": child_id,
+                "sent_at": now.isoformat(),
+                "seq": 10**6,
+                "waits": [wait],
+            }
+            base.update(changed)
+            return base
+
+        hostile: list[Any] = [
+            notice(child_id="someone-else"),  # not a sub-agent of this run
+            notice(child_id=f"{run.run_id}.r2"),  # no such call
+            notice(waits=[{**notice()["waits"][0], "run_id": "other-run"}]),  # not its own
+            notice(sent_at=(now + timedelta(days=365)).isoformat()),  # from the future
+            notice(sent_at="2026-01-01T00:00:00"),  # no time zone
+            notice(waits=[notice()["waits"][0]] * 5_000),  # too many
+            notice(waits=[{**notice()["waits"][0], "summary": "x" * 1_500_000}]),  # huge
+            notice(waits=[{**notice()["waits"][0], "arguments_hash": "zz"}]),  # not a hash
+            notice(seq=-1),
+            notice(extra="field"),
+            "a string",
+            12,
+            None,
+            [1, 2, 3],
+        ]
+        for payload in hostile:
+            await run.handle.signal(SIGNAL, payload)
+        # A replayed notice (older than the one the child sent): dropped without a word.
+        await run.handle.signal(SIGNAL, notice(sent_at=(now - timedelta(hours=1)).isoformat()))
+        refusals: list[str] = []
+        for _ in range(200):
+            refusals = [
+                e.detail or "" for e in await run.events() if e.event == "subagent.notice_refused"
+            ]
+            if len(refusals) >= len(hostile):
+                break
+            await asyncio.sleep(0.1)
+        assert len(refusals) == len(hostile), refusals
+        assert "no sub-agent call of this run runs 'someone-else'" in refusals[0]
+        assert "names run 'other-run'" in refusals[2]
+        assert "not yet sent" in refusals[3]
+        after = await run.status()
+        assert after.subagent_approvals == [real]  # the child's own word stands
+        assert (await attributes(run))[1] == 1
+        await run.approve("pub", decider="alice")
+        # The child's earlier notice sent again after its last one: still nothing shown.
+        await until(run, lambda s: not s.subagent_approvals, "forgot the wait")
+        stale = notice(
+            waits=[real.model_dump(mode="json")], seq=0, sent_at=real.requested_at.isoformat()
+        )
+        await run.handle.signal(SIGNAL, stale)
+        result = await run.result()
+        await assert_not_wedged(run.handle, allowed=0)
+    assert result.status == RunStatus.COMPLETED and executed == ["findings"]
