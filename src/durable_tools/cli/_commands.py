@@ -243,6 +243,11 @@ async def cmd_show(args: argparse.Namespace) -> int:
                 }
             )
         else:
+            # What a sub-agent that answered shows itself below, in full; what the run was
+            # told of the others (their worker did not answer) is said by the run.
+            live = {(run_id, approval.call_id) for run_id, approval in in_children}
+            told = [w for w in snapshot.subagent_approvals if (w.run_id, w.call_id) not in live]
+            snapshot = snapshot.model_copy(update={"subagent_approvals": told})
             echo(render_snapshot(run.run_id, snapshot, timeline, run_link(run)))
             for waiting in snapshot.pending_inputs:  # MCP servers' questions for the user
                 echo("\n" + render_pending_input(run.run_id, waiting))

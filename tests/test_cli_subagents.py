@@ -1,0 +1,70 @@
+"""`durable-tools pending` shows a parent run that waits on its sub-agent, and the command
+it prints (naming the parent) decides the sub-agent's call."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+
+import cli_support
+from cli_support import cli, cli_json
+from durable_tools import AgentConfig, DurableTools, RunStatus, ToolRegistry
+from support import answer, calls, running_worker, write_script
+
+cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
+
+
+def writer_registry(tmp_path: Path, published: list[str]) -> ToolRegistry:
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True, approval_summary="publish {text}")
+    def publish(text: str) -> str:
+        """Publish (needs approval)."""
+        published.append(text)
+        return "published"
+
+    child = write_script(tmp_path, [calls(("pub", "publish", {"text": "t"})), answer("child ok")])
+    registry.subagent(AgentConfig(model=child), name="writer", description="Writes.")
+    return registry
+
+
+async def test_pending_lists_the_parent_with_the_command_that_decides_its_child(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    published: list[str] = []
+    parent = write_script(tmp_path, [calls(("w1", "writer", {"task": "write"})), answer("done")])
+    async with running_worker(client, writer_registry(tmp_path, published), task_queue):
+        run = await DurableTools(client, task_queue).start("go", model=parent)
+        child_id = f"{run.run_id}.w1"
+        entry: dict[str, Any] = {}
+        for _ in range(150):
+            listed = {p["run_id"]: p for p in await cli_json(capsys, "pending")}
+            entry = listed.get(run.run_id, {})
+            if entry.get("subagent_approvals") and child_id in listed:
+                break
+            await asyncio.sleep(0.1)
+        [told] = entry["subagent_approvals"]
+        assert entry["status"] == "awaiting_approval" and entry["approvals"] == []
+        assert (told["run_id"], told["call_id"], told["tool"]) == (child_id, "pub", "publish")
+        code, out, _ = await cli(capsys, "pending", "--agent", "agent")
+        assert code == 0
+        block = out.split(f"{run.run_id}  agent", 1)[1]
+        assert f"waits on sub-agent run {child_id}: approval of publish (call pub)" in block
+        approve = next(line for line in block.splitlines() if "approve:" in line)
+        command = approve.split("approve:", 1)[1].strip()
+        assert command == f"durable-tools approve {run.run_id} pub --hash {told['arguments_hash']}"
+        code, out, err = await cli(capsys, *shlex.split(command)[1:], "--as", "ops")
+        assert code == 0, err
+        assert f"in sub-agent run {child_id}" in out
+        result = await run.result()
+        for _ in range(150):
+            if run.run_id not in {p["run_id"] for p in await cli_json(capsys, "pending")}:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the parent is still listed as waiting")
+    assert result.status == RunStatus.COMPLETED and published == ["t"]
