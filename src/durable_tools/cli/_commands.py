@@ -233,7 +233,12 @@ async def cmd_show(args: argparse.Namespace) -> int:
                     "running_tools": running_calls(timeline),
                     "timeline": [r.model_dump(mode="json") for r in timeline],
                     "progress": [
-                        {"call_id": p.call_id, "tool": p.tool, **p.progress.model_dump(mode="json")}
+                        {
+                            "call_id": p.call_id,
+                            "tool": p.tool,
+                            **p.progress.model_dump(mode="json"),
+                            **({"run_id": p.run_id} if p.run_id else {}),
+                        }
                         for p in progress
                     ],
                     "subagent_approvals": [
@@ -252,7 +257,11 @@ async def cmd_show(args: argparse.Namespace) -> int:
             for waiting in snapshot.pending_inputs:  # MCP servers' questions for the user
                 echo("\n" + render_pending_input(run.run_id, waiting))
             for item in progress:
-                echo(f"  progress {item.call_id} {item.tool}: {render_progress(item.progress)}")
+                where = f"  (sub-agent run {terminal_safe(item.run_id)})" if item.run_id else ""
+                echo(
+                    f"  progress {item.call_id} {item.tool}: {render_progress(item.progress)}"
+                    + where
+                )
             for run_id, approval in in_children:
                 echo(f"\nin sub-agent run {run_id}:\n{render_approval(run_id, approval)}")
         return 0

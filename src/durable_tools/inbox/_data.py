@@ -150,7 +150,7 @@ async def find_call(
         snapshot=snapshot,
         record=record,
         recent=conversation[-8:],
-        trail=[e for e in events if e.call_id == call_id],
+        trail=[e for e in events if e.call_id == call_id and not e.subagent_run],
         spec=spec,
         spec_source=source,
     )

@@ -198,7 +198,12 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
     child_id = f"{workflow_id}.{state.calls.keys[call.id][len(workflow_id) + 1 :]}"
     record.child_run_id = child_id
     state.event(
-        "tool.started", call, detail=f"sub-agent run {child_id}", transport="sub-agent", attempt=1
+        "tool.started",
+        call,
+        detail=f"sub-agent run {child_id}",
+        transport="sub-agent",
+        attempt=1,
+        details={"child_run_id": child_id},  # what a follower of the stream follows too
     )
     # The child tells this run what it waits for (a signal: runs recorded before do not).
     report_to = None
