@@ -199,3 +199,58 @@ async def test_forged_huge_future_and_replayed_notices_change_nothing(
         result = await run.result()
         await assert_not_wedged(run.handle, allowed=0)
     assert result.status == RunStatus.COMPLETED and executed == ["findings"]
+
+
+async def test_a_parent_that_continues_as_new_shows_only_the_child_that_waits_now(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # The parent passes its event limit while its first child waits: it continues as new
+    # only once that call has ended (between turns), and its next run hears the next
+    # child (notices go to the parent's workflow id), not the first one.
+    executed: list[str] = []
+    registry = researcher_registry(tmp_path, executed)
+    parent_model = write_script(
+        tmp_path,
+        [
+            calls(("r1", "researcher", {"task": "first"})),
+            calls(("r2", "researcher", {"task": "second"})),
+            answer("both done"),
+        ],
+    )
+    config = AgentConfig(model=parent_model, continue_as_new_after_events=20)
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("delegate twice", config=config)
+        first, second = f"{run.run_id}.r1", f"{run.run_id}.r2"
+        waiting = await until(run, lambda s: s.subagent_approvals, "told of the first child")
+        assert [w.run_id for w in waiting.subagent_approvals] == [first]
+        assert waiting.continued == 0
+        await run.approve("pub", decider="alice")  # through the parent
+        waiting = await until(
+            run,
+            lambda s: [w.run_id for w in s.subagent_approvals] == [second],
+            "told of the second child after continuing",
+        )
+        assert waiting.continued >= 1 and waiting.status == RunStatus.AWAITING_APPROVAL
+        *_, details = await shown(run, "awaiting_approval", 1)
+        assert second in details and first not in details
+        # The first child's old notice, sent again to the new run: not a running call.
+        stale = {
+            "child_id": first,
+            "sent_at": datetime.now(UTC).isoformat(),
+            "seq": 99,
+            "waits": [{**waiting.subagent_approvals[0].model_dump(mode="json"), "run_id": first}],
+        }
+        await run.handle.signal(SIGNAL, stale)
+        for _ in range(200):
+            refused = [e for e in await run.events() if e.event == "subagent.notice_refused"]
+            if refused:
+                break
+            await asyncio.sleep(0.1)
+        assert refused and first in (refused[0].detail or "")
+        assert [w.run_id for w in (await run.status()).subagent_approvals] == [second]
+        await run.approve("pub", decider="alice")
+        result = await run.result()
+        final = await attributes(run)
+        await assert_not_wedged(run.handle, allowed=0)
+    assert result.status == RunStatus.COMPLETED and executed == ["findings", "findings"]
+    assert final[:3] == ("completed", 0, "")
