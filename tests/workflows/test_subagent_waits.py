@@ -254,3 +254,34 @@ async def test_a_parent_that_continues_as_new_shows_only_the_child_that_waits_no
         await assert_not_wedged(run.handle, allowed=0)
     assert result.status == RunStatus.COMPLETED and executed == ["findings", "findings"]
     assert final[:3] == ("completed", 0, "")
+
+
+async def test_a_grandchilds_wait_reaches_the_root_and_is_decided_by_the_roots_id(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    registry = researcher_registry(tmp_path, executed)
+    lead_model = write_script(
+        tmp_path, [calls(("r1", "researcher", {"task": "dig"})), answer("lead done")]
+    )
+    registry.subagent(
+        AgentConfig(name="lead", model=lead_model), name="lead", description="Leads research."
+    )
+    root_model = write_script(tmp_path, [calls(("l1", "lead", {"task": "run it"})), answer("ok")])
+    config = AgentConfig(model=root_model, max_subagent_depth=2)
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("delegate deep", config=config)
+        lead = f"{run.run_id}.l1"
+        snapshot = await until(run, lambda s: s.subagent_approvals, "told of the grandchild")
+        [wait] = snapshot.subagent_approvals
+        assert wait.run_id.startswith(lead + ".") and wait.call_id == "pub"
+        grandchild = wait.run_id
+        *_, details = await shown(run, "awaiting_approval", 1)
+        assert f"sub-agent run `{grandchild}`" in details
+        assert f"durable-tools approve {run.run_id} pub" in details
+        recorded = await run.decide_request(
+            "pub", True, arguments_hash=wait.arguments_hash, decider="alice"
+        )
+        assert recorded.run_id == grandchild
+        result = await run.result()
+    assert result.status == RunStatus.COMPLETED and executed == ["findings"]
