@@ -20,8 +20,15 @@ from durable_tools import (
     ToolRegistry,
     search_attributes as sa,
 )
-from durable_tools.workflows import RunSnapshot
-from support import answer, assert_not_wedged, assert_replays, calls, running_worker, write_script
+from support import (
+    answer,
+    assert_not_wedged,
+    assert_replays,
+    calls,
+    running_worker,
+    wait_for,
+    write_script,
+)
 
 SIGNAL = "subagent_waits"
 
@@ -46,13 +53,11 @@ def researcher_registry(tmp_path: Path, executed: list[str]) -> ToolRegistry:
     return registry
 
 
-async def until(run: AgentRun, check: Any, what: str) -> RunSnapshot:
-    for _ in range(200):
-        snapshot = await run.status()
-        if check(snapshot):
-            return snapshot
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{run.run_id}: never {what}: {snapshot}")
+def delegating_model(tmp_path: Path) -> str:
+    """A parent's script: ask the researcher once, then answer."""
+    return write_script(
+        tmp_path, [calls(("r1", "researcher", {"task": "find things"})), answer("all done")]
+    )
 
 
 async def attributes(run: AgentRun) -> tuple[str | None, int | None, str | None, str]:
@@ -88,14 +93,12 @@ async def test_the_parent_says_it_waits_on_its_child_and_is_decided_by_its_own_i
 ) -> None:
     executed: list[str] = []
     registry = researcher_registry(tmp_path, executed)
-    parent_model = write_script(
-        tmp_path, [calls(("r1", "researcher", {"task": "find things"})), answer("all done")]
-    )
+    parent_model = delegating_model(tmp_path)
     async with running_worker(client, registry, task_queue):
         dt = DurableTools(client, task_queue)
         run = await dt.start("delegate", model=parent_model, run_id=f"parent-{task_queue}")
         child_id = f"{run.run_id}.r1"
-        snapshot = await until(run, lambda s: s.subagent_approvals, "told of its child's wait")
+        snapshot = await wait_for(run, lambda s: bool(s.subagent_approvals))
         [wait] = snapshot.subagent_approvals
         assert (wait.run_id, wait.call_id, wait.tool) == (child_id, "pub", "publish")
         assert wait.summary == "publish «findings»" and wait.display_tool == "Publish"
@@ -127,13 +130,11 @@ async def test_forged_huge_future_and_replayed_notices_change_nothing(
 ) -> None:
     executed: list[str] = []
     registry = researcher_registry(tmp_path, executed)
-    parent_model = write_script(
-        tmp_path, [calls(("r1", "researcher", {"task": "find things"})), answer("all done")]
-    )
+    parent_model = delegating_model(tmp_path)
     async with running_worker(client, registry, task_queue):
         run = await DurableTools(client, task_queue).start("delegate", model=parent_model)
         child_id = f"{run.run_id}.r1"
-        snapshot = await until(run, lambda s: s.subagent_approvals, "told of its child's wait")
+        snapshot = await wait_for(run, lambda s: bool(s.subagent_approvals))
         [real] = snapshot.subagent_approvals
         now = datetime.now(UTC)
 
@@ -191,7 +192,7 @@ async def test_forged_huge_future_and_replayed_notices_change_nothing(
         assert (await attributes(run))[1] == 1
         await run.approve("pub", decider="alice")
         # The child's earlier notice sent again after its last one: still nothing shown.
-        await until(run, lambda s: not s.subagent_approvals, "forgot the wait")
+        await wait_for(run, lambda s: not s.subagent_approvals)
         stale = notice(
             waits=[real.model_dump(mode="json")], seq=0, sent_at=real.requested_at.isoformat()
         )
@@ -221,14 +222,12 @@ async def test_a_parent_that_continues_as_new_shows_only_the_child_that_waits_no
     async with running_worker(client, registry, task_queue):
         run = await DurableTools(client, task_queue).start("delegate twice", config=config)
         first, second = f"{run.run_id}.r1", f"{run.run_id}.r2"
-        waiting = await until(run, lambda s: s.subagent_approvals, "told of the first child")
+        waiting = await wait_for(run, lambda s: bool(s.subagent_approvals))
         assert [w.run_id for w in waiting.subagent_approvals] == [first]
         assert waiting.continued == 0
         await run.approve("pub", decider="alice")  # through the parent
-        waiting = await until(
-            run,
-            lambda s: [w.run_id for w in s.subagent_approvals] == [second],
-            "told of the second child after continuing",
+        waiting = await wait_for(
+            run, lambda s: [w.run_id for w in s.subagent_approvals] == [second], timeout=30
         )
         assert waiting.continued >= 1 and waiting.status == RunStatus.AWAITING_APPROVAL
         *_, details = await shown(run, "awaiting_approval", 1)
@@ -272,7 +271,7 @@ async def test_a_grandchilds_wait_reaches_the_root_and_is_decided_by_the_roots_i
     async with running_worker(client, registry, task_queue):
         run = await DurableTools(client, task_queue).start("delegate deep", config=config)
         lead = f"{run.run_id}.l1"
-        snapshot = await until(run, lambda s: s.subagent_approvals, "told of the grandchild")
+        snapshot = await wait_for(run, lambda s: bool(s.subagent_approvals))
         [wait] = snapshot.subagent_approvals
         assert wait.run_id.startswith(lead + ".") and wait.call_id == "pub"
         grandchild = wait.run_id

@@ -159,23 +159,20 @@ def _how_to_resume(run_id: str, pending: object, prefix: str = "") -> str:
 
     `prefix`: the handler prefix of a host that is not an agent workflow (an embedded
     loop, a tool runtime): its commands need `--prefix`."""
-    if isinstance(pending, PendingApproval):
+    if isinstance(pending, PendingApproval | SubagentWait):
         on = f" --prefix {_word(prefix)}" if prefix else ""
         # In a code span: the details are markdown, and a summary must not make a link.
         said = f" `{_unticked(pending.summary)}`" if pending.summary else ""
-        return (
-            f"- waiting for approval of `{pending.tool}` (call `{_unticked(pending.call_id)}`)"
-            f"{said}: `durable-tools approve {_word(run_id)} {_word(pending.call_id)} --hash "
-            f"{_word(pending.arguments_hash)}{on}` or `durable-tools deny ...`"
+        # A sub-agent's is decided through this run too: the decision finds the sub-agent.
+        who = (
+            f"sub-agent run `{_unticked(pending.run_id)}` waits"
+            if isinstance(pending, SubagentWait)
+            else "waiting"
         )
-    if isinstance(pending, SubagentWait):
-        on = f" --prefix {_word(prefix)}" if prefix else ""
-        said = f" `{_unticked(pending.summary)}`" if pending.summary else ""
-        # Decided through this run: the decision finds the sub-agent that waits.
         return (
-            f"- sub-agent run `{_unticked(pending.run_id)}` waits for approval of "
-            f"`{_unticked(pending.tool)}` (call `{_unticked(pending.call_id)}`){said}: "
-            f"`durable-tools approve {_word(run_id)} {_word(pending.call_id)} --hash "
+            f"- {who} for approval of `{_unticked(pending.tool)}` "
+            f"(call `{_unticked(pending.call_id)}`){said}: `durable-tools approve "
+            f"{_word(run_id)} {_word(pending.call_id)} --hash "
             f"{_word(pending.arguments_hash)}{on}` or `durable-tools deny ...`"
         )
     if isinstance(pending, PendingAuthorization):
