@@ -16,10 +16,13 @@ from durable_tools import (
     AgentConfig,
     AgentRun,
     DurableTools,
+    ExecutionStrategy,
+    Limits,
     RunStatus,
     ToolRegistry,
     search_attributes as sa,
 )
+from durable_tools.protocol._wait_types import MAX_SUBAGENT_WAITS
 from support import (
     answer,
     assert_not_wedged,
@@ -284,3 +287,49 @@ async def test_a_grandchilds_wait_reaches_the_root_and_is_decided_by_the_roots_i
         assert recorded.run_id == grandchild
         result = await run.result()
     assert result.status == RunStatus.COMPLETED and executed == ["findings"]
+
+
+async def test_a_child_waiting_on_more_calls_than_a_notice_lists_is_counted_in_full(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # 25 approvals at once in one child, and four children waiting together: the notices
+    # list at most MAX_SUBAGENT_WAITS each and count the rest, and the parent's
+    # PendingApprovals counts every one.
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True)
+    def publish(text: str) -> str:
+        """Publish a text (needs approval)."""
+        return "published"
+
+    many = [(f"p{i}", "publish", {"text": str(i)}) for i in range(25)]
+    child_model = write_script(tmp_path, [calls(*many), answer("never")])
+    registry.subagent(
+        AgentConfig(
+            name="bulk",
+            model=child_model,
+            strategy=ExecutionStrategy(mode="parallel", concurrency=25),
+            limits=Limits(max_tool_calls_per_turn=25),
+        ),
+        name="bulk",
+        description="Publishes a lot.",
+    )
+    parent_model = write_script(
+        tmp_path,
+        [calls(*[(f"b{i}", "bulk", {"task": "go"}) for i in range(4)]), answer("never")],
+    )
+    config = AgentConfig(model=parent_model, strategy=ExecutionStrategy(mode="parallel"))
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("fan out", config=config)
+        snapshot = await wait_for(
+            run, lambda s: len(s.subagent_approvals) == 4 * MAX_SUBAGENT_WAITS, timeout=60
+        )
+        assert {w.run_id for w in snapshot.subagent_approvals} == {
+            f"{run.run_id}.b{i}" for i in range(4)
+        }
+        *_, details = await shown(run, "awaiting_approval", 100)
+        assert details.count("waits for approval of `publish`") == 4 * MAX_SUBAGENT_WAITS
+        await run.cancel("test over")
+        result = await run.result()
+        await assert_not_wedged(run.handle, allowed=0)
+    assert result.status == RunStatus.CANCELLED
