@@ -79,18 +79,14 @@ def report_to_parent(state: RunState) -> None:
     # Counted, not listed: own waits that could not be told, those past the bound, and
     # those the sub-agents themselves only counted.
     more = len(own) + len(relayed) - len(listed) + relayed_count(state.gates) - len(relayed)
-    told = (tuple((w.run_id, w.call_id, w.arguments_hash) for w in listed), more)
-    if told == state.gates.reported:
-        return
-    state.gates.reported = told
-    notice = SubagentNotice(
-        child_id=run_id,
-        sent_at=workflow.now(),
-        seq=state.gates.notices_sent,
-        waits=listed,
-        more=more,
+    seq = state.gates.report.next_seq(
+        (tuple((w.run_id, w.call_id, w.arguments_hash) for w in listed), more)
     )
-    state.gates.notices_sent += 1
+    if seq is None:
+        return
+    notice = SubagentNotice(
+        child_id=run_id, sent_at=workflow.now(), seq=seq, waits=listed, more=more
+    )
     # By workflow id only: the notice reaches the parent's current run.
     handle = workflow.get_external_workflow_handle(parent.workflow_id)
     task = asyncio.create_task(_send(handle, signal, notice))
