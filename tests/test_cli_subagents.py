@@ -67,4 +67,11 @@ async def test_pending_lists_the_parent_with_the_command_that_decides_its_child(
             await asyncio.sleep(0.1)
         else:
             raise AssertionError("the parent is still listed as waiting")
+        # The parent's events include the child's, marked with its run id.
+        code, out, err = await cli(capsys, "events", run.run_id)
+        assert code == 0, err
+        theirs = [line for line in out.splitlines() if line.startswith(f"[sub-agent {child_id}]")]
+        assert any("approval.decided" in line for line in theirs), out
+        mine = [line for line in out.splitlines() if not line.startswith("[sub-agent")]
+        assert any("subagent.waiting" in line for line in mine), out
     assert result.status == RunStatus.COMPLETED and published == ["t"]

@@ -22,6 +22,7 @@ from durable_tools import (
     ToolRegistry,
     search_attributes as sa,
 )
+from durable_tools.client.runs._decide import NothingPending
 from durable_tools.protocol._wait_types import MAX_SUBAGENT_WAITS
 from support import (
     answer,
@@ -110,6 +111,13 @@ async def test_the_parent_says_it_waits_on_its_child_and_is_decided_by_its_own_i
         assert tool == "publish"
         assert f"sub-agent run `{child_id}` waits for approval of `publish` (call `pub`)" in details
         assert f"durable-tools approve {run.run_id} pub --hash {wait.arguments_hash}" in details
+        # A call id nobody waits on, through the parent: refused, saying what waits.
+        try:
+            await run.decide_request("unknown", False, arguments_hash=None, decider="alice")
+        except NothingPending as refused:
+            assert refused.pending == ("pub",)
+        else:
+            raise AssertionError("an unknown call id was decided")
         # The decision names the parent: it reaches the child that waits.
         recorded = await run.decide_request(
             "pub", True, arguments_hash=wait.arguments_hash, decider="alice"
