@@ -341,3 +341,43 @@ async def test_a_child_waiting_on_more_calls_than_a_notice_lists_is_counted_in_f
         result = await run.result()
         await assert_not_wedged(run.handle, allowed=0)
     assert result.status == RunStatus.CANCELLED
+
+
+async def test_a_flood_of_notices_keeps_the_run_bounded_and_its_childs_word(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # 400 notices at once: forged ones (refused, in the events the run keeps) and stale
+    # copies of the child's (dropped): the run's state stays bounded, its task never
+    # fails, and it still shows exactly what the child waits for.
+    executed: list[str] = []
+    registry = researcher_registry(tmp_path, executed)
+    config = AgentConfig(model=delegating_model(tmp_path), events_kept=50)
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("delegate", config=config)
+        child_id = f"{run.run_id}.r1"
+        snapshot = await wait_for(run, lambda s: bool(s.subagent_approvals))
+        [real] = snapshot.subagent_approvals
+        old = (real.requested_at - timedelta(hours=1)).isoformat()
+        wait = {**real.model_dump(mode="json"), "call_id": "fake"}
+        flood = [
+            {"child_id": f"{run.run_id}.x{i}", "sent_at": old, "seq": i, "waits": [wait]}
+            if i % 2
+            else {"child_id": child_id, "sent_at": old, "seq": i, "waits": [wait]}
+            for i in range(400)
+        ]
+        # In batches of 50: more signals buffered during one workflow task than the
+        # server's batch limit (100) make it fail the task once to flush them.
+        for start in range(0, len(flood), 50):
+            batch = flood[start : start + 50]
+            await asyncio.gather(*(run.handle.signal(SIGNAL, notice) for notice in batch))
+        for _ in range(300):
+            events = await run.events(subagents=False)
+            if sum(e.event == "subagent.notice_refused" for e in events) >= 50 - 5:
+                break
+            await asyncio.sleep(0.1)
+        assert len(events) <= 50
+        assert (await run.status()).subagent_approvals == [real]
+        await run.approve("pub", decider="alice")
+        result = await run.result()
+        await assert_not_wedged(run.handle, allowed=0)
+    assert result.status == RunStatus.COMPLETED and executed == ["findings"]
