@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ from temporalio.client import Client
 import cli_support
 from cli_support import cli, cli_json
 from durable_tools import AgentConfig, DurableTools, RunStatus, ToolRegistry
+from durable_tools.client.render._text import render_snapshot
+from durable_tools.workflows import RunSnapshot, SubagentWait
 from support import answer, calls, running_worker, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
@@ -75,3 +78,39 @@ async def test_pending_lists_the_parent_with_the_command_that_decides_its_child(
         mine = [line for line in out.splitlines() if not line.startswith("[sub-agent")]
         assert any("subagent.waiting" in line for line in mine), out
     assert result.status == RunStatus.COMPLETED and published == ["t"]
+
+
+def test_what_a_run_was_told_of_its_sub_agent_prints_safely_with_the_parents_command() -> None:
+    # A notice is input from outside (anyone who may signal the run can send one): what
+    # it says reaches the terminal escaped, and the command names the parent.
+    wait = SubagentWait(
+        run_id="parent.w1\n\x1b[2Jfake prompt$ ",
+        call_id="c1; rm -rf ~",
+        tool="publish\x1b[31m",
+        summary="publish \u202eevil\x07",
+        arguments_hash="a" * 64,
+        requested_at=datetime.now(UTC),
+    )
+    snapshot = RunSnapshot(
+        status=RunStatus.AWAITING_APPROVAL,
+        agent="agent",
+        turn=1,
+        tool_calls=1,
+        subagent_approvals=[wait],
+    )
+    shown = render_snapshot("parent", snapshot, [], "http://ui")
+    assert not set(shown) & {"\x1b", "\x07", "\u202e"}
+    assert "waits on sub-agent run parent.w1" in shown
+    approve = next(line for line in shown.splitlines() if "approve:" in line)
+    assert approve.split("approve:", 1)[1].split() == [
+        "durable-tools",
+        "approve",
+        "parent",
+        "'c1;",
+        "rm",
+        "-rf",
+        "~'",
+        "--hash",
+        "a" * 64,
+    ]
+    assert shlex.split(approve.split("approve:", 1)[1])[3] == "c1; rm -rf ~"
