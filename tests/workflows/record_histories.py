@@ -105,6 +105,14 @@ def with_subagent(tools: ToolRegistry, directory: Path) -> ToolRegistry:
         name="helper",
         description="A helper agent.",
     )
+    payer_model = write_script(
+        directory, [calls(("x1", "transfer", {"amount": 5, "note": "n"})), answer("paid")]
+    )
+    tools.subagent(
+        AgentConfig(name="payer", model=payer_model),
+        name="payer",
+        description="A sub-agent whose call waits for approval.",
+    )
     return tools
 
 
@@ -151,6 +159,18 @@ async def record(client: Client, directory: Path) -> None:
     async def subagent(dt: DurableTools, model: str) -> AgentRun:
         return await dt.start("delegate", model=model, run_id="subagent")
 
+    async def subagent_waits(dt: DurableTools, model: str) -> AgentRun:
+        # The child tells the parent it waits (a signal), and again when decided.
+        run = await dt.start("delegate a payment", model=model, run_id="subagent_waits")
+        await wait_for(run, lambda s: bool(s.subagent_approvals))
+        await run.approve("x1", decider="alice")
+        child = dt.run("subagent_waits.p1")
+        await child.result()
+        save("subagent_waits_child", await child.handle.fetch_history())
+        return run
+
+    scripts["subagent_waits"] = [calls(("p1", "payer", {"task": "pay"})), answer("done")]
+
     async def callbacks(dt: DurableTools, model: str) -> AgentRun:
         run = await dt.start("where am I?", model=model, run_id="callbacks")
         pending = await wait_for(run, lambda s: bool(s.pending_callbacks))
@@ -168,6 +188,7 @@ async def record(client: Client, directory: Path) -> None:
         "approvals": approvals,
         "continued": continued,
         "subagent": subagent,
+        "subagent_waits": subagent_waits,
         "callbacks": callbacks,
     }
     if only := set(sys.argv[1:]):

@@ -26,6 +26,8 @@ def test_histories_are_checked_in() -> None:
         "approvals",
         "continued",
         "subagent",
+        "subagent_waits",
+        "subagent_waits_child",
         "callbacks",
         "packed_catalog",
         "short_wire",

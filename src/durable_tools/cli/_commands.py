@@ -244,7 +244,12 @@ async def cmd_show(args: argparse.Namespace) -> int:
                     "running_tools": running_calls(timeline),
                     "timeline": [r.model_dump(mode="json") for r in timeline],
                     "progress": [
-                        {"call_id": p.call_id, "tool": p.tool, **p.progress.model_dump(mode="json")}
+                        {
+                            "call_id": p.call_id,
+                            "tool": p.tool,
+                            **p.progress.model_dump(mode="json"),
+                            **({"run_id": p.run_id} if p.run_id else {}),
+                        }
                         for p in progress
                     ],
                     "subagent_approvals": [
@@ -254,11 +259,20 @@ async def cmd_show(args: argparse.Namespace) -> int:
                 }
             )
         else:
+            # What a sub-agent that answered shows itself below, in full; what the run was
+            # told of the others (their worker did not answer) is said by the run.
+            live = {(run_id, approval.call_id) for run_id, approval in in_children}
+            told = [w for w in snapshot.subagent_approvals if (w.run_id, w.call_id) not in live]
+            snapshot = snapshot.model_copy(update={"subagent_approvals": told})
             echo(render_snapshot(run.run_id, snapshot, timeline, run_link(run)))
             for waiting in snapshot.pending_inputs:  # MCP servers' questions for the user
                 echo("\n" + render_pending_input(run.run_id, waiting))
             for item in progress:
-                echo(f"  progress {item.call_id} {item.tool}: {render_progress(item.progress)}")
+                where = f"  (sub-agent run {terminal_safe(item.run_id)})" if item.run_id else ""
+                echo(
+                    f"  progress {item.call_id} {item.tool}: {render_progress(item.progress)}"
+                    + where
+                )
             for run_id, approval in in_children:
                 echo(f"\nin sub-agent run {run_id}:\n{render_approval(run_id, approval)}")
         return 0

@@ -21,6 +21,8 @@ __all__ = ["cmd_events", "render_event"]
 def render_event(event: RunEvent) -> str:
     """One line for an event: index, time, name, call, detail."""
     seq = f"#{event.seq} " if event.seq is not None else ""
+    if event.subagent_run:  # a sub-agent's event in its parent's stream
+        seq = f"[sub-agent {terminal_safe(event.subagent_run)}] {seq}"
     call = " ".join(part for part in (event.tool, event.call_id) if part) if event.call_id else ""
     call = f" {call}" if call else ""
     extra: list[str] = []
@@ -64,7 +66,9 @@ async def cmd_events(args: argparse.Namespace) -> int:
         return 2
     sink = MultiSink(sinks)
     try:
-        result = await follow_events(run, sink, cursor=args.cursor, until_ended=args.follow)
+        result = await follow_events(
+            run, sink, cursor=args.cursor, until_ended=args.follow, subagent=tools.run
+        )
     except (WorkflowQueryFailedError, RPCError, TimeoutError) as error:
         echo(f"error: the events query got no answer ({error}); is a worker running?", err=True)
         return 1

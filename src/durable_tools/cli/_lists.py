@@ -16,6 +16,7 @@ from durable_tools.client.inputs._answer import render_pending_input
 from durable_tools.client.render._text import (
     render_approval,
     render_authorization,
+    render_subagent_wait,
     render_table,
     terminal_safe,
 )
@@ -121,6 +122,7 @@ def _only_tool(snapshot: RunSnapshot, tool: str) -> RunSnapshot:
                 "pending_authorizations",
                 "pending_inputs",
                 "pending_callbacks",
+                "subagent_approvals",
             )
         }
     )
@@ -201,6 +203,9 @@ async def cmd_pending(args: argparse.Namespace) -> int:
                 ]
                 entry["inputs"] = [i.model_dump(mode="json") for i in polled.pending_inputs]
                 entry["callbacks"] = [c.model_dump(mode="json") for c in polled.pending_callbacks]
+                entry["subagent_approvals"] = [
+                    w.model_dump(mode="json") for w in polled.subagent_approvals
+                ]
             entries.append(entry)
         dump_json(entries)
         return 0
@@ -221,6 +226,9 @@ async def cmd_pending(args: argparse.Namespace) -> int:
             continue
         for approval in polled.pending_approvals:
             rendered = render_approval(summary.run_id, approval, prefix=prefix)
+            echo("  " + rendered.replace("\n", "\n  "))
+        for wait in polled.subagent_approvals:
+            rendered = render_subagent_wait(summary.run_id, wait, prefix=prefix)
             echo("  " + rendered.replace("\n", "\n  "))
         for authorization in polled.pending_authorizations:
             echo("  " + render_authorization(authorization, summary.run_id).replace("\n", "\n  "))

@@ -64,7 +64,8 @@ class LivePrinter:
             "message_start": f"[turn {event.turn}] ",
             "restarted": f"[turn {event.turn}: message restarted, attempt {event.attempt}]",
             "elided": "[... the rest of this message is not streamed]",
-            "tool_progress": f"    {event.call_id} {event.tool}: {event.text}",
+            "tool_progress": f"    {event.call_id} {event.tool}: {event.text}"
+            + (f"  (sub-agent run {event.run_id})" if event.run_id else ""),
             "run_ended": f"status: {event.text}",
         }
         if event.kind == "message_end":

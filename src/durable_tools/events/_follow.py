@@ -7,13 +7,20 @@ and moves the cursor on. Events carry their index (`seq`), continued across
 continue-as-new, so nothing is missed or repeated as long as the follower polls before
 `events_kept` newer events pushed an unread one out; if it falls that far behind, the
 sink receives an `events.missed` event saying how many are gone.
+
+A run's stream includes its sub-agents' (when the caller says how to reach them,
+`subagent=`): an event that says a sub-agent call started (`RunEvent.started_subagent`)
+starts a follower of that sub-agent's stream into the same sink, each of its events marked
+with the sub-agent's run id (`RunEvent.subagent_run`); the follow returns once those
+followers end too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -25,7 +32,17 @@ from durable_tools.protocol._event_names import MISSED_EVENT
 from durable_tools.protocol._records import EventsPage
 from durable_tools.workflows import RunEvent, RunStatus
 
-__all__ = ["MISSED_EVENT", "FollowResult", "FollowableRun", "follow_events"]
+__all__ = [
+    "MAX_SUBAGENTS_FOLLOWED",
+    "MISSED_EVENT",
+    "FollowResult",
+    "FollowableRun",
+    "follow_events",
+    "marked",
+]
+
+MAX_SUBAGENTS_FOLLOWED = 64
+"""Sub-agent streams one follow reads at most (its whole tree), beyond the run's own."""
 
 log = logging.getLogger("durable_tools.events")
 
@@ -67,6 +84,29 @@ class FollowResult:
     """Events handed to the sink."""
     missed: int = 0
     """Events that were dropped by the run before the follower read them."""
+    subagents: list[str] = field(default_factory=list)
+    """The sub-agent runs whose streams were followed into the sink too."""
+
+
+def marked(event: RunEvent, subagent_run: str) -> RunEvent:
+    """`event` of sub-agent `subagent_run`, as its parent's stream shows it (an event
+    a deeper sub-agent emitted keeps its own mark)."""
+    if event.subagent_run:
+        return event
+    return event.model_copy(update={"subagent_run": subagent_run})
+
+
+class _MarkedSink:
+    """Passes a sub-agent's events to its parent's sink, marked, under the parent's id."""
+
+    def __init__(self, sink: EventSink, run_id: str, subagent_run: str) -> None:
+        self._sink, self._run_id, self._subagent_run = sink, run_id, subagent_run
+
+    def emit(self, run_id: str, event: RunEvent) -> None:
+        self._sink.emit(self._run_id, marked(event, self._subagent_run))
+
+    def close(self) -> None:
+        """The parent's sink stays open."""
 
 
 async def follow_events(
@@ -77,6 +117,7 @@ async def follow_events(
     interval: float = 0.5,
     query_timeout: float = 10.0,
     until_ended: bool = True,
+    subagent: Callable[[str], FollowableRun] | None = None,
 ) -> FollowResult:
     """Deliver the run's events from `cursor` on to `sink`, in order, until the run ends.
 
@@ -89,11 +130,63 @@ async def follow_events(
             or times out is retried after `interval`.
         until_ended: Stop once the run has ended and every event was delivered; False
             reads what is there now and returns.
+        subagent: How to reach a sub-agent run by its id (`AgentRun` passes its own);
+            given, the sub-agents' events are delivered too, marked (from their start,
+            whatever `cursor` is). None: the run's own events only.
 
     Returns:
         The cursor to resume from and what was delivered.
     """
     result = FollowResult(cursor=cursor)
+    followers: list[asyncio.Task[FollowResult]] = []
+
+    def follow_subagents(page: EventsPage) -> None:
+        for event in page.events:
+            child = event.started_subagent
+            if subagent is None or child is None or child in result.subagents:
+                continue
+            if len(result.subagents) >= MAX_SUBAGENTS_FOLLOWED:
+                return
+            result.subagents.append(child)
+            followers.append(
+                asyncio.ensure_future(
+                    follow_events(
+                        subagent(child),
+                        _MarkedSink(sink, run.run_id, child),
+                        interval=interval,
+                        query_timeout=query_timeout,
+                        until_ended=until_ended,
+                        subagent=subagent,  # and theirs, marked with their own ids
+                    )
+                )
+            )
+
+    try:
+        await _follow_own(run, sink, result, interval, query_timeout, until_ended, follow_subagents)
+        # The sub-agents' streams end with them (before the run, or cancelled with it).
+        for follower in followers:
+            try:
+                theirs = await follower
+            except (WorkflowQueryFailedError, RPCError, TimeoutError):
+                continue  # read once (`until_ended=False`) and not answering: left out
+            result.delivered += theirs.delivered
+            result.missed += theirs.missed
+            result.subagents += theirs.subagents
+    finally:
+        for follower in followers:
+            follower.cancel()
+    return result
+
+
+async def _follow_own(
+    run: FollowableRun,
+    sink: EventSink,
+    result: FollowResult,
+    interval: float,
+    query_timeout: float,
+    until_ended: bool,
+    on_page: Callable[[EventsPage], None],
+) -> None:
     warned = False
     while True:
         try:
@@ -107,10 +200,11 @@ async def follow_events(
             await asyncio.sleep(interval)
             continue
         _deliver(run.run_id, page, sink, result)
+        on_page(page)
         if result.cursor < page.total:
             continue  # a full page: more are waiting
         if not until_ended or page.status in _ENDED or not await _open(run):
-            return result
+            return
         await asyncio.sleep(interval)
 
 

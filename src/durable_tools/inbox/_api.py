@@ -26,6 +26,15 @@ def pending_json(user: str, found: PendingList) -> dict[str, Any]:
             }
             for item in found.items
         ],
+        "subagent_waits": [
+            {
+                **item.wait.model_dump(mode="json", exclude={"run_id"}),
+                "run_id": item.run_id,
+                "agent": item.agent,
+                "waiting_run": item.wait.run_id,
+            }
+            for item in found.subagents
+        ],
         "other_waits": [
             {
                 "run_id": wait.run_id,

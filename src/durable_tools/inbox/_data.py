@@ -61,8 +61,12 @@ class CallView:
     """Everything the call page shows."""
 
     run_id: str
+    """The run the page is of (and the decision is sent to)."""
+    waiting_run: str
+    """The run that waits: `run_id`, or one of its sub-agents."""
     approval: PendingApproval
     snapshot: RunSnapshot
+    """The waiting run's status."""
     record: RunRecord
     recent: list[Message]
     trail: list[RunEvent]
@@ -116,12 +120,21 @@ async def find_call(
     run = await run_handle(tools, run_id)
     snapshot = await readable(run.status())
     approval = next((a for a in snapshot.pending_approvals if a.call_id == call_id), None)
+    waiting = run
+    if approval is None and snapshot.subagent_approvals:
+        # A sub-agent's call, shown on this run's page: its context is the sub-agent's,
+        # the decision goes through this run (`decide_request` finds the sub-agent).
+        found = await readable(run.find_approval(call_id))
+        if found is None:
+            return None
+        waiting, approval = found
+        snapshot = await readable(waiting.status())
     if approval is None:
         return None
     conversation, events, record = await asyncio.gather(
-        readable(run.conversation()),
-        readable(run.events()),
-        read_record(records, run_id, snapshot.continued),
+        readable(waiting.conversation()),
+        readable(waiting.events()),
+        read_record(records, waiting.run_id, snapshot.continued),
     )
     if record.prompt is None:  # the history unread: the conversation may still hold it
         first = next((m.content for m in conversation if m.role == "user"), None)
@@ -132,11 +145,12 @@ async def find_call(
         spec, source = registry.get(approval.tool).spec, "inbox"
     return CallView(
         run_id=run_id,
+        waiting_run=waiting.run_id,
         approval=approval,
         snapshot=snapshot,
         record=record,
         recent=conversation[-8:],
-        trail=[e for e in events if e.call_id == call_id],
+        trail=[e for e in events if e.call_id == call_id and not e.subagent_run],
         spec=spec,
         spec_source=source,
     )

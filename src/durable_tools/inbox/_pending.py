@@ -30,7 +30,7 @@ from durable_tools._encrypted import is_encrypted_payload_error
 from durable_tools.client import DurableTools
 from durable_tools.protocol._resume import answer_command, reissue_command
 from durable_tools.protocol._types import status_in
-from durable_tools.workflows import PendingApproval, RunSnapshot, RunStatus
+from durable_tools.workflows import PendingApproval, RunSnapshot, RunStatus, SubagentWait
 
 from ._hosts import run_handle
 
@@ -43,6 +43,7 @@ __all__ = [
     "PendingItem",
     "PendingList",
     "RunQueries",
+    "SubagentItem",
     "WaitingRun",
     "list_pending",
 ]
@@ -79,6 +80,21 @@ class PendingItem:
     def requested_at(self) -> datetime:
         """When the approval was asked for."""
         return self.approval.requested_at
+
+
+@dataclass(frozen=True)
+class SubagentItem:
+    """A run that waits on a sub-agent's approval: decided from the run's page, or by
+    the run's id (the decision finds the sub-agent); the sub-agent is listed itself too."""
+
+    run_id: str
+    agent: str | None
+    wait: SubagentWait
+
+    @property
+    def requested_at(self) -> datetime:
+        """When the sub-agent asked."""
+        return self.wait.requested_at
 
 
 @dataclass(frozen=True)
@@ -193,11 +209,14 @@ class PendingList:
             none in time).
         encrypted: Runs of the page whose payloads are encrypted and the inbox has no keys.
         hidden: Approvals of the page left out because the user may not decide them.
+        subagents: The page's runs that wait on a sub-agent's approval (each sub-agent
+            is a run of the page too, when it waits itself).
         waits: The page's runs' other waits (questions, grants, callback clients).
         next_cursor: Where the next page starts; None when this is the last page.
     """
 
     items: list[PendingItem] = field(default_factory=list)
+    subagents: list[SubagentItem] = field(default_factory=list)
     waits: list[OtherWait] = field(default_factory=list)
     unanswered: list[WaitingRun] = field(default_factory=list)
     encrypted: list[WaitingRun] = field(default_factory=list)
@@ -375,6 +394,11 @@ async def list_pending(
         prefix, snapshot = answer
         waits = other_waits(run.id, name, snapshot, prefix)
         result.waits += [w for w in waits if not tool or w.tool == tool]
+        result.subagents += [
+            SubagentItem(run.id, name, wait)
+            for wait in snapshot.subagent_approvals
+            if not tool or wait.tool == tool
+        ]
         for approval in snapshot.pending_approvals:
             if tool and approval.tool != tool:
                 continue
@@ -387,4 +411,5 @@ async def list_pending(
             result.items.append(PendingItem(run.id, name, approval, may_decide=mine))
     result.items.sort(key=lambda item: item.requested_at, reverse=True)
     result.waits.sort(key=lambda wait: wait.since, reverse=True)
+    result.subagents.sort(key=lambda item: item.requested_at, reverse=True)
     return result

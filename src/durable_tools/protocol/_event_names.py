@@ -51,6 +51,9 @@ EventName = Literal[
     "tool.policy_exhausted",
     "tool.search",
     "tool.event",
+    # sub-agents
+    "subagent.waiting",
+    "subagent.notice_refused",
     # approval, policy, grants, auto mode
     "approval.requested",
     "approval.partial",

@@ -87,7 +87,20 @@ class RunEvent(BaseModel):
     artifacts: list[ArtifactRef] = Field(default_factory=list)
     """Artifacts the call produced."""
     details: Any = None
-    """For `tool.completed`: the tool's structured value (bounded, never sent to the model)."""
+    """For `tool.completed`: the tool's structured value (bounded, never sent to the model).
+    For a sub-agent call's `tool.started`: `{"child_run_id": ...}`."""
+    subagent_run: str | None = None
+    """Set by the client on an event of a sub-agent shown in its parent's stream
+    (`AgentRun.events`, `follow_events`): the sub-agent run that emitted it."""
+
+    @property
+    def started_subagent(self) -> str | None:
+        """The sub-agent run this event says a call started (a sub-agent call's
+        `tool.started`); None for any other event."""
+        if self.event != "tool.started" or not isinstance(self.details, dict):
+            return None
+        child = self.details.get("child_run_id")
+        return child if isinstance(child, str) and child else None
 
 
 class EventsPage(BaseModel):

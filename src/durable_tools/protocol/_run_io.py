@@ -18,7 +18,11 @@ from durable_tools.protocol._policy_types import ApprovalPolicy, StandingGrant
 from durable_tools.protocol._records import RunEvent, ToolCallRecord
 from durable_tools.protocol._session_types import SessionCarried, SessionView
 from durable_tools.protocol._types import AgentConfig, RunStatus
-from durable_tools.protocol._wait_types import PendingApproval, PendingAuthorization
+from durable_tools.protocol._wait_types import (
+    PendingApproval,
+    PendingAuthorization,
+    SubagentWait,
+)
 from durable_tools.tools._catalog_pack import PackedCatalog
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
@@ -113,6 +117,11 @@ class AgentInput(WireModel):
     """0 for a top-level run; a sub-agent's run is one deeper than its parent's."""
     max_depth: int | None = None
     """The root run's sub-agent depth limit, handed down to sub-agents."""
+    report_to: str | None = Field(default=None, min_length=1, max_length=128)
+    """For a sub-agent started by a sub-agent tool: the parent's signal (its handler prefix
+    and `SUBAGENT_WAITS_SIGNAL`) the run tells what it waits for. None: it tells no one
+    (top-level runs, runs started by `start_agent`, sub-agents of parents recorded before
+    `SUBAGENT_WAITS_PATCH`)."""
     revision: int = Field(default=0, ge=0)
     """What the starter knows of the workflow; recorded in the start event, so every replay
     of the run decides the same. From 1 (`INPUT_REVISION`, set by `DurableTools.start`) the
@@ -151,6 +160,10 @@ class RunSnapshot(BaseModel):
     reason: str | None = None
     pending_approvals: list[PendingApproval] = Field(default_factory=list)
     pending_authorizations: list[PendingAuthorization] = Field(default_factory=list)
+    subagent_approvals: list[SubagentWait] = Field(default_factory=list)
+    """Approvals the run's running sub-agents (and theirs) wait for, as they told it: the
+    run waits on them. Decide them through this run (`AgentRun.decide_request` finds
+    them) or the run named."""
     running_tools: list[str] = Field(default_factory=list)
     continued: int = 0
     conversation_offset: int = 0

@@ -1,6 +1,6 @@
 """Wire types of the waits a person answers in the workflow: a call pending approval and
 the decision on it, a call pending the user's OAuth grant and the broker's word that it
-was given."""
+was given, and a sub-agent's word to its parent of the approvals it waits for."""
 
 from __future__ import annotations
 
@@ -17,7 +17,25 @@ from durable_tools.protocol._limits import (
 )
 from durable_tools.protocol._policy_types import GrantRequest
 
-__all__ = ["ApprovalDecision", "AuthorizationCompleted", "PendingApproval", "PendingAuthorization"]
+__all__ = [
+    "MAX_RUN_ID_CHARS",
+    "MAX_SUBAGENT_WAITS",
+    "SUBAGENT_WAITS_SIGNAL",
+    "ApprovalDecision",
+    "AuthorizationCompleted",
+    "PendingApproval",
+    "PendingAuthorization",
+    "SubagentNotice",
+    "SubagentWait",
+]
+
+MAX_SUBAGENT_WAITS = 20
+"""Waits a sub-agent's notice lists (the rest are counted in `SubagentNotice.more`)."""
+MAX_RUN_ID_CHARS = 1_000
+"""Longest workflow id (Temporal's default limit)."""
+SUBAGENT_WAITS_SIGNAL = "subagent_waits"
+"""The parent's signal a sub-agent tells what it waits for (after the parent's handler
+prefix, for a parent embedded in a host)."""
 
 
 class PendingApproval(BaseModel):
@@ -94,3 +112,47 @@ class AuthorizationCompleted(BaseModel):
     """Opaque reference to the stored grant; never the token itself."""
     error: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
     """Set when the person refused or the exchange failed."""
+
+
+class SubagentWait(BaseModel):
+    """An approval that a sub-agent run (or one of its own sub-agents) waits for, as its
+    parent shows it: enough to say on which run, for what, and how to decide it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(min_length=1, max_length=MAX_RUN_ID_CHARS)
+    """The run that waits: the sub-agent, or a sub-agent of it."""
+    call_id: str = Field(min_length=1, max_length=MAX_CALL_ID_CHARS)
+    tool: str = Field(min_length=1, max_length=256)
+    tool_label: str | None = Field(default=None, max_length=256)
+    summary: str | None = Field(default=None, max_length=500)
+    """The approval's one-line summary (`PendingApproval.summary`)."""
+    arguments_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """What a decision must name (`PendingApproval.arguments_hash`)."""
+    requested_at: datetime
+
+    @property
+    def display_tool(self) -> str:
+        """What people read for the tool: its label, else its name."""
+        return self.tool_label or self.tool
+
+
+class SubagentNotice(BaseModel):
+    """What a sub-agent tells its parent each time the approvals it (and its own
+    sub-agents) wait for change: all of them, so the newest notice is the whole truth and
+    a lost or repeated one changes nothing once a newer one arrives.
+
+    Ordered by (`sent_at`, `seq`): the child's workflow time, and its count of notices
+    within its run (several in one workflow task share a time; a continued run starts
+    its count again, later).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    child_id: str = Field(min_length=1, max_length=MAX_RUN_ID_CHARS)
+    """The sub-agent run's workflow id (the parent's record of the call names it)."""
+    sent_at: datetime
+    seq: int = Field(ge=0, le=2**31)
+    waits: list[SubagentWait] = Field(default_factory=list, max_length=MAX_SUBAGENT_WAITS)
+    more: int = Field(default=0, ge=0, le=1_000_000)
+    """Waits beyond the `MAX_SUBAGENT_WAITS` listed."""

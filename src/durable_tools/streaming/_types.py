@@ -75,6 +75,8 @@ class StreamEvent(BaseModel):
     call_id: str | None = Field(default=None, max_length=200)
     """For `tool_progress`: the tool call reporting."""
     tool: str | None = Field(default=None, max_length=200)
+    run_id: str | None = Field(default=None, max_length=1_000)
+    """For `tool_progress` of a sub-agent's call: the sub-agent run (None: the run's own)."""
 
 
 class StreamBatch(BaseModel):

@@ -219,11 +219,12 @@ async def _progress(
     source: ProgressSource, queue: asyncio.Queue[StreamEvent | None], interval: float
 ) -> None:
     """Tool progress reports not yet passed on, from the run's heartbeats."""
-    seen: dict[str, int] = {}
+    seen: dict[tuple[str | None, str], int] = {}  # a sub-agent's call ids are its own
     while True:
         with contextlib.suppress(RPCError, TimeoutError):
             for item in await asyncio.wait_for(source(), 5.0):
-                last = seen.get(item.call_id, 0)
+                key = (getattr(item, "run_id", None), item.call_id)
+                last = seen.get(key, 0)
                 for report in [*item.recent, item.progress]:
                     if report.seq > last:
                         await queue.put(
@@ -232,8 +233,9 @@ async def _progress(
                                 call_id=item.call_id[:200],
                                 tool=item.tool[:200],
                                 text=_progress_line(report)[:2000],
+                                run_id=key[0],
                             )
                         )
                         last = report.seq
-                seen[item.call_id] = last
+                seen[key] = last
         await asyncio.sleep(interval)

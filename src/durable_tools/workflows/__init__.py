@@ -45,6 +45,7 @@ from durable_tools.protocol._wait_types import (
     ApprovalDecision,
     PendingApproval as PendingApproval,
     PendingAuthorization,
+    SubagentWait,
 )
 
 from .loop._agent import AgentWorkflow
@@ -64,6 +65,7 @@ __all__ = [
     "PendingAuthorization",
     "RunSnapshot",
     "SafetyRule",
+    "SubagentWait",
     "ToolReply",
     "ToolRuntime",
     "run_agent",

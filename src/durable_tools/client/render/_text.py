@@ -24,6 +24,7 @@ from durable_tools.workflows import (
     PendingApproval,
     PendingAuthorization,
     RunSnapshot,
+    SubagentWait,
     ToolCallRecord,
 )
 from durable_tools.workflows.loop._usage import describe_usage
@@ -37,6 +38,7 @@ __all__ = [
     "render_decision",
     "render_record",
     "render_snapshot",
+    "render_subagent_wait",
     "render_table",
     "render_timeline",
     "running_calls",
@@ -165,16 +167,19 @@ def under_their_scripts(timeline: Sequence[ToolCallRecord]) -> list[ToolCallReco
     return ordered
 
 
-def approval_commands(run_id: str, approval: PendingApproval, prefix: str = "") -> list[str]:
+def approval_commands(
+    run_id: str, approval: PendingApproval | SubagentWait, prefix: str = ""
+) -> list[str]:
     """The exact commands that approve or deny a pending call (terminal-safe); `prefix`:
-    the handler prefix of a host that is not an agent workflow (`--prefix`)."""
+    the handler prefix of a host that is not an agent workflow (`--prefix`). For a
+    sub-agent's wait `run_id` may be its parent's (the decision finds the sub-agent)."""
     # Each id one shell word: the call id is the model's, the run id may be an app's
     # (a chat's id, a schedule's name), and an operator pastes the command into a shell.
     run, call = terminal_safe(shlex.quote(run_id)), terminal_safe(shlex.quote(approval.call_id))
     digest = terminal_safe(shlex.quote(approval.arguments_hash))
     # Named deciders: say who decides (a group's member as themselves; the CLI checks the
     # membership in the inbox's tokens file and records `NAME via group:G`).
-    who = " --as NAME" if approval.deciders else ""
+    who = " --as NAME" if isinstance(approval, PendingApproval) and approval.deciders else ""
     if prefix:
         who += f" --prefix {terminal_safe(shlex.quote(prefix))}"
     return [
@@ -213,6 +218,20 @@ def render_approval(
         cmds = approval_commands(run_id, approval, prefix)
         lines += [f"  approve: {cmds[0]}", f"  deny:    {cmds[1]}"]
     return "\n".join(lines)
+
+
+def render_subagent_wait(run_id: str, wait: SubagentWait, *, prefix: str = "") -> str:
+    """An approval a sub-agent of run `run_id` waits for: on which run, for what, and the
+    commands that decide it through `run_id` (`prefix` as for `approval_commands`)."""
+    what = wait.tool if wait.tool_label is None else f"{wait.tool_label} ({wait.tool})"
+    lines = [
+        f"waits on sub-agent run {wait.run_id}: approval of {what} (call {wait.call_id})",
+        *([f"  {wait.summary}"] if wait.summary else []),
+        f"  arguments hash: {wait.arguments_hash}",
+    ]
+    lines = [terminal_safe(line) for line in lines]
+    cmds = approval_commands(run_id, wait, prefix)
+    return "\n".join([*lines, f"  approve: {cmds[0]}", f"  deny:    {cmds[1]}"])
 
 
 def render_decision(record: ToolCallRecord) -> str:
@@ -272,6 +291,8 @@ def render_snapshot(
     lines = [terminal_safe(line) for line in lines]
     for approval in snapshot.pending_approvals:
         lines += ["", render_approval(run_id, approval)]
+    for wait in snapshot.subagent_approvals:
+        lines += ["", render_subagent_wait(run_id, wait)]
     for authorization in snapshot.pending_authorizations:
         lines += ["", render_authorization(authorization, run_id)]
     lines += ["", render_timeline(timeline)]

@@ -57,7 +57,12 @@ from durable_tools.client.runs._decide import (
     stale_request,
     unreachable,
 )
-from durable_tools.client.runs._progress import ToolProgress, progress_in
+from durable_tools.client.runs._progress import (
+    MAX_SUBAGENT_DEPTH,
+    MAX_SUBAGENTS_READ,
+    ToolProgress,
+    progress_in,
+)
 from durable_tools.client.runs._workers import has_workers
 from durable_tools.client.sessions._messages import (
     SentMessage,
@@ -66,6 +71,7 @@ from durable_tools.client.sessions._messages import (
     start_message,
 )
 from durable_tools.events import EventSink, FollowResult, follow_events
+from durable_tools.events._follow import marked
 from durable_tools.messages import Message
 from durable_tools.protocol._deciders import decider_name
 from durable_tools.protocol._limits import (
@@ -242,9 +248,36 @@ class AgentRun:
             ref = ref_from_uri(ref)
         return await fetch_artifact(ref, store)
 
-    async def events(self) -> list[RunEvent]:
-        """The run's kept events (the last `AgentConfig.events_kept`)."""
-        return await self._query("events", list[RunEvent])
+    async def events(self, *, subagents: bool = True) -> list[RunEvent]:
+        """The run's kept events (the last `AgentConfig.events_kept`), in time order.
+
+        With `subagents`, the kept events of the sub-agents its kept events say it started
+        (and theirs, `MAX_SUBAGENT_DEPTH` levels, `MAX_SUBAGENTS_READ` each) are merged
+        in, each marked with the sub-agent's run id (`RunEvent.subagent_run`); a
+        sub-agent that does not answer within `LOOKUP_TIMEOUT` is left out.
+        """
+        return await self._events_with_subagents(MAX_SUBAGENT_DEPTH if subagents else 0)
+
+    async def _events_with_subagents(self, depth: int) -> list[RunEvent]:
+        own = await self._query("events", list[RunEvent])
+        children = list(dict.fromkeys(c for e in own if (c := e.started_subagent)))
+        if depth <= 0 or not children:
+            return own
+
+        async def of(child_id: str) -> list[RunEvent]:
+            child = self._other(child_id)
+            try:
+                theirs = await asyncio.wait_for(
+                    child._events_with_subagents(depth - 1), LOOKUP_TIMEOUT
+                )
+            except (RPCError, WorkflowQueryFailedError, TimeoutError):
+                return []
+            return [marked(event, child_id) for event in theirs]
+
+        answers = await asyncio.gather(*(of(c) for c in children[:MAX_SUBAGENTS_READ]))
+        merged = own + [event for answer in answers for event in answer]
+        merged.sort(key=lambda event: event.at)  # stable: a run's own order stays
+        return merged
 
     async def events_since(self, cursor: int) -> EventsPage:
         """The kept events from event index `cursor` on, and the cursor to ask from next."""
@@ -257,7 +290,9 @@ class AgentRun:
 
         See `durable_tools.events.follow_events`.
         """
-        return await follow_events(self, sink, cursor=cursor, interval=interval)
+        return await follow_events(
+            self, sink, cursor=cursor, interval=interval, subagent=self._other
+        )
 
     async def progress(
         self, description: WorkflowExecutionDescription | None = None

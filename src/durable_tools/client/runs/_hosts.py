@@ -48,10 +48,11 @@ async def handler_prefixes(
 
 
 def waits_on(snapshot: RunSnapshot) -> bool:
-    """Whether a run (or a host's runtime) has calls waiting on someone: an approver, the
-    user's grant or answer, a callback client."""
+    """Whether a run (or a host's runtime) has calls waiting on someone: an approver (its
+    own, or a running sub-agent's), the user's grant or answer, a callback client."""
     return bool(
         snapshot.pending_approvals
+        or snapshot.subagent_approvals
         or snapshot.pending_authorizations
         or snapshot.pending_inputs
         or snapshot.pending_callbacks

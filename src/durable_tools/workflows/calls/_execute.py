@@ -33,6 +33,7 @@ from durable_tools.protocol._options import ToolActivityOptions, activity_option
 from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.protocol._run_io import AgentInput, AgentResult
 from durable_tools.protocol._types import AgentConfig, RunStatus
+from durable_tools.protocol._wait_types import SUBAGENT_WAITS_SIGNAL
 from durable_tools.tools import (
     ErrorKind,
     ToolOutcome,
@@ -49,6 +50,11 @@ from durable_tools.workflows.calls._tool_activity import (
 )
 from durable_tools.workflows.gates._callback_gate import await_client
 from durable_tools.workflows.gates._input_gate import ask_user, needs_input
+from durable_tools.workflows.gates._subagent_waits import (
+    SUBAGENT_WAITS_PATCH,
+    end_subagent,
+    start_subagent,
+)
 from durable_tools.workflows.observe._visibility import evicting
 from durable_tools.workflows.run._replies import (
     activity_error_outcome,
@@ -198,8 +204,18 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
     child_id = f"{workflow_id}.{state.calls.keys[call.id][len(workflow_id) + 1 :]}"
     record.child_run_id = child_id
     state.event(
-        "tool.started", call, detail=f"sub-agent run {child_id}", transport="sub-agent", attempt=1
+        "tool.started",
+        call,
+        detail=f"sub-agent run {child_id}",
+        transport="sub-agent",
+        attempt=1,
+        details={"child_run_id": child_id},  # what a follower of the stream follows too
     )
+    # The child tells this run what it waits for (a signal: runs recorded before do not).
+    report_to = None
+    if workflow.patched(SUBAGENT_WAITS_PATCH):
+        report_to = state.handler_prefix + SUBAGENT_WAITS_SIGNAL
+        start_subagent(state, child_id)
     child_input = AgentInput(
         prompt=str(arguments["task"]),
         config=AgentConfig.model_validate(spec.subagent),
@@ -210,6 +226,7 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
         # What the root run's client knew: clients move to a revision only once every
         # worker knows it (README), so the child's first task is run by one that does.
         revision=state.input.revision,
+        report_to=report_to,
     )
     bound = spec.policy.schedule_to_close_timeout  # None: the child may run for ever
     try:
@@ -235,6 +252,9 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
             cancelled=isinstance(err.cause, CancelledError),
         )
         return Executed(failed, 1)
+    finally:
+        if not evicting():  # however the call ended, what the child waited for is over
+            end_subagent(state, child_id)
     ok = result.status == RunStatus.COMPLETED
     answer = result.final_answer if ok else f"ended {result.status.value}: {result.reason}"
     return Executed(

@@ -57,6 +57,7 @@ from durable_tools.workflows.gates._decisions import (
     record_decision,
 )
 from durable_tools.workflows.gates._input_gate import accept_answer, check_answer
+from durable_tools.workflows.gates._subagent_waits import accept_subagent_notice
 from durable_tools.workflows.loop._runner import request_cancel, signal_decision, snapshot
 from durable_tools.workflows.loop._session import (
     check_close,
@@ -157,6 +158,15 @@ class RunHandlers:
     @reissue_authorization.validator
     def _validate_reissue(self, call_id: str) -> None:
         check_reissue(self._state.gates, call_id)
+
+    # ------------------------------------------------------------- sub-agents
+
+    # Typed `Any` so that whatever arrives reaches the checks (and a refusal event).
+    @workflow.signal(name="subagent_waits")
+    def subagent_waits(self, notice: Any) -> None:
+        """A running sub-agent tells which approvals it (and its own sub-agents) waits
+        for: the run shows them as its own wait. Checked in `_subagent_waits`."""
+        accept_subagent_notice(self._state, notice)
 
     # ------------------------------------------------------- steering, cancel
 

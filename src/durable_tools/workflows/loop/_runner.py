@@ -43,6 +43,7 @@ from durable_tools.workflows.loop._final_output import (
 from durable_tools.workflows.loop._model_turn import call_model
 from durable_tools.workflows.loop._session import run_session
 from durable_tools.workflows.loop._usage import run_cost, spend_tokens
+from durable_tools.workflows.observe._subagents import relayed_waits
 from durable_tools.workflows.observe._visibility import publish
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.script._run import script_routes
@@ -234,6 +235,7 @@ def snapshot(state: RunState) -> RunSnapshot:
         reason=state.reason,
         pending_approvals=list(state.gates.approvals.pending.values()),
         pending_authorizations=list(state.gates.authorizations.pending.values()),
+        subagent_approvals=relayed_waits(state.gates),
         running_tools=state.running_calls(),
         continued=state.continued,
         conversation_offset=state.offset,

@@ -19,7 +19,16 @@ from durable_tools.protocol._policy_types import ApprovalPolicy
 from durable_tools.protocol._resume import answer_command
 from durable_tools.protocol._run_io import REVISION_SHORT_START
 from durable_tools.protocol._types import AgentConfig, RunStatus
-from durable_tools.protocol._wait_types import PendingApproval, PendingAuthorization
+from durable_tools.protocol._wait_types import (
+    PendingApproval,
+    PendingAuthorization,
+    SubagentWait,
+)
+from durable_tools.workflows.observe._subagents import (
+    relayed_count,
+    relayed_waits,
+    report_to_parent,
+)
 from durable_tools.workflows.run._state import RunState
 from durable_tools.workflows.run._wait_maps import GateState
 
@@ -36,18 +45,24 @@ def _current_status(state: RunState) -> RunStatus:
     for waits in state.gates.every:
         if waits.shown and waits.pending:
             return waits.kind.status
+        if waits is state.gates.approvals and relayed_count(state.gates):
+            return RunStatus.AWAITING_APPROVAL  # a sub-agent's approval is the run's too
     if state.session is not None and not state.session.busy:
         return RunStatus.AWAITING_MESSAGE
     return RunStatus.RUNNING
 
 
 def _awaiting_tool(gates: GateState) -> str:
-    """The tool of the first call waiting, of the first kind that has one shown."""
+    """The tool of the first call waiting, of the first kind that has one shown (a
+    sub-agent's approval after the run's own)."""
     for waits in gates.every:
         if waits.shown:
             for pending in waits.pending.values():
                 tool: str = pending.tool
                 return tool
+        if waits is gates.approvals:
+            for relayed in relayed_waits(gates):
+                return relayed.tool
     return ""
 
 
@@ -59,7 +74,8 @@ def publish(state: RunState, doing: str | None = None) -> None:
     """
     state.status = _current_status(state)
     awaiting = _awaiting_tool(state.gates)
-    values = (state.status.value, len(state.gates.approvals.pending), awaiting)
+    approvals = len(state.gates.approvals.pending) + relayed_count(state.gates)
+    values = (state.status.value, approvals, awaiting)
     if (
         state.published is None
         and state.input.revision >= REVISION_SHORT_START
@@ -71,7 +87,7 @@ def publish(state: RunState, doing: str | None = None) -> None:
         updates: list[SearchAttributeUpdate[Any]] = [
             sa.AGENT_STATUS.value_set(state.status.value),
             sa.AGENT_NAME.value_set(state.config.name),
-            sa.PENDING_APPROVALS.value_set(len(state.gates.approvals.pending)),
+            sa.PENDING_APPROVALS.value_set(approvals),
             sa.AWAITING_TOOL.value_set(awaiting),
         ]
         # Tokens ride along in the same command (no extra event), and only on runs that
@@ -81,6 +97,7 @@ def publish(state: RunState, doing: str | None = None) -> None:
             updates.append(sa.TOKENS.value_set(usage.input_tokens + usage.output_tokens))
         workflow.upsert_search_attributes(updates)
     workflow.set_current_details(_details(state, doing))
+    report_to_parent(state)
 
 
 def _started_with(config: AgentConfig) -> tuple[str, int, str] | None:
@@ -117,6 +134,11 @@ def _details(state: RunState, doing: str | None) -> str:
             _how_to_resume(run_id, pending, state.handler_prefix)
             for pending in waits.pending.values()
         )
+        if waits is state.gates.approvals:
+            lines.extend(
+                _how_to_resume(run_id, relayed, state.handler_prefix)
+                for relayed in relayed_waits(state.gates)
+            )
     session = state.session
     if state.status is RunStatus.AWAITING_MESSAGE and session and session.idle_deadline:
         lines.append(
@@ -137,13 +159,20 @@ def _how_to_resume(run_id: str, pending: object, prefix: str = "") -> str:
 
     `prefix`: the handler prefix of a host that is not an agent workflow (an embedded
     loop, a tool runtime): its commands need `--prefix`."""
-    if isinstance(pending, PendingApproval):
+    if isinstance(pending, PendingApproval | SubagentWait):
         on = f" --prefix {_word(prefix)}" if prefix else ""
         # In a code span: the details are markdown, and a summary must not make a link.
         said = f" `{_unticked(pending.summary)}`" if pending.summary else ""
+        # A sub-agent's is decided through this run too: the decision finds the sub-agent.
+        who = (
+            f"sub-agent run `{_unticked(pending.run_id)}` waits"
+            if isinstance(pending, SubagentWait)
+            else "waiting"
+        )
         return (
-            f"- waiting for approval of `{pending.tool}` (call `{_unticked(pending.call_id)}`)"
-            f"{said}: `durable-tools approve {_word(run_id)} {_word(pending.call_id)} --hash "
+            f"- {who} for approval of `{_unticked(pending.tool)}` "
+            f"(call `{_unticked(pending.call_id)}`){said}: `durable-tools approve "
+            f"{_word(run_id)} {_word(pending.call_id)} --hash "
             f"{_word(pending.arguments_hash)}{on}` or `durable-tools deny ...`"
         )
     if isinstance(pending, PendingAuthorization):

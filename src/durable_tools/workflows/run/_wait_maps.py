@@ -25,9 +25,20 @@ from durable_tools.protocol._wait_types import (
     AuthorizationCompleted,
     PendingApproval,
     PendingAuthorization,
+    SubagentNotice,
 )
 
-__all__ = ["APPROVAL", "AUTHORIZATION", "CALLBACK", "INPUT", "GateState", "WaitKind", "Waits"]
+__all__ = [
+    "APPROVAL",
+    "AUTHORIZATION",
+    "CALLBACK",
+    "INPUT",
+    "GateState",
+    "ParentReport",
+    "Told",
+    "WaitKind",
+    "Waits",
+]
 
 Pending = TypeVar("Pending")
 Answer = TypeVar("Answer")
@@ -106,6 +117,31 @@ class Waits(Generic[Pending, Answer]):
         """Whether this run shows waits of this kind (status, notifications)."""
 
 
+Told = tuple[tuple[tuple[str, str, str], ...], int]
+"""What a notice tells: (run id, call id, arguments hash) of each wait listed, and the
+count of the rest."""
+
+
+class ParentReport:
+    """What a sub-agent last told its parent it waits for, and how many notices it sent
+    (the next one's `seq`)."""
+
+    __slots__ = ("sent", "told")
+
+    def __init__(self) -> None:
+        self.told: Told = ((), 0)
+        self.sent = 0
+
+    def next_seq(self, told: Told) -> int | None:
+        """The `seq` of a notice telling `told`, counted as sent; None when the last
+        notice told the same (at first: nothing waits, nothing to tell)."""
+        if told == self.told:
+            return None
+        self.told = told
+        self.sent += 1
+        return self.sent - 1
+
+
 @dataclass
 class GateState:
     """What the gates of one run hold: the live approval policy and the run's standing
@@ -136,6 +172,13 @@ class GateState:
         default_factory=lambda: Waits(CALLBACK)
     )
     """Callback calls published and waiting for a client (see `_callback_gate`)."""
+
+    subagents: dict[str, SubagentNotice | None] = field(default_factory=dict)
+    """The run's sub-agent calls running now, by child workflow id, with the newest
+    notice each sent of the approvals it waits for (None before its first). Never
+    carried: a run continues only between turns, when no sub-agent call runs."""
+    report: ParentReport = field(default_factory=ParentReport)
+    """What this run (a sub-agent) last told its parent it waits for."""
 
     every: tuple[Waits[Any, Any], ...] = field(init=False, repr=False)
     """Every kind of wait, in the order the run's status and details show them."""
