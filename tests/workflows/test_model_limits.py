@@ -506,8 +506,12 @@ async def test_a_hundred_runs_at_once_under_limits_that_never_bind_all_complete(
         max_concurrent_activities=300,
     ):
         tools = DurableTools(client, task_queue)
-        # One attempt: a booking that fails would fail the run.
-        config = AgentConfig(model="openai:gpt-limited", model_max_attempts=1)
+        # One attempt: a booking that fails would fail the run. A long heartbeat: a worker
+        # process starved of CPU by a hundred sandboxed runs on a busy machine missed the
+        # default 10 s, which failed runs for the machine's slowness, not a booking's.
+        config = AgentConfig(
+            model="openai:gpt-limited", model_max_attempts=1, model_heartbeat_seconds=120
+        )
         started = await asyncio.gather(*(tools.start("hi", config=config) for _ in range(runs)))
         results = await asyncio.gather(*(run.result() for run in started), return_exceptions=True)
         # On a queue of its own: a lease never waits behind the runs' workflow tasks.

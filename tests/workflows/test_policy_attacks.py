@@ -123,8 +123,14 @@ async def test_an_escalation_after_a_policy_change_follows_the_live_policy(
     model = write_script(tmp_path, [refund("r1", 1), answer("done")])
 
     def escalating(decider: str, to: str) -> ApprovalPolicy:
+        # The escalated wait lasts an hour: with the first deadline's one second it
+        # expired before dave's decision whenever the machine was slow.
         return ApprovalPolicy(
-            deciders=(decider,), timeout_seconds=1, on_timeout="escalate", escalate_to=(to,)
+            deciders=(decider,),
+            timeout_seconds=1,
+            on_timeout="escalate",
+            escalate_to=(to,),
+            escalation_timeout_seconds=3600,
         )
 
     config = AgentConfig(model=model, approval=escalating("alice", "carol"))
