@@ -42,9 +42,21 @@ from ._mcp_extras import register_extras
 from ._mcp_pool import McpPool, default_mcp_pool
 from ._mcp_servers import McpServer, McpStdio
 
-__all__ = ["attach_mcp", "attach_mcp_sync", "mcp_tool_name", "refresh_mcp"]
+__all__ = [
+    "MAX_MCP_SCHEMA_BYTES",
+    "attach_mcp",
+    "attach_mcp_sync",
+    "mcp_tool_name",
+    "refresh_mcp",
+]
 
 logger = logging.getLogger("durable_tools.sources.mcp")
+
+MAX_MCP_SCHEMA_BYTES = 256_000
+"""Largest input schema (as JSON) an MCP tool may have. A server's schema reaches every
+run's catalog and every model call's tool definitions: one that grew to megabytes would
+fail every new run's start (its catalog over Temporal's payload limit). A real tool's
+schema is a few kilobytes."""
 
 _INVALID = re.compile(r"[^a-z0-9_]")
 _NOT_DEFAULTS = frozenset({"name", "aliases", "examples", "label"})
@@ -207,6 +219,7 @@ def _register(
         handler.mcp_fingerprint = fingerprint
         input_schema = tool.get("inputSchema") or {"type": "object"}
         try:
+            _check_schema_size(server, mcp_name, input_schema)
             registered.append(
                 registry.register_schema(
                     handler, input_schema=input_schema, replace=replace, **options
@@ -230,6 +243,16 @@ def _register(
                     "a run that still lists it gets a tool error",
                 )
     return registered
+
+
+def _check_schema_size(server: McpServer, mcp_name: str, schema: Any) -> None:
+    size = len(json.dumps(schema, separators=(",", ":"), default=str))
+    if size > MAX_MCP_SCHEMA_BYTES:
+        raise ToolRegistrationError(
+            f"MCP server {server.label} offers {mcp_name!r} with an input schema of {size:,} "
+            f"bytes, over the {MAX_MCP_SCHEMA_BYTES:,}-byte limit (MAX_MCP_SCHEMA_BYTES)",
+            rule="schema",
+        )
 
 
 def _fingerprint(listing_entry: Mapping[str, Any]) -> str:
