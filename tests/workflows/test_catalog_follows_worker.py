@@ -142,3 +142,78 @@ async def test_a_run_reads_its_catalog_again_only_when_the_worker_reports_a_chan
     # Quick turns on an unchanged registry: no catalog read after the first.
     assert "durable_tools.catalog_update" not in local_activity_types(history)
     assert not [e for e in events if e.event.startswith("catalog.")]
+
+
+TOOLS = 1_000
+RUNS = 100
+WAVE = 20
+
+
+def numbered_handler(version: str) -> Any:
+    def numbered(arguments: dict[str, Any], ctx: ToolContext) -> str:
+        return version
+
+    return numbered
+
+
+async def test_thousands_of_tools_replaced_while_hundreds_of_runs_wait(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    registry = ToolRegistry()
+    for i in range(TOOLS):
+        registry.register_schema(
+            numbered_handler("v1"),
+            input_schema={"type": "object", "properties": {"n": {"type": "integer"}}},
+            name=f"tool_{i}",
+            description=f"numbered tool {i}, first version",
+            approval=i == 0,
+        )
+    model = write_script(
+        tmp_path,
+        [
+            calls(("a", "tool_0", {"n": 1})),
+            calls(("b", "tool_1", {"n": 2})),
+            answer("done"),
+        ],
+    )
+    async with running_worker(client, registry, task_queue):
+        tools = DurableTools(client, task_queue)
+        runs = []
+        # In waves: each start unpacks a 1,000-tool catalog in its workflow task, and two
+        # shared cores cannot do hundreds of those within the 2 s deadlock deadline.
+        for wave in range(0, RUNS, WAVE):
+            started = await asyncio.gather(
+                *(tools.start(f"run {i}", model=model) for i in range(wave, wave + WAVE))
+            )
+            await asyncio.gather(*(wait_for(run, pending, timeout=300) for run in started))
+            runs += started
+        for i in range(TOOLS):  # every tool replaced while all the runs wait
+            registry.register_schema(
+                numbered_handler("v2"),
+                input_schema={"type": "object", "properties": {"n": {"type": "integer"}}},
+                name=f"tool_{i}",
+                description=f"numbered tool {i}, second version",
+                replace=True,
+            )
+
+        @registry.tool(read_only=True)
+        def fresh() -> str:
+            """A tool added while the runs waited."""
+            return "fresh"
+
+        await asyncio.sleep(CATALOG_RECHECK.total_seconds() + 0.2)
+        results = []
+        for wave in range(0, RUNS, WAVE):
+            batch = runs[wave : wave + WAVE]
+            await asyncio.gather(*(run.approve("a", decider="alice") for run in batch))
+            results += await asyncio.gather(*(run.result() for run in batch))
+        sample = runs[:: RUNS // 10]
+        conversations = await asyncio.gather(*(run.conversation() for run in sample))
+        events = await asyncio.gather(*(run.events() for run in sample))
+    assert {result.status for result in results} == {RunStatus.COMPLETED}
+    for conversation, run_events in zip(conversations, events, strict=True):
+        texts = replies(conversation)
+        assert texts["a"] == texts["b"] == "v2"
+        changed = [e.detail or "" for e in run_events if e.event == "catalog.changed"]
+        assert len(changed) == 1 and "added fresh" in changed[0]
+        assert "and 990 more" in changed[0]  # named up to ten, counted beyond

@@ -12,6 +12,7 @@ from pydantic import TypeAdapter
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_tools._activities._catalog_cache import PackedCatalogs
 from durable_tools._activities._compact import compact_activity
 from durable_tools._activities._conversation import (
     ConversationSnapshots,
@@ -187,17 +188,25 @@ def core_activities(
             )
         return specs
 
+    recent = PackedCatalogs()
+
     async def packed_now(request: CatalogRequest) -> PackedCatalog:
         # The version before the specs: a change in between makes the run read again.
         version = registry.version()
-        specs = visible(request)
-        try:
-            # In a thread: compressing a large catalog takes a moment.
-            packed = await asyncio.to_thread(pack, specs, budget=PAYLOAD_BUDGET_BYTES)
-        except CatalogTooLarge as error:
-            raise ApplicationError(str(error), type="CatalogTooLarge", non_retryable=True) from None
-        packed.version = version
-        return packed
+
+        async def make() -> PackedCatalog:
+            specs = visible(request)
+            try:
+                # In a thread: compressing a large catalog takes a moment.
+                packed = await asyncio.to_thread(pack, specs, budget=PAYLOAD_BUDGET_BYTES)
+            except CatalogTooLarge as error:
+                raise ApplicationError(
+                    str(error), type="CatalogTooLarge", non_retryable=True
+                ) from None
+            packed.version = version
+            return packed
+
+        return await recent.get((version, request.model_dump_json()), make)
 
     @activity.defn(name=CATALOG_PACKED_ACTIVITY)
     async def catalog_packed(request: CatalogRequest) -> PackedCatalog:
