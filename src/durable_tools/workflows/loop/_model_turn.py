@@ -31,6 +31,7 @@ from durable_tools.workflows.catalog._run_catalog import (
     followed_version,
     note_worker_version,
 )
+from durable_tools.workflows.catalog._selection import chosen_tools, select_tools
 from durable_tools.workflows.catalog._tool_search import search_definition
 from durable_tools.workflows.catalog._view import advertised, has_deferred
 from durable_tools.workflows.loop._compaction import (
@@ -73,7 +74,7 @@ def describe(state: RunState, spec: ToolSpec) -> str:
 
 
 def _tool_definitions(state: RunState) -> list[ToolDefinition]:
-    offered = advertised(state)
+    offered = chosen_tools(state, advertised(state))
     # A catalog update may change a tool's schema under the same names: the count of
     # changes is part of the key.
     key = (f"#{state.catalog.advertised_changes}", *offered)
@@ -106,6 +107,7 @@ async def call_model(state: RunState) -> ModelResponse:
     provider says the input is too long (see `_compaction`).
     """
     await follow_worker(state)  # a changed catalog reaches this turn
+    select_tools(state, advertised(state))  # the run's selector, if any, for this turn
     compaction = state.config.compaction
     projected = 0
     changes = state.catalog.advertised_changes  # the set the definitions sent are for

@@ -48,6 +48,9 @@ class CatalogState:
     catalog's (`PackedCatalog.version`): the catalog is read again before the next turn."""
     checked_at: datetime | None = None
     """When the run last learnt the worker's registry version (workflow time)."""
+    selected: frozenset[str] | None = None
+    """The tools the run's tool selector chose for the last model turn (None: no selector,
+    or no turn yet); that turn's calls are checked against them."""
     failed_version: str | None = None
     """A worker version whose catalog could not be read: not asked again on its report."""
     started_by_older_worker: bool = False
