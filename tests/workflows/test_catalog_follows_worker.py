@@ -10,7 +10,7 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_tools import DurableTools, RunStatus, ToolContext, ToolRegistry
+from durable_tools import AgentConfig, DurableTools, RunStatus, ToolContext, ToolRegistry
 from durable_tools.workflows import RunSnapshot
 from durable_tools.workflows.catalog._run_catalog import CATALOG_RECHECK
 from support import (
@@ -217,3 +217,42 @@ async def test_thousands_of_tools_replaced_while_hundreds_of_runs_wait(
         changed = [e.detail or "" for e in run_events if e.event == "catalog.changed"]
         assert len(changed) == 1 and "added fresh" in changed[0]
         assert "and 990 more" in changed[0]  # named up to ten, counted beyond
+
+
+async def test_a_run_continued_as_new_keeps_following_the_workers_catalog(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True)
+    def ping(n: int) -> str:
+        """Answers pong."""
+        return f"pong {n}"
+
+    @registry.tool(approval=True)
+    def proceed() -> str:
+        """Asks a person first."""
+        return "proceeding"
+
+    steps = [calls((f"p{i}", "ping", {"n": i})) for i in range(6)]
+    model = write_script(
+        tmp_path,
+        [*steps, calls(("go", "proceed", {})), calls(("late", "later", {})), answer("done")],
+    )
+    config = AgentConfig(model=model, continue_as_new_after_events=20)
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("ping", config=config)
+        snapshot = await wait_for(run, pending, timeout=60)
+        assert snapshot.continued >= 1  # waiting in a continued run
+
+        @registry.tool(read_only=True)
+        def later() -> str:
+            """Added while the continued run waited."""
+            return "later"
+
+        await asyncio.sleep(CATALOG_RECHECK.total_seconds() + 0.2)
+        await run.approve("go", decider="alice")
+        result = await run.result()
+        texts = replies(await run.conversation())
+    assert result.status == RunStatus.COMPLETED
+    assert texts["late"] == "later"
