@@ -389,7 +389,7 @@ class ToolRegistry:
         of each tool's own digest), so reading it costs nothing however many tools there
         are and however often they change.
         """
-        return f"{self._sum:064x}"[:32]
+        return f"{self._sum:064x}"[:16]  # 64 bits: a change detector, sent each turn
 
     # ------------------------------------------------------------ hooks and events
 
