@@ -12,6 +12,7 @@ from pydantic import TypeAdapter
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from durable_tools._activities._catalog_cache import PackedCatalogs
 from durable_tools._activities._compact import compact_activity
 from durable_tools._activities._conversation import (
     ConversationSnapshots,
@@ -22,10 +23,13 @@ from durable_tools._activities._model_limits import ModelLimiter
 from durable_tools._activities._runtime import AuthorizationBroker, ExpiringLinks, ToolRuntime
 from durable_tools._activities._types import (
     CATALOG_ACTIVITY,
+    CATALOG_UPDATE_ACTIVITY,
     MODEL_ACTIVITY,
     PREFLIGHT_ACTIVITY,
     SNAPSHOT_MISSING,
     CatalogRequest,
+    CatalogUpdate,
+    CatalogUpdateRequest,
     ModelCall,
     ModelTurn,
     PreflightRequest,
@@ -184,14 +188,37 @@ def core_activities(
             )
         return specs
 
+    recent = PackedCatalogs()
+
+    async def packed_now(request: CatalogRequest) -> PackedCatalog:
+        # The version before the specs: a change in between makes the run read again.
+        version = registry.version()
+
+        async def make() -> PackedCatalog:
+            specs = visible(request)
+            try:
+                # In a thread: compressing a large catalog takes a moment.
+                packed = await asyncio.to_thread(pack, specs, budget=PAYLOAD_BUDGET_BYTES)
+            except CatalogTooLarge as error:
+                raise ApplicationError(
+                    str(error), type="CatalogTooLarge", non_retryable=True
+                ) from None
+            packed.version = version
+            return packed
+
+        return await recent.get((version, request.model_dump_json()), make)
+
     @activity.defn(name=CATALOG_PACKED_ACTIVITY)
     async def catalog_packed(request: CatalogRequest) -> PackedCatalog:
-        specs = visible(request)
-        try:
-            # In a thread: compressing a large catalog takes a moment.
-            return await asyncio.to_thread(pack, specs, budget=PAYLOAD_BUDGET_BYTES)
-        except CatalogTooLarge as error:
-            raise ApplicationError(str(error), type="CatalogTooLarge", non_retryable=True) from None
+        return await packed_now(request)
+
+    @activity.defn(name=CATALOG_UPDATE_ACTIVITY)
+    async def catalog_update(update: CatalogUpdateRequest) -> CatalogUpdate:
+        version = registry.version()
+        if version == update.known:
+            return CatalogUpdate(version=version)
+        packed = await packed_now(update.request)
+        return CatalogUpdate(version=packed.version or version, packed=packed)
 
     snapshots = ConversationSnapshots(runtime.artifact_store)
     summary_threads = SummaryThreads()  # the worker's, not the loop's default executor
@@ -254,11 +281,13 @@ def core_activities(
             snapshot, tools_ref = await asyncio.to_thread(store)
         except Exception as error:
             raise snapshot_unavailable(error, snapshots.store) from None
+        version = None if call.catalog_version is None else registry.version()
         return ModelTurn(
             response=response,
             snapshot=snapshot,
             snapshot_length=len(earlier) + len(added) + 1,
             tools_ref=tools_ref,
+            catalog_version=None if version == call.catalog_version else version,
         )
 
     @activity.defn(name=PREFLIGHT_ACTIVITY)
@@ -300,4 +329,4 @@ def core_activities(
         return result
 
     compact = compact_activity(snapshots, runtime.artifact_store, _heartbeating)
-    return [catalog, catalog_packed, model, compact, preflight]
+    return [catalog, catalog_packed, catalog_update, model, compact, preflight]

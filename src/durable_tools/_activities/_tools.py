@@ -345,7 +345,11 @@ def make_tool_activity(
             started = time.monotonic()
             result = await _heartbeat_while(
                 runtime.registry.invoke(
-                    spec.name, invocation.arguments, context, run_before_hooks=first
+                    spec.name,
+                    invocation.arguments,
+                    context,
+                    run_before_hooks=first,
+                    bound_schema=invocation.approved_schema,
                 ),
                 None if info.is_local else _heartbeat_every(spec.policy.heartbeat_timeout),
                 last_details,

@@ -11,17 +11,21 @@ from durable_tools._wire import WireModel
 from durable_tools.messages import ModelRequest, ModelResponse, ModelSettings, Usage
 from durable_tools.models._errors import CONTEXT_TOO_LONG
 from durable_tools.protocol._compaction import ContextView
+from durable_tools.tools._catalog_pack import PackedCatalog
 from durable_tools.tools._context import Identity
 from durable_tools.tools._results import ArtifactRef
 
 __all__ = [
     "CATALOG_ACTIVITY",
+    "CATALOG_UPDATE_ACTIVITY",
     "COMPACT_ACTIVITY",
     "CONTEXT_TOO_LONG",
     "MODEL_ACTIVITY",
     "PREFLIGHT_ACTIVITY",
     "SNAPSHOT_MISSING",
     "CatalogRequest",
+    "CatalogUpdate",
+    "CatalogUpdateRequest",
     "CompactCall",
     "Compacted",
     "ModelCall",
@@ -32,6 +36,8 @@ __all__ = [
 ]
 
 CATALOG_ACTIVITY = "durable_tools.catalog"
+CATALOG_UPDATE_ACTIVITY = "durable_tools.catalog_update"
+"""The local activity a running run reads its changed catalog with (`CatalogUpdate`)."""
 MODEL_ACTIVITY = "durable_tools.model"
 PREFLIGHT_ACTIVITY = "durable_tools.preflight"
 COMPACT_ACTIVITY = "durable_tools.compact"
@@ -46,6 +52,23 @@ class CatalogRequest(WireModel):
     granted_scopes: list[str] = Field(default_factory=list)
     tools: list[str] | None = None
     """Names the agent asks for; None for every visible tool."""
+
+
+class CatalogUpdateRequest(WireModel):
+    """Input of the catalog update activity: the run's catalog request and the registry
+    version its catalog came from."""
+
+    request: CatalogRequest
+    known: str = Field(max_length=64)
+
+
+class CatalogUpdate(WireModel):
+    """Output of the catalog update activity."""
+
+    version: str
+    """The worker's registry version now (`ToolRegistry.version`)."""
+    packed: PackedCatalog | None = None
+    """The run's catalog as the worker has it now; None when `version` is the known one."""
 
 
 class ModelCall(WireModel):
@@ -63,6 +86,9 @@ class ModelCall(WireModel):
     """Publish the answer's text live to the run's token stream (`AgentConfig.stream_tokens`)."""
     context: ContextView | None = None
     """Send the model this view of the conversation (compacted); the snapshot keeps it all."""
+    catalog_version: str | None = Field(default=None, max_length=64)
+    """The registry version the run's catalog came from, for runs that follow the worker's
+    catalog: the answer says when the worker's is another one."""
 
 
 class ModelTurn(WireModel):
@@ -74,6 +100,9 @@ class ModelTurn(WireModel):
     snapshot_length: int = 0
     tools_ref: ArtifactRef | None = None
     """Set when the call stored the definitions it was sent, for the next calls to refer to."""
+    catalog_version: str | None = None
+    """The worker's registry version, when the call named another one
+    (`ModelCall.catalog_version`): the run reads its catalog again before its next turn."""
 
 
 class CompactCall(WireModel):
@@ -144,6 +173,10 @@ class ToolInvocation(WireModel):
     """The user's answers to an MCP server's questions (elicitation), by question key."""
     request_state: str | None = None
     """The MCP server's opaque state from the call's previous round, echoed back."""
+    approved_schema: str | None = None
+    """For a call a person approved: `schema_digest` of the input schema the workflow
+    checked the arguments against. If the worker's tool has another schema by now, the
+    approved arguments run as they are (the approval binds what the approver saw)."""
 
 
 class PreflightRequest(WireModel):

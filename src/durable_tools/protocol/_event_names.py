@@ -96,6 +96,9 @@ EventName = Literal[
     "model.call_id_shortened",
     "model.snapshot_missing",
     "model.fallback",
+    # the catalog of a running run
+    "catalog.changed",
+    "catalog.update_failed",
     # context compaction
     "context.compacted",
     "context.compaction_skipped",

@@ -222,6 +222,10 @@ class AgentConfig(WireModel):
     """Most catalog tools offered to the model from the start (providers cap a request's
     tools: OpenAI at 128). Beyond it, tools are deferred in catalog order and found through
     `search_tools`; the latest this many tools found are offered too."""
+    tool_selector: str | None = Field(default=None, min_length=1, max_length=100)
+    """The name of a tool selector registered on the worker (`build_worker(tool_selectors=
+    {...})`): before each model turn it chooses which of the offered tools the model sees
+    (docs/tools.md, "Choosing the tools of each turn"). None offers them all."""
     max_subagent_depth: int = Field(default=1, ge=0)
     """How deep sub-agents may nest: 1 lets this agent use sub-agents whose own sub-agent
     tools are hidden; 0 hides sub-agent tools altogether."""

@@ -7,8 +7,11 @@ so the tool list a run saw stays in its history even if the server changes later
 
 The worker follows the server's `notifications/tools/list_changed`: it lists again,
 registers the new tools (served by the worker's dynamic activity, see
-`_mcp_activity.py`, since a running worker cannot add activity types) and hides the
-dropped ones from new catalogs; a run that calls a dropped tool gets a tool error.
+`_mcp_activity.py`, since a running worker cannot add activity types), replaces the
+tools whose schema, description or annotations changed (`tool.replaced`) and withdraws
+the dropped ones (`tool.withdrawn`: hidden from catalogs; a run that calls one gets a tool
+error). A listed name that another source's tool holds is refused, never taken over.
+Running runs read the changed catalog before their next model turn.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import hashlib
+import json
 import logging
 import re
 from collections.abc import Callable, Collection, Mapping
@@ -38,9 +42,21 @@ from ._mcp_extras import register_extras
 from ._mcp_pool import McpPool, default_mcp_pool
 from ._mcp_servers import McpServer, McpStdio
 
-__all__ = ["attach_mcp", "attach_mcp_sync", "mcp_tool_name", "refresh_mcp"]
+__all__ = [
+    "MAX_MCP_SCHEMA_BYTES",
+    "attach_mcp",
+    "attach_mcp_sync",
+    "mcp_tool_name",
+    "refresh_mcp",
+]
 
 logger = logging.getLogger("durable_tools.sources.mcp")
+
+MAX_MCP_SCHEMA_BYTES = 256_000
+"""Largest input schema (as JSON) an MCP tool may have. A server's schema reaches every
+run's catalog and every model call's tool definitions: one that grew to megabytes would
+fail every new run's start (its catalog over Temporal's payload limit). A real tool's
+schema is a few kilobytes."""
 
 _INVALID = re.compile(r"[^a-z0-9_]")
 _NOT_DEFAULTS = frozenset({"name", "aliases", "examples", "label"})
@@ -159,10 +175,26 @@ def _register(
                 max_length=registry.max_name_length,
             )
         taken.add(name)
-        if name in registry:
-            existing = getattr(registry.get(name).fn, "mcp_source", None)
-            if only_new and existing == (server.key(), mcp_name):
+        fingerprint = _fingerprint(tool)
+        replace = False
+        if only_new and name in registry:
+            existing = registry.get(name).fn
+            if getattr(existing, "mcp_source", None) != (server.key(), mcp_name):
+                # Another source's tool (or another server's): a server must not take
+                # over a name by renaming its tool to it.
+                logger.warning(
+                    "MCP server %s now offers %r as %s, the name of a tool it does not own: "
+                    "not registered",
+                    server.label,
+                    mcp_name,
+                    name,
+                )
                 continue
+            if getattr(
+                existing, "mcp_fingerprint", None
+            ) == fingerprint and not registry.is_withdrawn(name):
+                continue  # unchanged
+            replace = True  # a changed schema, description or annotations, or back again
         annotations = tool.get("annotations") or {}
         options: dict[str, Any] = {
             "description": tool.get("description")
@@ -184,20 +216,49 @@ def _register(
             offered_check(call_pool, server, mcp_name), options.get("visible_to")
         )
         handler = make_handler(call_pool, server, mcp_name, registry, name)
+        handler.mcp_fingerprint = fingerprint
         input_schema = tool.get("inputSchema") or {"type": "object"}
-        registered.append(registry.register_schema(handler, input_schema=input_schema, **options))
+        try:
+            _check_schema_size(server, mcp_name, input_schema)
+            registered.append(
+                registry.register_schema(
+                    handler, input_schema=input_schema, replace=replace, **options
+                )
+            )
+        except ToolRegistrationError as error:
+            if not only_new:
+                raise
+            # One bad tool in a changed list must not keep the others from following.
+            logger.warning(
+                "MCP server %s: tool %r not registered: %s", server.label, mcp_name, error
+            )
     if only_new:
         key = server.key()
         for tool_ in registry.tools():
             source = getattr(tool_.fn, "mcp_source", None)
             if source is not None and source[0] == key and source[1] not in seen:
-                logger.info(
-                    "MCP server %s no longer offers %r: hidden from new runs, and a call "
-                    "from a running run gets a tool error",
-                    server.label,
-                    source[1],
+                registry.withdraw(
+                    tool_.spec.name,
+                    reason=f"is no longer offered by MCP server {server.label}; a call from "
+                    "a run that still lists it gets a tool error",
                 )
     return registered
+
+
+def _check_schema_size(server: McpServer, mcp_name: str, schema: Any) -> None:
+    size = len(json.dumps(schema, separators=(",", ":"), default=str))
+    if size > MAX_MCP_SCHEMA_BYTES:
+        raise ToolRegistrationError(
+            f"MCP server {server.label} offers {mcp_name!r} with an input schema of {size:,} "
+            f"bytes, over the {MAX_MCP_SCHEMA_BYTES:,}-byte limit (MAX_MCP_SCHEMA_BYTES)",
+            rule="schema",
+        )
+
+
+def _fingerprint(listing_entry: Mapping[str, Any]) -> str:
+    """A digest of one tool of a server's listing: a changed one replaces the tool."""
+    text = json.dumps(listing_entry, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass
@@ -237,7 +298,7 @@ class _Attachment:
         added = await self.refresh()
         if added:
             logger.info(
-                "MCP server %s added %s: served from now on without a restart",
+                "MCP server %s added or changed %s: served from now on without a restart",
                 self.server.label,
                 ", ".join(t.spec.name for t in added),
             )
@@ -344,12 +405,13 @@ async def refresh_mcp(
     secrets: Mapping[str, str] | None = None,
     **defaults: Unpack[ToolOptions],
 ) -> list[RegisteredTool]:
-    """List the server's tools again and register the ones not yet registered.
+    """List the server's tools again: register the new ones, replace the changed ones.
 
-    Takes the same arguments as `attach_mcp` and returns only the new tools. A running
-    worker does this by itself when the server announces a change (`follow_changes`);
-    call it to pick up a change the server did not announce. Tools the server dropped
-    stay registered but are hidden from new runs; calling them gives the model an error.
+    Takes the same arguments as `attach_mcp` and returns the new and replaced tools. A
+    running worker does this by itself when the server announces a change
+    (`follow_changes`); call it to pick up a change the server did not announce. Tools
+    the server dropped are withdrawn (hidden from catalogs; calling one from a run that
+    still lists it gives the model an error).
     """
     pool = pool or default_mcp_pool()
     attachment = _Attachment(

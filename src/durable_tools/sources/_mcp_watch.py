@@ -11,12 +11,17 @@ from collections.abc import Awaitable, Callable
 from ._mcp_connection import _describe
 from ._mcp_servers import McpServer
 
-__all__ = ["ToolListWatch", "ToolsChanged"]
+__all__ = ["MIN_REFRESH_INTERVAL", "ToolListWatch", "ToolsChanged"]
 
 logger = logging.getLogger("durable_tools.sources.mcp")
 
 ToolsChanged = Callable[[], Awaitable[None]]
 """Called (in a task of its own) after the server said its tool list changed."""
+
+MIN_REFRESH_INTERVAL = 0.5
+"""Seconds between the starts of two refreshes of one server's tools. The first change is
+followed at once; a server that announces changes over and over (a flood of
+`list_changed`) gets its tools listed at most this often, not once per notification."""
 
 _SETTLE_TIMEOUT = 30.0
 """Longest a call waits for the catalog refresh that the server's tool-list change started."""
@@ -29,6 +34,7 @@ class ToolListWatch:
         self._watchers: dict[str, list[ToolsChanged]] = {}
         self._refreshing: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()
+        self._last_start: dict[str, float] = {}
         self.changes: Counter[str] = Counter()
         """Tool-list changes handled so far (notifications and reconnects), by server label."""
 
@@ -56,7 +62,12 @@ class ToolListWatch:
 
     async def _run_watchers(self, server: McpServer) -> None:
         key = server.key()
+        loop = asyncio.get_running_loop()
         while True:
+            wait = self._last_start.get(key, -MIN_REFRESH_INTERVAL) + MIN_REFRESH_INTERVAL
+            if wait > loop.time():
+                await asyncio.sleep(wait - loop.time())
+            self._last_start[key] = loop.time()
             self._again.discard(key)
             self.changes[server.label] += 1
             for callback in list(self._watchers.get(key, ())):

@@ -36,8 +36,10 @@ from ._events import (
     TOOL_FAILED,
     TOOL_INVALID_ARGS,
     TOOL_POLICY_EXHAUSTED,
+    TOOL_REPLACED,
     TOOL_SKIPPED,
     TOOL_STARTED,
+    TOOL_WITHDRAWN,
     ToolEvent,
 )
 from ._formatting import format_result
@@ -67,8 +69,10 @@ __all__ = [
     "TOOL_FAILED",
     "TOOL_INVALID_ARGS",
     "TOOL_POLICY_EXHAUSTED",
+    "TOOL_REPLACED",
     "TOOL_SKIPPED",
     "TOOL_STARTED",
+    "TOOL_WITHDRAWN",
     "ApprovalPredicate",
     "ArtifactStore",
     "ErrorKind",

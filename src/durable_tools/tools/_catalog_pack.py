@@ -54,6 +54,11 @@ class PackedCatalog(BaseModel):
     """base64 of zlib-compressed JSON: each spec's search terms (`_bm25.spec_terms`) by
     name. Stemming a thousand descriptions takes seconds, too long for a workflow task
     (Temporal's deadlock detector allows two), so the worker does it here."""
+    version: str | None = None
+    """The registry version the catalog came from (`ToolRegistry.version`). Set by workers
+    that keep running runs' catalogs current: a run whose catalog has one reads it again
+    when a worker reports another. None in catalogs of older workers: those runs keep
+    theirs, and replay as they ran."""
 
     def describe(self) -> str:
         """The figures, for events and errors: `1,223 tools, 2,760,066 bytes as JSON ...`."""

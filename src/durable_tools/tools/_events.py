@@ -11,6 +11,7 @@ sees them: listeners often forward to log pipelines and metrics backends.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import threading
@@ -22,12 +23,15 @@ from ._scrub import scrub, scrub_value
 
 __all__ = [
     "ALL_EVENTS",
+    "REGISTRY_EVENTS",
     "TOOL_COMPLETED",
     "TOOL_FAILED",
     "TOOL_INVALID_ARGS",
     "TOOL_POLICY_EXHAUSTED",
+    "TOOL_REPLACED",
     "TOOL_SKIPPED",
     "TOOL_STARTED",
+    "TOOL_WITHDRAWN",
     "EventBus",
     "EventListener",
     "ToolEvent",
@@ -53,6 +57,17 @@ TOOL_POLICY_EXHAUSTED: Final = "tool.policy_exhausted"
 """Retries or the call's time budget ran out: after the `tool.failed` of a retryable or
 timed-out attempt that no attempt follows (emitted by the tool activity; the run records
 its own in its audit stream)."""
+
+TOOL_REPLACED: Final = "tool.replaced"
+"""The registry replaced a tool with a new registration of the same name (`replace=True`,
+or an MCP server that changed the tool's schema): `details` says what changed. Not a call's
+event: `call_id` is empty."""
+TOOL_WITHDRAWN: Final = "tool.withdrawn"
+"""The tool's source no longer offers it: hidden from catalogs from now on (a call from a
+run that still lists it gets a tool error). Not a call's event."""
+
+REGISTRY_EVENTS: Final = (TOOL_REPLACED, TOOL_WITHDRAWN)
+"""Events about the registry's contents rather than one call."""
 
 ALL_EVENTS: Final = (
     TOOL_STARTED,
@@ -106,6 +121,7 @@ class EventBus:
     def __init__(self) -> None:
         self._listeners: dict[str, tuple[EventListener, ...]] = {}
         self._lock = threading.Lock()
+        self._pending: set[asyncio.Task[None]] = set()
 
     def on(self, event: str, listener: EventListener) -> EventListener:
         """Call `listener` for each event named `event` (or every event, for `*`).
@@ -126,11 +142,40 @@ class EventBus:
                 x for x in self._listeners.get(event, ()) if x is not listener
             )
 
+    def emit_now(self, event: ToolEvent) -> None:
+        """Deliver `event` from synchronous code (a registration): a sync listener runs now;
+        an async one runs as a task on the running event loop, or to its end when no loop
+        runs (registrations at start-up)."""
+        listeners = self._listeners.get(event.name, ()) + self._listeners.get("*", ())
+        for listener in listeners:
+            try:
+                outcome = listener(event)
+            except Exception:
+                log.exception("listener %r failed on %s", listener, event.name)
+                continue
+            if not inspect.isawaitable(outcome):
+                continue
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                asyncio.run(_awaited(listener, event, outcome))
+                continue
+            task = loop.create_task(_awaited(listener, event, outcome))
+            self._pending.add(task)  # keep a reference until it ends
+            task.add_done_callback(self._pending.discard)
+
     async def emit(self, event: ToolEvent) -> None:
         """Deliver `event` to its listeners, in registration order."""
         listeners = self._listeners.get(event.name, ()) + self._listeners.get("*", ())
         for listener in listeners:
             await deliver(listener, event)
+
+
+async def _awaited(listener: EventListener, event: ToolEvent, outcome: Awaitable[None]) -> None:
+    try:
+        await outcome
+    except Exception:
+        log.exception("listener %r failed on %s", listener, event.name)
 
 
 async def deliver(listener: EventListener, event: ToolEvent) -> None:

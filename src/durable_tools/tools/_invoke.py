@@ -31,7 +31,7 @@ from ._middleware import (
 )
 from ._registered import RegisteredTool
 from ._results import ContentBlock, ToolResult
-from ._validation import parse_arguments, validate_arguments, validate_output
+from ._validation import parse_arguments, schema_digest, validate_arguments, validate_output
 
 __all__ = ["invoke_tool"]
 
@@ -45,6 +45,7 @@ async def invoke_tool(
     emit: Callable[[ToolEvent], Awaitable[None]],
     validate_outputs: bool,
     run_before_hooks: bool,
+    bound_schema: str | None = None,
 ) -> ToolResult:
     """Run one call of `tool` (see `ToolRegistry.invoke`, which documents the rules).
 
@@ -56,6 +57,9 @@ async def invoke_tool(
         emit: Delivers a `tool.*` event (the registry's `emit`).
         validate_outputs: Whether the registry checks structured results.
         run_before_hooks: False on a retry attempt of a call whose hooks already passed.
+        bound_schema: `schema_digest` of the input schema a person approved the call
+            under; when the tool's schema is another one now, the arguments are not
+            checked against it (the approval binds what the approver saw).
     """
     spec = tool.spec
 
@@ -76,7 +80,8 @@ async def invoke_tool(
 
     try:
         parsed = parse_arguments(arguments)
-        args = validate_arguments(spec, parsed) if spec.validates_input else parsed
+        rebound = bound_schema is not None and bound_schema != schema_digest(spec.input_schema)
+        args = validate_arguments(spec, parsed) if spec.validates_input and not rebound else parsed
         values = tool.to_python(args)
     except InvalidArguments as error:
         error.attribute_to(tool_name=spec.name, call_id=context.tool_call_id)

@@ -10,6 +10,8 @@ hooks, events and checks) in `_invoke`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import logging
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from datetime import timedelta
@@ -27,7 +29,7 @@ from ._delegated import (
     subagent_registration,
 )
 from ._errors import ToolNotFound
-from ._events import EventBus, EventListener, ToolEvent, deliver
+from ._events import TOOL_REPLACED, TOOL_WITHDRAWN, EventBus, EventListener, ToolEvent, deliver
 from ._invoke import invoke_tool
 from ._names import NameStyle, ToolRegistrationError
 from ._options import ToolOptions, build_tool
@@ -42,6 +44,11 @@ from ._validation import parse_arguments
 __all__ = ["ApprovalPredicate", "RegisteredTool", "ToolOptions", "ToolRegistry"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+log = logging.getLogger("durable_tools.tools")
+
+_COMPARED = ("input_schema", "description", "output_schema", "approval", "safety", "policy")
+"""The spec fields a `tool.replaced` event names when they changed."""
 
 
 class ToolRegistry:
@@ -73,6 +80,8 @@ class ToolRegistry:
         self._tools: dict[str, RegisteredTool] = {}
         self._aliases: dict[tuple[str, str], str] = {}
         self._middleware: tuple[object, ...] = ()
+        self._withdrawn: frozenset[str] = frozenset()
+        self._sum = 0  # of `_tool_digest` over the tools: see `version`
         self._lock = threading.Lock()
         self.events = EventBus()
 
@@ -99,13 +108,24 @@ class ToolRegistry:
 
         return decorate
 
-    def register(self, fn: Callable[..., Any], **options: Unpack[ToolOptions]) -> RegisteredTool:
+    def register(
+        self, fn: Callable[..., Any], *, replace: bool = False, **options: Unpack[ToolOptions]
+    ) -> RegisteredTool:
         """Register `fn` as a tool and return the registered tool.
 
+        Args:
+            fn: The tool's function.
+            replace: Replace a tool already registered under the name (its function,
+                schema, aliases and options) instead of refusing the duplicate. The
+                registry emits `tool.replaced` (and logs it); runs already going see the
+                new tool from their next model turn (docs/tools.md, "Changing tools
+                while runs wait").
+            **options: `ToolOptions`.
+
         Raises:
-            ToolRegistrationError: a bad name or alias, a duplicate, an unsupported
-                signature, a strict schema that cannot be expressed, an example that
-                breaks the schema, or invalid options. `rule` says which.
+            ToolRegistrationError: a bad name or alias, a duplicate (without `replace`),
+                an unsupported signature, a strict schema that cannot be expressed, an
+                example that breaks the schema, or invalid options. `rule` says which.
         """
         tool = build_tool(
             fn, options, name_style=self.name_style, max_name_length=self.max_name_length
@@ -113,7 +133,7 @@ class ToolRegistry:
         if tool.spec.source is None:
             where = f"python:{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
             tool = dataclasses.replace(tool, spec=tool.spec.model_copy(update={"source": where}))
-        self._add(tool)
+        self._add(tool, replace=replace)
         return tool
 
     def register_schema(
@@ -121,12 +141,14 @@ class ToolRegistry:
         handler: SchemaHandler,
         *,
         input_schema: Mapping[str, Any],
+        replace: bool = False,
         **options: Unpack[ToolOptions],
     ) -> RegisteredTool:
         """Register a tool whose JSON Schema is given (MCP, OpenAPI, HTTP tools).
 
         The handler is called as `handler(arguments=<validated dict>, ctx=<ToolContext>)`,
-        sync or async. Everything else (safety, policy, approval, ...) is as for `register`.
+        sync or async. Everything else (safety, policy, approval, `replace`, ...) is as for
+        `register`.
 
         Raises:
             ToolRegistrationError: as for `register`, or `rule="schema"` for a schema that
@@ -143,7 +165,7 @@ class ToolRegistry:
             name_style=self.name_style,
             max_name_length=self.max_name_length,
         )
-        self._add(tool)
+        self._add(tool, replace=replace)
         return tool
 
     def subagent(
@@ -268,33 +290,106 @@ class ToolRegistry:
         )
         with self._lock:
             update = delegated.spec_update
-            tool = dataclasses.replace(tool, spec=tool.spec.model_copy(update=update))
-            self._tools = {**self._tools, delegated.name: tool}
-        return tool
+            stamped = dataclasses.replace(tool, spec=tool.spec.model_copy(update=update))
+            self._sum -= _tool_digest(tool, withdrawn=False)
+            self._sum = (self._sum + _tool_digest(stamped, withdrawn=False)) % _MODULUS
+            self._tools = {**self._tools, delegated.name: stamped}
+        return stamped
 
-    def _add(self, tool: RegisteredTool) -> None:
+    def _add(self, tool: RegisteredTool, *, replace: bool = False) -> None:
         name = tool.spec.name
         with self._lock:
-            if name in self._tools:
+            old = self._tools.get(name)
+            if old is not None and not replace:
                 raise ToolRegistrationError(
                     f"tool name {name!r} is invalid: duplicate, a tool of that name is "
-                    "already registered",
+                    "already registered (pass replace=True to replace it)",
                     rule="duplicate",
                     tool_name=name,
                 )
+            # The tool replaced gives up its aliases: the new registration brings its own.
+            aliases = {k: v for k, v in self._aliases.items() if v != name}
+            others = {k: v for k, v in self._tools.items() if k != name}
             pairs = {(provider, alias) for provider, alias in tool.spec.aliases.items()}
-            _check_alias_names(name, pairs, self._tools, self._aliases)
-            taken = pairs & self._aliases.keys()
+            _check_alias_names(name, pairs, others, aliases)
+            taken = pairs & aliases.keys()
             if taken:
                 provider, alias = sorted(taken)[0]
                 raise ToolRegistrationError(
                     f"alias {alias!r} for {provider!r} of tool {name!r} is invalid: duplicate, "
-                    f"tool {self._aliases[(provider, alias)]!r} already uses it",
+                    f"tool {aliases[(provider, alias)]!r} already uses it",
                     rule="duplicate",
                     tool_name=name,
                 )
+            if old is not None:
+                self._sum -= _tool_digest(old, withdrawn=name in self._withdrawn)
+            self._sum = (self._sum + _tool_digest(tool, withdrawn=False)) % _MODULUS
             self._tools = {**self._tools, name: tool}
-            self._aliases = {**self._aliases, **{pair: name for pair in pairs}}
+            self._aliases = {**aliases, **{pair: name for pair in pairs}}
+            self._withdrawn = self._withdrawn - {name}
+        if old is not None:
+            self._replaced(old, tool)
+
+    def _replaced(self, old: RegisteredTool, new: RegisteredTool) -> None:
+        """Say that `old` was replaced, and what changed (field names, never values)."""
+        changed = [f for f in _COMPARED if getattr(old.spec, f) != getattr(new.spec, f)]
+        if old.fn is not new.fn:
+            changed.append("function")
+        log.info("tool %s replaced (%s)", new.spec.name, ", ".join(changed) or "nothing changed")
+        self.events.emit_now(
+            ToolEvent(
+                name=TOOL_REPLACED,
+                tool_name=new.spec.name,
+                message=f"tool {new.spec.name!r} replaced",
+                details={
+                    "changed": changed,
+                    "old_source": old.spec.source,
+                    "source": new.spec.source,
+                },
+            )
+        )
+
+    def withdraw(self, name: str, *, reason: str = "its source no longer offers it") -> bool:
+        """Hide a tool from catalogs (new runs, and running runs from their next model
+        turn) while keeping it registered, so a call from a run that still lists it reaches
+        its function and gets a clear error from it. A later registration with `replace`
+        brings it back. Emits `tool.withdrawn`.
+
+        Returns:
+            True when the tool was offered until now; False when it was withdrawn already.
+
+        Raises:
+            ToolNotFound: no such tool.
+        """
+        with self._lock:
+            if name not in self._tools:
+                raise ToolNotFound(f"no tool named {name!r} is registered", details={"tool": name})
+            if name in self._withdrawn:
+                return False
+            tool = self._tools[name]
+            self._sum -= _tool_digest(tool, withdrawn=False)
+            self._sum = (self._sum + _tool_digest(tool, withdrawn=True)) % _MODULUS
+            self._withdrawn = self._withdrawn | {name}
+        log.info("tool %s withdrawn: %s", name, reason)
+        self.events.emit_now(
+            ToolEvent(name=TOOL_WITHDRAWN, tool_name=name, message=f"tool {name!r} {reason}")
+        )
+        return True
+
+    def is_withdrawn(self, name: str) -> bool:
+        """Whether the tool is registered but withdrawn (see `withdraw`)."""
+        return name in self._withdrawn
+
+    def version(self) -> str:
+        """A digest of what the registry offers: every spec, and which tools are withdrawn.
+
+        Two workers with the same tools give the same version. A run records the version
+        its catalog came from; when a worker reports another one, the run reads its
+        catalog again before its next model turn. Kept up to date at each change (a sum
+        of each tool's own digest), so reading it costs nothing however many tools there
+        are and however often they change.
+        """
+        return f"{self._sum:064x}"[:16]  # 64 bits: a change detector, sent each turn
 
     # ------------------------------------------------------------ hooks and events
 
@@ -386,7 +481,12 @@ class ToolRegistry:
         """
         if self.require_full_identity:
             require_identity(identity, IDENTITY_PARTS, "this registry")
-        visible = [t.spec for t in self._tools.values() if t.is_visible_to(identity)]
+        withdrawn = self._withdrawn
+        visible = [
+            t.spec
+            for t in self._tools.values()
+            if t.name not in withdrawn and t.is_visible_to(identity)
+        ]
         return filter_specs(
             visible,
             granted_scopes=granted_scopes,
@@ -453,6 +553,7 @@ class ToolRegistry:
         context: ToolContext,
         *,
         run_before_hooks: bool = True,
+        bound_schema: str | None = None,
     ) -> ToolResult:
         """Validate, inject, run hooks and the tool, and return its result.
 
@@ -468,6 +569,10 @@ class ToolRegistry:
             arguments: JSON text or a mapping.
             context: The call's context.
             run_before_hooks: False on a retry attempt of a call whose hooks already passed.
+            bound_schema: `schema_digest` of the input schema a person approved the call
+                under (the tool activity passes it for approved calls): when the tool was
+                replaced since with another schema, the approved arguments run as they
+                are, not checked against the new schema.
 
         Raises:
             ToolNotFound: no such tool.
@@ -482,7 +587,18 @@ class ToolRegistry:
             emit=self.emit,
             validate_outputs=self.validate_outputs,
             run_before_hooks=run_before_hooks,
+            bound_schema=bound_schema,
         )
+
+
+_MODULUS = 1 << 256
+
+
+def _tool_digest(tool: RegisteredTool, *, withdrawn: bool) -> int:
+    """One tool's part of the registry's version: its spec, and whether it is withdrawn."""
+    digest = hashlib.sha256(tool.spec.model_dump_json().encode())
+    digest.update(b"\x00withdrawn" if withdrawn else b"\x00")
+    return int.from_bytes(digest.digest(), "big")
 
 
 def _check_alias_names(

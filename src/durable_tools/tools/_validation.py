@@ -12,6 +12,7 @@ and then fail to serialise when the call is scheduled, which wedges the run.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
 import re
@@ -31,6 +32,7 @@ __all__ = [
     "format_schema_errors",
     "non_finite_number",
     "parse_arguments",
+    "schema_digest",
     "schema_validator",
     "validate_arguments",
     "validate_output",
@@ -294,6 +296,13 @@ def format_schema_errors(errors: Iterable[ValidationError]) -> list[str]:
         if line not in lines:
             lines.append(line)
     return lines
+
+
+def schema_digest(schema: Mapping[str, Any]) -> str:
+    """A short digest of an input schema: tells the schema a call was checked against
+    (and approved under) from the tool's schema when it runs."""
+    text = json.dumps(schema, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
 def validate_arguments(spec: ToolSpec, args: Mapping[str, Any]) -> dict[str, Any]:

@@ -6,13 +6,16 @@ an application's own workers.
 
 The worker-side objects `build_worker` takes are here too: a custom OAuth broker
 (`AuthorizationBroker`, `oauth=`), evaluators (`Evaluator`, `evaluators=`) and the
-identity-grant store (`GrantStore`, `grant_store=`), and per-model rate limits
-(`ModelLimits`, `model_limits=`). A project file (`load_project`) configures the same
-from TOML: sources, limits and policy, for the CLI's `--project` and `Project.plugin()`.
+identity-grant store (`GrantStore`, `grant_store=`), per-model rate limits
+(`ModelLimits`, `model_limits=`), and per-turn tool selectors (`ToolSelector`, which gets a
+`ToolSelection`; `tool_selectors=`). A project file (`load_project`) configures the
+same from TOML: sources, limits and policy, for the CLI's `--project` and
+`Project.plugin()`.
 """
 
 from durable_tools._activities import AuthorizationBroker, Evaluator, GrantStore
 from durable_tools.protocol._models import ModelLimits
+from durable_tools.workflows.catalog._selection import ToolSelection, ToolSelector
 
 from ._build import (
     DEFAULT_TASK_QUEUE,
@@ -41,6 +44,8 @@ __all__ = [
     "ModelLimits",
     "Project",
     "ProjectError",
+    "ToolSelection",
+    "ToolSelector",
     "ToolWorker",
     "deployment_version",
     "load_project",

@@ -19,6 +19,7 @@ from durable_tools.tools._artifacts import ArtifactStore
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._limited import ToolWorker
 from durable_tools.worker._plugin import DurableToolsPlugin
+from durable_tools.workflows.catalog._selection import ToolSelector
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
@@ -98,6 +99,7 @@ def build_worker(
     deployment_version: WorkerDeploymentVersion | None = None,
     model_limits: Mapping[str, ModelLimits] | None = None,
     require_identity: bool = False,
+    tool_selectors: Mapping[str, ToolSelector] | None = None,
     **worker_options: Any,
 ) -> ToolWorker:
     """A worker that runs the agent workflow, its core activities and one activity per tool.
@@ -130,6 +132,8 @@ def build_worker(
             deployment (see `DurableToolsPlugin` and docs/models.md, "Rate limits").
         require_identity: Refuse runs whose identity names no user or no tenant (see
             `DurableToolsPlugin`).
+        tool_selectors: Per-turn tool selectors by name, for runs whose
+            `AgentConfig.tool_selector` names one (see `DurableToolsPlugin`).
         **worker_options: Passed to `temporalio.worker.Worker` (e.g. `max_cached_workflows`,
             `plugins`).
 
@@ -156,6 +160,7 @@ def build_worker(
         deployment_version=deployment_version,
         model_limits=model_limits,
         require_identity=require_identity,
+        tool_selectors=tool_selectors,
     )
     worker_options.setdefault("default_heartbeat_throttle_interval", HEARTBEAT_THROTTLE)
     queue = task_queue or task_queue_from_env()

@@ -63,7 +63,9 @@ from durable_tools.worker._sandbox import (
     passthrough_modules,
     workflow_runner,
 )
+from durable_tools.worker._selectors import ToolSelectorsInterceptor
 from durable_tools.workflows import AgentWorkflow
+from durable_tools.workflows.catalog._selection import ToolSelector
 from durable_tools.workflows.limiter._model_limiter import ModelLimiterWorkflow
 from durable_tools.workflows.loop._token_stream import TokenStreamWorkflow
 
@@ -139,6 +141,10 @@ class DurableToolsPlugin(SimplePlugin):
             or no tenant (so catalogs, grants and OAuth tokens are always scoped); the
             run fails with `IdentityIncomplete` naming what is missing. Give every worker
             of the task queue the same.
+        tool_selectors: Per-turn tool selectors by name (`ToolSelector`): a run whose
+            `AgentConfig.tool_selector` names one is offered, at each model turn, only the
+            tools it chooses. They run in workflow code: deterministic functions of the
+            `ToolSelection` they get. Give every worker of the task queue the same.
     """
 
     def __init__(
@@ -156,6 +162,7 @@ class DurableToolsPlugin(SimplePlugin):
         deployment_version: WorkerDeploymentVersion | None = None,
         model_limits: Mapping[str, ModelLimits] | None = None,
         require_identity: bool = False,
+        tool_selectors: Mapping[str, ToolSelector] | None = None,
     ) -> None:
         self.registry = registry
         self.model_limits = checked_model_limits(model_limits or {})
@@ -204,6 +211,7 @@ class DurableToolsPlugin(SimplePlugin):
             workflows=[AgentWorkflow, TokenStreamWorkflow, FlowWorkflow, ModelLimiterWorkflow],
             activities=activities,
             workflow_runner=_with_passthrough,
+            interceptors=[ToolSelectorsInterceptor(tool_selectors)] if tool_selectors else None,
         )
 
     def _data_converter(self, existing: DataConverter | None) -> DataConverter:

@@ -40,6 +40,7 @@ from durable_tools.tools import (
     ToolSpec,
 )
 from durable_tools.tools._errors import RUN_ENDING
+from durable_tools.tools._validation import schema_digest
 from durable_tools.workflows.calls._flow_call import run_flow
 from durable_tools.workflows.calls._tool_activity import (
     attempts_after,
@@ -138,6 +139,10 @@ async def _run_activity(
     resume: InputResume | None = None  # the user's answers to the server's last questions
     rounds = 0
     deadline = attempts_deadline(options)  # schedule_to_close bounds all the attempts
+    # A person approved these arguments under this schema: the worker runs them as they
+    # are even if the tool's schema changed while the call waited.
+    approved = record.decided_by is not None  # a refused call never gets here
+    approved_schema = schema_digest(spec.input_schema) if approved else None
     while True:
         invocation = ToolInvocation(
             call_id=call.id,
@@ -151,6 +156,7 @@ async def _run_activity(
             grant_ref=grant_ref,
             input_responses=resume.responses if resume else None,
             request_state=resume.request_state if resume else None,
+            approved_schema=approved_schema,
         )
         try:
             activity = start_tool_activity(

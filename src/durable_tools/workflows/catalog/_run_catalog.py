@@ -15,9 +15,17 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from durable_tools._activities._types import CATALOG_ACTIVITY, CatalogRequest
+from durable_tools._activities._types import (
+    CATALOG_ACTIVITY,
+    CATALOG_UPDATE_ACTIVITY,
+    CatalogRequest,
+    CatalogUpdate,
+    CatalogUpdateRequest,
+)
+from durable_tools.protocol._limits import MAX_REASON_CHARS, clip
 from durable_tools.protocol._run_io import REVISION_LOCAL_CATALOG, REVISION_SHORT_START
 from durable_tools.protocol._types import RunStatus
 from durable_tools.tools._bm25 import terms
@@ -36,11 +44,15 @@ from durable_tools.workflows.run._state import EndRun, RunState
 
 __all__ = [
     "CATALOG_PATCH",
+    "CATALOG_RECHECK",
     "MAX_SEARCH_QUERY_CHARS",
     "catalog_summary",
     "discover",
     "find_tools",
+    "follow_worker",
+    "followed_version",
     "load_catalog",
+    "note_worker_version",
 ]
 
 CATALOG_PATCH = "packed-catalog"
@@ -56,10 +68,7 @@ async def load_catalog(state: RunState) -> None:
     Raises:
         EndRun: the catalog is too large even packed (the reason gives the figures).
     """
-    input = state.input
-    request = CatalogRequest(
-        identity=input.identity, granted_scopes=input.granted_scopes, tools=state.config.tools
-    )
+    request = _request(state)
     if not _packed(state):
         state.catalog.specs = await workflow.execute_activity(
             CATALOG_ACTIVITY,
@@ -89,6 +98,117 @@ async def load_catalog(state: RunState) -> None:
     state.catalog.specs = unpack(packed)
     state.catalog.packed = packed
     state.catalog.max_advertised = state.config.max_advertised_tools
+    state.catalog.checked_at = workflow.now()
+
+
+def _request(state: RunState) -> CatalogRequest:
+    input = state.input
+    return CatalogRequest(
+        identity=input.identity, granted_scopes=input.granted_scopes, tools=state.config.tools
+    )
+
+
+# ------------------------------------------------- following the worker's catalog
+
+CATALOG_RECHECK = timedelta(seconds=1)
+"""Before a model turn that comes this long after the run last learnt the worker's registry
+version (a wait for approval, a slow tool, a session's next message), the run asks the
+worker (one local activity) instead of trusting the last model turn's report."""
+
+_UPDATE_ATTEMPTS = 3
+
+
+def followed_version(state: RunState) -> str | None:
+    """The registry version the run's catalog came from, when the run follows the worker's
+    catalog; else None. Runs follow when their catalog has a version (`PackedCatalog`,
+    recorded in history, carried over continue-as-new): a replay decides the same, and
+    runs loaded by older workers keep the catalog they recorded."""
+    packed = state.catalog.packed
+    return None if packed is None else packed.version
+
+
+def note_worker_version(state: RunState, version: str | None) -> None:
+    """After a model turn: the worker's registry version it reported (None: unchanged)."""
+    if followed_version(state) is None:
+        return
+    state.catalog.checked_at = workflow.now()
+    if version is not None:
+        state.catalog.worker_version = version
+
+
+async def follow_worker(state: RunState) -> None:
+    """Before a model turn: read the catalog again if the worker's may have changed.
+
+    The model then sees the tools as the worker has them now: new tools, replaced schemas
+    and descriptions, withdrawn tools gone. Calls already validated (one waiting for
+    approval, say) keep the spec they were validated with. At most one read per turn, as
+    a local activity (a marker in history); a read that fails keeps the catalog the run
+    has, says so in an event, and is not retried for the same worker version.
+    """
+    known = followed_version(state)
+    if known is None:
+        return
+    catalog = state.catalog
+    reported = catalog.worker_version
+    changed = reported is not None and reported not in (known, catalog.failed_version)
+    now = workflow.now()
+    stale = catalog.checked_at is None or now - catalog.checked_at >= CATALOG_RECHECK
+    if not (changed or stale):
+        return
+    catalog.checked_at = now
+    catalog.worker_version = None
+    try:
+        update = await execute_local(
+            CATALOG_UPDATE_ACTIVITY,
+            CatalogUpdateRequest(request=_request(state), known=known),
+            result_type=CatalogUpdate,
+            start_to_close_timeout=_TIMEOUT,
+            retry_policy=RetryPolicy(maximum_attempts=_UPDATE_ATTEMPTS),
+            summary="read the changed tool catalog",
+        )
+    except ActivityError as error:
+        catalog.failed_version = reported
+        cause = error.cause
+        why = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+        state.event(
+            "catalog.update_failed",
+            detail=clip(f"kept the catalog the run has: {why}", MAX_REASON_CHARS),
+        )
+        return
+    if update.packed is not None:
+        _replace_catalog(state, update.packed)
+
+
+def _replace_catalog(state: RunState, packed: PackedCatalog) -> None:
+    catalog = state.catalog
+    before = {spec.name: spec for spec in catalog.specs}
+    specs = unpack(packed)
+    after = {spec.name: spec for spec in specs}
+    added = sorted(after.keys() - before.keys())
+    removed = sorted(before.keys() - after.keys())
+    changed = sorted(n for n in after.keys() & before.keys() if after[n] != before[n])
+    catalog.specs = specs
+    catalog.packed = packed
+    catalog.search_index = None
+    catalog.discovered = [name for name in catalog.discovered if name in after]
+    if not (added or removed or changed):
+        return  # another tool changed, or one this run does not see
+    catalog.advertised_changes += 1
+    parts = [
+        f"{label} {_names(names)}"
+        for label, names in (("added", added), ("removed", removed), ("changed", changed))
+        if names
+    ]
+    state.event("catalog.changed", detail=clip("; ".join(parts), MAX_REASON_CHARS))
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:_NAMED])
+    return shown if len(names) <= _NAMED else f"{shown} and {len(names) - _NAMED:,} more"
+
+
+_NAMED = 10
+"""Most tool names a `catalog.changed` event names per kind of change."""
 
 
 def _packed(state: RunState) -> bool:

@@ -16,6 +16,8 @@ inherited from `RunHandlers`, the one table an embedded `AgentLoop` registers to
 # every run in strict mode, and string annotations would be evaluated anew each time.
 
 import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
@@ -43,6 +45,10 @@ class AgentWorkflow(RunHandlers):
     @workflow.init
     def __init__(self, input: AgentInput) -> None:
         self._state = start_state(input)
+
+    def use_tool_selectors(self, selectors: Mapping[str, Callable[..., Any]]) -> None:
+        """The worker's tool selectors (its interceptor calls this as the run starts)."""
+        self._state.tool_selectors = selectors
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:

@@ -26,6 +26,12 @@ from durable_tools.protocol._types import RunStatus
 from durable_tools.tools import ArtifactRef, ToolSpec
 from durable_tools.tools._model_description import model_description
 from durable_tools.tools._names import alias_provider
+from durable_tools.workflows.catalog._run_catalog import (
+    follow_worker,
+    followed_version,
+    note_worker_version,
+)
+from durable_tools.workflows.catalog._selection import chosen_tools, select_tools
 from durable_tools.workflows.catalog._tool_search import search_definition
 from durable_tools.workflows.catalog._view import advertised, has_deferred
 from durable_tools.workflows.loop._compaction import (
@@ -68,8 +74,10 @@ def describe(state: RunState, spec: ToolSpec) -> str:
 
 
 def _tool_definitions(state: RunState) -> list[ToolDefinition]:
-    offered = advertised(state)
-    key = tuple(offered)
+    offered = chosen_tools(state, advertised(state))
+    # A catalog update may change a tool's schema under the same names: the count of
+    # changes is part of the key.
+    key = (f"#{state.catalog.advertised_changes}", *offered)
     if state.model.definitions is None or state.model.definitions[0] != key:
         provider = alias_provider(state.config.model)
         definitions = [
@@ -98,6 +106,8 @@ async def call_model(state: RunState) -> ModelResponse:
     pass its share of the window, and once more (then the call is retried once) when the
     provider says the input is too long (see `_compaction`).
     """
+    await follow_worker(state)  # a changed catalog reaches this turn
+    select_tools(state, advertised(state))  # the run's selector, if any, for this turn
     compaction = state.config.compaction
     projected = 0
     changes = state.catalog.advertised_changes  # the set the definitions sent are for
@@ -126,6 +136,7 @@ async def call_model(state: RunState) -> ModelResponse:
         except ModelsFailed as again:
             note = " (after compacting the context once)" + again.note
             raise _model_failure(again.error, note) from again.error
+    note_worker_version(state, turn.catalog_version)
     state.snapshot = turn.snapshot
     state.snapshot_length = turn.snapshot_length
     if turn.tools_ref is not None:
@@ -199,6 +210,7 @@ async def _model_activity(
         tools_ref=tools_ref,
         stream=config.stream_tokens,
         context=state.model.context,
+        catalog_version=followed_version(state),
     )
     _check_input_size(call, messages)
     turn: ModelTurn = await workflow.execute_activity(

@@ -18,6 +18,7 @@ turns, when none are open.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +67,9 @@ class RunState:
 
     # One part per role, each changed only by its role's package (`bench.state_use`).
     catalog: CatalogState = field(default_factory=CatalogState)
+    tool_selectors: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    """The worker's tool selectors by name (`workflows.catalog._selection`), handed in by
+    the worker's interceptor; the run uses the one its config names."""
     """The tools this run may use and what it advertises; changed only by
     `workflows/catalog/`."""
     calls: RunCalls = field(default_factory=RunCalls)
