@@ -42,6 +42,12 @@ def chat_registry(ran: list[str]) -> ToolRegistry:
         ran.append(f"pay {amount_cents}")
         return f"paid {amount_cents}"
 
+    # A callback tool of the operator's (run by some device of theirs): not the browser's.
+    registry.callback_tool(
+        "device_check",
+        parameters={"type": "object", "properties": {"serial": {"type": "string"}}},
+        description="Check a device (run by the operator's device agent).",
+    )
     return registry
 
 
@@ -127,14 +133,17 @@ def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 
 def run_input(
-    thread: str, messages: list[dict[str, Any]], resume: list[dict[str, Any]] | None = None
+    thread: str,
+    messages: list[dict[str, Any]],
+    resume: list[dict[str, Any]] | None = None,
+    tools: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "threadId": thread,
         "runId": f"run-{uuid.uuid4().hex[:8]}",
         "messages": messages,
         "state": {},
-        "tools": [],
+        "tools": tools or [],
         "context": [],
         "forwardedProps": {},
     }
@@ -145,6 +154,24 @@ def run_input(
 
 def user(text: str, message_id: str | None = None) -> dict[str, Any]:
     return {"id": message_id or f"m-{uuid.uuid4().hex[:8]}", "role": "user", "content": text}
+
+
+def tool_message(call_id: str, content: str, message_id: str | None = None) -> dict[str, Any]:
+    """A front end's result of its tool's call `call_id`."""
+    ident = message_id or f"tm-{uuid.uuid4().hex[:8]}"
+    return {"id": ident, "role": "tool", "toolCallId": call_id, "content": content}
+
+
+WEATHER_TOOL = {
+    "name": "showWeather",
+    "description": "Show the weather of a city in the page (the browser runs it).",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}
+"""A frontend tool, as an AG-UI client declares it."""
 
 
 @asynccontextmanager

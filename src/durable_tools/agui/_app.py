@@ -20,7 +20,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ag_ui.core import AssistantMessage, BaseEvent, RunAgentInput, RunStartedEvent, UserMessage
@@ -36,6 +36,7 @@ from temporalio.api.workflowservice.v1 import PollWorkflowExecutionUpdateRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_tools._activities._client_tools import client_tool_clash
 from durable_tools._callers._auth import AuthConfig, authenticate
 from durable_tools._callers._body import body_limit
 from durable_tools._callers._tokens import User, valid_user
@@ -43,15 +44,25 @@ from durable_tools.agui._input import (
     ApprovalRef,
     InputLimits,
     InputRefused,
+    ToolResult,
     approval_refs,
     check_prefix,
     checked_thread_id,
+    client_tools,
     message_update_id,
     parse_input,
     session_id,
+    tool_result_update_id,
+    tool_results,
     user_text,
 )
 from durable_tools.agui._turn import CLEANUP_SECONDS, TurnView, follow_turn, open_calls, run_error
+from durable_tools.callbacks import (
+    CALLBACK_ALREADY_ANSWERED,
+    CallbackRejected,
+    PendingCallback,
+    answer_callback,
+)
 from durable_tools.client import (
     AgentRun,
     AlreadyDecided,
@@ -61,7 +72,9 @@ from durable_tools.client import (
     SessionRefused,
 )
 from durable_tools.messages import Message
+from durable_tools.protocol._client_tools import ClientTool
 from durable_tools.protocol._deciders import name_key, person_of
+from durable_tools.tools import ToolRegistry
 from durable_tools.tools._context import Identity
 from durable_tools.workflows import AgentConfig
 
@@ -97,6 +110,10 @@ class AguiConfig:
             streams as the model writes it).
         poll_interval: Seconds between looks at a run's events and status.
         keepalive_seconds: Quiet seconds after which the stream sends an SSE comment.
+        registry: The workers' tools: a frontend tool named like one of them (case
+            aside) is refused with a 400 before the thread starts. Without it the worker
+            leaves such a tool out of the run (its own tool stands), unnoticed by the
+            front end.
     """
 
     agent: AgentConfig
@@ -108,6 +125,7 @@ class AguiConfig:
     stream_tokens: bool = True
     poll_interval: float = 0.25
     keepalive_seconds: float = 15.0
+    registry: ToolRegistry | None = None
 
     def __post_init__(self) -> None:
         if self.auth is None and self.authenticate is None:
@@ -206,12 +224,24 @@ def create_agui_app(tools: DurableTools | Client, config: AguiConfig) -> Starlet
             # A resume needs its message too (the one it answers is followed), checked
             # here: nothing is decided for an input the run could not follow.
             message = _last_user_message(run_input)
-            text = None if run_input.resume else user_text(message)
-            if run_input.resume and not await _exists(durable, session):
+            declared = client_tools(run_input, config.limits)
+            server_tools = (
+                [spec.name for spec in config.registry.specs()] if config.registry else []
+            )
+            clash = client_tool_clash(declared, server_tools)
+            if clash is not None:
+                raise InputRefused(400, f"{clash}: rename it")
+            # With a resume, trailing tool messages are history (a server tool's result
+            # the client appended); without one, they are results the front end sends.
+            results = [] if run_input.resume else tool_results(run_input)
+            answers = bool(run_input.resume or results)
+            text = None if answers else user_text(message)
+            if answers and not await _exists(durable, session):
                 raise InputRefused(404, f"no thread {run_input.thread_id!r} of yours")
         except InputRefused as refused:
             return _refused(refused.status, refused.message)
-        events = _events(durable, agent, config, user, run_input, session, message, text)
+        asked = _Asked(run_input, message, text, tuple(declared), tuple(results))
+        events = _events(durable, agent, config, user, asked, session)
         return StreamingResponse(
             _encoded(events, encoder, config.keepalive_seconds),
             media_type=encoder.get_content_type(),
@@ -277,26 +307,38 @@ async def _encoded(
         await asyncio.wait({pending}, timeout=CLEANUP_SECONDS)
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """What one request asks, checked: its input, the user message it sends or follows,
+    that message's text (None when the request answers: a resume, tool results), the
+    frontend tools it declares and the tool results it delivers."""
+
+    run_input: RunAgentInput
+    message: UserMessage
+    text: str | None
+    declared: tuple[ClientTool, ...]
+    results: tuple[ToolResult, ...]
+
+
 async def _events(
     tools: DurableTools,
     agent: AgentConfig,
     config: AguiConfig,
     user: User,
-    run_input: RunAgentInput,
+    asked: _Asked,
     session: str,
-    message: UserMessage,
-    text: str | None,
 ) -> AsyncIterator[BaseEvent]:
     """One AG-UI run: `RUN_STARTED`, then the message sent (or the resume decided) and
     its turns followed, then `RUN_FINISHED` or `RUN_ERROR` (always one of the two: an
     unexpected failure is a `RUN_ERROR` too)."""
+    run_input = asked.run_input
     thread_id, run_id = run_input.thread_id, run_input.run_id
     run = tools.run(session)
     # Sending the message (or deciding the resume) is not the request's to cancel: once
     # started it completes, even when the client goes away, so a message is never half
     # sent. It starts before the first event, so a client that saw RUN_STARTED knows its
     # message reached the session (or will get the refusal when it asks again).
-    work = asyncio.create_task(_take(tools, agent, run, user, run_input, message, text))
+    work = asyncio.create_task(_take(tools, agent, run, user, asked))
     _unfinished.add(work)
     work.add_done_callback(_unfinished.discard)
     yield RunStartedEvent(thread_id=thread_id, run_id=run_id)
@@ -345,22 +387,26 @@ cursor to start at, and the ids of the input's newer user messages not sent."""
 
 
 async def _take(
-    tools: DurableTools,
-    agent: AgentConfig,
-    run: AgentRun,
-    user: User,
-    run_input: RunAgentInput,
-    message: UserMessage,
-    text: str | None,
+    tools: DurableTools, agent: AgentConfig, run: AgentRun, user: User, asked: _Asked
 ) -> Taken | BaseEvent:
-    """Send the message (update-with-start) or decide the resume entries: what to follow,
-    or the `RUN_ERROR` saying why nothing (or, past the checks, not all) was taken."""
+    """Send the message (update-with-start), decide the resume entries or deliver the
+    tool results: what to follow, or the `RUN_ERROR` saying why nothing (or, past the
+    checks, not all) was taken."""
+    run_input = asked.run_input
+    names = frozenset(tool.name for tool in asked.declared)
     try:
         if run_input.resume:
-            return await _resume(tools, run, run_input, user)
-        assert text is not None
+            return await _resume(tools, run, run_input, user, names)
+        if asked.results:
+            return await _deliver(tools, run, run_input, asked.results, names)
+        assert asked.text is not None
         identity = Identity(user=user.name, session=run_input.thread_id)
-        return await _send(tools, run, agent, identity, message_update_id(message.id), text)
+        if asked.declared:
+            # A thread's first message starts its session: the tools it declares are the
+            # session's (later messages go to it whatever they declare).
+            agent = agent.model_copy(update={"client_tools": list(asked.declared)})
+        ident = message_update_id(asked.message.id)
+        return await _send(tools, run, agent, identity, ident, asked.text, names)
     except SessionRefused as refused:
         return run_error(str(refused), "MESSAGE_REFUSED")
     except InputRefused as refused:
@@ -376,6 +422,7 @@ async def _send(
     identity: Identity,
     ident: str,
     text: str,
+    client_tools: frozenset[str],
 ) -> Taken:
     """Send the message; follow it from the session's turn now.
 
@@ -383,13 +430,13 @@ async def _send(
     not sent twice (its update id is taken once) and starts in the middle of its turn:
     the open calls of that turn are this AG-UI run's to show the results of.
     """
-    view, cursor = TurnView(0), 0
+    view, cursor = TurnView(0, client_tools=client_tools), 0
     if await _exists(tools, run.run_id):
         snapshot = await run.status()
         cursor = (await run.events_since(0)).total
         answering = snapshot.session is not None and snapshot.session.answering is not None
         expected = open_calls(await run.timeline(), snapshot.turn) if answering else set()
-        view = TurnView(snapshot.turn, expected=expected)
+        view = TurnView(snapshot.turn, expected=expected, client_tools=client_tools)
     sent = await tools.start_send(
         run.run_id,
         text,
@@ -401,7 +448,11 @@ async def _send(
 
 
 async def _resume(
-    tools: DurableTools, run: AgentRun, run_input: RunAgentInput, user: User
+    tools: DurableTools,
+    run: AgentRun,
+    run_input: RunAgentInput,
+    user: User,
+    client_tools: frozenset[str],
 ) -> Taken | BaseEvent:
     """Decide the resume entries and follow the message they belong to.
 
@@ -415,11 +466,7 @@ async def _resume(
         return run_error(refused.message, "INVALID_RESUME")
     followed = await _followed_message(tools, run, run_input)
     if followed is None:
-        return run_error(
-            "the resume's messages hold none this thread's session took: send the thread's "
-            "messages with the resume; nothing was decided",
-            "INVALID_INPUT",
-        )
+        return _nothing_to_follow("resume", "nothing was decided")
     message, unsent = followed
     snapshot = await run.status()
     cursor = (await run.events_since(0)).total
@@ -427,8 +474,125 @@ async def _resume(
     decided = await _decide(run, refs, user)
     if isinstance(decided, BaseEvent):
         return decided
-    view = TurnView(snapshot.turn, expected=decided | open_now)
+    view = TurnView(snapshot.turn, expected=decided | open_now, client_tools=client_tools)
     return run.message(message_update_id(message.id)), view, cursor, unsent
+
+
+def _nothing_to_follow(what: str, consequence: str) -> BaseEvent:
+    return run_error(
+        f"the {what}'s messages hold none this thread's session took: send the thread's "
+        f"messages with the {what}; {consequence}",
+        "INVALID_INPUT",
+    )
+
+
+async def _deliver(
+    tools: DurableTools,
+    run: AgentRun,
+    run_input: RunAgentInput,
+    results: tuple[ToolResult, ...],
+    client_tools: frozenset[str],
+) -> Taken | BaseEvent:
+    """Deliver the front end's tool results to the calls waiting for them, and follow the
+    message they belong to.
+
+    Everything is checked before anything is delivered: each result must answer a call
+    of this thread's session; a call published for the front end and waiting is
+    answered (under an update id made of the tool message's id: the same message sent
+    again is delivered once); a result of a server tool's call is history the client
+    sent again, skipped; anything else (a call the session never made, another
+    callback's call, a second result for an answered call) is a `RUN_ERROR` and nothing
+    is delivered.
+    """
+    followed = await _followed_message(tools, run, run_input)
+    if followed is None:
+        return _nothing_to_follow("tool result", "nothing was delivered")
+    message, unsent = followed
+    snapshot = await run.status()
+    cursor = (await run.events_since(0)).total
+    timeline = await run.timeline()
+    waiting = {pending.call_id: pending for pending in snapshot.pending_callbacks}
+    made = {record.call_id: record for record in timeline}
+    known = client_tools | {p.tool for p in snapshot.pending_callbacks if p.client}
+    sends: list[tuple[ToolResult, PendingCallback | None]] = []
+    for result in results:
+        pending = waiting.get(result.call_id)
+        record = made.get(result.call_id)
+        if pending is not None and not pending.client:
+            return run_error(
+                f"call {result.call_id} is not a call of a tool your app declared: its "
+                "result is not yours to send; nothing was delivered",
+                "FOREIGN_TOOL_CALL",
+            )
+        if pending is None and record is None:
+            return run_error(
+                f"no call {result.call_id} in this thread: its result answers nothing; "
+                "nothing was delivered",
+                "UNKNOWN_TOOL_CALL",
+            )
+        if pending is None and record is not None and record.tool not in known:
+            continue  # a server tool's result, which the client keeps in its history
+        sends.append((result, pending))
+    delivered: set[str] = set()
+    for result, pending in sends:
+        refused = await _answer(run, result, pending)
+        if refused is not None:
+            return refused
+        delivered.add(result.call_id)
+    open_now = open_calls(await run.timeline(), snapshot.turn)
+    view = TurnView(
+        snapshot.turn,
+        expected=open_now - delivered,
+        client_tools=known,
+        answered=delivered,
+    )
+    return run.message(message_update_id(message.id)), view, cursor, unsent
+
+
+async def _answer(
+    run: AgentRun,
+    result: ToolResult,
+    pending: PendingCallback | None,
+) -> BaseEvent | None:
+    """Send one tool result through the callback path; None when the run took it (now,
+    or before under the same tool message id), else the `RUN_ERROR` saying why not.
+
+    A call no longer waiting is answered again under the same update id: Temporal gives
+    the first delivery's reply for a replayed message, and the run's refusal for a new
+    message answering a call answered already.
+    """
+    if pending is None:
+        # Not waiting any more: only its replay can be taken. The hash is not known
+        # now, and is not checked for an update Temporal already has.
+        pending = PendingCallback(
+            call_id=result.call_id,
+            tool="",
+            arguments={},
+            request_hash="0" * 64,
+            idempotency_key="",
+            published_at=datetime.now(UTC),
+            deadline=datetime.now(UTC),
+        )
+    try:
+        await answer_callback(
+            run.handle,
+            pending,
+            output=result.output if result.error is None else None,
+            error=result.error,
+            prefix=run.prefix,
+            update_id=tool_result_update_id(result.message_id),
+        )
+    except CallbackRejected as rejected:
+        if rejected.kind == CALLBACK_ALREADY_ANSWERED:
+            return run_error(
+                f"call {result.call_id} was answered already (by another tool message "
+                f"than {result.message_id}); the first result stands",
+                "TOOL_CALL_ANSWERED",
+            )
+        return run_error(
+            f"the result of call {result.call_id} was refused: {rejected}", rejected.kind
+        )
+    return None
 
 
 async def _followed_message(

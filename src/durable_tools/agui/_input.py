@@ -14,26 +14,37 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, UserMessage
+from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, ToolMessage, UserMessage
 from pydantic import ValidationError
 
+from durable_tools.protocol._client_tools import MAX_CLIENT_TOOLS, ClientTool, client_tool_key
 from durable_tools.protocol._deciders import name_key
-from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, MAX_MESSAGE_CHARS, MAX_REASON_CHARS
+from durable_tools.protocol._limits import (
+    MAX_CALL_ID_CHARS,
+    MAX_CALLBACK_ERROR_CHARS,
+    MAX_CALLBACK_RESULT_BYTES,
+    MAX_MESSAGE_CHARS,
+    MAX_REASON_CHARS,
+)
 
 __all__ = [
     "MAX_ID_CHARS",
     "ApprovalRef",
     "InputLimits",
     "InputRefused",
+    "ToolResult",
     "approval_ref",
     "approval_refs",
     "check_prefix",
     "checked_id",
     "checked_thread_id",
+    "client_tools",
     "interrupt_id",
     "message_update_id",
     "parse_input",
     "session_id",
+    "tool_result_update_id",
+    "tool_results",
     "user_text",
 ]
 
@@ -66,9 +77,16 @@ class InputLimits:
     """Messages a request may carry (clients send the whole thread each time)."""
     max_resume: int = 16
     """Resume entries a request may carry."""
-    max_tools: int = 0
-    """Client-declared (frontend) tools taken: none yet, so a request declaring any is
-    refused rather than silently ignored."""
+    max_tools: int = 32
+    """Client-declared (frontend) tools a request may carry (at most `MAX_CLIENT_TOOLS`;
+    0 refuses any)."""
+    client_tool_timeout: float = 3_600.0
+    """Seconds a run waits for the front end's result of one frontend tool call; then the
+    model reads a timeout error."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.max_tools <= MAX_CLIENT_TOOLS:
+            raise ValueError(f"max_tools is 0 to {MAX_CLIENT_TOOLS}, got {self.max_tools}")
 
 
 def checked_id(value: str, what: str) -> str:
@@ -157,10 +175,104 @@ def parse_input(body: bytes, limits: InputLimits) -> RunAgentInput:
     if len(run_input.tools or []) > limits.max_tools:
         raise InputRefused(
             400,
-            "client-declared tools are not taken by this endpoint yet: the agent's tools "
-            "are the worker's (declare none)",
+            f"{len(run_input.tools or [])} client-declared tools; this endpoint takes at "
+            f"most {limits.max_tools}",
         )
     return run_input
+
+
+def client_tools(run_input: RunAgentInput, limits: InputLimits) -> list[ClientTool]:
+    """The input's frontend tools as the run's client tools, each checked
+    (`ClientTool`: a plain ASCII name, a bounded object schema, a bounded description).
+
+    Raises:
+        InputRefused: a tool that is not a valid client tool, or two named alike (case
+            aside) (400), naming the tool.
+    """
+    declared: list[ClientTool] = []
+    seen: set[str] = set()
+    for index, tool in enumerate(run_input.tools or []):
+        try:
+            found = ClientTool(
+                name=tool.name,
+                description=tool.description,
+                parameters=(
+                    tool.parameters
+                    if tool.parameters is not None
+                    else {"type": "object", "properties": {}}
+                ),
+                timeout_seconds=limits.client_tool_timeout,
+            )
+        except ValidationError as error:
+            first = error.errors(include_url=False, include_input=False)[0]
+            where = ".".join(map(str, first["loc"])) or "tool"
+            raise InputRefused(
+                400, f"tools[{index}] is not a tool this endpoint takes: {where}: {first['msg']}"
+            ) from None
+        key = client_tool_key(found.name)
+        if key in seen:
+            raise InputRefused(400, f"two tools are named {found.name!r} (case aside)")
+        seen.add(key)
+        declared.append(found)
+    return declared
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A frontend tool's result the input delivers (a trailing `tool` message)."""
+
+    message_id: str
+    call_id: str
+    output: str
+    error: str | None
+
+
+def tool_results(run_input: RunAgentInput) -> list[ToolResult]:
+    """The results the input delivers: the `tool` messages at its end (after the last
+    message of another role). Earlier ones are history the client sends again, not news.
+
+    Raises:
+        InputRefused: a result that is not text, larger than a callback result may be,
+            not valid Unicode, or naming a call id no run gives (400 / 413).
+    """
+    trailing: list[ToolMessage] = []
+    for message in reversed(run_input.messages):
+        if not isinstance(message, ToolMessage):
+            break
+        trailing.append(message)
+    results = []
+    for message in reversed(trailing):
+        call_id = message.tool_call_id
+        if not 1 <= len(call_id) <= MAX_CALL_ID_CHARS:
+            raise InputRefused(
+                400, f"tool message {message.id}: toolCallId is 1 to {MAX_CALL_ID_CHARS} characters"
+            )
+        if not isinstance(message.content, str):
+            raise InputRefused(400, f"tool message {message.id}: only text content is taken")
+        if len(message.content.encode("utf-8", "surrogatepass")) > MAX_CALLBACK_RESULT_BYTES:
+            raise InputRefused(
+                413, f"tool message {message.id}: over {MAX_CALLBACK_RESULT_BYTES:,} bytes"
+            )
+        error = message.error
+        if error is not None and len(error) > MAX_CALLBACK_ERROR_CHARS:
+            raise InputRefused(
+                400,
+                f"tool message {message.id}: an error of at most "
+                f"{MAX_CALLBACK_ERROR_CHARS:,} characters",
+            )
+        results.append(
+            ToolResult(
+                message_id=message.id,
+                call_id=_unicode(call_id, f"tool message {message.id}'s toolCallId"),
+                output=_unicode(message.content, f"tool message {message.id}"),
+                error=None
+                if error is None
+                else _unicode(error, f"tool message {message.id}'s error"),
+            )
+        )
+    if len({r.call_id for r in results}) != len(results):
+        raise InputRefused(400, "two tool messages answer the same call: send one per call")
+    return results
 
 
 def check_prefix(prefix: str) -> str:
@@ -190,6 +302,12 @@ def message_update_id(message_id: str) -> str:
     """The session message id (update id) an AG-UI user message is sent under: the same
     message sent again is not taken twice."""
     return f"agui-{message_id}"
+
+
+def tool_result_update_id(message_id: str) -> str:
+    """The update id a frontend tool's result (an AG-UI tool message) is delivered under:
+    the same message sent again is delivered once."""
+    return f"agui-tool-{message_id}"
 
 
 def user_text(message: UserMessage) -> str:

@@ -51,6 +51,7 @@ from durable_tools._callers._auth import decider_for
 from durable_tools._callers._tokens import User
 from durable_tools.agui._input import interrupt_id
 from durable_tools.client import AgentRun, SentMessage
+from durable_tools.protocol._callback_types import PendingCallback
 from durable_tools.protocol._deciders import name_key, person_of
 from durable_tools.protocol._session_types import SessionReply
 from durable_tools.streaming import StreamEvent
@@ -153,10 +154,16 @@ class TurnView:
         base_turn: The run's model turn before this AG-UI run: later turns are its own.
         expected: Calls of earlier AG-UI runs whose outcome this one shows (an approved
             call's result after a resume).
+        client_tools: The frontend tools' names: their calls are shown when published
+            for the front end (with their arguments whole), and their results are the
+            front end's own.
+        answered: Frontend tool calls whose results this AG-UI run delivered.
     """
 
     base_turn: int
     expected: set[str] = field(default_factory=set)
+    client_tools: frozenset[str] = frozenset()
+    answered: set[str] = field(default_factory=set)
     started: set[str] = field(default_factory=set)
     resulted: set[str] = field(default_factory=set)
     step: int | None = None
@@ -166,7 +173,7 @@ class TurnView:
     state: str | None = None
 
     def __post_init__(self) -> None:
-        self.started |= self.expected
+        self.started |= self.expected | self.answered
 
     def _enter(self, turn: int) -> Iterator[BaseEvent]:
         """Open the step of `turn` (closing the one before) when it is a later one."""
@@ -225,7 +232,7 @@ class TurnView:
         """Tool calls of this run's turns that started or ended since the last look."""
         for record in timeline:
             mine = record.turn > self.base_turn or record.call_id in self.expected
-            if not mine:
+            if not mine or record.tool in self.client_tools:
                 continue
             if record.call_id not in self.started:
                 yield from self._enter(record.turn)
@@ -249,6 +256,19 @@ class TurnView:
                     content=outcome,
                     role="tool",
                 )
+
+    def on_client_calls(self, published: list[PendingCallback]) -> Iterator[BaseEvent]:
+        """The frontend tool calls published for the front end, with their arguments
+        whole (the front end runs them with these), each once."""
+        for pending in published:
+            if pending.call_id in self.started:
+                continue
+            self.started.add(pending.call_id)
+            yield from self._close_text()
+            yield ToolCallStartEvent(tool_call_id=pending.call_id, tool_call_name=pending.tool)
+            arguments = json.dumps(pending.arguments, ensure_ascii=False, separators=(",", ":"))
+            yield ToolCallArgsEvent(tool_call_id=pending.call_id, delta=arguments)
+            yield ToolCallEndEvent(tool_call_id=pending.call_id)
 
     def on_state(self, snapshot: RunSnapshot, user: User) -> Iterator[BaseEvent]:
         """A `STATE_SNAPSHOT` when what the run waits for changed."""
@@ -351,14 +371,25 @@ async def follow_turn(
             for event in view.on_state(snapshot, user):
                 yield event
             interrupts = _interrupts(snapshot, user)
-            if interrupts:
+            published = [p for p in snapshot.pending_callbacks if p.client]
+            for event in view.on_client_calls(published):
+                yield event
+            if interrupts or published:
                 for event in view.close_step():
                     yield event
-                yield RunFinishedEvent(
-                    thread_id=thread_id,
-                    run_id=run_id,
-                    outcome=RunFinishedInterruptOutcome(interrupts=interrupts),
-                )
+                if interrupts:
+                    outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
+                    yield RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome)
+                    return
+                # The front end runs its tools now and sends their results back (the
+                # next input's tool messages) to go on.
+                waits: dict[str, Any] = {
+                    "status": "awaiting_tools",
+                    "toolCalls": [p.call_id for p in published],
+                }
+                if unsent:
+                    waits["unsent"] = list(unsent)
+                yield RunFinishedEvent(thread_id=thread_id, run_id=run_id, result=waits)
                 return
             # Wake for the next token, the answer (its callback wakes the queue) or a look.
             with contextlib.suppress(TimeoutError):

@@ -58,7 +58,10 @@ async def load_catalog(state: RunState) -> None:
     """
     input = state.input
     request = CatalogRequest(
-        identity=input.identity, granted_scopes=input.granted_scopes, tools=state.config.tools
+        identity=input.identity,
+        granted_scopes=input.granted_scopes,
+        tools=state.config.tools,
+        client_tools=state.config.client_tools,
     )
     if not _packed(state):
         state.catalog.specs = await workflow.execute_activity(
