@@ -204,6 +204,21 @@ async def test_hostile_tool_declarations_are_refused_before_any_run(
         )
         assert "unicode" in await refused([_tool("desc", description="bad \ud800")])
         assert "at most 4000" in await refused([_tool("long", description="d" * 4_001)])
+
+        async def delivery(*results: dict[str, Any]) -> tuple[int, str]:
+            body = run_input(thread, [user("hi"), *results], tools=[WEATHER_TOOL])
+            response = await endpoint.post(endpoint.alice, body)
+            return response.status_code, str(response.json()["error"])
+
+        huge = await delivery(tool_message("c1", "x" * 1_000_001))
+        assert huge[0] == 413 and "1,000,000 bytes" in huge[1]
+        assert (await delivery(tool_message("c1", "bad \ud800")))[0] == 400
+        twice = await delivery(tool_message("c1", "a"), tool_message("c1", "b"))
+        assert twice == (400, "two tool messages answer the same call: send one per call")
+        long_id = await delivery(tool_message("c" * 257, "a"))
+        assert long_id[0] == 400 and "toolCallId" in long_id[1]
+        # A delivery needs a thread of the user's: none yet.
+        assert await delivery(tool_message("c1", "a")) == (404, f"no thread {thread!r} of yours")
         # Nothing started.
         assert not await _exists(client, session_id("agui", "alice", thread))
 

@@ -17,6 +17,8 @@ import pytest
 from agui_support import EVENT, chat, of_type
 from temporalio.client import Client
 
+from durable_tools import DurableTools
+from durable_tools.agui import session_id
 from support import answer, calls
 
 JS = Path(__file__).parent / "js"
@@ -85,3 +87,40 @@ async def test_http_agent_holds_a_conversation_with_an_approval(
     # The client built the thread from the events: the user's messages and the answers.
     said = [(m["role"], m.get("content")) for m in report["messages"] if m.get("content")]
     assert ("assistant", "paid it") in said and ("user", "thanks") in said
+
+
+async def test_http_agent_runs_a_frontend_tool(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    node = node_client()
+    script = [calls(("c1", "showWeather", {"city": "Paris"})), answer("Sunny, 21 C")]
+    thread = f"js-{uuid.uuid4().hex[:8]}"
+    async with chat(client, task_queue, tmp_path, script) as endpoint:
+        process = await asyncio.create_subprocess_exec(
+            node,
+            "frontend_tools.mjs",
+            endpoint.url,
+            endpoint.alice,
+            thread,
+            cwd=JS,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), 300)
+        assert process.returncode == 0, err.decode()
+        session = DurableTools(client).run(session_id("agui", "alice", thread))
+        (record,) = await session.timeline()
+    report = json.loads(out)
+    first, second = report["runs"]
+    for run in (first, second):
+        assert run["error"] is None and run["invalid"] == [], run
+        for event in run["events"]:
+            EVENT.validate_python(event)
+    (start,) = of_type(first["events"], "TOOL_CALL_START")
+    assert start["toolCallName"] == "showWeather"
+    (args,) = of_type(first["events"], "TOOL_CALL_ARGS")
+    assert json.loads(args["delta"]) == {"city": "Paris"}
+    assert first["events"][-1]["result"]["status"] == "awaiting_tools"
+    assert texts(second["events"]) == "Sunny, 21 C"
+    # The page's result reached the run through the callback path.
+    assert record.status == "completed" and "21 C in Paris" in (record.result or "")
