@@ -182,11 +182,13 @@ async def chat(
     steps: list[dict[str, Any]],
     *,
     agent: dict[str, Any] | None = None,
+    tools: ToolRegistry | None = None,
+    worker: dict[str, Any] | None = None,
     **options: Any,
 ) -> AsyncIterator[Chat]:
-    """A worker for `chat_registry` playing `steps` (or the `agent`'s own model), and the
-    endpoint served for it; `agent` holds further `AgentConfig` fields, `options` further
-    `AguiConfig` ones."""
+    """A worker for `chat_registry` (or `tools`; `worker` holds further worker options)
+    playing `steps` (or the `agent`'s own model), and the endpoint served for it;
+    `agent` holds further `AgentConfig` fields, `options` further `AguiConfig` ones."""
     tokens = tmp_path / "tokens.json"
     alice, bob = add_token(tokens, "alice"), add_token(tokens, "bob")
     ran: list[str] = []
@@ -198,7 +200,8 @@ async def chat(
     )
     app = create_agui_app(DurableTools(client, task_queue), config)
     server = InboxServer(app, port=0)
-    async with running_worker(client, chat_registry(ran), task_queue):
+    registry = tools if tools is not None else chat_registry(ran)
+    async with running_worker(client, registry, task_queue, **(worker or {})):
         await server.start()
         try:
             yield Chat(f"{server.url}/", alice, bob, ran)

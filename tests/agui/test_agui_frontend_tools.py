@@ -73,6 +73,7 @@ async def test_a_frontend_tool_call_ends_the_run_and_its_result_goes_on(
         finished = events[-1]
         assert finished["type"] == "RUN_FINISHED"
         assert finished["result"] == {"status": "awaiting_tools", "toolCalls": ["c1"]}
+        assert finished["outcome"] == {"type": "success", "pendingToolCallIds": ["c1"]}
 
         history = [asked, _assistant_call("c1", "showWeather", {"city": "Paris"})]
         result = tool_message("c1", "21 C, sunny", "tm-1")

@@ -121,6 +121,7 @@ async def test_http_agent_runs_a_frontend_tool(
     (args,) = of_type(first["events"], "TOOL_CALL_ARGS")
     assert json.loads(args["delta"]) == {"city": "Paris"}
     assert first["events"][-1]["result"]["status"] == "awaiting_tools"
+    assert first["pending"] == ["c1"]  # what HttpAgent took as the calls the page answers
     assert texts(second["events"]) == "Sunny, 21 C"
     # The page's result reached the run through the callback path.
     assert record.status == "completed" and "21 C in Paris" in (record.result or "")

@@ -42,15 +42,16 @@ from durable_tools._callers._body import body_limit
 from durable_tools._callers._tokens import User, valid_user
 from durable_tools.agui._input import (
     ApprovalRef,
+    AuthorizationRef,
     InputLimits,
     InputRefused,
     ToolResult,
-    approval_refs,
     check_prefix,
     checked_thread_id,
     client_tools,
     message_update_id,
     parse_input,
+    resume_refs,
     session_id,
     tool_result_update_id,
     tool_results,
@@ -72,8 +73,10 @@ from durable_tools.client import (
     SessionRefused,
 )
 from durable_tools.messages import Message
+from durable_tools.oauth._broker import AUTHORIZATION_SIGNAL
 from durable_tools.protocol._client_tools import ClientTool
 from durable_tools.protocol._deciders import name_key, person_of
+from durable_tools.protocol._wait_types import AuthorizationCompleted
 from durable_tools.tools import ToolRegistry
 from durable_tools.tools._context import Identity
 from durable_tools.workflows import AgentConfig
@@ -461,7 +464,7 @@ async def _resume(
     never sent, and the result names them). A refused input decides nothing.
     """
     try:
-        refs = approval_refs(run_input.resume or [])
+        refs = resume_refs(run_input.resume or [])
     except InputRefused as refused:
         return run_error(refused.message, "INVALID_RESUME")
     followed = await _followed_message(tools, run, run_input)
@@ -470,11 +473,33 @@ async def _resume(
     message, unsent = followed
     snapshot = await run.status()
     cursor = (await run.events_since(0)).total
-    open_now = open_calls(await run.timeline(), snapshot.turn)
-    decided = await _decide(run, refs, user)
+    timeline = await run.timeline()
+    open_now = open_calls(timeline, snapshot.turn)
+    authorizations = [ref for ref in refs if isinstance(ref, AuthorizationRef)]
+    waiting = {auth.call_id for auth in snapshot.pending_authorizations}
+    made = {record.call_id for record in timeline}
+    for ref in authorizations:
+        if ref.call_id not in waiting and ref.call_id not in made:
+            return run_error(
+                f"no authorization for call {ref.call_id} in this thread; nothing was decided",
+                "NothingPending",
+            )
+    decided = await _decide(run, [ref for ref in refs if isinstance(ref, ApprovalRef)], user)
     if isinstance(decided, BaseEvent):
         return decided
-    view = TurnView(snapshot.turn, expected=decided | open_now, client_tools=client_tools)
+    for ref in authorizations:
+        # Authorizing happens at the provider, whose callback resumes the call; the
+        # resume only says the user is back. Declining ends the wait, as a refused
+        # authorization at the provider would (a wait already over ignores it).
+        if ref.declined and ref.call_id in waiting:
+            declined = AuthorizationCompleted(
+                call_id=ref.call_id, error="the user declined the authorization in the chat"
+            )
+            await run.handle.signal(run.prefix + AUTHORIZATION_SIGNAL, declined)
+    # The calls the resume answers show their results in this AG-UI run, whenever
+    # they came (an authorized call may have run before the resume arrived).
+    answered = decided | {ref.call_id for ref in authorizations}
+    view = TurnView(snapshot.turn, expected=answered | open_now, client_tools=client_tools)
     return run.message(message_update_id(message.id)), view, cursor, unsent
 
 

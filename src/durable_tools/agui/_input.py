@@ -30,11 +30,13 @@ from durable_tools.protocol._limits import (
 __all__ = [
     "MAX_ID_CHARS",
     "ApprovalRef",
+    "AuthorizationRef",
     "InputLimits",
     "InputRefused",
     "ToolResult",
     "approval_ref",
-    "approval_refs",
+    "authorization_interrupt_id",
+    "authorization_ref",
     "check_prefix",
     "checked_id",
     "checked_thread_id",
@@ -42,6 +44,7 @@ __all__ = [
     "interrupt_id",
     "message_update_id",
     "parse_input",
+    "resume_refs",
     "session_id",
     "tool_result_update_id",
     "tool_results",
@@ -52,6 +55,7 @@ MAX_ID_CHARS = 128
 """Longest thread, run, message or interrupt id taken (AG-UI clients send UUIDs)."""
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
 _APPROVAL_PREFIX = "approval:"
+_AUTHORIZATION_PREFIX = "authorization:"
 _HASH = re.compile(r"[0-9a-f]{64}")
 
 
@@ -339,6 +343,20 @@ def interrupt_id(call_id: str, arguments_hash: str) -> str:
     return f"{_APPROVAL_PREFIX}{call_id}:{arguments_hash}"
 
 
+def authorization_interrupt_id(call_id: str) -> str:
+    """The interrupt id an OAuth authorization a call waits for is shown under."""
+    return f"{_AUTHORIZATION_PREFIX}{call_id}"
+
+
+@dataclass(frozen=True)
+class AuthorizationRef:
+    """What a resume entry of an authorization interrupt says: the user authorized (the
+    run goes on once the provider's callback came), or declined (the wait ends)."""
+
+    call_id: str
+    declined: bool
+
+
 @dataclass(frozen=True)
 class ApprovalRef:
     """What a resume entry decides."""
@@ -363,7 +381,9 @@ def approval_ref(entry: ResumeEntry) -> ApprovalRef:
     """
     ident = entry.interrupt_id
     if not isinstance(ident, str) or not ident.startswith(_APPROVAL_PREFIX):
-        raise InputRefused(400, "unknown interrupt: this endpoint's interrupts are approvals")
+        raise InputRefused(
+            400, "unknown interrupt: this endpoint's interrupts are approvals and authorizations"
+        )
     call_id, _, digest = ident[len(_APPROVAL_PREFIX) :].rpartition(":")
     if not call_id or len(call_id) > MAX_CALL_ID_CHARS or not _HASH.fullmatch(digest):
         raise InputRefused(400, "unknown interrupt: not an id this endpoint gave")
@@ -396,14 +416,34 @@ def approval_ref(entry: ResumeEntry) -> ApprovalRef:
     return ApprovalRef(call_id, digest, approve, reason)
 
 
-def approval_refs(entries: list[ResumeEntry]) -> list[ApprovalRef]:
-    """The decisions of all resume entries, each checked before any is decided: a resume
-    is taken whole or not at all.
+def authorization_ref(entry: ResumeEntry) -> AuthorizationRef:
+    """What a resume entry of an authorization interrupt says: `status: "resolved"`
+    (the user went through the link; any payload is ignored) or `"cancelled"` (declined).
 
     Raises:
-        InputRefused: an entry `approval_ref` refuses, or two entries for one call (400).
+        InputRefused: an interrupt id that names no call (400).
     """
-    refs = [approval_ref(entry) for entry in entries]
+    call_id = entry.interrupt_id[len(_AUTHORIZATION_PREFIX) :]
+    if not call_id or len(call_id) > MAX_CALL_ID_CHARS:
+        raise InputRefused(400, "unknown interrupt: not an id this endpoint gave")
+    return AuthorizationRef(call_id, declined=entry.status == "cancelled")
+
+
+def resume_refs(entries: list[ResumeEntry]) -> list[ApprovalRef | AuthorizationRef]:
+    """What all resume entries say, each checked before any is acted on: a resume is
+    taken whole or not at all.
+
+    Raises:
+        InputRefused: an entry `approval_ref` or `authorization_ref` refuses, or two
+            entries for one call (400).
+    """
+    refs: list[ApprovalRef | AuthorizationRef] = [
+        authorization_ref(entry)
+        if isinstance(entry.interrupt_id, str)
+        and entry.interrupt_id.startswith(_AUTHORIZATION_PREFIX)
+        else approval_ref(entry)
+        for entry in entries
+    ]
     calls = [ref.call_id for ref in refs]
     if len(set(calls)) != len(calls):
         raise InputRefused(400, "two resume entries decide the same call: send one per call")

@@ -27,6 +27,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ag_ui.core import (
@@ -35,6 +36,7 @@ from ag_ui.core import (
     RunErrorEvent,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
     StateSnapshotEvent,
     StepFinishedEvent,
     StepStartedEvent,
@@ -49,7 +51,7 @@ from ag_ui.core import (
 
 from durable_tools._callers._auth import decider_for
 from durable_tools._callers._tokens import User
-from durable_tools.agui._input import interrupt_id
+from durable_tools.agui._input import authorization_interrupt_id, interrupt_id
 from durable_tools.client import AgentRun, SentMessage
 from durable_tools.protocol._callback_types import PendingCallback
 from durable_tools.protocol._deciders import name_key, person_of
@@ -280,8 +282,26 @@ class TurnView:
 
 
 def _interrupts(snapshot: RunSnapshot, user: User) -> list[Interrupt]:
-    """The approvals the user may decide, as AG-UI interrupts (what the inbox shows)."""
+    """The approvals the user may decide and the OAuth authorizations the run waits
+    for, as AG-UI interrupts (what the inbox shows)."""
     found = []
+    for auth in snapshot.pending_authorizations:
+        found.append(
+            Interrupt(
+                id=authorization_interrupt_id(auth.call_id),
+                reason="oauth_authorization",
+                message=f"{auth.tool} needs your authorization at {auth.provider}",
+                tool_call_id=auth.call_id,
+                response_schema=_AUTHORIZATION_RESPONSE,
+                expires_at=_expiry(auth.expires_at, auth.deadline),
+                metadata={
+                    "tool": auth.tool,
+                    "provider": auth.provider,
+                    "scopes": auth.scopes,
+                    "url": auth.authorization_url,
+                },
+            )
+        )
     for approval in snapshot.pending_approvals:
         if not decidable_by(approval, user):
             continue
@@ -309,6 +329,19 @@ def _interrupts(snapshot: RunSnapshot, user: User) -> list[Interrupt]:
             )
         )
     return found
+
+
+_AUTHORIZATION_RESPONSE: dict[str, Any] = {
+    "type": "object",
+    "description": "resume with status 'resolved' once authorized at the link, "
+    "'cancelled' to decline",
+}
+
+
+def _expiry(*times: datetime | None) -> str | None:
+    """The earliest of `times` as ISO text (None when there is none)."""
+    known = [t for t in times if t is not None]
+    return min(known).isoformat() if known else None
 
 
 async def _pump(
@@ -389,7 +422,14 @@ async def follow_turn(
                 }
                 if unsent:
                     waits["unsent"] = list(unsent)
-                yield RunFinishedEvent(thread_id=thread_id, run_id=run_id, result=waits)
+                # The protocol's way to say which calls the application answers.
+                pending_ids = [p.call_id for p in published]
+                yield RunFinishedEvent(
+                    thread_id=thread_id,
+                    run_id=run_id,
+                    outcome=RunFinishedSuccessOutcome(pending_tool_call_ids=pending_ids),
+                    result=waits,
+                )
                 return
             # Wake for the next token, the answer (its callback wakes the queue) or a look.
             with contextlib.suppress(TimeoutError):

@@ -25,8 +25,12 @@ async function run() {
   const events = [];
   const invalid = [];
   let error = null;
+  let pending = null;
   try {
     await agent.runAgent({ tools }, {
+      onRunFinishedEvent(params) {
+        pending = params.pendingToolCallIds ?? null;
+      },
       onEvent({ event }) {
         const checked = EventSchema.safeParse(event);
         if (!checked.success) invalid.push({ type: event.type, issues: checked.error.issues });
@@ -36,7 +40,7 @@ async function run() {
   } catch (caught) {
     error = String(caught && caught.message ? caught.message : caught);
   }
-  runs.push({ events, invalid, error });
+  runs.push({ events, invalid, error, pending });
   return events;
 }
 
