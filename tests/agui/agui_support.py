@@ -61,6 +61,8 @@ class Chat:
     ran: list[str] = field(default_factory=list)
     comments: int = 0
     """SSE comment lines (keep-alives) read by `stream`."""
+    last_id: str | None = None
+    """The SSE id of the last event `stream` read (the endpoint's rejoin cursor)."""
 
     async def post(self, token: str | None, body: Any, **headers: str) -> httpx.Response:
         """POST `body` (JSON unless bytes) and return the whole response."""
@@ -86,6 +88,8 @@ class Chat:
             async def events() -> AsyncIterator[dict[str, Any]]:
                 async for line in response.aiter_lines():
                     self.comments += line.startswith(":")
+                    if line.startswith("id: "):
+                        self.last_id = line[len("id: ") :]
                     if line.startswith("data: "):
                         data = json.loads(line[len("data: ") :])
                         EVENT.validate_python(data)

@@ -177,6 +177,33 @@ def thread_messages(conversation: list[Message]) -> list[dict[str, Any]]:
     return shown
 
 
+REJOIN_HEADER = "last-event-id"
+"""The header a reconnecting client may send its last event's id in (as an `EventSource`
+does); `forwardedProps.lastEventId` says the same in the body, and wins."""
+
+
+def rejoin_cursor(request: Request, run_input: RunAgentInput) -> str | None:
+    """The event id a reconnecting client says it had last (`forwardedProps.lastEventId`
+    or the `Last-Event-ID` header), or None.
+
+    Raises:
+        InputRefused: one that is not a cursor this endpoint gives (400).
+    """
+    forwarded = run_input.forwarded_props
+    cursor = forwarded.get("lastEventId") if isinstance(forwarded, dict) else None
+    if cursor is None:
+        cursor = request.headers.get(REJOIN_HEADER)
+    if cursor is None:
+        return None
+    try:
+        if not isinstance(cursor, str):
+            raise ValueError("not a text")
+        TurnView.rejoined(cursor, frozenset())  # checked whole here: a 400, not a RUN_ERROR
+    except ValueError:
+        raise InputRefused(400, "lastEventId is not an event id this endpoint gave") from None
+    return cursor
+
+
 def _last_user_message(run_input: RunAgentInput) -> UserMessage:
     for message in reversed(run_input.messages):
         if isinstance(message, UserMessage):
@@ -241,9 +268,10 @@ def create_agui_app(tools: DurableTools | Client, config: AguiConfig) -> Starlet
             text = None if answers else user_text(message)
             if answers and not await _exists(durable, session):
                 raise InputRefused(404, f"no thread {run_input.thread_id!r} of yours")
+            rejoin = rejoin_cursor(request, run_input) if text is not None else None
         except InputRefused as refused:
             return _refused(refused.status, refused.message)
-        asked = _Asked(run_input, message, text, tuple(declared), tuple(results))
+        asked = _Asked(run_input, message, text, tuple(declared), tuple(results), rejoin)
         events = _events(durable, agent, config, user, asked, session)
         return StreamingResponse(
             _encoded(events, encoder, config.keepalive_seconds),
@@ -286,13 +314,14 @@ async def _exists(tools: DurableTools, session: str) -> bool:
 
 
 async def _encoded(
-    events: AsyncIterator[BaseEvent], encoder: EventEncoder, keepalive: float
+    events: AsyncIterator[tuple[BaseEvent, str | None]], encoder: EventEncoder, keepalive: float
 ) -> AsyncIterator[str]:
-    """The events as SSE text, with a comment line after `keepalive` quiet seconds: an AG-UI
-    run waiting for someone else's approval may be quiet for long, and proxies close
-    connections that look idle."""
+    """The events as SSE text, each with its rejoin cursor as the SSE event id when it
+    has one, and a comment line after `keepalive` quiet seconds: an AG-UI run waiting
+    for someone else's approval may be quiet for long, and proxies close connections
+    that look idle."""
     iterator = aiter(events)
-    pending: asyncio.Future[BaseEvent] = asyncio.ensure_future(anext(iterator))
+    pending: asyncio.Future[tuple[BaseEvent, str | None]] = asyncio.ensure_future(anext(iterator))
     try:
         while True:
             done, _ = await asyncio.wait({pending}, timeout=keepalive)
@@ -300,10 +329,10 @@ async def _encoded(
                 yield KEEPALIVE
                 continue
             try:
-                event = pending.result()
+                event, cursor = pending.result()
             except StopAsyncIteration:
                 return
-            yield encoder.encode(event)
+            yield (f"id: {cursor}\n" if cursor else "") + encoder.encode(event)
             pending = asyncio.ensure_future(anext(iterator))
     finally:
         pending.cancel()
@@ -321,6 +350,8 @@ class _Asked:
     text: str | None
     declared: tuple[ClientTool, ...]
     results: tuple[ToolResult, ...]
+    rejoin: str | None = None
+    """The event id of the last event a reconnecting client has (its rejoin cursor)."""
 
 
 async def _events(
@@ -330,10 +361,11 @@ async def _events(
     user: User,
     asked: _Asked,
     session: str,
-) -> AsyncIterator[BaseEvent]:
+) -> AsyncIterator[tuple[BaseEvent, str | None]]:
     """One AG-UI run: `RUN_STARTED`, then the message sent (or the resume decided) and
     its turns followed, then `RUN_FINISHED` or `RUN_ERROR` (always one of the two: an
-    unexpected failure is a `RUN_ERROR` too)."""
+    unexpected failure is a `RUN_ERROR` too). Each event comes with its rejoin cursor
+    (what the client has seen once it has this event), or None."""
     run_input = asked.run_input
     thread_id, run_id = run_input.thread_id, run_input.run_id
     run = tools.run(session)
@@ -344,11 +376,11 @@ async def _events(
     work = asyncio.create_task(_take(tools, agent, run, user, asked))
     _unfinished.add(work)
     work.add_done_callback(_unfinished.discard)
-    yield RunStartedEvent(thread_id=thread_id, run_id=run_id)
+    yield RunStartedEvent(thread_id=thread_id, run_id=run_id), None
     try:
         taken = await asyncio.shield(work)
         if isinstance(taken, BaseEvent):
-            yield taken
+            yield taken, None
             return
         sent, view, cursor, unsent = taken
         async for event in follow_turn(
@@ -363,9 +395,9 @@ async def _events(
             poll_interval=config.poll_interval,
             unsent=unsent,
         ):
-            yield event
+            yield event, view.cursor()
     except Exception as error:  # the stream ends with its end event, whatever failed
-        yield _failed(error, session)
+        yield _failed(error, session), None
 
 
 def _failed(error: Exception, session: str) -> BaseEvent:
@@ -409,7 +441,7 @@ async def _take(
             # session's (later messages go to it whatever they declare).
             agent = agent.model_copy(update={"client_tools": list(asked.declared)})
         ident = message_update_id(asked.message.id)
-        return await _send(tools, run, agent, identity, ident, asked.text, names)
+        return await _send(tools, run, agent, identity, ident, asked.text, names, asked.rejoin)
     except SessionRefused as refused:
         return run_error(str(refused), "MESSAGE_REFUSED")
     except InputRefused as refused:
@@ -426,6 +458,7 @@ async def _send(
     ident: str,
     text: str,
     client_tools: frozenset[str],
+    rejoin: str | None = None,
 ) -> Taken:
     """Send the message; follow it from the session's turn now.
 
@@ -440,6 +473,11 @@ async def _send(
         answering = snapshot.session is not None and snapshot.session.answering is not None
         expected = open_calls(await run.timeline(), snapshot.turn) if answering else set()
         view = TurnView(snapshot.turn, expected=expected, client_tools=client_tools)
+        if rejoin is not None and await _taken(tools, run.run_id, ident):
+            # A client coming back to this message's AG-UI run: from what it has. (For a
+            # message the session has not taken, the cursor is another message's: the
+            # new message is followed from its start.)
+            view, cursor = TurnView.rejoined(rejoin, client_tools), 0
     sent = await tools.start_send(
         run.run_id,
         text,

@@ -23,6 +23,8 @@ Mapping:
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator
@@ -48,6 +50,7 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from durable_tools._callers._auth import decider_for
 from durable_tools._callers._tokens import User
@@ -61,7 +64,9 @@ from durable_tools.workflows import PendingApproval, RunSnapshot, ToolCallRecord
 
 __all__ = [
     "CLEANUP_SECONDS",
+    "CURSOR_PREFIX",
     "FINAL_TEXT_GRACE",
+    "MAX_CURSOR_CHARS",
     "TurnView",
     "decidable_by",
     "follow_turn",
@@ -74,6 +79,38 @@ FINAL_TEXT_GRACE = 3.0
 
 CLEANUP_SECONDS = 5.0
 """How long an ended AG-UI run waits for its watchers to stop."""
+
+CURSOR_PREFIX = "c1."
+"""How the endpoint's event ids (rejoin cursors) start."""
+
+MAX_CURSOR_CHARS = 4_000
+"""Longest event id given (and taken back): past it an event has none, and a client
+rejoins by sending its message again (the answer comes whole)."""
+
+_MAX_CURSOR_ITEMS = 256
+
+
+class _Cursor(BaseModel):
+    """A rejoin cursor's content, each field bounded (a client sends it back)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    b: int = Field(ge=0, le=1_000_000)
+    s: int | None = Field(default=None, ge=0, le=1_000_000)
+    o: str | None = Field(default=None, max_length=64)
+    t: dict[str, int] = Field(default_factory=dict, max_length=_MAX_CURSOR_ITEMS)
+    e: list[int] = Field(default_factory=list, max_length=_MAX_CURSOR_ITEMS)
+    c: list[str] = Field(default_factory=list, max_length=_MAX_CURSOR_ITEMS)
+    r: list[str] = Field(default_factory=list, max_length=_MAX_CURSOR_ITEMS)
+
+
+def _turns_of(shown: dict[str, int]) -> Iterator[int]:
+    """The turns of text message ids `turn-N-...` (others are ignored)."""
+    for ident in shown:
+        parts = ident.split("-")
+        if len(parts) == 3 and parts[0] == "turn" and parts[1].isdigit():
+            yield int(parts[1])
+
 
 _OPEN_STATUSES = frozenset(
     {"awaiting_approval", "awaiting_authorization", "awaiting_input", "running"}
@@ -173,9 +210,66 @@ class TurnView:
     text_turns: set[int] = field(default_factory=set)
     ended_turns: set[int] = field(default_factory=set)
     state: str | None = None
+    shown: dict[str, int] = field(default_factory=dict)
+    """Characters shown of each text message (the rejoin cursor carries them)."""
+    skip: dict[str, int] = field(default_factory=dict)
+    """Characters of each text message a rejoining client has already: not sent again."""
 
     def __post_init__(self) -> None:
         self.started |= self.expected | self.answered
+
+    def cursor(self) -> str | None:
+        """What this AG-UI run has shown, as the SSE event id a client sends back to
+        rejoin (`rejoined`); None when it would be longer than `MAX_CURSOR_CHARS`."""
+        data = {
+            "b": self.base_turn,
+            "s": self.step,
+            "o": self.text_id,
+            "t": self.shown,
+            "e": sorted(self.ended_turns),
+            "c": sorted(self.started),
+            "r": sorted(self.resulted),
+        }
+        packed = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+        text = CURSOR_PREFIX + base64.urlsafe_b64encode(packed).decode().rstrip("=")
+        return text if len(text) <= MAX_CURSOR_CHARS else None
+
+    @classmethod
+    def rejoined(cls, cursor: str, client_tools: frozenset[str]) -> TurnView:
+        """The view of a client that saw the events up to `cursor` (an event id this
+        endpoint gave): what it has is not sent again, what it misses is.
+
+        Raises:
+            ValueError: not a cursor this endpoint gives (its text says why).
+        """
+        if len(cursor) > MAX_CURSOR_CHARS or not cursor.startswith(CURSOR_PREFIX):
+            raise ValueError("not an event id this endpoint gave")
+        body = cursor[len(CURSOR_PREFIX) :]
+        try:
+            data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        except (ValueError, binascii.Error):
+            raise ValueError("not an event id this endpoint gave") from None
+        try:
+            checked = _Cursor.model_validate(data)
+        except ValidationError:
+            raise ValueError("not an event id this endpoint gave") from None
+        started, resulted = set(checked.c), set(checked.r)
+        view = cls(
+            checked.b,
+            expected=started - resulted,
+            client_tools=client_tools,
+            started=started,
+            resulted=resulted,
+            step=checked.s,
+            text_id=checked.o,
+            ended_turns=set(checked.e),
+            shown=dict(checked.t),
+            skip=dict(checked.t),
+        )
+        # Turns whose text ended for the client need no whole answer; one cut short is
+        # followed on in the token stream (or, gone from it, sent whole).
+        view.text_turns = set(_turns_of(checked.t)) & view.ended_turns
+        return view
 
     def _enter(self, turn: int) -> Iterator[BaseEvent]:
         """Open the step of `turn` (closing the one before) when it is a later one."""
@@ -209,15 +303,32 @@ class TurnView:
             # sent (AG-UI cannot take it back), the retry comes as a new message.
             yield from self._close_text()
         elif event.kind == "text" and event.text:
-            if self.text_id is None:
-                self.text_id = f"turn-{event.turn}-{event.attempt}"
-                yield TextMessageStartEvent(message_id=self.text_id, role="assistant")
+            ident = f"turn-{event.turn}-{event.attempt}"
+            text = self._unseen(ident, event.text)
             self.text_turns.add(event.turn)
-            yield TextMessageContentEvent(message_id=self.text_id, delta=event.text)
+            if not text:
+                return
+            if self.text_id is None:
+                self.text_id = ident
+                yield TextMessageStartEvent(message_id=self.text_id, role="assistant")
+            yield from self._content(self.text_id, text)
         elif event.kind in ("message_end", "elided"):
             yield from self._close_text()
             if event.kind == "message_end":
                 self.ended_turns.add(event.turn)
+
+    def _unseen(self, message_id: str, text: str) -> str:
+        """`text` of `message_id` without what a rejoining client has of it already."""
+        have = self.skip.get(message_id, 0)
+        if not have:
+            return text
+        cut = min(have, len(text))
+        self.skip[message_id] = have - cut
+        return text[cut:]
+
+    def _content(self, message_id: str, text: str) -> Iterator[BaseEvent]:
+        self.shown[message_id] = self.shown.get(message_id, 0) + len(text)
+        yield TextMessageContentEvent(message_id=message_id, delta=text)
 
     def whole_text(self, turn: int, text: str) -> Iterator[BaseEvent]:
         """The answer as one message, when the stream did not carry it."""
@@ -225,8 +336,11 @@ class TurnView:
             return
         yield from self._enter(turn)
         message_id = f"turn-{turn}-answer"
-        yield TextMessageStartEvent(message_id=message_id, role="assistant")
-        yield TextMessageContentEvent(message_id=message_id, delta=text)
+        rest = self._unseen(message_id, text)
+        if message_id not in self.shown:
+            yield TextMessageStartEvent(message_id=message_id, role="assistant")
+        if rest:
+            yield from self._content(message_id, rest)
         yield TextMessageEndEvent(message_id=message_id)
         self.text_turns.add(turn)
 
