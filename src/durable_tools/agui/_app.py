@@ -80,6 +80,7 @@ from durable_tools.protocol._wait_types import AuthorizationCompleted
 from durable_tools.tools import ToolRegistry
 from durable_tools.tools._context import Identity
 from durable_tools.workflows import AgentConfig
+from durable_tools.workflows.loop._embed import AGENT_WORKFLOW
 
 __all__ = ["DEFAULT_AGUI_BODY_BYTES", "KEEPALIVE", "AguiConfig", "Authenticate", "create_agui_app"]
 
@@ -113,6 +114,10 @@ class AguiConfig:
             streams as the model writes it).
         poll_interval: Seconds between looks at a run's events and status.
         keepalive_seconds: Quiet seconds after which the stream sends an SSE comment.
+        max_threads_per_user: Most threads (running sessions) one user may have; a
+            message that would start one more is refused with 429. None: no cap. Counted
+            through Temporal's visibility, which lags a moment behind starts, so a burst
+            of new threads may pass it by a few.
         registry: The workers' tools: a frontend tool named like one of them (case
             aside) is refused with a 400 before the thread starts. Without it the worker
             leaves such a tool out of the run (its own tool stands), unnoticed by the
@@ -128,11 +133,14 @@ class AguiConfig:
     stream_tokens: bool = True
     poll_interval: float = 0.25
     keepalive_seconds: float = 15.0
+    max_threads_per_user: int | None = 1_000
     registry: ToolRegistry | None = None
 
     def __post_init__(self) -> None:
         if self.auth is None and self.authenticate is None:
             raise ValueError("the AG-UI endpoint needs `auth` (tokens) or an `authenticate` hook")
+        if self.max_threads_per_user is not None and self.max_threads_per_user < 1:
+            raise ValueError("max_threads_per_user is at least 1 (or None: no cap)")
         check_prefix(self.session_prefix)
 
 
@@ -268,6 +276,8 @@ def create_agui_app(tools: DurableTools | Client, config: AguiConfig) -> Starlet
             text = None if answers else user_text(message)
             if answers and not await _exists(durable, session):
                 raise InputRefused(404, f"no thread {run_input.thread_id!r} of yours")
+            if not answers and config.max_threads_per_user is not None:
+                await _check_thread_cap(durable, config, user, session)
             rejoin = rejoin_cursor(request, run_input) if text is not None else None
         except InputRefused as refused:
             return _refused(refused.status, refused.message)
@@ -301,6 +311,33 @@ def create_agui_app(tools: DurableTools | Client, config: AguiConfig) -> Starlet
         middleware=body_limit(config.max_body_bytes),
     )
     return app
+
+
+async def _check_thread_cap(
+    tools: DurableTools, config: AguiConfig, user: User, session: str
+) -> None:
+    """Refuse a message that would start a thread past the user's cap.
+
+    Raises:
+        InputRefused: the user has `max_threads_per_user` running threads already (429).
+    """
+    cap = config.max_threads_per_user
+    if cap is None or await _exists(tools, session):
+        return
+    # The owner part of the session id is the user's: every running agent workflow under
+    # it is one of their threads or its sub-agents (not the token streams beside them).
+    # The prefix is checked and the digest hex: no quote can end the literal.
+    owner = session_id(config.session_prefix, user.name, "")
+    query = (
+        f"WorkflowId STARTS_WITH '{owner}' AND WorkflowType = '{AGENT_WORKFLOW}' "
+        "AND ExecutionStatus = 'Running'"
+    )
+    running = (await tools.client.count_workflows(query)).count
+    if running >= cap:
+        raise InputRefused(
+            429,
+            f"you have {running:,} threads open; the limit is {cap:,}: continue one of them",
+        )
 
 
 async def _exists(tools: DurableTools, session: str) -> bool:
