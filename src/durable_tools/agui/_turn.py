@@ -140,26 +140,18 @@ def decidable_by(approval: PendingApproval, user: User) -> bool:
     return approval.approvals_required - len(approval.approved_by) <= 1
 
 
-def _waits(snapshot: RunSnapshot, user: User) -> dict[str, Any]:
-    """The state the front end shows: what the run waits for, and who may end each wait."""
+def _waits(
+    snapshot: RunSnapshot, user: User, nested: list[tuple[str, PendingApproval]]
+) -> dict[str, Any]:
+    """The state the front end shows: what the run waits for, and who may end each wait
+    (`nested`: approvals its sub-agents wait for, as (sub-agent run, approval))."""
     waiting: list[dict[str, Any]] = []
     for approval in snapshot.pending_approvals:
-        waiting.append(
-            {
-                "kind": "approval",
-                "callId": approval.call_id,
-                "tool": approval.tool,
-                "summary": approval.summary,
-                "arguments": approval.arguments,
-                "argumentsHash": approval.arguments_hash,
-                "deciders": approval.deciders,
-                "approvalsRequired": approval.approvals_required,
-                "approvedBy": approval.approved_by,
-                "decidedBy": "you" if decidable_by(approval, user) else "others",
-                "interruptId": interrupt_id(approval.call_id, approval.arguments_hash),
-                "deadline": approval.deadline.isoformat() if approval.deadline else None,
-            }
-        )
+        waiting.append(_approval_wait(approval, user))
+    for child, approval in nested:
+        # Never an interrupt: a resume decides the thread's own calls. The user (if a
+        # decider) or others decide it in the inbox or with `durable-tools approve`.
+        waiting.append({**_approval_wait(approval, user), "subAgentRun": child})
     for auth in snapshot.pending_authorizations:
         waiting.append(
             {
@@ -183,6 +175,24 @@ def _waits(snapshot: RunSnapshot, user: User) -> dict[str, Any]:
     for published in snapshot.pending_callbacks:
         waiting.append({"kind": "callback", "callId": published.call_id, "tool": published.tool})
     return {"status": snapshot.status.value, "turn": snapshot.turn, "waiting": waiting}
+
+
+def _approval_wait(approval: PendingApproval, user: User) -> dict[str, Any]:
+    """An approval as the state shows it."""
+    return {
+        "kind": "approval",
+        "callId": approval.call_id,
+        "tool": approval.tool,
+        "summary": approval.summary,
+        "arguments": approval.arguments,
+        "argumentsHash": approval.arguments_hash,
+        "deciders": approval.deciders,
+        "approvalsRequired": approval.approvals_required,
+        "approvedBy": approval.approved_by,
+        "decidedBy": "you" if decidable_by(approval, user) else "others",
+        "interruptId": interrupt_id(approval.call_id, approval.arguments_hash),
+        "deadline": approval.deadline.isoformat() if approval.deadline else None,
+    }
 
 
 @dataclass
@@ -386,9 +396,15 @@ class TurnView:
             yield ToolCallArgsEvent(tool_call_id=pending.call_id, delta=arguments)
             yield ToolCallEndEvent(tool_call_id=pending.call_id)
 
-    def on_state(self, snapshot: RunSnapshot, user: User) -> Iterator[BaseEvent]:
-        """A `STATE_SNAPSHOT` when what the run waits for changed."""
-        state = _waits(snapshot, user)
+    def on_state(
+        self,
+        snapshot: RunSnapshot,
+        user: User,
+        nested: list[tuple[str, PendingApproval]] | None = None,
+    ) -> Iterator[BaseEvent]:
+        """A `STATE_SNAPSHOT` when what the run waits for changed (`nested`: approvals
+        its sub-agents wait for)."""
+        state = _waits(snapshot, user, nested or [])
         encoded = json.dumps(state, sort_keys=True, default=str)
         if encoded != self.state:
             self.state = encoded
@@ -501,6 +517,7 @@ async def follow_turn(
     reply_task.add_done_callback(lambda _: tokens.put_nowait(None))
     try:
         timeline_due = True
+        subagents = False
         while not reply_task.done():
             while not tokens.empty():
                 for event in view.on_stream(tokens.get_nowait()):
@@ -513,9 +530,13 @@ async def follow_turn(
                 timeline_due = True
             if timeline_due:
                 timeline_due = False
-                for event in view.on_timeline(await run.timeline()):
+                timeline = await run.timeline()
+                for event in view.on_timeline(timeline):
                     yield event
-            for event in view.on_state(snapshot, user):
+                subagents = any(r.child_run_id and r.status in _OPEN_STATUSES for r in timeline)
+            # A sub-agent's approval is its run's, not the thread's: shown as waiting.
+            nested = await run.subagent_approvals() if subagents else []
+            for event in view.on_state(snapshot, user, nested):
                 yield event
             interrupts = _interrupts(snapshot, user)
             published = [p for p in snapshot.pending_callbacks if p.client]
