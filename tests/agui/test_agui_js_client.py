@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agui_support import EVENT, chat, of_type
+from agui_support import EVENT, Chat, chat, of_type
 from temporalio.client import Client
 
 from durable_tools import DurableTools
@@ -35,6 +35,23 @@ def node_client() -> str:
     return node
 
 
+async def run_node(node: str, script: str, endpoint: Chat, thread: str) -> Any:
+    """Run `script` (in tests/agui/js) as alice on `thread`: the JSON it prints."""
+    process = await asyncio.create_subprocess_exec(
+        node,
+        script,
+        endpoint.url,
+        endpoint.alice,
+        thread,
+        cwd=JS,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 300)
+    assert process.returncode == 0, err.decode()
+    return json.loads(out)
+
+
 def texts(events: list[dict[str, Any]]) -> str:
     return "".join(e["delta"] for e in of_type(events, "TEXT_MESSAGE_CONTENT"))
 
@@ -52,20 +69,8 @@ async def test_http_agent_holds_a_conversation_with_an_approval(
     ]
     thread = f"js-{uuid.uuid4().hex[:8]}"
     async with chat(client, task_queue, tmp_path, script) as endpoint:
-        process = await asyncio.create_subprocess_exec(
-            node,
-            "conversation.mjs",
-            endpoint.url,
-            endpoint.alice,
-            thread,
-            cwd=JS,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(process.communicate(), 300)
-        assert process.returncode == 0, err.decode()
+        report = await run_node(node, "conversation.mjs", endpoint, thread)
         ran = list(endpoint.ran)
-    report = json.loads(out)
     runs = report["runs"]
     assert len(runs) == 4
     for run in runs:
@@ -96,21 +101,9 @@ async def test_http_agent_runs_a_frontend_tool(
     script = [calls(("c1", "showWeather", {"city": "Paris"})), answer("Sunny, 21 C")]
     thread = f"js-{uuid.uuid4().hex[:8]}"
     async with chat(client, task_queue, tmp_path, script) as endpoint:
-        process = await asyncio.create_subprocess_exec(
-            node,
-            "frontend_tools.mjs",
-            endpoint.url,
-            endpoint.alice,
-            thread,
-            cwd=JS,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(process.communicate(), 300)
-        assert process.returncode == 0, err.decode()
+        report = await run_node(node, "frontend_tools.mjs", endpoint, thread)
         session = DurableTools(client).run(session_id("agui", "alice", thread))
         (record,) = await session.timeline()
-    report = json.loads(out)
     first, second = report["runs"]
     for run in (first, second):
         assert run["error"] is None and run["invalid"] == [], run

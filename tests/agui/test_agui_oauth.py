@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agui_support import chat, of_type, run_input, user
+from agui_support import Chat, chat, of_type, run_input, user
 from temporalio.client import Client
 
 from durable_tools import DurableTools, OAuthRequirement, ToolContext, ToolRegistry
@@ -43,6 +44,20 @@ def calendar(read: list[str]) -> ToolRegistry:
     return registry
 
 
+def calendar_chat(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    oauth: OAuthSetup,
+    script: list[dict[str, Any]],
+    read: list[str],
+) -> AbstractAsyncContextManager[Chat]:
+    """The endpoint for a worker of `calendar` with the fake provider's OAuth broker."""
+    _, manager, _ = oauth
+    broker = {"oauth": OAuthBroker(manager)}
+    return chat(client, task_queue, tmp_path, script, tools=calendar(read), worker=broker)
+
+
 def _resume(interrupt_id: str, status: str = "resolved") -> list[dict[str, Any]]:
     return [{"interruptId": interrupt_id, "status": status}]
 
@@ -50,18 +65,10 @@ def _resume(interrupt_id: str, status: str = "resolved") -> list[dict[str, Any]]
 async def test_an_authorization_is_an_interrupt_with_its_link(
     client: Client, task_queue: str, tmp_path: Path, oauth: OAuthSetup
 ) -> None:
-    _, manager, _ = oauth
     read: list[str] = []
     script = [calls(("c1", "read_calendar", {"day": "monday"})), answer("standup on monday")]
     thread = f"t-{uuid.uuid4().hex[:8]}"
-    async with chat(
-        client,
-        task_queue,
-        tmp_path,
-        script,
-        tools=calendar(read),
-        worker={"oauth": OAuthBroker(manager)},
-    ) as endpoint:
+    async with calendar_chat(client, task_queue, tmp_path, oauth, script, read) as endpoint:
         asked = user("what's on monday?")
         events = await endpoint.run(endpoint.alice, run_input(thread, [asked]))
         finished = events[-1]
@@ -98,18 +105,10 @@ async def test_an_authorization_is_an_interrupt_with_its_link(
 async def test_cancelling_an_authorization_interrupt_declines_it(
     client: Client, task_queue: str, tmp_path: Path, oauth: OAuthSetup
 ) -> None:
-    _, manager, _ = oauth
     read: list[str] = []
     script = [calls(("c1", "read_calendar", {"day": "friday"})), answer("could not read it")]
     thread = f"t-{uuid.uuid4().hex[:8]}"
-    async with chat(
-        client,
-        task_queue,
-        tmp_path,
-        script,
-        tools=calendar(read),
-        worker={"oauth": OAuthBroker(manager)},
-    ) as endpoint:
+    async with calendar_chat(client, task_queue, tmp_path, oauth, script, read) as endpoint:
         asked = user("what's on friday?")
         events = await endpoint.run(endpoint.alice, run_input(thread, [asked]))
         (interrupt,) = events[-1]["outcome"]["interrupts"]

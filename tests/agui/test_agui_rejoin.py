@@ -9,24 +9,14 @@ import base64
 import json
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from agui_support import chat, of_type, run_input, sse_events, user
 from temporalio.client import Client
 
 from fake_openai import CannedResponse, FakeOpenAIServer, chat_stream
 from support import answer, calls
-
-
-@pytest.fixture
-def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as fake:
-        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-agui-0123")
-        yield fake
 
 
 def rejoin(body: dict[str, Any], cursor: str) -> dict[str, Any]:

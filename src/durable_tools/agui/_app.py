@@ -79,7 +79,7 @@ from durable_tools.protocol._deciders import name_key, person_of
 from durable_tools.protocol._wait_types import AuthorizationCompleted
 from durable_tools.tools import ToolRegistry
 from durable_tools.tools._context import Identity
-from durable_tools.workflows import AgentConfig
+from durable_tools.workflows import AgentConfig, RunSnapshot, ToolCallRecord
 from durable_tools.workflows.loop._embed import AGENT_WORKFLOW
 
 __all__ = ["DEFAULT_AGUI_BODY_BYTES", "KEEPALIVE", "AguiConfig", "Authenticate", "create_agui_app"]
@@ -542,13 +542,10 @@ async def _resume(
         refs = resume_refs(run_input.resume or [])
     except InputRefused as refused:
         return run_error(refused.message, "INVALID_RESUME")
-    followed = await _followed_message(tools, run, run_input)
-    if followed is None:
-        return _nothing_to_follow("resume", "nothing was decided")
-    message, unsent = followed
-    snapshot = await run.status()
-    cursor = (await run.events_since(0)).total
-    timeline = await run.timeline()
+    found = await _answered_message(tools, run, run_input, "resume", "nothing was decided")
+    if isinstance(found, BaseEvent):
+        return found
+    message, unsent, snapshot, cursor, timeline = found
     open_now = open_calls(timeline, snapshot.turn)
     authorizations = [ref for ref in refs if isinstance(ref, AuthorizationRef)]
     waiting = {auth.call_id for auth in snapshot.pending_authorizations}
@@ -578,12 +575,24 @@ async def _resume(
     return run.message(message_update_id(message.id)), view, cursor, unsent
 
 
-def _nothing_to_follow(what: str, consequence: str) -> BaseEvent:
-    return run_error(
-        f"the {what}'s messages hold none this thread's session took: send the thread's "
-        f"messages with the {what}; {consequence}",
-        "INVALID_INPUT",
-    )
+async def _answered_message(
+    tools: DurableTools, run: AgentRun, run_input: RunAgentInput, what: str, consequence: str
+) -> tuple[UserMessage, tuple[str, ...], RunSnapshot, int, list[ToolCallRecord]] | BaseEvent:
+    """What an input that answers the run (a resume, tool results) acts on: the message
+    it follows and the ids of newer ones not sent, the run's status, event count and
+    timeline now; or the `RUN_ERROR` saying the input holds no message the session took
+    (`what` the input is, `consequence` what was not done)."""
+    followed = await _followed_message(tools, run, run_input)
+    if followed is None:
+        return run_error(
+            f"the {what}'s messages hold none this thread's session took: send the "
+            f"thread's messages with the {what}; {consequence}",
+            "INVALID_INPUT",
+        )
+    message, unsent = followed
+    snapshot = await run.status()
+    cursor = (await run.events_since(0)).total
+    return message, unsent, snapshot, cursor, await run.timeline()
 
 
 async def _deliver(
@@ -604,13 +613,10 @@ async def _deliver(
     callback's call, a second result for an answered call) is a `RUN_ERROR` and nothing
     is delivered.
     """
-    followed = await _followed_message(tools, run, run_input)
-    if followed is None:
-        return _nothing_to_follow("tool result", "nothing was delivered")
-    message, unsent = followed
-    snapshot = await run.status()
-    cursor = (await run.events_since(0)).total
-    timeline = await run.timeline()
+    found = await _answered_message(tools, run, run_input, "tool result", "nothing was delivered")
+    if isinstance(found, BaseEvent):
+        return found
+    message, unsent, snapshot, cursor, timeline = found
     waiting = {pending.call_id: pending for pending in snapshot.pending_callbacks}
     made = {record.call_id: record for record in timeline}
     known = client_tools | {p.tool for p in snapshot.pending_callbacks if p.client}
