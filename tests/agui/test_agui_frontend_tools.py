@@ -197,6 +197,11 @@ async def test_hostile_tool_declarations_are_refused_before_any_run(
         assert "deeper than 12" in await refused([_tool("deep", _nested(13))])
         regex = {"type": "object", "properties": {"a": {"type": "string", "pattern": "(a+)+$"}}}
         assert "'pattern'" in await refused([_tool("slow", regex)])
+        nested = {
+            "type": "object",
+            "properties": {"a": {"type": "object", "patternProperties": {}}},
+        }
+        assert "'patternProperties'" in await refused([_tool("slow", nested)])
         remote = {"type": "object", "properties": {"a": {"$ref": "https://evil.test/s.json"}}}
         assert "local references" in await refused([_tool("remote", remote)])
         assert "object schema" in await refused([_tool("flat", {"type": "string"})])
@@ -218,6 +223,13 @@ async def test_hostile_tool_declarations_are_refused_before_any_run(
         assert twice == (400, "two tool messages answer the same call: send one per call")
         long_id = await delivery(tool_message("c" * 257, "a"))
         assert long_id[0] == 400 and "toolCallId" in long_id[1]
+        # A parameter may be called `pattern` (a name, not the keyword).
+        named = {"type": "object", "properties": {"pattern": {"type": "string"}}}
+        response = await endpoint.post(
+            endpoint.alice,
+            run_input(thread, [user("hi"), tool_message("c1", "a")], tools=[_tool("f", named)]),
+        )
+        assert response.status_code == 404  # past the tool's checks: no thread to deliver to
         # A delivery needs a thread of the user's: none yet.
         assert await delivery(tool_message("c1", "a")) == (404, f"no thread {thread!r} of yours")
         # Nothing started.

@@ -17,7 +17,12 @@ from typing import Any
 from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, ToolMessage, UserMessage
 from pydantic import ValidationError
 
-from durable_tools.protocol._client_tools import MAX_CLIENT_TOOLS, ClientTool, client_tool_key
+from durable_tools.protocol._client_tools import (
+    MAX_CLIENT_TOOL_TIMEOUT_SECONDS,
+    MAX_CLIENT_TOOLS,
+    ClientTool,
+    client_tool_key,
+)
 from durable_tools.protocol._deciders import name_key
 from durable_tools.protocol._limits import (
     MAX_CALL_ID_CHARS,
@@ -91,6 +96,11 @@ class InputLimits:
     def __post_init__(self) -> None:
         if not 0 <= self.max_tools <= MAX_CLIENT_TOOLS:
             raise ValueError(f"max_tools is 0 to {MAX_CLIENT_TOOLS}, got {self.max_tools}")
+        if not 0 < self.client_tool_timeout <= MAX_CLIENT_TOOL_TIMEOUT_SECONDS:
+            raise ValueError(
+                f"client_tool_timeout is over 0 and at most {MAX_CLIENT_TOOL_TIMEOUT_SECONDS:g} "
+                f"seconds, got {self.client_tool_timeout}"
+            )
 
 
 def checked_id(value: str, what: str) -> str:

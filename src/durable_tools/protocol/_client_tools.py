@@ -27,6 +27,7 @@ __all__ = [
     "MAX_CLIENT_TOOL_DESCRIPTION_CHARS",
     "MAX_CLIENT_TOOL_SCHEMA_BYTES",
     "MAX_CLIENT_TOOL_SCHEMA_DEPTH",
+    "MAX_CLIENT_TOOL_TIMEOUT_SECONDS",
     "ClientTool",
     "check_client_schema",
     "client_tool_key",
@@ -56,18 +57,26 @@ def client_tool_key(name: str) -> str:
     return name.casefold()
 
 
-def _depth_and_refs(value: Any, depth: int, where: str) -> None:
+_NAME_MAPS = frozenset({"properties", "$defs", "definitions", "dependentSchemas"})
+"""Keywords whose value maps names (a parameter's, a definition's) to schemas: its keys
+are names, not keywords (a parameter may be called `pattern`)."""
+
+
+def _depth_and_refs(value: Any, depth: int, where: str, names: bool = False) -> None:
     if depth > MAX_CLIENT_TOOL_SCHEMA_DEPTH:
         raise ValueError(f"nested deeper than {MAX_CLIENT_TOOL_SCHEMA_DEPTH} levels at {where}")
     if isinstance(value, dict):
         for key, item in value.items():
+            if names:
+                _depth_and_refs(item, depth + 1, f"{where}.{key}")
+                continue
             if key in _REFUSED_KEYWORDS:
                 raise ValueError(
                     f"{where}.{key}: the keyword {key!r} is not taken in a client tool"
                 )
             if key == "$ref" and not (isinstance(item, str) and item.startswith("#")):
                 raise ValueError(f"{where}.$ref: only local references ('#/...') are taken")
-            _depth_and_refs(item, depth + 1, f"{where}.{key}")
+            _depth_and_refs(item, depth + 1, f"{where}.{key}", key in _NAME_MAPS)
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _depth_and_refs(item, depth + 1, f"{where}[{index}]")
