@@ -322,7 +322,7 @@ async def _check_thread_cap(
         InputRefused: the user has `max_threads_per_user` running threads already (429).
     """
     cap = config.max_threads_per_user
-    if cap is None or await _exists(tools, session):
+    if cap is None:
         return
     # The owner part of the session id is the user's: every running agent workflow under
     # it is one of their threads or its sub-agents (not the token streams beside them).
@@ -333,7 +333,9 @@ async def _check_thread_cap(
         "AND ExecutionStatus = 'Running'"
     )
     running = (await tools.client.count_workflows(query)).count
-    if running >= cap:
+    # One look in the common case (far from the cap); at it, a message to a thread the
+    # user has open goes on.
+    if running >= cap and not await _exists(tools, session):
         raise InputRefused(
             429,
             f"you have {running:,} threads open; the limit is {cap:,}: continue one of them",
