@@ -42,6 +42,12 @@ def chat_registry(ran: list[str]) -> ToolRegistry:
         ran.append(f"pay {amount_cents}")
         return f"paid {amount_cents}"
 
+    # A callback tool of the operator's (run by some device of theirs): not the browser's.
+    registry.callback_tool(
+        "device_check",
+        parameters={"type": "object", "properties": {"serial": {"type": "string"}}},
+        description="Check a device (run by the operator's device agent).",
+    )
     return registry
 
 
@@ -55,6 +61,8 @@ class Chat:
     ran: list[str] = field(default_factory=list)
     comments: int = 0
     """SSE comment lines (keep-alives) read by `stream`."""
+    last_id: str | None = None
+    """The SSE id of the last event `stream` read (the endpoint's rejoin cursor)."""
 
     async def post(self, token: str | None, body: Any, **headers: str) -> httpx.Response:
         """POST `body` (JSON unless bytes) and return the whole response."""
@@ -80,6 +88,8 @@ class Chat:
             async def events() -> AsyncIterator[dict[str, Any]]:
                 async for line in response.aiter_lines():
                     self.comments += line.startswith(":")
+                    if line.startswith("id: "):
+                        self.last_id = line[len("id: ") :]
                     if line.startswith("data: "):
                         data = json.loads(line[len("data: ") :])
                         EVENT.validate_python(data)
@@ -127,14 +137,17 @@ def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 
 def run_input(
-    thread: str, messages: list[dict[str, Any]], resume: list[dict[str, Any]] | None = None
+    thread: str,
+    messages: list[dict[str, Any]],
+    resume: list[dict[str, Any]] | None = None,
+    tools: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "threadId": thread,
         "runId": f"run-{uuid.uuid4().hex[:8]}",
         "messages": messages,
         "state": {},
-        "tools": [],
+        "tools": tools or [],
         "context": [],
         "forwardedProps": {},
     }
@@ -147,6 +160,24 @@ def user(text: str, message_id: str | None = None) -> dict[str, Any]:
     return {"id": message_id or f"m-{uuid.uuid4().hex[:8]}", "role": "user", "content": text}
 
 
+def tool_message(call_id: str, content: str, message_id: str | None = None) -> dict[str, Any]:
+    """A front end's result of its tool's call `call_id`."""
+    ident = message_id or f"tm-{uuid.uuid4().hex[:8]}"
+    return {"id": ident, "role": "tool", "toolCallId": call_id, "content": content}
+
+
+WEATHER_TOOL = {
+    "name": "showWeather",
+    "description": "Show the weather of a city in the page (the browser runs it).",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}
+"""A frontend tool, as an AG-UI client declares it."""
+
+
 @asynccontextmanager
 async def chat(
     client: Client,
@@ -155,11 +186,13 @@ async def chat(
     steps: list[dict[str, Any]],
     *,
     agent: dict[str, Any] | None = None,
+    tools: ToolRegistry | None = None,
+    worker: dict[str, Any] | None = None,
     **options: Any,
 ) -> AsyncIterator[Chat]:
-    """A worker for `chat_registry` playing `steps` (or the `agent`'s own model), and the
-    endpoint served for it; `agent` holds further `AgentConfig` fields, `options` further
-    `AguiConfig` ones."""
+    """A worker for `chat_registry` (or `tools`; `worker` holds further worker options)
+    playing `steps` (or the `agent`'s own model), and the endpoint served for it;
+    `agent` holds further `AgentConfig` fields, `options` further `AguiConfig` ones."""
     tokens = tmp_path / "tokens.json"
     alice, bob = add_token(tokens, "alice"), add_token(tokens, "bob")
     ran: list[str] = []
@@ -171,7 +204,8 @@ async def chat(
     )
     app = create_agui_app(DurableTools(client, task_queue), config)
     server = InboxServer(app, port=0)
-    async with running_worker(client, chat_registry(ran), task_queue):
+    registry = tools if tools is not None else chat_registry(ran)
+    async with running_worker(client, registry, task_queue, **(worker or {})):
         await server.start()
         try:
             yield Chat(f"{server.url}/", alice, bob, ran)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import re
 import socket
 import uuid
 import zlib
@@ -980,7 +981,10 @@ async def test_model_and_tool_text_cannot_inject_server_sent_events(
     async with chat(client, task_queue, tmp_path, script) as endpoint:
         response = await endpoint.post(endpoint.alice, run_input(thread, [user("look")]))
         lines = [line for line in response.text.splitlines() if line]
-        assert all(line.startswith("data: {") for line in lines), lines
+        # Each line is an event's JSON or its rejoin cursor (base64url: no line break,
+        # whatever call ids it names).
+        cursor = re.compile(r"id: c1\.[A-Za-z0-9_-]+")
+        assert all(line.startswith("data: {") or cursor.fullmatch(line) for line in lines), lines
         events = sse_events(response.text)
         assert types(events).count("RUN_FINISHED") == 1 and events[-1]["type"] == "RUN_FINISHED"
         assert text_of(events) == f"answer{forged}end"

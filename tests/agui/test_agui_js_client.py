@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agui_support import EVENT, chat, of_type
+from agui_support import EVENT, Chat, chat, of_type
 from temporalio.client import Client
 
+from durable_tools import DurableTools
+from durable_tools.agui import session_id
 from support import answer, calls
 
 JS = Path(__file__).parent / "js"
@@ -31,6 +33,23 @@ def node_client() -> str:
             pytest.fail("node and tests/agui/js/node_modules are needed: run `make agui-js`")
         pytest.skip("needs node and `make agui-js` (npm ci in tests/agui/js)")
     return node
+
+
+async def run_node(node: str, script: str, endpoint: Chat, thread: str) -> Any:
+    """Run `script` (in tests/agui/js) as alice on `thread`: the JSON it prints."""
+    process = await asyncio.create_subprocess_exec(
+        node,
+        script,
+        endpoint.url,
+        endpoint.alice,
+        thread,
+        cwd=JS,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 300)
+    assert process.returncode == 0, err.decode()
+    return json.loads(out)
 
 
 def texts(events: list[dict[str, Any]]) -> str:
@@ -50,20 +69,8 @@ async def test_http_agent_holds_a_conversation_with_an_approval(
     ]
     thread = f"js-{uuid.uuid4().hex[:8]}"
     async with chat(client, task_queue, tmp_path, script) as endpoint:
-        process = await asyncio.create_subprocess_exec(
-            node,
-            "conversation.mjs",
-            endpoint.url,
-            endpoint.alice,
-            thread,
-            cwd=JS,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(process.communicate(), 300)
-        assert process.returncode == 0, err.decode()
+        report = await run_node(node, "conversation.mjs", endpoint, thread)
         ran = list(endpoint.ran)
-    report = json.loads(out)
     runs = report["runs"]
     assert len(runs) == 4
     for run in runs:
@@ -85,3 +92,29 @@ async def test_http_agent_holds_a_conversation_with_an_approval(
     # The client built the thread from the events: the user's messages and the answers.
     said = [(m["role"], m.get("content")) for m in report["messages"] if m.get("content")]
     assert ("assistant", "paid it") in said and ("user", "thanks") in said
+
+
+async def test_http_agent_runs_a_frontend_tool(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    node = node_client()
+    script = [calls(("c1", "showWeather", {"city": "Paris"})), answer("Sunny, 21 C")]
+    thread = f"js-{uuid.uuid4().hex[:8]}"
+    async with chat(client, task_queue, tmp_path, script) as endpoint:
+        report = await run_node(node, "frontend_tools.mjs", endpoint, thread)
+        session = DurableTools(client).run(session_id("agui", "alice", thread))
+        (record,) = await session.timeline()
+    first, second = report["runs"]
+    for run in (first, second):
+        assert run["error"] is None and run["invalid"] == [], run
+        for event in run["events"]:
+            EVENT.validate_python(event)
+    (start,) = of_type(first["events"], "TOOL_CALL_START")
+    assert start["toolCallName"] == "showWeather"
+    (args,) = of_type(first["events"], "TOOL_CALL_ARGS")
+    assert json.loads(args["delta"]) == {"city": "Paris"}
+    assert first["events"][-1]["result"]["status"] == "awaiting_tools"
+    assert first["pending"] == ["c1"]  # what HttpAgent took as the calls the page answers
+    assert texts(second["events"]) == "Sunny, 21 C"
+    # The page's result reached the run through the callback path.
+    assert record.status == "completed" and "21 C in Paris" in (record.result or "")

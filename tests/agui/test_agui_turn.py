@@ -8,11 +8,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from agui_support import chat, of_type, run_input, user
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
@@ -21,14 +19,6 @@ from durable_tools import AgentRun, ApprovalPolicy, DurableTools, SessionReply
 from durable_tools.agui import session_id
 from fake_openai import CannedResponse, FakeOpenAIServer, chat_stream
 from support import answer, calls, wait_for
-
-
-@pytest.fixture
-def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as fake:
-        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-agui-0123")
-        yield fake
 
 
 async def test_the_answer_streams_while_the_model_still_writes_it(

@@ -13,6 +13,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_tools._activities._catalog_cache import PackedCatalogs
+from durable_tools._activities._client_tools import client_tool_specs
 from durable_tools._activities._compact import compact_activity
 from durable_tools._activities._conversation import (
     ConversationSnapshots,
@@ -171,6 +172,10 @@ def core_activities(
         if request.tools is not None:
             wanted = set(request.tools)
             specs = [spec for spec in specs if spec.name in wanted]
+        if request.client_tools:
+            # Against the whole registry, not only the tools offered: a client tool
+            # must not shadow any tool of the worker's.
+            specs += client_tool_specs(request.client_tools, registry.specs())
         return specs
 
     @activity.defn(name=CATALOG_ACTIVITY)

@@ -10,6 +10,7 @@ from pydantic import Field
 from durable_tools._wire import WireModel
 from durable_tools.messages import ModelRequest, ModelResponse, ModelSettings, Usage
 from durable_tools.models._errors import CONTEXT_TOO_LONG
+from durable_tools.protocol._client_tools import ClientTool
 from durable_tools.protocol._compaction import ContextView
 from durable_tools.tools._catalog_pack import PackedCatalog
 from durable_tools.tools._context import Identity
@@ -52,6 +53,9 @@ class CatalogRequest(WireModel):
     granted_scopes: list[str] = Field(default_factory=list)
     tools: list[str] | None = None
     """Names the agent asks for; None for every visible tool."""
+    client_tools: list[ClientTool] = Field(default_factory=list)
+    """Tools the run's client declares (`AgentConfig.client_tools`): callback tools of the
+    run, added after the worker's."""
 
 
 class CatalogUpdateRequest(WireModel):

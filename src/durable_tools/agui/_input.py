@@ -14,26 +14,45 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, UserMessage
+from ag_ui.core import ResumeEntry, RunAgentInput, TextPart, ToolMessage, UserMessage
 from pydantic import ValidationError
 
+from durable_tools.protocol._client_tools import (
+    MAX_CLIENT_TOOL_TIMEOUT_SECONDS,
+    MAX_CLIENT_TOOLS,
+    ClientTool,
+    client_tool_key,
+)
 from durable_tools.protocol._deciders import name_key
-from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, MAX_MESSAGE_CHARS, MAX_REASON_CHARS
+from durable_tools.protocol._limits import (
+    MAX_CALL_ID_CHARS,
+    MAX_CALLBACK_ERROR_CHARS,
+    MAX_CALLBACK_RESULT_BYTES,
+    MAX_MESSAGE_CHARS,
+    MAX_REASON_CHARS,
+)
 
 __all__ = [
     "MAX_ID_CHARS",
     "ApprovalRef",
+    "AuthorizationRef",
     "InputLimits",
     "InputRefused",
+    "ToolResult",
     "approval_ref",
-    "approval_refs",
+    "authorization_interrupt_id",
+    "authorization_ref",
     "check_prefix",
     "checked_id",
     "checked_thread_id",
+    "client_tools",
     "interrupt_id",
     "message_update_id",
     "parse_input",
+    "resume_refs",
     "session_id",
+    "tool_result_update_id",
+    "tool_results",
     "user_text",
 ]
 
@@ -41,6 +60,7 @@ MAX_ID_CHARS = 128
 """Longest thread, run, message or interrupt id taken (AG-UI clients send UUIDs)."""
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
 _APPROVAL_PREFIX = "approval:"
+_AUTHORIZATION_PREFIX = "authorization:"
 _HASH = re.compile(r"[0-9a-f]{64}")
 
 
@@ -66,9 +86,21 @@ class InputLimits:
     """Messages a request may carry (clients send the whole thread each time)."""
     max_resume: int = 16
     """Resume entries a request may carry."""
-    max_tools: int = 0
-    """Client-declared (frontend) tools taken: none yet, so a request declaring any is
-    refused rather than silently ignored."""
+    max_tools: int = 32
+    """Client-declared (frontend) tools a request may carry (at most `MAX_CLIENT_TOOLS`;
+    0 refuses any)."""
+    client_tool_timeout: float = 3_600.0
+    """Seconds a run waits for the front end's result of one frontend tool call; then the
+    model reads a timeout error."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.max_tools <= MAX_CLIENT_TOOLS:
+            raise ValueError(f"max_tools is 0 to {MAX_CLIENT_TOOLS}, got {self.max_tools}")
+        if not 0 < self.client_tool_timeout <= MAX_CLIENT_TOOL_TIMEOUT_SECONDS:
+            raise ValueError(
+                f"client_tool_timeout is over 0 and at most {MAX_CLIENT_TOOL_TIMEOUT_SECONDS:g} "
+                f"seconds, got {self.client_tool_timeout}"
+            )
 
 
 def checked_id(value: str, what: str) -> str:
@@ -157,10 +189,104 @@ def parse_input(body: bytes, limits: InputLimits) -> RunAgentInput:
     if len(run_input.tools or []) > limits.max_tools:
         raise InputRefused(
             400,
-            "client-declared tools are not taken by this endpoint yet: the agent's tools "
-            "are the worker's (declare none)",
+            f"{len(run_input.tools or [])} client-declared tools; this endpoint takes at "
+            f"most {limits.max_tools}",
         )
     return run_input
+
+
+def client_tools(run_input: RunAgentInput, limits: InputLimits) -> list[ClientTool]:
+    """The input's frontend tools as the run's client tools, each checked
+    (`ClientTool`: a plain ASCII name, a bounded object schema, a bounded description).
+
+    Raises:
+        InputRefused: a tool that is not a valid client tool, or two named alike (case
+            aside) (400), naming the tool.
+    """
+    declared: list[ClientTool] = []
+    seen: set[str] = set()
+    for index, tool in enumerate(run_input.tools or []):
+        try:
+            found = ClientTool(
+                name=tool.name,
+                description=tool.description,
+                parameters=(
+                    tool.parameters
+                    if tool.parameters is not None
+                    else {"type": "object", "properties": {}}
+                ),
+                timeout_seconds=limits.client_tool_timeout,
+            )
+        except ValidationError as error:
+            first = error.errors(include_url=False, include_input=False)[0]
+            where = ".".join(map(str, first["loc"])) or "tool"
+            raise InputRefused(
+                400, f"tools[{index}] is not a tool this endpoint takes: {where}: {first['msg']}"
+            ) from None
+        key = client_tool_key(found.name)
+        if key in seen:
+            raise InputRefused(400, f"two tools are named {found.name!r} (case aside)")
+        seen.add(key)
+        declared.append(found)
+    return declared
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A frontend tool's result the input delivers (a trailing `tool` message)."""
+
+    message_id: str
+    call_id: str
+    output: str
+    error: str | None
+
+
+def tool_results(run_input: RunAgentInput) -> list[ToolResult]:
+    """The results the input delivers: the `tool` messages at its end (after the last
+    message of another role). Earlier ones are history the client sends again, not news.
+
+    Raises:
+        InputRefused: a result that is not text, larger than a callback result may be,
+            not valid Unicode, or naming a call id no run gives (400 / 413).
+    """
+    trailing: list[ToolMessage] = []
+    for message in reversed(run_input.messages):
+        if not isinstance(message, ToolMessage):
+            break
+        trailing.append(message)
+    results = []
+    for message in reversed(trailing):
+        call_id = message.tool_call_id
+        if not 1 <= len(call_id) <= MAX_CALL_ID_CHARS:
+            raise InputRefused(
+                400, f"tool message {message.id}: toolCallId is 1 to {MAX_CALL_ID_CHARS} characters"
+            )
+        if not isinstance(message.content, str):
+            raise InputRefused(400, f"tool message {message.id}: only text content is taken")
+        if len(message.content.encode("utf-8", "surrogatepass")) > MAX_CALLBACK_RESULT_BYTES:
+            raise InputRefused(
+                413, f"tool message {message.id}: over {MAX_CALLBACK_RESULT_BYTES:,} bytes"
+            )
+        error = message.error
+        if error is not None and len(error) > MAX_CALLBACK_ERROR_CHARS:
+            raise InputRefused(
+                400,
+                f"tool message {message.id}: an error of at most "
+                f"{MAX_CALLBACK_ERROR_CHARS:,} characters",
+            )
+        results.append(
+            ToolResult(
+                message_id=message.id,
+                call_id=_unicode(call_id, f"tool message {message.id}'s toolCallId"),
+                output=_unicode(message.content, f"tool message {message.id}"),
+                error=None
+                if error is None
+                else _unicode(error, f"tool message {message.id}'s error"),
+            )
+        )
+    if len({r.call_id for r in results}) != len(results):
+        raise InputRefused(400, "two tool messages answer the same call: send one per call")
+    return results
 
 
 def check_prefix(prefix: str) -> str:
@@ -192,6 +318,12 @@ def message_update_id(message_id: str) -> str:
     return f"agui-{message_id}"
 
 
+def tool_result_update_id(message_id: str) -> str:
+    """The update id a frontend tool's result (an AG-UI tool message) is delivered under:
+    the same message sent again is delivered once."""
+    return f"agui-tool-{message_id}"
+
+
 def user_text(message: UserMessage) -> str:
     """The text of a user message (its text parts joined; media parts are refused).
 
@@ -221,6 +353,20 @@ def interrupt_id(call_id: str, arguments_hash: str) -> str:
     return f"{_APPROVAL_PREFIX}{call_id}:{arguments_hash}"
 
 
+def authorization_interrupt_id(call_id: str) -> str:
+    """The interrupt id an OAuth authorization a call waits for is shown under."""
+    return f"{_AUTHORIZATION_PREFIX}{call_id}"
+
+
+@dataclass(frozen=True)
+class AuthorizationRef:
+    """What a resume entry of an authorization interrupt says: the user authorized (the
+    run goes on once the provider's callback came), or declined (the wait ends)."""
+
+    call_id: str
+    declined: bool
+
+
 @dataclass(frozen=True)
 class ApprovalRef:
     """What a resume entry decides."""
@@ -245,7 +391,9 @@ def approval_ref(entry: ResumeEntry) -> ApprovalRef:
     """
     ident = entry.interrupt_id
     if not isinstance(ident, str) or not ident.startswith(_APPROVAL_PREFIX):
-        raise InputRefused(400, "unknown interrupt: this endpoint's interrupts are approvals")
+        raise InputRefused(
+            400, "unknown interrupt: this endpoint's interrupts are approvals and authorizations"
+        )
     call_id, _, digest = ident[len(_APPROVAL_PREFIX) :].rpartition(":")
     if not call_id or len(call_id) > MAX_CALL_ID_CHARS or not _HASH.fullmatch(digest):
         raise InputRefused(400, "unknown interrupt: not an id this endpoint gave")
@@ -278,14 +426,34 @@ def approval_ref(entry: ResumeEntry) -> ApprovalRef:
     return ApprovalRef(call_id, digest, approve, reason)
 
 
-def approval_refs(entries: list[ResumeEntry]) -> list[ApprovalRef]:
-    """The decisions of all resume entries, each checked before any is decided: a resume
-    is taken whole or not at all.
+def authorization_ref(entry: ResumeEntry) -> AuthorizationRef:
+    """What a resume entry of an authorization interrupt says: `status: "resolved"`
+    (the user went through the link; any payload is ignored) or `"cancelled"` (declined).
 
     Raises:
-        InputRefused: an entry `approval_ref` refuses, or two entries for one call (400).
+        InputRefused: an interrupt id that names no call (400).
     """
-    refs = [approval_ref(entry) for entry in entries]
+    call_id = entry.interrupt_id[len(_AUTHORIZATION_PREFIX) :]
+    if not call_id or len(call_id) > MAX_CALL_ID_CHARS:
+        raise InputRefused(400, "unknown interrupt: not an id this endpoint gave")
+    return AuthorizationRef(call_id, declined=entry.status == "cancelled")
+
+
+def resume_refs(entries: list[ResumeEntry]) -> list[ApprovalRef | AuthorizationRef]:
+    """What all resume entries say, each checked before any is acted on: a resume is
+    taken whole or not at all.
+
+    Raises:
+        InputRefused: an entry `approval_ref` or `authorization_ref` refuses, or two
+            entries for one call (400).
+    """
+    refs: list[ApprovalRef | AuthorizationRef] = [
+        authorization_ref(entry)
+        if isinstance(entry.interrupt_id, str)
+        and entry.interrupt_id.startswith(_AUTHORIZATION_PREFIX)
+        else approval_ref(entry)
+        for entry in entries
+    ]
     calls = [ref.call_id for ref in refs]
     if len(set(calls)) != len(calls):
         raise InputRefused(400, "two resume entries decide the same call: send one per call")

@@ -23,10 +23,13 @@ Mapping:
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ag_ui.core import (
@@ -35,6 +38,7 @@ from ag_ui.core import (
     RunErrorEvent,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
     StateSnapshotEvent,
     StepFinishedEvent,
     StepStartedEvent,
@@ -46,11 +50,13 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from durable_tools._callers._auth import decider_for
 from durable_tools._callers._tokens import User
-from durable_tools.agui._input import interrupt_id
+from durable_tools.agui._input import authorization_interrupt_id, interrupt_id
 from durable_tools.client import AgentRun, SentMessage
+from durable_tools.protocol._callback_types import PendingCallback
 from durable_tools.protocol._deciders import name_key, person_of
 from durable_tools.protocol._session_types import SessionReply
 from durable_tools.streaming import StreamEvent
@@ -58,7 +64,9 @@ from durable_tools.workflows import PendingApproval, RunSnapshot, ToolCallRecord
 
 __all__ = [
     "CLEANUP_SECONDS",
+    "CURSOR_PREFIX",
     "FINAL_TEXT_GRACE",
+    "MAX_CURSOR_CHARS",
     "TurnView",
     "decidable_by",
     "follow_turn",
@@ -71,6 +79,38 @@ FINAL_TEXT_GRACE = 3.0
 
 CLEANUP_SECONDS = 5.0
 """How long an ended AG-UI run waits for its watchers to stop."""
+
+CURSOR_PREFIX = "c1."
+"""How the endpoint's event ids (rejoin cursors) start."""
+
+MAX_CURSOR_CHARS = 4_000
+"""Longest event id given (and taken back): past it an event has none, and a client
+rejoins by sending its message again (the answer comes whole)."""
+
+_MAX_CURSOR_ITEMS = 256
+
+
+class _Cursor(BaseModel):
+    """A rejoin cursor's content, each field bounded (a client sends it back)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    b: int = Field(ge=0, le=1_000_000)
+    s: int | None = Field(default=None, ge=0, le=1_000_000)
+    o: str | None = Field(default=None, max_length=64)
+    t: dict[str, int] = Field(default_factory=dict, max_length=_MAX_CURSOR_ITEMS)
+    e: list[int] = Field(default_factory=list, max_length=_MAX_CURSOR_ITEMS)
+    c: list[str] = Field(default_factory=list, max_length=_MAX_CURSOR_ITEMS)
+    r: list[str] = Field(default_factory=list, max_length=_MAX_CURSOR_ITEMS)
+
+
+def _turns_of(shown: dict[str, int]) -> Iterator[int]:
+    """The turns of text message ids `turn-N-...` (others are ignored)."""
+    for ident in shown:
+        parts = ident.split("-")
+        if len(parts) == 3 and parts[0] == "turn" and parts[1].isdigit():
+            yield int(parts[1])
+
 
 _OPEN_STATUSES = frozenset(
     {"awaiting_approval", "awaiting_authorization", "awaiting_input", "running"}
@@ -100,26 +140,18 @@ def decidable_by(approval: PendingApproval, user: User) -> bool:
     return approval.approvals_required - len(approval.approved_by) <= 1
 
 
-def _waits(snapshot: RunSnapshot, user: User) -> dict[str, Any]:
-    """The state the front end shows: what the run waits for, and who may end each wait."""
+def _waits(
+    snapshot: RunSnapshot, user: User, nested: list[tuple[str, PendingApproval]]
+) -> dict[str, Any]:
+    """The state the front end shows: what the run waits for, and who may end each wait
+    (`nested`: approvals its sub-agents wait for, as (sub-agent run, approval))."""
     waiting: list[dict[str, Any]] = []
     for approval in snapshot.pending_approvals:
-        waiting.append(
-            {
-                "kind": "approval",
-                "callId": approval.call_id,
-                "tool": approval.tool,
-                "summary": approval.summary,
-                "arguments": approval.arguments,
-                "argumentsHash": approval.arguments_hash,
-                "deciders": approval.deciders,
-                "approvalsRequired": approval.approvals_required,
-                "approvedBy": approval.approved_by,
-                "decidedBy": "you" if decidable_by(approval, user) else "others",
-                "interruptId": interrupt_id(approval.call_id, approval.arguments_hash),
-                "deadline": approval.deadline.isoformat() if approval.deadline else None,
-            }
-        )
+        waiting.append(_approval_wait(approval, user))
+    for child, approval in nested:
+        # Never an interrupt: a resume decides the thread's own calls. The user (if a
+        # decider) or others decide it in the inbox or with `durable-tools approve`.
+        waiting.append({**_approval_wait(approval, user), "subAgentRun": child})
     for auth in snapshot.pending_authorizations:
         waiting.append(
             {
@@ -145,6 +177,24 @@ def _waits(snapshot: RunSnapshot, user: User) -> dict[str, Any]:
     return {"status": snapshot.status.value, "turn": snapshot.turn, "waiting": waiting}
 
 
+def _approval_wait(approval: PendingApproval, user: User) -> dict[str, Any]:
+    """An approval as the state shows it."""
+    return {
+        "kind": "approval",
+        "callId": approval.call_id,
+        "tool": approval.tool,
+        "summary": approval.summary,
+        "arguments": approval.arguments,
+        "argumentsHash": approval.arguments_hash,
+        "deciders": approval.deciders,
+        "approvalsRequired": approval.approvals_required,
+        "approvedBy": approval.approved_by,
+        "decidedBy": "you" if decidable_by(approval, user) else "others",
+        "interruptId": interrupt_id(approval.call_id, approval.arguments_hash),
+        "deadline": approval.deadline.isoformat() if approval.deadline else None,
+    }
+
+
 @dataclass
 class TurnView:
     """What of the run this AG-UI run has shown so far, and what it turns into next.
@@ -153,10 +203,16 @@ class TurnView:
         base_turn: The run's model turn before this AG-UI run: later turns are its own.
         expected: Calls of earlier AG-UI runs whose outcome this one shows (an approved
             call's result after a resume).
+        client_tools: The frontend tools' names: their calls are shown when published
+            for the front end (with their arguments whole), and their results are the
+            front end's own.
+        answered: Frontend tool calls whose results this AG-UI run delivered.
     """
 
     base_turn: int
     expected: set[str] = field(default_factory=set)
+    client_tools: frozenset[str] = frozenset()
+    answered: set[str] = field(default_factory=set)
     started: set[str] = field(default_factory=set)
     resulted: set[str] = field(default_factory=set)
     step: int | None = None
@@ -164,9 +220,66 @@ class TurnView:
     text_turns: set[int] = field(default_factory=set)
     ended_turns: set[int] = field(default_factory=set)
     state: str | None = None
+    shown: dict[str, int] = field(default_factory=dict)
+    """Characters shown of each text message (the rejoin cursor carries them)."""
+    skip: dict[str, int] = field(default_factory=dict)
+    """Characters of each text message a rejoining client has already: not sent again."""
 
     def __post_init__(self) -> None:
-        self.started |= self.expected
+        self.started |= self.expected | self.answered
+
+    def cursor(self) -> str | None:
+        """What this AG-UI run has shown, as the SSE event id a client sends back to
+        rejoin (`rejoined`); None when it would be longer than `MAX_CURSOR_CHARS`."""
+        data = {
+            "b": self.base_turn,
+            "s": self.step,
+            "o": self.text_id,
+            "t": self.shown,
+            "e": sorted(self.ended_turns),
+            "c": sorted(self.started),
+            "r": sorted(self.resulted),
+        }
+        packed = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+        text = CURSOR_PREFIX + base64.urlsafe_b64encode(packed).decode().rstrip("=")
+        return text if len(text) <= MAX_CURSOR_CHARS else None
+
+    @classmethod
+    def rejoined(cls, cursor: str, client_tools: frozenset[str]) -> TurnView:
+        """The view of a client that saw the events up to `cursor` (an event id this
+        endpoint gave): what it has is not sent again, what it misses is.
+
+        Raises:
+            ValueError: not a cursor this endpoint gives (its text says why).
+        """
+        if len(cursor) > MAX_CURSOR_CHARS or not cursor.startswith(CURSOR_PREFIX):
+            raise ValueError("not an event id this endpoint gave")
+        body = cursor[len(CURSOR_PREFIX) :]
+        try:
+            data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        except (ValueError, binascii.Error):
+            raise ValueError("not an event id this endpoint gave") from None
+        try:
+            checked = _Cursor.model_validate(data)
+        except ValidationError:
+            raise ValueError("not an event id this endpoint gave") from None
+        started, resulted = set(checked.c), set(checked.r)
+        view = cls(
+            checked.b,
+            expected=started - resulted,
+            client_tools=client_tools,
+            started=started,
+            resulted=resulted,
+            step=checked.s,
+            text_id=checked.o,
+            ended_turns=set(checked.e),
+            shown=dict(checked.t),
+            skip=dict(checked.t),
+        )
+        # Turns whose text ended for the client need no whole answer; one cut short is
+        # followed on in the token stream (or, gone from it, sent whole).
+        view.text_turns = set(_turns_of(checked.t)) & view.ended_turns
+        return view
 
     def _enter(self, turn: int) -> Iterator[BaseEvent]:
         """Open the step of `turn` (closing the one before) when it is a later one."""
@@ -200,15 +313,32 @@ class TurnView:
             # sent (AG-UI cannot take it back), the retry comes as a new message.
             yield from self._close_text()
         elif event.kind == "text" and event.text:
-            if self.text_id is None:
-                self.text_id = f"turn-{event.turn}-{event.attempt}"
-                yield TextMessageStartEvent(message_id=self.text_id, role="assistant")
+            ident = f"turn-{event.turn}-{event.attempt}"
+            text = self._unseen(ident, event.text)
             self.text_turns.add(event.turn)
-            yield TextMessageContentEvent(message_id=self.text_id, delta=event.text)
+            if not text:
+                return
+            if self.text_id is None:
+                self.text_id = ident
+                yield TextMessageStartEvent(message_id=self.text_id, role="assistant")
+            yield from self._content(self.text_id, text)
         elif event.kind in ("message_end", "elided"):
             yield from self._close_text()
             if event.kind == "message_end":
                 self.ended_turns.add(event.turn)
+
+    def _unseen(self, message_id: str, text: str) -> str:
+        """`text` of `message_id` without what a rejoining client has of it already."""
+        have = self.skip.get(message_id, 0)
+        if not have:
+            return text
+        cut = min(have, len(text))
+        self.skip[message_id] = have - cut
+        return text[cut:]
+
+    def _content(self, message_id: str, text: str) -> Iterator[BaseEvent]:
+        self.shown[message_id] = self.shown.get(message_id, 0) + len(text)
+        yield TextMessageContentEvent(message_id=message_id, delta=text)
 
     def whole_text(self, turn: int, text: str) -> Iterator[BaseEvent]:
         """The answer as one message, when the stream did not carry it."""
@@ -216,8 +346,11 @@ class TurnView:
             return
         yield from self._enter(turn)
         message_id = f"turn-{turn}-answer"
-        yield TextMessageStartEvent(message_id=message_id, role="assistant")
-        yield TextMessageContentEvent(message_id=message_id, delta=text)
+        rest = self._unseen(message_id, text)
+        if message_id not in self.shown:
+            yield TextMessageStartEvent(message_id=message_id, role="assistant")
+        if rest:
+            yield from self._content(message_id, rest)
         yield TextMessageEndEvent(message_id=message_id)
         self.text_turns.add(turn)
 
@@ -225,7 +358,7 @@ class TurnView:
         """Tool calls of this run's turns that started or ended since the last look."""
         for record in timeline:
             mine = record.turn > self.base_turn or record.call_id in self.expected
-            if not mine:
+            if not mine or record.tool in self.client_tools:
                 continue
             if record.call_id not in self.started:
                 yield from self._enter(record.turn)
@@ -250,9 +383,28 @@ class TurnView:
                     role="tool",
                 )
 
-    def on_state(self, snapshot: RunSnapshot, user: User) -> Iterator[BaseEvent]:
-        """A `STATE_SNAPSHOT` when what the run waits for changed."""
-        state = _waits(snapshot, user)
+    def on_client_calls(self, published: list[PendingCallback]) -> Iterator[BaseEvent]:
+        """The frontend tool calls published for the front end, with their arguments
+        whole (the front end runs them with these), each once."""
+        for pending in published:
+            if pending.call_id in self.started:
+                continue
+            self.started.add(pending.call_id)
+            yield from self._close_text()
+            yield ToolCallStartEvent(tool_call_id=pending.call_id, tool_call_name=pending.tool)
+            arguments = json.dumps(pending.arguments, ensure_ascii=False, separators=(",", ":"))
+            yield ToolCallArgsEvent(tool_call_id=pending.call_id, delta=arguments)
+            yield ToolCallEndEvent(tool_call_id=pending.call_id)
+
+    def on_state(
+        self,
+        snapshot: RunSnapshot,
+        user: User,
+        nested: list[tuple[str, PendingApproval]] | None = None,
+    ) -> Iterator[BaseEvent]:
+        """A `STATE_SNAPSHOT` when what the run waits for changed (`nested`: approvals
+        its sub-agents wait for)."""
+        state = _waits(snapshot, user, nested or [])
         encoded = json.dumps(state, sort_keys=True, default=str)
         if encoded != self.state:
             self.state = encoded
@@ -260,8 +412,26 @@ class TurnView:
 
 
 def _interrupts(snapshot: RunSnapshot, user: User) -> list[Interrupt]:
-    """The approvals the user may decide, as AG-UI interrupts (what the inbox shows)."""
+    """The approvals the user may decide and the OAuth authorizations the run waits
+    for, as AG-UI interrupts (what the inbox shows)."""
     found = []
+    for auth in snapshot.pending_authorizations:
+        found.append(
+            Interrupt(
+                id=authorization_interrupt_id(auth.call_id),
+                reason="oauth_authorization",
+                message=f"{auth.tool} needs your authorization at {auth.provider}",
+                tool_call_id=auth.call_id,
+                response_schema=_AUTHORIZATION_RESPONSE,
+                expires_at=_expiry(auth.expires_at, auth.deadline),
+                metadata={
+                    "tool": auth.tool,
+                    "provider": auth.provider,
+                    "scopes": auth.scopes,
+                    "url": auth.authorization_url,
+                },
+            )
+        )
     for approval in snapshot.pending_approvals:
         if not decidable_by(approval, user):
             continue
@@ -289,6 +459,19 @@ def _interrupts(snapshot: RunSnapshot, user: User) -> list[Interrupt]:
             )
         )
     return found
+
+
+_AUTHORIZATION_RESPONSE: dict[str, Any] = {
+    "type": "object",
+    "description": "resume with status 'resolved' once authorized at the link, "
+    "'cancelled' to decline",
+}
+
+
+def _expiry(*times: datetime | None) -> str | None:
+    """The earliest of `times` as ISO text (None when there is none)."""
+    known = [t for t in times if t is not None]
+    return min(known).isoformat() if known else None
 
 
 async def _pump(
@@ -334,6 +517,7 @@ async def follow_turn(
     reply_task.add_done_callback(lambda _: tokens.put_nowait(None))
     try:
         timeline_due = True
+        subagents = False
         while not reply_task.done():
             while not tokens.empty():
                 for event in view.on_stream(tokens.get_nowait()):
@@ -346,18 +530,40 @@ async def follow_turn(
                 timeline_due = True
             if timeline_due:
                 timeline_due = False
-                for event in view.on_timeline(await run.timeline()):
+                timeline = await run.timeline()
+                for event in view.on_timeline(timeline):
                     yield event
-            for event in view.on_state(snapshot, user):
+                subagents = any(r.child_run_id and r.status in _OPEN_STATUSES for r in timeline)
+            # A sub-agent's approval is its run's, not the thread's: shown as waiting.
+            nested = await run.subagent_approvals() if subagents else []
+            for event in view.on_state(snapshot, user, nested):
                 yield event
             interrupts = _interrupts(snapshot, user)
-            if interrupts:
+            published = [p for p in snapshot.pending_callbacks if p.client]
+            for event in view.on_client_calls(published):
+                yield event
+            if interrupts or published:
                 for event in view.close_step():
                     yield event
+                if interrupts:
+                    outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
+                    yield RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome)
+                    return
+                # The front end runs its tools now and sends their results back (the
+                # next input's tool messages) to go on.
+                waits: dict[str, Any] = {
+                    "status": "awaiting_tools",
+                    "toolCalls": [p.call_id for p in published],
+                }
+                if unsent:
+                    waits["unsent"] = list(unsent)
+                # The protocol's way to say which calls the application answers.
+                pending_ids = [p.call_id for p in published]
                 yield RunFinishedEvent(
                     thread_id=thread_id,
                     run_id=run_id,
-                    outcome=RunFinishedInterruptOutcome(interrupts=interrupts),
+                    outcome=RunFinishedSuccessOutcome(pending_tool_call_ids=pending_ids),
+                    result=waits,
                 )
                 return
             # Wake for the next token, the answer (its callback wakes the queue) or a look.

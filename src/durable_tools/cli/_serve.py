@@ -104,7 +104,8 @@ def _with_agui(inbox: Any, tools: Any, auth: Any, args: argparse.Namespace) -> A
         )
     except ValueError as error:
         raise CliError(f"--agui: {error}") from None
-    agui = create_agui_app(tools, AguiConfig(agent=agent, auth=auth))
+    registry = getattr(args, "registry", None)
+    agui = create_agui_app(tools, AguiConfig(agent=agent, auth=auth, registry=registry))
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

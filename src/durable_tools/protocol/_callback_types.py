@@ -72,6 +72,9 @@ class PendingCallback(BaseModel):
     published_at: datetime
     deadline: datetime
     """After this the call fails with a timeout the model sees."""
+    client: bool = False
+    """A tool the run's client declared (`AgentConfig.client_tools`): its front end runs
+    it, and only it answers (the AG-UI endpoint answers no other callback call)."""
 
 
 class CallbackResult(BaseModel):

@@ -13,6 +13,7 @@ from durable_tools._durations import Seconds
 from durable_tools._wire import WireModel
 from durable_tools.messages import ModelSettings, OutputSchema, Usage
 from durable_tools.models._windows import context_window
+from durable_tools.protocol._client_tools import MAX_CLIENT_TOOLS, ClientTool, client_tool_key
 from durable_tools.protocol._code_mode import CodeMode
 from durable_tools.protocol._compaction import CompactionConfig
 from durable_tools.protocol._limits import (
@@ -280,6 +281,10 @@ class AgentConfig(WireModel):
     code_mode: CodeMode | None = None
     """Offer the `run_script` tool: a Python script over the run's tools, each of its calls
     a gated, durable tool call (docs/code-mode.md). None: no code mode."""
+    client_tools: list[ClientTool] = Field(default_factory=list, max_length=MAX_CLIENT_TOOLS)
+    """Tools the run's client declares and runs itself (an AG-UI front end's): each is a
+    callback tool of this run, beside the worker's tools (a name of the worker's is
+    refused when the catalog loads). Empty: none."""
 
     @model_validator(mode="before")
     @classmethod
@@ -295,6 +300,17 @@ class AgentConfig(WireModel):
     def models(self) -> list[str]:
         """The model, then its fallbacks: the order each model turn tries them in."""
         return [self.model, *self.fallback_models]
+
+    @field_validator("client_tools")
+    @classmethod
+    def _distinct_client_tools(cls, tools: list[ClientTool]) -> list[ClientTool]:
+        seen: set[str] = set()
+        for tool in tools:
+            key = client_tool_key(tool.name)
+            if key in seen:
+                raise ValueError(f"two client tools are named {tool.name!r} (case aside)")
+            seen.add(key)
+        return tools
 
     @model_validator(mode="after")
     def _check_models(self) -> AgentConfig:

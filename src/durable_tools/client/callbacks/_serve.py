@@ -105,11 +105,14 @@ async def answer_callback(
     output: Any = None,
     error: str | None = None,
     prefix: str = "",
+    update_id: str | None = None,
 ) -> str:
     """Send the answer to one published call; returns the run's reply (`accepted`).
 
     `prefix` is the handler prefix of an agent loop embedded in `handle`'s workflow ("" for
-    an agent workflow), as for `pending_callbacks`.
+    an agent workflow), as for `pending_callbacks`. `update_id` makes the answer
+    idempotent: sent again under the same id (a client's retry), Temporal gives the first
+    one's reply instead of delivering it twice.
 
     Raises:
         CallbackRejected: the run refused it (its `kind` and the reason). After
@@ -122,7 +125,7 @@ async def answer_callback(
         body["output"] = output
     try:
         reply: str = await handle.execute_update(
-            check_handler_prefix(prefix) + "callback_result", body, result_type=str
+            check_handler_prefix(prefix) + "callback_result", body, result_type=str, id=update_id
         )
     except RPCError as err:
         if err.status == RPCStatusCode.NOT_FOUND:  # the run has ended (or never existed)

@@ -104,7 +104,10 @@ async def load_catalog(state: RunState) -> None:
 def _request(state: RunState) -> CatalogRequest:
     input = state.input
     return CatalogRequest(
-        identity=input.identity, granted_scopes=input.granted_scopes, tools=state.config.tools
+        identity=input.identity,
+        granted_scopes=input.granted_scopes,
+        tools=state.config.tools,
+        client_tools=state.config.client_tools,
     )
 
 

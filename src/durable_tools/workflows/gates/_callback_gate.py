@@ -32,6 +32,7 @@ from durable_tools.protocol._callback_types import (
     PendingCallback,
     request_hash,
 )
+from durable_tools.protocol._client_tools import CLIENT_TOOL_SOURCE
 from durable_tools.protocol._limits import MAX_CALLBACK_RESULT_BYTES, clip, payload_bytes
 from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.tools import ToolExecutionError, ToolOutcome, ToolTimeout
@@ -85,6 +86,7 @@ async def await_client(state: RunState, valid: ValidCall, record: ToolCallRecord
         idempotency_key=key,
         published_at=now,
         deadline=now + timedelta(seconds=seconds),
+        client=spec.source == CLIENT_TOOL_SOURCE,
     )
     waits = state.gates.callbacks
     record.result = WAITING
