@@ -23,6 +23,7 @@ from durable_tools import (
     AgentRun,
     ApprovalPolicy,
     DurableTools,
+    ExecutionStrategy,
     RunStatus,
     ToolRegistry,
 )
@@ -207,8 +208,8 @@ async def test_hostile_html_in_a_notice_is_escaped_on_the_inbox_pages(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="BREAK: bidi overrides and zero-width characters in a notice's summary/tool/run "
-    "id reach the inbox pages as they are (no <bdi>/escape outside the summary's marked "
+    reason="BREAK: bidi overrides and zero-width characters in a notice's summary and "
+    "tool reach the inbox pages as they are (no <bdi>/escape outside the summary's marked "
     "values): an RLO in a summary reorders the rest of the row",
 )
 async def test_bidi_and_zero_width_characters_of_a_notice_do_not_reach_the_pages(
@@ -274,3 +275,43 @@ async def test_a_long_summary_relayed_keeps_model_text_marked(
     section = run_page.split('id="subagent-waits"', 1)[1]
     at = section.index(forged)
     assert section[:at].endswith('title="written by the model">'), section[at - 80 : at]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: two sub-agents waiting under the same call id (scripted or small models "
+    "number their calls) get the same link on the parent's page, /runs/PARENT/calls/c1, "
+    "whose page (inbox/_data.find_call -> AgentRun.find_approval) shows the first child's "
+    "call: the second row opens the first child's call, the second's is out of reach",
+)
+async def test_each_sub_agent_wait_links_to_its_own_call_page(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    users = make_users(tmp_path)
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True, approval_summary="pay {amount_cents} cents")
+    def pay(amount_cents: int) -> str:
+        """Pay an amount (needs approval)."""
+        return f"paid {amount_cents}"
+
+    for name, cents in (("small", 7), ("large", 90000)):
+        model = write_script(tmp_path, [calls(("c1", "pay", {"amount_cents": cents})), answer("")])
+        registry.subagent(AgentConfig(model=model), name=name, description=f"Pays {name}.")
+    parent = write_script(
+        tmp_path,
+        [calls(("s1", "small", {"task": "pay"}), ("s2", "large", {"task": "pay"})), answer("")],
+    )
+    config = AgentConfig(model=parent, strategy=ExecutionStrategy(mode="parallel"))
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("delegate", config=config)
+        await wait_for(run, lambda s: len(s.subagent_approvals) == 2)
+        async with http(make_app(client, task_queue, users)) as inbox:
+            await login(inbox, users.alice)
+            run_page = (await inbox.get(f"/runs/{run.run_id}")).text
+            items = re.findall(r'<li class="subagent-wait"><a href="([^"]+)"', run_page)
+            pages = [(await inbox.get(link)).text for link in items]
+        await run.cancel("test over")
+    assert len(items) == 2
+    shown = ["90000" in page for page in pages]
+    assert len(set(items)) == 2 and sorted(shown) == [False, True], items

@@ -33,7 +33,8 @@ from durable_tools import (
     ToolRegistry,
 )
 from durable_tools.client.render._text import render_subagent_wait
-from durable_tools.workflows import SubagentWait
+from durable_tools.events import _follow as follow_module
+from durable_tools.workflows import RunEvent, SubagentWait
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 SIGNAL = "subagent_waits"
@@ -376,11 +377,11 @@ HOSTILE = "\u202eevil\u200b\x1b[2J<img src=x onerror=alert(1)>`](http://x)\n\n# 
 @pytest.mark.xfail(
     strict=True,
     reason="BREAK: a notice's summary/tool reach the parent's details (the Temporal UI's "
-    "markdown) with bidi overrides, zero-width and escape characters as sent: SubagentWait "
-    "checks no characters and observe/_visibility._unticked only removes backticks and "
-    "line breaks (a child's own summary never carries them: render_summary neutralizes)",
+    "markdown) with bidi overrides and zero-width characters as sent: SubagentWait "
+    "checks no characters and observe/_visibility._unticked only replaces backticks and "
+    "control characters (a child's own summary never carries them: render_summary neutralizes)",
 )
-async def test_a_notice_cannot_put_bidi_or_escape_characters_in_the_parents_details(
+async def test_a_notice_cannot_put_bidi_or_zero_width_characters_in_the_parents_details(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     executed: list[str] = []
@@ -435,3 +436,99 @@ def test_the_cli_shows_zero_width_characters_of_a_wait() -> None:
     wait = hostile_wait().model_copy(update={"call_id": "pub\u200b", "summary": "pay\ufeff 1"})
     out = render_subagent_wait("parent", wait)
     assert not any(c in out for c in "\u200b\u200c\u200d\u2060\ufeff"), repr(out)
+
+
+async def test_a_child_ended_under_the_parent_is_no_longer_shown_nor_decided(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Holds: the child is terminated while the parent shows its wait: the parent drops
+    # the wait when the call ends, and a decision sent through the parent with what it
+    # showed is refused (nothing runs).
+    executed: list[str] = []
+    async with running_worker(client, registry_with_child(tmp_path, executed), task_queue):
+        run = await DurableTools(client, task_queue).start("delegate", model=parent_model(tmp_path))
+        [wait] = (await wait_for(run, lambda s: bool(s.subagent_approvals))).subagent_approvals
+        await client.get_workflow_handle(wait.run_id).terminate("gone")
+        result = await run.result()
+        refused: DecisionError | None = None
+        try:
+            await run.decide_request("pub", True, arguments_hash=wait.arguments_hash, decider="a")
+        except DecisionError as error:
+            refused = error
+        after = await run.status()
+    assert after.subagent_approvals == []
+    assert refused is not None and refused.run_id == run.run_id
+    assert result.status == RunStatus.COMPLETED and executed == []
+
+
+class Collected:
+    """A sink that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, RunEvent]] = []
+
+    def emit(self, run_id: str, event: RunEvent) -> None:
+        self.events.append((run_id, event))
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: MAX_SUBAGENTS_FOLLOWED bounds each run's followers, not the tree's "
+    "(events/_follow.follow_events: every nested follow starts its own count), so one "
+    "follow of a tree polls up to 64 + 64^2 + ... streams at once",
+)
+async def test_following_a_tree_of_sub_agents_stays_within_its_bound(
+    client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The documented bound ("Sub-agent streams one follow reads at most (its whole
+    # tree)") lowered to 2 for a tree of 2 leads with 2 leaves each (6 sub-agents).
+    monkeypatch.setattr(follow_module, "MAX_SUBAGENTS_FOLLOWED", 2)
+    registry = ToolRegistry()
+    leaf = write_script(tmp_path, [answer("leaf done")])
+    registry.subagent(AgentConfig(name="leaf", model=leaf), name="leaf", description="Leaf.")
+    lead_steps = [calls(("l1", "leaf", {"task": "a"}), ("l2", "leaf", {"task": "b"}))]
+    lead = write_script(tmp_path, [*lead_steps, answer("lead done")])
+    registry.subagent(
+        AgentConfig(name="lead", model=lead, strategy=ExecutionStrategy(mode="parallel")),
+        name="lead",
+        description="Leads.",
+    )
+    root = write_script(
+        tmp_path,
+        [calls(("d1", "lead", {"task": "x"}), ("d2", "lead", {"task": "y"})), answer("ok")],
+    )
+    config = AgentConfig(
+        model=root, max_subagent_depth=2, strategy=ExecutionStrategy(mode="parallel")
+    )
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("tree", config=config)
+        result = await run.result()
+        sink = Collected()
+        followed = await run.follow_events(sink)
+    assert result.status == RunStatus.COMPLETED
+    assert len(followed.subagents) <= 2, followed.subagents
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: the commands printed for a sub-agent's wait (`pending`, `show`) leave out "
+    "`--as NAME` when the child's policy names its deciders (SubagentWait carries no "
+    "deciders; client/render/_text.approval_commands adds it for PendingApproval only): "
+    "run as printed it decides as $USER and is refused (NotADecider)",
+)
+async def test_the_printed_command_for_a_childs_named_deciders_says_who_decides(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    registry = registry_with_child(tmp_path, executed, approval=ApprovalPolicy(deciders=("carol",)))
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("delegate", model=parent_model(tmp_path))
+        [wait] = (await wait_for(run, lambda s: bool(s.subagent_approvals))).subagent_approvals
+        [(_, own)] = await run.subagent_approvals()
+        await run.cancel("test over")
+    assert list(own.deciders) == ["carol"]
+    printed = render_subagent_wait(run.run_id, wait)  # what `durable-tools pending` prints
+    assert "--as NAME" in printed, printed
