@@ -142,49 +142,39 @@ async def test_deciding_through_the_parent_checks_the_childs_deciders(
     assert result.status == RunStatus.COMPLETED and paid == [700]
 
 
-def forged_notice(child_id: str, **wait: Any) -> dict[str, Any]:
-    return {
-        "child_id": child_id,
-        "sent_at": datetime.now(UTC).isoformat(),
-        "seq": 10**6,
-        "waits": [{"requested_at": datetime.now(UTC).isoformat(), **wait}],
-    }
-
-
-async def told(run: AgentRun, tool: str) -> None:
-    for _ in range(200):
-        if any(w.tool == tool for w in (await run.status()).subagent_approvals):
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{run.run_id} never took the notice of {tool!r}")
-
-
-SCRIPT = "<script>alert(1)</script>"
-
-
-async def test_hostile_html_in_a_notice_is_escaped_on_the_inbox_pages(
-    client: Client, task_queue: str, tmp_path: Path
-) -> None:
-    # Holds: HTML in a wait's run id, tool, label and summary is text on the pending page,
-    # the run page and in the API; the links to the run ids stay inside the inbox.
+async def shown_after_notice(
+    client: Client, task_queue: str, tmp_path: Path, *, run_id_suffix: str = "", **wait: Any
+) -> tuple[str, str, dict[str, Any]]:
+    """The pending page, the parent's run page and `/api/pending` as alice has them once
+    the parent took a notice (sent as anyone may) of the wait `wait` of its child (the
+    child's run id + `run_id_suffix`, the call id and arguments hash of its real wait
+    unless given)."""
     users = make_users(tmp_path)
     paid: list[int] = []
     async with running_worker(client, registry_with_child(tmp_path, paid), task_queue):
         run, agent = await start_parent(client, task_queue, tmp_path)
         child_id = f"{run.run_id}.s1"
         [real] = (await run.status()).subagent_approvals
-        tool = f"pay{SCRIPT}"
-        notice = forged_notice(
-            child_id,
-            run_id=f'{child_id}."><img src=x onerror=alert(2)>/../../evil',
-            call_id=f"c1{SCRIPT}",
-            tool=tool,
-            tool_label=SCRIPT,
-            summary=f"pay «{SCRIPT}» cents {SCRIPT}",
-            arguments_hash=real.arguments_hash,
-        )
+        told = {
+            "run_id": child_id + run_id_suffix,
+            "call_id": real.call_id,
+            "arguments_hash": real.arguments_hash,
+            "requested_at": datetime.now(UTC).isoformat(),
+            **wait,
+        }
+        notice = {
+            "child_id": child_id,
+            "sent_at": datetime.now(UTC).isoformat(),
+            "seq": 10**6,
+            "waits": [told],
+        }
         await run.handle.signal(SIGNAL, notice)
-        await told(run, tool)
+        for _ in range(200):
+            if any(w.tool == told["tool"] for w in (await run.status()).subagent_approvals):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError(f"{run.run_id} never took the notice")
         async with http(make_app(client, task_queue, users)) as inbox:
             await login(inbox, users.alice)
             pending = (await inbox.get("/", params={"agent": agent})).text
@@ -197,6 +187,28 @@ async def test_hostile_html_in_a_notice_is_escaped_on_the_inbox_pages(
                 )
             ).json()
         await run.cancel("test over")
+    return pending, run_page, api
+
+
+SCRIPT = "<script>alert(1)</script>"
+
+
+async def test_hostile_html_in_a_notice_is_escaped_on_the_inbox_pages(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Holds: HTML in a wait's run id, call id, tool, label and summary is text on the
+    # pending page and the run page; the links to the run ids stay inside the inbox.
+    tool = f"pay{SCRIPT}"
+    pending, run_page, api = await shown_after_notice(
+        client,
+        task_queue,
+        tmp_path,
+        run_id_suffix='."><img src=x onerror=alert(2)>/../../evil',
+        call_id=f"c1{SCRIPT}",
+        tool=tool,
+        tool_label=SCRIPT,
+        summary=f"pay «{SCRIPT}» cents {SCRIPT}",
+    )
     assert 'id="subagent-waits"' in pending and 'id="subagent-waits"' in run_page
     for page in (pending, run_page):
         assert SCRIPT not in page and "<img src=x" not in page
@@ -215,28 +227,9 @@ async def test_hostile_html_in_a_notice_is_escaped_on_the_inbox_pages(
 async def test_bidi_and_zero_width_characters_of_a_notice_do_not_reach_the_pages(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    users = make_users(tmp_path)
-    paid: list[int] = []
-    async with running_worker(client, registry_with_child(tmp_path, paid), task_queue):
-        run, agent = await start_parent(client, task_queue, tmp_path)
-        child_id = f"{run.run_id}.s1"
-        [real] = (await run.status()).subagent_approvals
-        tool = "pay\u200b"
-        notice = forged_notice(
-            child_id,
-            run_id=child_id,
-            call_id="c1",
-            tool=tool,
-            summary="pay 700 cents \u202e to rekcah",
-            arguments_hash=real.arguments_hash,
-        )
-        await run.handle.signal(SIGNAL, notice)
-        await told(run, tool)
-        async with http(make_app(client, task_queue, users)) as inbox:
-            await login(inbox, users.alice)
-            pending = (await inbox.get("/", params={"agent": agent})).text
-            run_page = (await inbox.get(f"/runs/{run.run_id}")).text
-        await run.cancel("test over")
+    pending, run_page, _ = await shown_after_notice(
+        client, task_queue, tmp_path, tool="pay\u200b", summary="pay 700 cents \u202e to rekcah"
+    )
     for page in (pending, run_page):
         assert "\u202e" not in page and "\u200b" not in page
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from durable_tools import (
     RunStatus,
     ToolRegistry,
 )
+from durable_tools.cli._events import render_event
 from durable_tools.client.render._text import render_subagent_wait
 from durable_tools.events import _follow as follow_module
 from durable_tools.workflows import RunEvent, SubagentWait
@@ -66,6 +69,32 @@ def parent_model(tmp_path: Path) -> str:
     )
 
 
+def notice(
+    child_id: str, *waits: dict[str, Any], seq: int = 10**6, **changed: Any
+) -> dict[str, Any]:
+    """A notice of `child_id` sent now, as anyone who may signal the run can send it."""
+    sent = {"child_id": child_id, "sent_at": datetime.now(UTC).isoformat(), "seq": seq}
+    return {**sent, "waits": list(waits), **changed}
+
+
+@asynccontextmanager
+async def child_waiting(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    executed: list[str],
+    *,
+    registry: ToolRegistry | None = None,
+) -> AsyncIterator[tuple[AgentRun, SubagentWait]]:
+    """A worker, and a parent whose `researcher` waits to publish, with the wait the parent
+    shows of it, for the block."""
+    registry = registry or registry_with_child(tmp_path, executed)
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("delegate", model=parent_model(tmp_path))
+        [wait] = (await wait_for(run, lambda s: bool(s.subagent_approvals))).subagent_approvals
+        yield run, wait
+
+
 def wait_of(run_id: str, call_id: str, arguments_hash: str, **changed: Any) -> dict[str, Any]:
     wait: dict[str, Any] = {
         "run_id": run_id,
@@ -82,13 +111,7 @@ async def settled(run: AgentRun) -> None:
     """Every signal sent to `run` before this call has been handled: a marker notice
     (refused, from no sub-agent) is handled after them, and its refusal is in the events."""
     marker = f"marker-{uuid.uuid4().hex[:8]}"
-    notice = {
-        "child_id": marker,
-        "sent_at": datetime.now(UTC).isoformat(),
-        "seq": 0,
-        "waits": [wait_of(marker, "m", "0" * 64)],
-    }
-    await run.handle.signal(SIGNAL, notice)
+    await run.handle.signal(SIGNAL, notice(marker, wait_of(marker, "m", "0" * 64), seq=0))
     for _ in range(300):
         events = await run.events(subagents=False)
         if any(marker in (e.detail or "") for e in events):
@@ -113,19 +136,12 @@ async def test_a_forged_notice_cannot_relabel_the_childs_real_call(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     executed: list[str] = []
-    async with running_worker(client, registry_with_child(tmp_path, executed), task_queue):
-        run = await DurableTools(client, task_queue).start("delegate", model=parent_model(tmp_path))
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
         child_id = f"{run.run_id}.r1"
-        [real] = (await wait_for(run, lambda s: bool(s.subagent_approvals))).subagent_approvals
         lie = wait_of(
             child_id, "pub", real.arguments_hash, tool="read_weather", summary="read the weather"
         )
-        forged = {
-            "child_id": child_id,
-            "sent_at": datetime.now(UTC).isoformat(),
-            "seq": 10**6,
-            "waits": [lie],
-        }
+        forged = notice(child_id, lie)
         await run.handle.signal(SIGNAL, forged)
         await settled(run)
         shown = (await run.status()).subagent_approvals
@@ -146,12 +162,10 @@ async def test_a_forged_notice_dated_ahead_cannot_hide_the_childs_wait(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     executed: list[str] = []
-    async with running_worker(client, registry_with_child(tmp_path, executed), task_queue):
-        run = await DurableTools(client, task_queue).start("delegate", model=parent_model(tmp_path))
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
         child_id = f"{run.run_id}.r1"
-        [real] = (await wait_for(run, lambda s: bool(s.subagent_approvals))).subagent_approvals
         ahead = datetime.now(UTC) + timedelta(minutes=4)
-        forged = {"child_id": child_id, "sent_at": ahead.isoformat(), "seq": 0, "waits": []}
+        forged = notice(child_id, seq=0, sent_at=ahead.isoformat())
         await run.handle.signal(SIGNAL, forged)
         await settled(run)
         snapshot = await run.status()
@@ -183,17 +197,12 @@ async def test_a_forged_notice_cannot_show_an_unrelated_runs_call_as_the_childs(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     executed: list[str] = []
-    async with running_worker(client, registry_with_child(tmp_path, executed), task_queue):
-        run = await DurableTools(client, task_queue).start("delegate", model=parent_model(tmp_path))
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
         child_id = f"{run.run_id}.r1"
-        [real] = (await wait_for(run, lambda s: bool(s.subagent_approvals))).subagent_approvals
         stranger, digest = await start_stranger(client, task_queue, tmp_path, f"{child_id}.x")
-        forged = {
-            "child_id": child_id,
-            "sent_at": datetime.now(UTC).isoformat(),
-            "seq": 10**6,
-            "waits": [real.model_dump(mode="json"), wait_of(stranger.run_id, "evil", digest)],
-        }
+        forged = notice(
+            child_id, real.model_dump(mode="json"), wait_of(stranger.run_id, "evil", digest)
+        )
         await run.handle.signal(SIGNAL, forged)
         await settled(run)
         shown = [w.run_id for w in (await run.status()).subagent_approvals]
@@ -209,20 +218,14 @@ async def test_deciding_through_the_parent_never_reaches_a_run_a_notice_names(
     # running sub-agent calls (its timeline), so an unrelated run a forged notice names is
     # out of reach, and a relabelled call is decided as the child has it.
     executed: list[str] = []
-    async with running_worker(client, registry_with_child(tmp_path, executed), task_queue):
-        run = await DurableTools(client, task_queue).start("delegate", model=parent_model(tmp_path))
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
         child_id = f"{run.run_id}.r1"
-        [real] = (await wait_for(run, lambda s: bool(s.subagent_approvals))).subagent_approvals
         stranger, digest = await start_stranger(client, task_queue, tmp_path, f"{child_id}.x")
-        forged = {
-            "child_id": child_id,
-            "sent_at": datetime.now(UTC).isoformat(),
-            "seq": 10**6,
-            "waits": [
-                wait_of(child_id, "pub", real.arguments_hash, tool="read_weather"),
-                wait_of(stranger.run_id, "evil", digest),
-            ],
-        }
+        forged = notice(
+            child_id,
+            wait_of(child_id, "pub", real.arguments_hash, tool="read_weather"),
+            wait_of(stranger.run_id, "evil", digest),
+        )
         await run.handle.signal(SIGNAL, forged)
         await settled(run)
         with pytest.raises(NothingPending):
@@ -247,10 +250,11 @@ async def test_deciding_through_the_parent_applies_the_childs_deciders_and_quoru
     executed: list[str] = []
     child_policy = ApprovalPolicy(deciders=("carol", "dave"), quorum=2, quorum_tools=("publish",))
     registry = registry_with_child(tmp_path, executed, approval=child_policy)
-    async with running_worker(client, registry, task_queue):
-        run = await DurableTools(client, task_queue).start("delegate", model=parent_model(tmp_path))
+    async with child_waiting(client, task_queue, tmp_path, executed, registry=registry) as (
+        run,
+        wait,
+    ):
         child = AgentRun(client, f"{run.run_id}.r1")
-        [wait] = (await wait_for(run, lambda s: bool(s.subagent_approvals))).subagent_approvals
         with pytest.raises(NotADecider):
             await run.decide_request(
                 "pub", True, arguments_hash=wait.arguments_hash, decider="alice"
@@ -279,10 +283,8 @@ async def test_a_call_decided_in_the_child_is_refused_through_the_parent(
     # Holds: the parent still shows the wait it was told of; a decision through it for a
     # call the child already decided is refused, and the tool runs once.
     executed: list[str] = []
-    async with running_worker(client, registry_with_child(tmp_path, executed), task_queue):
-        run = await DurableTools(client, task_queue).start("delegate", model=parent_model(tmp_path))
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, wait):
         child = AgentRun(client, f"{run.run_id}.r1")
-        [wait] = (await wait_for(run, lambda s: bool(s.subagent_approvals))).subagent_approvals
         await child.decide_request("pub", True, arguments_hash=wait.arguments_hash, decider="a")
         refused: DecisionError | None = None
         try:
@@ -300,10 +302,8 @@ async def test_two_people_deciding_at_once_through_parent_and_child_decide_once(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     executed: list[str] = []
-    async with running_worker(client, registry_with_child(tmp_path, executed), task_queue):
-        run = await DurableTools(client, task_queue).start("delegate", model=parent_model(tmp_path))
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, wait):
         child = AgentRun(client, f"{run.run_id}.r1")
-        [wait] = (await wait_for(run, lambda s: bool(s.subagent_approvals))).subagent_approvals
         digest = wait.arguments_hash
         outcomes = await asyncio.gather(
             run.decide_request("pub", True, arguments_hash=digest, decider="alice"),
@@ -367,8 +367,15 @@ async def test_many_children_waiting_stay_listed_counted_and_decidable_through_t
                 "pub", True, arguments_hash=wait.arguments_hash, decider="alice"
             )
         result = await run.result()
+        history = await run.handle.fetch_history()
         await assert_not_wedged(run.handle, allowed=0)
     assert result.status == RunStatus.COMPLETED and len(executed) == children
+    # The parent's history grows by a bounded number of notices per child's approval
+    # (one when it opens, one when it closes), not with the number of its sub-agents.
+    signals = [
+        e for e in history.events if e.HasField("workflow_execution_signaled_event_attributes")
+    ]
+    assert len(signals) <= 2 * children, len(signals)
 
 
 HOSTILE = "\u202eevil\u200b\x1b[2J<img src=x onerror=alert(1)>`](http://x)\n\n# ok"
@@ -385,19 +392,12 @@ async def test_a_notice_cannot_put_bidi_or_zero_width_characters_in_the_parents_
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     executed: list[str] = []
-    async with running_worker(client, registry_with_child(tmp_path, executed), task_queue):
-        run = await DurableTools(client, task_queue).start("delegate", model=parent_model(tmp_path))
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
         child_id = f"{run.run_id}.r1"
-        [real] = (await wait_for(run, lambda s: bool(s.subagent_approvals))).subagent_approvals
         hostile = wait_of(
             child_id, "pub", real.arguments_hash, tool="publish\u202e", summary=HOSTILE
         )
-        forged = {
-            "child_id": child_id,
-            "sent_at": datetime.now(UTC).isoformat(),
-            "seq": 10**6,
-            "waits": [hostile],
-        }
+        forged = notice(child_id, hostile)
         await run.handle.signal(SIGNAL, forged)
         await settled(run)
         details = await details_of(run)
@@ -445,9 +445,7 @@ async def test_a_child_ended_under_the_parent_is_no_longer_shown_nor_decided(
     # the wait when the call ends, and a decision sent through the parent with what it
     # showed is refused (nothing runs).
     executed: list[str] = []
-    async with running_worker(client, registry_with_child(tmp_path, executed), task_queue):
-        run = await DurableTools(client, task_queue).start("delegate", model=parent_model(tmp_path))
-        [wait] = (await wait_for(run, lambda s: bool(s.subagent_approvals))).subagent_approvals
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, wait):
         await client.get_workflow_handle(wait.run_id).terminate("gone")
         result = await run.result()
         refused: DecisionError | None = None
@@ -524,11 +522,43 @@ async def test_the_printed_command_for_a_childs_named_deciders_says_who_decides(
 ) -> None:
     executed: list[str] = []
     registry = registry_with_child(tmp_path, executed, approval=ApprovalPolicy(deciders=("carol",)))
-    async with running_worker(client, registry, task_queue):
-        run = await DurableTools(client, task_queue).start("delegate", model=parent_model(tmp_path))
-        [wait] = (await wait_for(run, lambda s: bool(s.subagent_approvals))).subagent_approvals
+    async with child_waiting(client, task_queue, tmp_path, executed, registry=registry) as (
+        run,
+        wait,
+    ):
         [(_, own)] = await run.subagent_approvals()
         await run.cancel("test over")
     assert list(own.deciders) == ["carol"]
     printed = render_subagent_wait(run.run_id, wait)  # what `durable-tools pending` prints
     assert "--as NAME" in printed, printed
+
+
+async def test_a_notices_hostile_text_prints_terminal_safe_in_the_events(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Holds: the `subagent.waiting` / `subagent.notice_refused` events a hostile notice
+    # causes carry its text, and `durable-tools events` prints them as visible escapes.
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
+        child_id = f"{run.run_id}.r1"
+        tool = "publish\x1b[2J\u202e"
+        accepted = wait_of(child_id, "pub", real.arguments_hash, tool=tool)
+        await run.handle.signal(
+            SIGNAL,
+            notice(child_id, accepted),
+        )
+        stranger = "x\x1b]8;;http://evil\x07\u202e"
+        await run.handle.signal(
+            SIGNAL,
+            notice(stranger, wait_of(stranger, "c", "0" * 64), seq=0),
+        )
+        await settled(run)
+        events = [
+            e
+            for e in await run.events(subagents=False)
+            if e.event in ("subagent.waiting", "subagent.notice_refused")
+        ]
+        await run.cancel("test over")
+    assert any("\x1b" in (e.detail or "") for e in events)  # the raw text is kept
+    printed = "\n".join(render_event(e) for e in events)
+    assert not any(c in printed for c in "\x1b\x07\u202e"), printed
