@@ -107,9 +107,12 @@ def wait_of(run_id: str, call_id: str, arguments_hash: str, **changed: Any) -> d
     return wait
 
 
-async def settled(run: AgentRun) -> None:
-    """Every signal sent to `run` before this call has been handled: a marker notice
-    (refused, from no sub-agent) is handled after them, and its refusal is in the events."""
+async def settled(run: AgentRun, *sent: dict[str, Any]) -> None:
+    """Send the notices `sent` to `run` (as anyone may), then wait until every signal sent
+    before has been handled: a marker notice (refused, from no sub-agent) is handled after
+    them, and its refusal is in the events."""
+    for each in sent:
+        await run.handle.signal(SIGNAL, each)
     marker = f"marker-{uuid.uuid4().hex[:8]}"
     await run.handle.signal(SIGNAL, notice(marker, wait_of(marker, "m", "0" * 64), seq=0))
     for _ in range(300):
@@ -142,8 +145,7 @@ async def test_a_forged_notice_cannot_relabel_the_childs_real_call(
             child_id, "pub", real.arguments_hash, tool="read_weather", summary="read the weather"
         )
         forged = notice(child_id, lie)
-        await run.handle.signal(SIGNAL, forged)
-        await settled(run)
+        await settled(run, forged)
         shown = (await run.status()).subagent_approvals
         details = await details_of(run)
         await run.cancel("test over")
@@ -166,8 +168,7 @@ async def test_a_forged_notice_dated_ahead_cannot_hide_the_childs_wait(
         child_id = f"{run.run_id}.r1"
         ahead = datetime.now(UTC) + timedelta(minutes=4)
         forged = notice(child_id, seq=0, sent_at=ahead.isoformat())
-        await run.handle.signal(SIGNAL, forged)
-        await settled(run)
+        await settled(run, forged)
         snapshot = await run.status()
         await run.cancel("test over")
     assert snapshot.subagent_approvals == [real]
@@ -203,8 +204,7 @@ async def test_a_forged_notice_cannot_show_an_unrelated_runs_call_as_the_childs(
         forged = notice(
             child_id, real.model_dump(mode="json"), wait_of(stranger.run_id, "evil", digest)
         )
-        await run.handle.signal(SIGNAL, forged)
-        await settled(run)
+        await settled(run, forged)
         shown = [w.run_id for w in (await run.status()).subagent_approvals]
         await run.cancel("test over")
         await stranger.cancel("test over")
@@ -226,8 +226,7 @@ async def test_deciding_through_the_parent_never_reaches_a_run_a_notice_names(
             wait_of(child_id, "pub", real.arguments_hash, tool="read_weather"),
             wait_of(stranger.run_id, "evil", digest),
         )
-        await run.handle.signal(SIGNAL, forged)
-        await settled(run)
+        await settled(run, forged)
         with pytest.raises(NothingPending):
             await run.decide_request("evil", True, arguments_hash=digest, decider="mallory")
         recorded = await run.decide_request(
@@ -398,8 +397,7 @@ async def test_a_notice_cannot_put_bidi_or_zero_width_characters_in_the_parents_
             child_id, "pub", real.arguments_hash, tool="publish\u202e", summary=HOSTILE
         )
         forged = notice(child_id, hostile)
-        await run.handle.signal(SIGNAL, forged)
-        await settled(run)
+        await settled(run, forged)
         details = await details_of(run)
         await run.cancel("test over")
     assert "sub-agent run" in details
@@ -543,16 +541,9 @@ async def test_a_notices_hostile_text_prints_terminal_safe_in_the_events(
         child_id = f"{run.run_id}.r1"
         tool = "publish\x1b[2J\u202e"
         accepted = wait_of(child_id, "pub", real.arguments_hash, tool=tool)
-        await run.handle.signal(
-            SIGNAL,
-            notice(child_id, accepted),
-        )
         stranger = "x\x1b]8;;http://evil\x07\u202e"
-        await run.handle.signal(
-            SIGNAL,
-            notice(stranger, wait_of(stranger, "c", "0" * 64), seq=0),
-        )
-        await settled(run)
+        refused = notice(stranger, wait_of(stranger, "c", "0" * 64), seq=0)
+        await settled(run, notice(child_id, accepted), refused)
         events = [
             e
             for e in await run.events(subagents=False)
