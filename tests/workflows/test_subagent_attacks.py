@@ -32,7 +32,9 @@ from durable_tools import (
     NotADecider,
     NothingPending,
     RunStatus,
+    StaleRequest,
     ToolRegistry,
+    search_attributes as sa,
 )
 from durable_tools.cli._events import render_event
 from durable_tools.client.render._text import render_subagent_wait
@@ -175,6 +177,27 @@ async def test_a_forged_notice_dated_ahead_cannot_hide_the_childs_wait(
     assert snapshot.status == RunStatus.AWAITING_APPROVAL
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: a forged notice's `more` (up to 1,000,000) is added to the parent's "
+    "PendingApprovals search attribute (observe/_subagents.relayed_count): 1000001 in the "
+    "Temporal UI's lists and the inbox's rows of runs it cannot ask",
+)
+async def test_a_forged_notice_cannot_inflate_the_parents_pending_count(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
+        await settled(run, notice(real.run_id, real.model_dump(mode="json"), more=1_000_000))
+        for _ in range(100):  # visibility is eventually consistent
+            found = (await run.handle.describe()).typed_search_attributes
+            if found.get(sa.PENDING_APPROVALS) != 1:
+                break
+            await asyncio.sleep(0.1)
+        await run.cancel("test over")
+    assert found.get(sa.PENDING_APPROVALS) == 1
+
+
 async def start_stranger(
     client: Client, task_queue: str, tmp_path: Path, run_id: str
 ) -> tuple[AgentRun, str]:
@@ -229,6 +252,8 @@ async def test_deciding_through_the_parent_never_reaches_a_run_a_notice_names(
         await settled(run, forged)
         with pytest.raises(NothingPending):
             await run.decide_request("evil", True, arguments_hash=digest, decider="mallory")
+        with pytest.raises(StaleRequest):  # the child's call id, the stranger's hash
+            await run.decide_request("pub", True, arguments_hash=digest, decider="mallory")
         recorded = await run.decide_request(
             "pub", True, arguments_hash=real.arguments_hash, decider="alice"
         )
