@@ -19,6 +19,8 @@ import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client
 
+import cli_support
+from cli_support import cli
 from durable_tools import (
     AgentConfig,
     AgentRun,
@@ -40,8 +42,17 @@ from durable_tools.cli._events import render_event
 from durable_tools.client.render._text import render_subagent_wait
 from durable_tools.events import _follow as follow_module
 from durable_tools.workflows import RunEvent, SubagentWait
-from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
+from support import (
+    answer,
+    assert_not_wedged,
+    assert_replays,
+    calls,
+    running_worker,
+    wait_for,
+    write_script,
+)
 
+cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
 SIGNAL = "subagent_waits"
 
 
@@ -262,6 +273,8 @@ async def test_deciding_through_the_parent_never_reaches_a_run_a_notice_names(
         still = await stranger.status()
         await stranger.cancel("test over")
         await assert_not_wedged(run.handle, allowed=0)
+        history = await run.handle.fetch_history()
+    await assert_replays(history)  # the forged notices replay as they were handled
     assert result.status == RunStatus.COMPLETED and executed == ["findings"]
     assert [a.call_id for a in still.pending_approvals] == ["evil"]
 
@@ -578,3 +591,19 @@ async def test_a_notices_hostile_text_prints_terminal_safe_in_the_events(
     assert any("\x1b" in (e.detail or "") for e in events)  # the raw text is kept
     printed = "\n".join(render_event(e) for e in events)
     assert not any(c in printed for c in "\x1b\x07\u202e"), printed
+
+
+async def test_show_prints_the_childs_own_call_over_a_forged_label(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    # Holds for `show` (it asks the sub-agent that answers and prints its own request in
+    # place of what the parent was told); `pending` prints the notice as told (the break
+    # above).
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
+        lie = wait_of(real.run_id, "pub", real.arguments_hash, summary="read the weather")
+        await settled(run, notice(real.run_id, lie))
+        code, out, err = await cli(capsys, "show", run.run_id)
+        await run.cancel("test over")
+    assert code == 0, err
+    assert "publish «findings»" in out and "read the weather" not in out
