@@ -308,3 +308,30 @@ async def test_each_sub_agent_wait_links_to_its_own_call_page(
     assert len(items) == 2
     shown = ["90000" in page for page in pages]
     assert len(set(items)) == 2 and sorted(shown) == [False, True], items
+
+
+async def test_a_stale_parent_page_decision_is_refused_with_a_clear_status(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Holds: the parent's page was read while the child waited; the child's call is then
+    # decided in the child (someone else, on the child's page). Deciding it again through
+    # the parent's API is refused (409 decided / 404 nothing pending), saying which call.
+    users = make_users(tmp_path)
+    paid: list[int] = []
+    async with running_worker(client, registry_with_child(tmp_path, paid), task_queue):
+        run, _ = await start_parent(client, task_queue, tmp_path)
+        child = AgentRun(client, f"{run.run_id}.s1")
+        [wait] = (await run.status()).subagent_approvals
+        async with http(make_app(client, task_queue, users)) as inbox:
+            await child.decide_request("c1", True, arguments_hash=wait.arguments_hash, decider="x")
+            late = await inbox.post(
+                f"/api/runs/{run.run_id}/calls/c1/decide",
+                json={"approve": False, "arguments_hash": wait.arguments_hash},
+                headers={"Authorization": f"Bearer {users.alice}"},
+            )
+        result = await run.result()
+        sent = await decisions_sent(child)
+    assert late.status_code in (404, 409), late.text
+    assert "c1" in late.text
+    assert [d["decider"] for d in sent] == ["x"]
+    assert result.status == RunStatus.COMPLETED and paid == [700]
