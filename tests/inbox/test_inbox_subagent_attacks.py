@@ -34,9 +34,14 @@ OPS_ONLY = ApprovalPolicy(deciders=("group:ops",))
 
 
 def registry_with_child(
-    tmp_path: Path, paid: list[int], *, approval: ApprovalPolicy | None = None
+    tmp_path: Path,
+    paid: list[int],
+    *,
+    approval: ApprovalPolicy | None = None,
+    steps: list[dict[str, Any]] | None = None,
 ) -> ToolRegistry:
-    """`pay` (needs approval) and a `payer` sub-agent that pays 700 cents."""
+    """`pay` (needs approval) and a `payer` sub-agent that pays 700 cents (or follows
+    the script `steps`)."""
     registry = ToolRegistry()
 
     @registry.tool(approval=True, idempotent=True, approval_summary="pay {amount_cents} cents")
@@ -45,7 +50,8 @@ def registry_with_child(
         paid.append(amount_cents)
         return f"paid {amount_cents}"
 
-    model = write_script(tmp_path, [calls(("c1", "pay", {"amount_cents": 700})), answer("paid")])
+    steps = steps or [calls(("c1", "pay", {"amount_cents": 700})), answer("paid")]
+    model = write_script(tmp_path, steps)
     registry.subagent(
         AgentConfig(model=model, approval=approval or ApprovalPolicy()),
         name="payer",
@@ -335,3 +341,41 @@ async def test_a_stale_parent_page_decision_is_refused_with_a_clear_status(
     assert "c1" in late.text
     assert [d["decider"] for d in sent] == ["x"]
     assert result.status == RunStatus.COMPLETED and paid == [700]
+
+
+async def test_remember_through_the_parents_page_grants_in_the_child_only(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Holds: "approve and stop asking" on the parent's page for the child's call makes a
+    # standing grant in the child (its next call of the tool runs unasked), none in the
+    # parent, and the child's deciders still apply to it (bob is refused first).
+    users = make_users(tmp_path)
+    paid: list[int] = []
+    twice = [
+        calls(("c1", "pay", {"amount_cents": 700})),
+        calls(("c2", "pay", {"amount_cents": 800})),
+        answer("paid twice"),
+    ]
+    registry = registry_with_child(tmp_path, paid, approval=OPS_ONLY, steps=twice)
+    async with running_worker(client, registry, task_queue):
+        run, _ = await start_parent(client, task_queue, tmp_path)
+        child = AgentRun(client, f"{run.run_id}.s1")
+        path = f"/runs/{run.run_id}/calls/c1"
+        async with http(make_app(client, task_queue, users)) as inbox:
+            forms = []
+            for token in (users.bob, users.alice):
+                await login(inbox, token)
+                page = await inbox.get(path)
+                form = {
+                    "csrf_token": csrf_token(page.text),
+                    "action": "remember",
+                    "confirm": "yes",
+                    "arguments_hash": (await run.status()).subagent_approvals[0].arguments_hash,
+                }
+                forms.append(await inbox.post(f"{path}/decide", data=form))
+        result = await run.result()
+        child_grants = await child.grants()
+        parent_grants = await run.grants()
+    assert forms[0].status_code == 403 and forms[1].status_code == 303, forms
+    assert result.status == RunStatus.COMPLETED and paid == [700, 800]
+    assert [g.tool for g in child_grants] == ["pay"] and parent_grants == []
