@@ -1,0 +1,609 @@
+"""Attacks on a parent run's view of its sub-agents' waits, and on deciding a sub-agent's
+call through the parent, on the real dev server.
+
+A break is marked `xfail(strict=True, reason="BREAK: ...")`: the test says what should
+hold and fails today. The attacks that hold are plain tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.client import Client
+
+import cli_support
+from cli_support import cli
+from durable_tools import (
+    AgentConfig,
+    AgentRun,
+    AlreadyDecided,
+    AmbiguousRequest,
+    ApprovalPolicy,
+    DecisionError,
+    DurableTools,
+    ExecutionStrategy,
+    Limits,
+    NotADecider,
+    NothingPending,
+    RunStatus,
+    StaleRequest,
+    ToolRegistry,
+    search_attributes as sa,
+)
+from durable_tools.cli._events import render_event
+from durable_tools.client.render._text import render_subagent_wait
+from durable_tools.events import _follow as follow_module
+from durable_tools.workflows import RunEvent, SubagentWait
+from support import (
+    answer,
+    assert_not_wedged,
+    assert_replays,
+    calls,
+    running_worker,
+    wait_for,
+    write_script,
+)
+
+cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
+SIGNAL = "subagent_waits"
+
+
+def registry_with_child(
+    tmp_path: Path, executed: list[str], *, approval: ApprovalPolicy | None = None
+) -> ToolRegistry:
+    """`publish` (needs approval) and a `researcher` sub-agent that calls it once."""
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True, approval_summary="publish {text}")
+    def publish(text: str) -> str:
+        """Publish a text (needs approval)."""
+        executed.append(text)
+        return "published"
+
+    steps = [calls(("pub", "publish", {"text": "findings"})), answer("published them")]
+    config = AgentConfig(name="researcher", model=write_script(tmp_path, steps))
+    if approval is not None:
+        config = config.model_copy(update={"approval": approval})
+    registry.subagent(config, name="researcher", description="Researches and publishes.")
+    return registry
+
+
+def parent_model(tmp_path: Path) -> str:
+    return write_script(
+        tmp_path, [calls(("r1", "researcher", {"task": "find things"})), answer("all done")]
+    )
+
+
+def notice(
+    child_id: str, *waits: dict[str, Any], seq: int = 10**6, **changed: Any
+) -> dict[str, Any]:
+    """A notice of `child_id` sent now, as anyone who may signal the run can send it."""
+    sent = {"child_id": child_id, "sent_at": datetime.now(UTC).isoformat(), "seq": seq}
+    return {**sent, "waits": list(waits), **changed}
+
+
+@asynccontextmanager
+async def child_waiting(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    executed: list[str],
+    *,
+    registry: ToolRegistry | None = None,
+) -> AsyncIterator[tuple[AgentRun, SubagentWait]]:
+    """A worker, and a parent whose `researcher` waits to publish, with the wait the parent
+    shows of it, for the block."""
+    registry = registry or registry_with_child(tmp_path, executed)
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("delegate", model=parent_model(tmp_path))
+        [wait] = (await wait_for(run, lambda s: bool(s.subagent_approvals))).subagent_approvals
+        yield run, wait
+
+
+def wait_of(run_id: str, call_id: str, arguments_hash: str, **changed: Any) -> dict[str, Any]:
+    wait: dict[str, Any] = {
+        "run_id": run_id,
+        "call_id": call_id,
+        "tool": "publish",
+        "arguments_hash": arguments_hash,
+        "requested_at": datetime.now(UTC).isoformat(),
+    }
+    wait.update(changed)
+    return wait
+
+
+async def settled(run: AgentRun, *sent: dict[str, Any]) -> None:
+    """Send the notices `sent` to `run` (as anyone may), then wait until every signal sent
+    before has been handled: a marker notice (refused, from no sub-agent) is handled after
+    them, and its refusal is in the events."""
+    for each in sent:
+        await run.handle.signal(SIGNAL, each)
+    marker = f"marker-{uuid.uuid4().hex[:8]}"
+    await run.handle.signal(SIGNAL, notice(marker, wait_of(marker, "m", "0" * 64), seq=0))
+    for _ in range(300):
+        events = await run.events(subagents=False)
+        if any(marker in (e.detail or "") for e in events):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{run.run_id} never handled the marker notice")
+
+
+async def details_of(run: AgentRun) -> str:
+    metadata = await run.handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    return metadata.current_details
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: a notice signalled by anyone, naming the running child and its real "
+    "call id and hash, relabels the child's call (tool, summary) in the parent's status, "
+    "details and approve command; gates/_subagent_waits.accept_subagent_notice cannot "
+    "tell the child's notice from a forged one",
+)
+async def test_a_forged_notice_cannot_relabel_the_childs_real_call(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
+        child_id = f"{run.run_id}.r1"
+        lie = wait_of(
+            child_id, "pub", real.arguments_hash, tool="read_weather", summary="read the weather"
+        )
+        forged = notice(child_id, lie)
+        await settled(run, forged)
+        shown = (await run.status()).subagent_approvals
+        details = await details_of(run)
+        await run.cancel("test over")
+    # The parent shows the child's call as the child tells it, never as a stranger does.
+    assert shown == [real], shown
+    assert "read the weather" not in details
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: a notice dated up to MAX_NOTICE_SKEW (5 min) ahead with no waits hides "
+    "the child's wait from the parent (status, PendingApprovals) and makes the parent drop "
+    "the child's own later notices until then (ordered by the sender's sent_at)",
+)
+async def test_a_forged_notice_dated_ahead_cannot_hide_the_childs_wait(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
+        child_id = f"{run.run_id}.r1"
+        ahead = datetime.now(UTC) + timedelta(minutes=4)
+        forged = notice(child_id, seq=0, sent_at=ahead.isoformat())
+        await settled(run, forged)
+        snapshot = await run.status()
+        await run.cancel("test over")
+    assert snapshot.subagent_approvals == [real]
+    assert snapshot.status == RunStatus.AWAITING_APPROVAL
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: a forged notice's `more` (up to 1,000,000) is added to the parent's "
+    "PendingApprovals search attribute (observe/_subagents.relayed_count): 1000001 in the "
+    "Temporal UI's lists and the inbox's rows of runs it cannot ask",
+)
+async def test_a_forged_notice_cannot_inflate_the_parents_pending_count(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
+        await settled(run, notice(real.run_id, real.model_dump(mode="json"), more=1_000_000))
+        for _ in range(100):  # visibility is eventually consistent
+            found = (await run.handle.describe()).typed_search_attributes
+            if found.get(sa.PENDING_APPROVALS) != 1:
+                break
+            await asyncio.sleep(0.1)
+        await run.cancel("test over")
+    assert found.get(sa.PENDING_APPROVALS) == 1
+
+
+async def start_stranger(
+    client: Client, task_queue: str, tmp_path: Path, run_id: str
+) -> tuple[AgentRun, str]:
+    """An unrelated top-level run (not started by the parent) whose id extends the
+    child's, waiting to publish; its call id and arguments hash."""
+    steps = [calls(("evil", "publish", {"text": "secrets"})), answer("done")]
+    stranger = await DurableTools(client, task_queue).start(
+        "unrelated", model=write_script(tmp_path, steps), run_id=run_id
+    )
+    [pending] = (await wait_for(stranger, lambda s: bool(s.pending_approvals))).pending_approvals
+    return stranger, pending.arguments_hash
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: a forged notice makes the parent show an unrelated run's call as its "
+    "sub-agent's: accept_subagent_notice only checks that the wait's run id starts with "
+    "the child's id + '.', and anyone may start a run with such an id",
+)
+async def test_a_forged_notice_cannot_show_an_unrelated_runs_call_as_the_childs(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
+        child_id = f"{run.run_id}.r1"
+        stranger, digest = await start_stranger(client, task_queue, tmp_path, f"{child_id}.x")
+        forged = notice(
+            child_id, real.model_dump(mode="json"), wait_of(stranger.run_id, "evil", digest)
+        )
+        await settled(run, forged)
+        shown = [w.run_id for w in (await run.status()).subagent_approvals]
+        await run.cancel("test over")
+        await stranger.cancel("test over")
+    assert shown == [child_id]
+
+
+async def test_deciding_through_the_parent_never_reaches_a_run_a_notice_names(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Holds: whatever a notice says, deciding through the parent asks the parent's own
+    # running sub-agent calls (its timeline), so an unrelated run a forged notice names is
+    # out of reach, and a relabelled call is decided as the child has it.
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
+        child_id = f"{run.run_id}.r1"
+        stranger, digest = await start_stranger(client, task_queue, tmp_path, f"{child_id}.x")
+        forged = notice(
+            child_id,
+            wait_of(child_id, "pub", real.arguments_hash, tool="read_weather"),
+            wait_of(stranger.run_id, "evil", digest),
+        )
+        await settled(run, forged)
+        with pytest.raises(NothingPending):
+            await run.decide_request("evil", True, arguments_hash=digest, decider="mallory")
+        with pytest.raises(StaleRequest):  # the child's call id, the stranger's hash
+            await run.decide_request("pub", True, arguments_hash=digest, decider="mallory")
+        recorded = await run.decide_request(
+            "pub", True, arguments_hash=real.arguments_hash, decider="alice"
+        )
+        assert recorded.run_id == child_id
+        result = await run.result()
+        still = await stranger.status()
+        await stranger.cancel("test over")
+        await assert_not_wedged(run.handle, allowed=0)
+        history = await run.handle.fetch_history()
+    await assert_replays(history)  # the forged notices replay as they were handled
+    assert result.status == RunStatus.COMPLETED and executed == ["findings"]
+    assert [a.call_id for a in still.pending_approvals] == ["evil"]
+
+
+async def test_deciding_through_the_parent_applies_the_childs_deciders_and_quorum(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Holds: the child's policy (named deciders, two distinct approvals), not the
+    # parent's (anyone, one approval), governs a decision sent through the parent.
+    executed: list[str] = []
+    child_policy = ApprovalPolicy(deciders=("carol", "dave"), quorum=2, quorum_tools=("publish",))
+    registry = registry_with_child(tmp_path, executed, approval=child_policy)
+    async with child_waiting(client, task_queue, tmp_path, executed, registry=registry) as (
+        run,
+        wait,
+    ):
+        child = AgentRun(client, f"{run.run_id}.r1")
+        with pytest.raises(NotADecider):
+            await run.decide_request(
+                "pub", True, arguments_hash=wait.arguments_hash, decider="alice"
+            )
+        first = await run.decide_request(
+            "pub", True, arguments_hash=wait.arguments_hash, decider="carol"
+        )
+        assert first.run_id == child.run_id
+        assert executed == []  # one approval of two
+        again: DecisionError | None = None
+        try:  # the same person again, through the child this time: not a second approval
+            await child.decide_request(
+                "pub", True, arguments_hash=wait.arguments_hash, decider="carol"
+            )
+        except DecisionError as refused:
+            again = refused
+        assert again is not None and executed == []
+        await run.decide_request("pub", True, arguments_hash=wait.arguments_hash, decider="dave")
+        result = await run.result()
+    assert result.status == RunStatus.COMPLETED and executed == ["findings"]
+
+
+async def test_a_call_decided_in_the_child_is_refused_through_the_parent(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Holds: the parent still shows the wait it was told of; a decision through it for a
+    # call the child already decided is refused, and the tool runs once.
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, wait):
+        child = AgentRun(client, f"{run.run_id}.r1")
+        await child.decide_request("pub", True, arguments_hash=wait.arguments_hash, decider="a")
+        refused: DecisionError | None = None
+        try:
+            await run.decide_request("pub", False, arguments_hash=wait.arguments_hash, decider="b")
+        except DecisionError as error:
+            refused = error
+        result = await run.result()
+    assert refused is not None and "pub" in refused.message
+    if isinstance(refused, AlreadyDecided):
+        assert refused.decided_by == "a"
+    assert result.status == RunStatus.COMPLETED and executed == ["findings"]
+
+
+async def test_two_people_deciding_at_once_through_parent_and_child_decide_once(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, wait):
+        child = AgentRun(client, f"{run.run_id}.r1")
+        digest = wait.arguments_hash
+        outcomes = await asyncio.gather(
+            run.decide_request("pub", True, arguments_hash=digest, decider="alice"),
+            child.decide_request("pub", False, arguments_hash=digest, decider="bob"),
+            return_exceptions=True,
+        )
+        result = await run.result()
+        timeline = await child.timeline()
+    recorded = [o for o in outcomes if not isinstance(o, BaseException)]
+    refused = [o for o in outcomes if isinstance(o, BaseException)]
+    assert len(recorded) == 1 and len(refused) == 1, outcomes
+    assert isinstance(refused[0], DecisionError)
+    assert result.status == RunStatus.COMPLETED
+    decided_by = [r.decided_by for r in timeline if r.call_id == "pub"]
+    assert decided_by == [recorded[0].decider]
+    assert executed == (["findings"] if recorded[0].decider == "alice" else [])
+
+
+async def test_many_children_waiting_stay_listed_counted_and_decidable_through_the_parent(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Load: 24 sub-agents wait at once (24 notices, then one more each as each is
+    # decided); the parent lists and counts each, every one is decided through the
+    # parent, and the merged events stay bounded (MAX_SUBAGENTS_READ children read) and
+    # in time order.
+    children = 24
+    executed: list[str] = []
+    registry = registry_with_child(tmp_path, executed)
+    model = write_script(
+        tmp_path,
+        [
+            calls(*[(f"r{i}", "researcher", {"task": str(i)}) for i in range(children)]),
+            answer("all done"),
+        ],
+    )
+    config = AgentConfig(
+        model=model,
+        strategy=ExecutionStrategy(mode="parallel", concurrency=children),
+        limits=Limits(max_tool_calls_per_turn=children),
+        events_kept=200,
+    )
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("fan out", config=config)
+        snapshot = await wait_for(run, lambda s: len(s.subagent_approvals) == children, timeout=120)
+        waits = {w.run_id: w for w in snapshot.subagent_approvals}
+        assert set(waits) == {f"{run.run_id}.r{i}" for i in range(children)}
+        merged = await run.events()
+        assert [e.at for e in merged] == sorted(e.at for e in merged)
+        assert len({e.subagent_run for e in merged if e.subagent_run}) <= 16
+        # Every child's call is "pub" with the same arguments: through the parent the
+        # decision is ambiguous and refused (naming every run), so each is decided in its
+        # own run.
+        some = next(iter(waits.values()))
+        with pytest.raises(AmbiguousRequest) as ambiguous:
+            await run.decide_request(
+                "pub", True, arguments_hash=some.arguments_hash, decider="alice"
+            )
+        assert set(ambiguous.value.run_ids) == set(waits)
+        for child_id, wait in waits.items():
+            await AgentRun(client, child_id).decide_request(
+                "pub", True, arguments_hash=wait.arguments_hash, decider="alice"
+            )
+        result = await run.result()
+        history = await run.handle.fetch_history()
+        await assert_not_wedged(run.handle, allowed=0)
+    assert result.status == RunStatus.COMPLETED and len(executed) == children
+    # The parent's history grows by a bounded number of notices per child's approval
+    # (one when it opens, one when it closes), not with the number of its sub-agents.
+    signals = [
+        e for e in history.events if e.HasField("workflow_execution_signaled_event_attributes")
+    ]
+    assert len(signals) <= 2 * children, len(signals)
+
+
+HOSTILE = "\u202eevil\u200b\x1b[2J<img src=x onerror=alert(1)>`](http://x)\n\n# ok"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: a notice's summary/tool reach the parent's details (the Temporal UI's "
+    "markdown) with bidi overrides and zero-width characters as sent: SubagentWait "
+    "checks no characters and observe/_visibility._unticked only replaces backticks and "
+    "control characters (a child's own summary never carries them: render_summary neutralizes)",
+)
+async def test_a_notice_cannot_put_bidi_or_zero_width_characters_in_the_parents_details(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
+        child_id = f"{run.run_id}.r1"
+        hostile = wait_of(
+            child_id, "pub", real.arguments_hash, tool="publish\u202e", summary=HOSTILE
+        )
+        forged = notice(child_id, hostile)
+        await settled(run, forged)
+        details = await details_of(run)
+        await run.cancel("test over")
+    assert "sub-agent run" in details
+    assert not any(c in details for c in "\u202e\u200b\x1b"), repr(details)
+
+
+def hostile_wait() -> SubagentWait:
+    """A wait as a forged notice may carry it (the notice checks no characters)."""
+    return SubagentWait(
+        run_id="p.r1.\x1b]8;;http://x\x07",
+        call_id="pub\u202e",
+        tool="publish\x1b[2J",
+        summary=HOSTILE,
+        arguments_hash="a" * 64,
+        requested_at=datetime.now(UTC),
+    )
+
+
+def test_the_cli_prints_a_hostile_wait_terminal_safe() -> None:
+    # Holds: escape codes, bidi overrides and line breaks print as visible escapes, one
+    # line per field.
+    out = render_subagent_wait("parent", hostile_wait())
+    assert not any(c in out for c in "\u202e\x1b\x07")
+    assert len(out.splitlines()) == 5  # the newlines in the summary did not add lines
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: zero-width characters in a wait's call id or summary print as they are "
+    "(client/render/_text.terminal_safe leaves U+200B..U+200D, U+2060, U+FEFF): 'pub' and "
+    "'pub\\u200b' look the same in `pending`/`show`",
+)
+def test_the_cli_shows_zero_width_characters_of_a_wait() -> None:
+    wait = hostile_wait().model_copy(update={"call_id": "pub\u200b", "summary": "pay\ufeff 1"})
+    out = render_subagent_wait("parent", wait)
+    assert not any(c in out for c in "\u200b\u200c\u200d\u2060\ufeff"), repr(out)
+
+
+async def test_a_child_ended_under_the_parent_is_no_longer_shown_nor_decided(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Holds: the child is terminated while the parent shows its wait: the parent drops
+    # the wait when the call ends, and a decision sent through the parent with what it
+    # showed is refused (nothing runs).
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, wait):
+        await client.get_workflow_handle(wait.run_id).terminate("gone")
+        result = await run.result()
+        refused: DecisionError | None = None
+        try:
+            await run.decide_request("pub", True, arguments_hash=wait.arguments_hash, decider="a")
+        except DecisionError as error:
+            refused = error
+        after = await run.status()
+    assert after.subagent_approvals == []
+    assert refused is not None and refused.run_id == run.run_id
+    assert result.status == RunStatus.COMPLETED and executed == []
+
+
+class Collected:
+    """A sink that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, RunEvent]] = []
+
+    def emit(self, run_id: str, event: RunEvent) -> None:
+        self.events.append((run_id, event))
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: MAX_SUBAGENTS_FOLLOWED bounds each run's followers, not the tree's "
+    "(events/_follow.follow_events: every nested follow starts its own count), so one "
+    "follow of a tree polls up to 64 + 64^2 + ... streams at once",
+)
+async def test_following_a_tree_of_sub_agents_stays_within_its_bound(
+    client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The documented bound ("Sub-agent streams one follow reads at most (its whole
+    # tree)") lowered to 2 for a tree of 2 leads with 2 leaves each (6 sub-agents).
+    monkeypatch.setattr(follow_module, "MAX_SUBAGENTS_FOLLOWED", 2)
+    registry = ToolRegistry()
+    leaf = write_script(tmp_path, [answer("leaf done")])
+    registry.subagent(AgentConfig(name="leaf", model=leaf), name="leaf", description="Leaf.")
+    lead_steps = [calls(("l1", "leaf", {"task": "a"}), ("l2", "leaf", {"task": "b"}))]
+    lead = write_script(tmp_path, [*lead_steps, answer("lead done")])
+    registry.subagent(
+        AgentConfig(name="lead", model=lead, strategy=ExecutionStrategy(mode="parallel")),
+        name="lead",
+        description="Leads.",
+    )
+    root = write_script(
+        tmp_path,
+        [calls(("d1", "lead", {"task": "x"}), ("d2", "lead", {"task": "y"})), answer("ok")],
+    )
+    config = AgentConfig(
+        model=root, max_subagent_depth=2, strategy=ExecutionStrategy(mode="parallel")
+    )
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("tree", config=config)
+        result = await run.result()
+        sink = Collected()
+        followed = await run.follow_events(sink)
+    assert result.status == RunStatus.COMPLETED
+    assert len(followed.subagents) <= 2, followed.subagents
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: the commands printed for a sub-agent's wait (`pending`, `show`) leave out "
+    "`--as NAME` when the child's policy names its deciders (SubagentWait carries no "
+    "deciders; client/render/_text.approval_commands adds it for PendingApproval only): "
+    "run as printed it decides as $USER and is refused (NotADecider)",
+)
+async def test_the_printed_command_for_a_childs_named_deciders_says_who_decides(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    registry = registry_with_child(tmp_path, executed, approval=ApprovalPolicy(deciders=("carol",)))
+    async with child_waiting(client, task_queue, tmp_path, executed, registry=registry) as (
+        run,
+        wait,
+    ):
+        [(_, own)] = await run.subagent_approvals()
+        await run.cancel("test over")
+    assert list(own.deciders) == ["carol"]
+    printed = render_subagent_wait(run.run_id, wait)  # what `durable-tools pending` prints
+    assert "--as NAME" in printed, printed
+
+
+async def test_a_notices_hostile_text_prints_terminal_safe_in_the_events(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Holds: the `subagent.waiting` / `subagent.notice_refused` events a hostile notice
+    # causes carry its text, and `durable-tools events` prints them as visible escapes.
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
+        child_id = f"{run.run_id}.r1"
+        tool = "publish\x1b[2J\u202e"
+        accepted = wait_of(child_id, "pub", real.arguments_hash, tool=tool)
+        stranger = "x\x1b]8;;http://evil\x07\u202e"
+        refused = notice(stranger, wait_of(stranger, "c", "0" * 64), seq=0)
+        await settled(run, notice(child_id, accepted), refused)
+        events = [
+            e
+            for e in await run.events(subagents=False)
+            if e.event in ("subagent.waiting", "subagent.notice_refused")
+        ]
+        await run.cancel("test over")
+    assert any("\x1b" in (e.detail or "") for e in events)  # the raw text is kept
+    printed = "\n".join(render_event(e) for e in events)
+    assert not any(c in printed for c in "\x1b\x07\u202e"), printed
+
+
+async def test_show_prints_the_childs_own_call_over_a_forged_label(
+    client: Client, task_queue: str, tmp_path: Path, cli_env: str, capsys: Any
+) -> None:
+    # Holds for `show` (it asks the sub-agent that answers and prints its own request in
+    # place of what the parent was told); `pending` prints the notice as told (the break
+    # above).
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
+        lie = wait_of(real.run_id, "pub", real.arguments_hash, summary="read the weather")
+        await settled(run, notice(real.run_id, lie))
+        code, out, err = await cli(capsys, "show", run.run_id)
+        await run.cancel("test over")
+    assert code == 0, err
+    assert "publish «findings»" in out and "read the weather" not in out
