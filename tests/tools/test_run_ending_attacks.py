@@ -147,12 +147,13 @@ async def test_a_code_mode_script_cannot_end_the_run_by_raising_the_marker(
 
 
 def ender(
-    executed: list[str], message: str, *, start_to_close_timeout: float | None = None
+    executed: list[str], message: str, *, start_to_close_timeout: float = 300.0
 ) -> ToolRegistry:
+    """`settle` ends the run with `message` (KEY: the worker's secret); `refund` needs an
+    approval. `start_to_close_timeout` is how long a lost attempt takes to time out."""
     tools = ToolRegistry()
-    limit = {"start_to_close_timeout": start_to_close_timeout} if start_to_close_timeout else {}
 
-    @tools.tool(idempotent=True, **limit)
+    @tools.tool(idempotent=True, start_to_close_timeout=start_to_close_timeout)
     def settle(ctx: ToolContext, account: str) -> str:
         """Settle an account."""
         executed.append(account)
