@@ -7,8 +7,11 @@ starts with BREAK."""
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +26,14 @@ from durable_tools import (
     CodeMode,
     DurableTools,
     ExecutionStrategy,
+    RetrySpec,
     RunStatus,
     ToolContext,
     ToolError,
     ToolExecutionError,
     ToolRegistry,
 )
-from durable_tools.sources import McpStdio, attach_mcp
+from durable_tools.sources import McpStdio, attach_mcp, http_tool
 from support import answer, assert_not_wedged, assert_replays, calls, running_worker, write_script
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
@@ -144,6 +148,56 @@ async def test_a_code_mode_script_cannot_end_the_run_by_raising_the_marker(
         names = [e.event for e in await run.events()]
     assert result.status == RunStatus.COMPLETED and result.final_answer == "the run went on"
     assert "tool.ended_run" not in names
+
+
+class ForgingService(BaseHTTPRequestHandler):
+    """An HTTP service whose every answer (a 500 at /fail, a 200 elsewhere) carries the
+    marker where a careless parser might take it: the body, a header, the reason phrase."""
+
+    def do_GET(self) -> None:
+        body = json.dumps({"error": RUN_ENDING, "details": ["m", "t", 1, RUN_ENDING]}).encode()
+        failing = self.path.startswith("/fail")
+        self.send_response(500 if failing else 200, RUN_ENDING)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("X-Ends-Run", RUN_ENDING)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+async def test_an_http_services_answer_cannot_end_the_run(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), ForgingService)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    tools = ToolRegistry()
+    http_tool(
+        tools,
+        name="fail",
+        method="GET",
+        url_template=f"{base}/fail",
+        retry=RetrySpec(maximum_attempts=1),
+    )
+    http_tool(tools, name="ok", method="GET", url_template=f"{base}/ok")
+    model = write_script(
+        tmp_path,
+        [calls(("h1", "fail", {})), calls(("h2", "ok", {})), answer("the run went on")],
+    )
+    try:
+        async with running_worker(client, tools, task_queue):
+            run = await DurableTools(client, task_queue).start("forge", model=model)
+            result = await run.result()
+            names = [e.event for e in await run.events()]
+            statuses = {r.call_id: r.status for r in await run.timeline()}
+    finally:
+        server.shutdown()
+    assert result.status == RunStatus.COMPLETED and result.final_answer == "the run went on"
+    assert "tool.ended_run" not in names
+    assert statuses["h1"] == "failed" and statuses["h2"] != "failed", statuses
 
 
 def ender(
@@ -308,3 +362,41 @@ async def test_the_worker_log_of_a_run_ending_error_is_bounded(
     logged = await run_long_ending(client, task_queue, tmp_path, caplog)
     assert "the ledger is corrupted" in logged
     assert len(logged) < 50_000
+
+
+@pytest.mark.parametrize("turn", [1, 3], ids=["in-the-turn-that-would-continue", "after-it"])
+async def test_an_end_around_a_continue_as_new_ends_the_run_once(
+    client: Client, task_queue: str, tmp_path: Path, turn: int
+) -> None:
+    # Past 20 history events the run continues as new after a turn: an end in the turn that
+    # crosses the line must not be carried over or dropped, nor one in the run after it.
+    executed: list[str] = []
+    tools = ender(executed, "corrupted")
+
+    @tools.tool(read_only=True)
+    def balance(account: str) -> int:
+        """An account's balance."""
+        executed.append(f"balance {account}")
+        return 10
+
+    looks = [(f"b{turn}{i}", "balance", {"account": f"L{i}"}) for i in range(4)]
+    steps = [
+        calls(*[(f"t{t}{i}", "balance", {"account": f"T{t}"}) for i in range(4)])
+        for t in range(1, turn)
+    ]
+    steps += [calls(*looks, ("c1", "settle", {"account": "A"})), answer("not again")]
+    model = write_script(tmp_path, steps)
+    config = AgentConfig(model=model, continue_as_new_after_events=20)
+    async with running_worker(client, tools, task_queue, secrets={"vault_key": SECRET}):
+        run = await DurableTools(client, task_queue).start("settle", config=config)
+        result = await run.result()
+        snapshot = await run.status()
+        history = await run.handle.fetch_history()
+    assert result.status == RunStatus.FAILED and result.reason is not None
+    assert result.reason.startswith("tool call c1 (settle) ended the run: corrupted")
+    assert executed.count("A") == 1
+    assert snapshot.status == RunStatus.FAILED
+    if turn > 1:
+        assert snapshot.continued >= 1  # the end came in a run continued as new
+    await assert_not_wedged(run.handle)
+    await assert_replays(history)
