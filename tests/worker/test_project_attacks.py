@@ -9,16 +9,20 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.client import Client
 
+from durable_tools import DurableTools, RunStatus
 from durable_tools.cli import build_parser, main
 from durable_tools.cli._commands import agent_config
 from durable_tools.cli._project import project_defaults
 from durable_tools.worker import Project, ProjectError, load_project
 from durable_tools.worker._build import secrets_from_env
+from support import answer, calls, running_worker, write_script
 
 MCP_TEST_SERVER = Path(__file__).parent.parent / "sources" / "mcp_test_server.py"
 SECRET = "hunter2-SECRET-41"
@@ -269,6 +273,22 @@ def test_a_credential_in_a_url_is_not_repeated_when_the_source_is_down(
     assert SECRET not in captured.err + captured.out
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: an OpenAPI `document` URL's user:password is printed back when the document "
+    "cannot be fetched: `tools --project` (and `worker --project`) says 'cannot fetch "
+    "https://u:SECRET@...' (the OpenAPIError text, passed on by cli/_project.py)",
+)
+def test_a_credential_in_a_document_url_is_not_repeated_when_it_cannot_be_fetched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = f'[[openapi]]\ndocument = "https://u:{SECRET}@127.0.0.1:9/openapi.json"\n'
+    code = main(["tools", "--project", str(write(tmp_path, text))])
+    captured = capsys.readouterr()
+    assert code == 2 and "OpenAPI" in captured.err
+    assert SECRET not in captured.err + captured.out
+
+
 def test_an_inline_argument_is_not_repeated_when_the_server_cannot_start(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -424,3 +444,45 @@ def test_the_environment_variable_names_the_file_and_the_flag_wins_over_it(
     monkeypatch.setenv("DURABLE_TOOLS_PROJECT", "")  # empty: no project, not the cwd
     code = main(["tools"])
     assert code == 2 and "no tools" in capsys.readouterr().err
+
+
+class FailingService(BaseHTTPRequestHandler):
+    """Answers every request 500, naming nothing of it."""
+
+    def do_GET(self) -> None:
+        self.send_response(500)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BREAK: an [[http]] url's user:password reaches the run's history, events and the "
+    "model: the failed call's message names the request as 'http://u:SECRET@host/w answered "
+    "HTTP 500' (sources/_http_response.py strips the query, not the userinfo)",
+)
+async def test_a_credential_in_an_http_url_stays_out_of_the_runs_history(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # The file may hold it (see the BREAK above); the run must still never record it.
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FailingService)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://u:{SECRET}@127.0.0.1:{server.server_address[1]}/w?api_key={SECRET}"
+    text = f'[[http]]\nname = "w"\nmethod = "GET"\nurl = "{url}"\n'
+    text += "[http.options]\nmax_calls_per_run = 1\n"
+    registry = await load_project(write(tmp_path, text)).registry()
+    model = write_script(tmp_path, [calls(("h1", "w", {})), answer("done")])
+    try:
+        async with running_worker(client, registry, task_queue):
+            run = await DurableTools(client, task_queue).start("weather", model=model)
+            result = await run.result()
+            history = await run.handle.fetch_history()
+            events = await run.events()
+    finally:
+        server.shutdown()
+    assert result.status == RunStatus.COMPLETED
+    assert SECRET not in history.to_json()
+    assert all(SECRET not in (e.detail or "") for e in events)
