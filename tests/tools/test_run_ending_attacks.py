@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -400,3 +401,45 @@ async def test_an_end_around_a_continue_as_new_ends_the_run_once(
         assert snapshot.continued >= 1  # the end came in a run continued as new
     await assert_not_wedged(run.handle)
     await assert_replays(history)
+
+
+async def test_two_calls_that_end_the_run_in_one_parallel_turn_end_it_once(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    model = write_script(
+        tmp_path,
+        [
+            calls(("c1", "settle", {"account": "A"}), ("c2", "settle", {"account": "B"})),
+            answer("not again"),
+        ],
+    )
+    config = AgentConfig(model=model, strategy=ExecutionStrategy(mode="parallel"))
+    async with running_worker(
+        client, ender(executed, "corrupted"), task_queue, secrets={"vault_key": SECRET}
+    ):
+        run = await DurableTools(client, task_queue).start("settle", config=config)
+        result = await run.result()
+        names = [e.event for e in await run.events()]
+        history = await run.handle.fetch_history()
+    assert result.status == RunStatus.FAILED and result.reason is not None
+    assert re.match(r"tool call c[12] \(settle\) ended the run: corrupted", result.reason)
+    assert names.count("run.failed") == 1 and names[-1] == "run.failed"
+    assert sorted(executed) in (["A"], ["B"], ["A", "B"])  # each at most once
+    await assert_not_wedged(run.handle)
+    await assert_replays(history)
+
+
+async def test_a_sub_agent_answering_with_the_marker_does_not_end_its_parent(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    tools = ToolRegistry()
+    child_model = write_script(tmp_path, [answer(RUN_ENDING)])
+    tools.subagent(AgentConfig(name="clerk", model=child_model), name="clerk", description="x")
+    parent_model = write_script(
+        tmp_path, [calls(("p1", "clerk", {"task": "end it"})), answer("the parent answers")]
+    )
+    async with running_worker(client, tools, task_queue):
+        run = await DurableTools(client, task_queue).start("delegate", model=parent_model)
+        result = await run.result()
+    assert result.status == RunStatus.COMPLETED and result.final_answer == "the parent answers"
