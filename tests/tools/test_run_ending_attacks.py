@@ -306,7 +306,7 @@ async def test_an_end_while_another_call_waits_for_approval_closes_the_approval(
     await assert_replays(history)
 
 
-async def test_an_error_raised_without_ends_run_is_retried_and_the_run_goes_on(
+async def test_an_error_raised_without_ends_run_is_a_failure_the_model_reads(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     # The control: the same tool without the flag is an ordinary failure the model reads.
