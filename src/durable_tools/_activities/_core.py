@@ -36,6 +36,7 @@ from durable_tools._activities._types import (
     PreflightRequest,
     PreflightResult,
 )
+from durable_tools._activities._versions_told import VersionsTold
 from durable_tools.messages import Message
 from durable_tools.models import resolve_model
 from durable_tools.protocol._limits import PAYLOAD_BUDGET_BYTES, check_handler_prefix
@@ -194,6 +195,7 @@ def core_activities(
         return specs
 
     recent = PackedCatalogs()
+    told = VersionsTold()
 
     async def packed_now(request: CatalogRequest) -> PackedCatalog:
         # The version before the specs: a change in between makes the run read again.
@@ -286,13 +288,16 @@ def core_activities(
             snapshot, tools_ref = await asyncio.to_thread(store)
         except Exception as error:
             raise snapshot_unavailable(error, snapshots.store) from None
-        version = None if call.catalog_version is None else registry.version()
+        info = activity.info()
+        version = told.to_tell(
+            (info.workflow_id or "", info.workflow_run_id or ""), registry.version()
+        )
         return ModelTurn(
             response=response,
             snapshot=snapshot,
             snapshot_length=len(earlier) + len(added) + 1,
             tools_ref=tools_ref,
-            catalog_version=None if version == call.catalog_version else version,
+            catalog_version=version,
         )
 
     @activity.defn(name=PREFLIGHT_ACTIVITY)

@@ -90,9 +90,6 @@ class ModelCall(WireModel):
     """Publish the answer's text live to the run's token stream (`AgentConfig.stream_tokens`)."""
     context: ContextView | None = None
     """Send the model this view of the conversation (compacted); the snapshot keeps it all."""
-    catalog_version: str | None = Field(default=None, max_length=64)
-    """The registry version the run's catalog came from, for runs that follow the worker's
-    catalog: the answer says when the worker's is another one."""
 
 
 class ModelTurn(WireModel):
@@ -105,8 +102,9 @@ class ModelTurn(WireModel):
     tools_ref: ArtifactRef | None = None
     """Set when the call stored the definitions it was sent, for the next calls to refer to."""
     catalog_version: str | None = None
-    """The worker's registry version, when the call named another one
-    (`ModelCall.catalog_version`): the run reads its catalog again before its next turn."""
+    """The worker's registry version, when this worker has not told the run it yet
+    (`_versions_told`): a run whose catalog came from another version reads it again
+    before its next turn."""
 
 
 class CompactCall(WireModel):

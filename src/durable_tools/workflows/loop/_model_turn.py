@@ -28,7 +28,6 @@ from durable_tools.tools._model_description import model_description
 from durable_tools.tools._names import alias_provider
 from durable_tools.workflows.catalog._run_catalog import (
     follow_worker,
-    followed_version,
     note_worker_version,
 )
 from durable_tools.workflows.catalog._selection import chosen_tools, select_tools
@@ -210,7 +209,6 @@ async def _model_activity(
         tools_ref=tools_ref,
         stream=config.stream_tokens,
         context=state.model.context,
-        catalog_version=followed_version(state),
     )
     _check_input_size(call, messages)
     turn: ModelTurn = await workflow.execute_activity(
