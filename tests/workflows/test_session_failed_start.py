@@ -1,7 +1,8 @@
-"""A run whose catalog fails at its start (tools the worker does not have) on a real dev
-server: a session started by its first message (update-with-start) answers that message
-with the error and closes failed; a plain run closes failed with the same reason. Neither
-fails a workflow task (the message's update is finished before the run ends)."""
+"""A run failed by an activity, on a real dev server: its catalog failing at its start
+(tools the worker does not have), or the model inside a later message of a session. A
+session answers the message in flight with the error (`SessionFailed`) and closes failed;
+a plain run closes failed with the same reason. None fails a workflow task (the message's
+update is finished before the run ends)."""
 
 from __future__ import annotations
 
@@ -92,5 +93,32 @@ async def test_a_plain_run_whose_catalog_fails_closes_failed_naming_the_tools(
     assert any("no_such_tool" in text for text in causes(ended.value))
     assert snapshot.status == RunStatus.FAILED
     assert snapshot.reason is not None and "no_such_tool" in snapshot.reason
+    assert workflow_task_failures(history) == []
+    await assert_replays(history)
+
+
+async def test_a_model_failure_inside_a_later_message_answers_it_with_the_error(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    model = write_script(tmp_path, [answer("one")])
+    tools = DurableTools(client, task_queue)
+    session_id = f"chat-{uuid.uuid4().hex[:8]}"
+    config = AgentConfig(model=model)
+    async with running_worker(client, one_tool(), task_queue):
+        first = await tools.send(session_id, "first", config=config)
+        Path(model.split(":", 1)[1]).unlink()  # the model's next call fails for good
+        with pytest.raises(WorkflowUpdateFailedError) as failed:
+            await asyncio.wait_for(tools.run(session_id).send("second"), GUARD_SECONDS)
+        run = tools.run(session_id)
+        with pytest.raises(WorkflowFailureError):
+            await asyncio.wait_for(run.handle.result(), GUARD_SECONDS)
+        snapshot = await run.status()
+        history = await run.handle.fetch_history()
+    assert first.answer == "one"
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "SessionFailed"
+    assert "message 2" in cause.message and cause.message.endswith(": file not found")
+    assert snapshot.status == RunStatus.FAILED and snapshot.session is not None
+    assert snapshot.session.messages == 2
     assert workflow_task_failures(history) == []
     await assert_replays(history)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-from temporalio.exceptions import FailureError
+from temporalio.exceptions import ActivityError, ChildWorkflowError, FailureError
 
 from durable_tools.messages import Message, ToolCall
 from durable_tools.policy._decisions import InvalidDecision
@@ -89,7 +89,7 @@ async def run_agent_loop(state: RunState, *, continue_as_new: bool = True) -> Ag
         except EndRun as end:  # a catalog too large even packed: the reason has the figures
             return _finish(state, end.status, reason=end.reason)
         except FailureError as failure:  # tools the worker does not have, say
-            if workflow.patched(FAILED_RUN_PATCH):
+            if workflow.patched(FAILED_RUN_PATCH):  # a run recorded before said `running`
                 _fail(state, failure)
             raise
         if state.config.instructions:
@@ -196,8 +196,9 @@ def _check_turn_limits(
 def _fail(state: RunState, failure: FailureError) -> None:
     """Record that `failure` fails the execution (the status, and the reason with the
     error under Temporal's wrapper: an activity's error names what was wrong)."""
-    state.failing = True
     _finish(state, RunStatus.FAILED, reason=_failure_reason(failure))
+    # A run recorded before answered a message in flight with a `failed` reply, if any.
+    state.failing = workflow.patched(FAILED_RUN_PATCH)
 
 
 def _failure_reason(failure: BaseException) -> str:
@@ -207,7 +208,10 @@ def _failure_reason(failure: BaseException) -> str:
     error: BaseException | None = failure
     while error is not None and len(parts) < _CAUSES_SHOWN:
         text = error.message if isinstance(error, FailureError) else str(error)
-        if text and not any(text in part for part in parts):  # wrappers quote their cause
+        # Temporal's wrappers ("Activity task failed") say nothing under an error of ours;
+        # a wrapper quoting its cause ("local activity x failed: ...") repeats it.
+        wrapper = isinstance(error, ActivityError | ChildWorkflowError) and bool(parts)
+        if text and not wrapper and not any(text in part for part in parts):
             parts.append(text)
         error = error.__cause__
     return ": ".join(parts) or type(failure).__name__
