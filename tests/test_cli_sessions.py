@@ -229,3 +229,22 @@ async def test_send_refuses_start_flags_without_model_and_bad_values_start_nothi
     assert "--idle-timeout is a session's: add --session" in refused[8][2]
     assert not await run_exists(client, session_id)
     assert not await run_exists(client, "what did acc-1 spend?")
+
+
+async def test_send_to_a_session_that_fails_while_answering_says_why_without_a_traceback(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    cli_env: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    model = write_script(tmp_path, [answer("hello")])
+    tools = DurableTools(client, task_queue)
+    async with running_worker(client, lookup_registry(), task_queue):
+        run = await tools.start("hi", config=AgentConfig(model=model, session=SessionConfig()))
+        await wait_for(run, lambda s: s.status == RunStatus.AWAITING_MESSAGE)
+        Path(model.split(":", 1)[1]).unlink()  # the model's next call fails for good
+        sent = await cli(capsys, "send", run.run_id, "more")
+    assert sent[0] == 1, sent
+    assert "session failed while answering message 2" in sent[2], sent
+    assert "file not found" in sent[2] and "Traceback" not in sent[2], sent

@@ -13,6 +13,7 @@ import gzip
 import json
 import re
 import socket
+import threading
 import uuid
 import zlib
 from collections.abc import AsyncIterator
@@ -504,23 +505,61 @@ async def test_a_client_reconnecting_while_a_call_waits_gets_the_rest(
         assert [(e["toolCallId"], e["content"]) for e in results] == [("c1", "paid 900")]
 
 
+HOLD_GUARD_SECONDS = 120
+"""How long the held message's tool and the test wait for each other before giving up (a
+guard against a hang, never a timing claim: the others come back refused long before)."""
+
+
+def holding_registry(release: threading.Event) -> ToolRegistry:
+    """`hold`: blocks its worker thread until `release` is set (the message calling it
+    stays the one being answered meanwhile)."""
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True)
+    def hold() -> str:
+        """Wait until the test lets the answer finish."""
+        return "released" if release.wait(HOLD_GUARD_SECONDS) else "not released"
+
+    return registry
+
+
 async def test_concurrent_messages_to_one_thread_are_each_taken_once_or_refused(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     """Six messages POSTed at once to a new thread: one is taken, the others are refused
     as busy (nothing half-sent); each sent again under its id is then taken once, in
-    order, and no stream shows another message's answer."""
+    order, and no stream shows another message's answer.
+
+    The taken message's turn calls `hold`, which returns only once the other five POSTs
+    have come back: each of them reached the endpoint while a message was being answered,
+    however fast the first answer would otherwise have been."""
     thread = f"t-{uuid.uuid4().hex[:8]}"
-    script = [answer(f"answer {i}") for i in range(6)]
-    async with chat(client, task_queue, tmp_path, script) as endpoint:
+    script = [calls(("h1", "hold", {})), *(answer(f"answer {i}") for i in range(6))]
+    release = threading.Event()
+    async with chat(client, task_queue, tmp_path, script, tools=holding_registry(release)) as (
+        endpoint
+    ):
         messages = [user(f"message {i}") for i in range(6)]
-        runs = await asyncio.gather(
-            *(endpoint.run(endpoint.alice, run_input(thread, [m])) for m in messages)
-        )
+        posts = [
+            asyncio.ensure_future(endpoint.run(endpoint.alice, run_input(thread, [m])))
+            for m in messages
+        ]
+        try:
+            # All but the taken one come back while it holds (a guard, never a timing).
+            for finished in asyncio.as_completed(posts[:], timeout=HOLD_GUARD_SECONDS):
+                await finished
+                if sum(post.done() for post in posts) == len(posts) - 1:
+                    break
+        except TimeoutError:
+            pass  # more than one taken: the assertions below say so
+        finally:
+            release.set()
+        runs = await asyncio.gather(*posts)
         taken = [events for events in runs if events[-1]["type"] == "RUN_FINISHED"]
         refused = [m for m, events in zip(messages, runs, strict=True) if len(events) == 2]
         assert len(taken) == 1 and len(refused) == 5
         assert taken[0][-1]["result"]["answer"] == text_of(taken[0]) == "answer 0"
+        assert "h1" in {e.get("toolCallId") for e in taken[0]}  # it held until the others
         for events in runs:
             if events[-1]["type"] == "RUN_ERROR":
                 assert "answering message 1" in events[-1]["message"]

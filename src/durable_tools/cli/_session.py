@@ -11,7 +11,8 @@ import asyncio
 import shlex
 from collections.abc import Awaitable, Callable
 
-from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.exceptions import ApplicationError
 
 from durable_tools.cli._agent_flags import add_agent_flags, add_idle_timeout_flag, given_agent_flags
 from durable_tools.cli._commands import agent_config, describe_open_run, no_worker, tools_for
@@ -23,7 +24,7 @@ from durable_tools.client.runs._agent_run import AgentRun
 from durable_tools.client.runs._watch import RunWatcher
 from durable_tools.client.sessions._messages import SentMessage, SessionRefused
 from durable_tools.protocol._limits import check_handler_prefix
-from durable_tools.protocol._session_types import SessionReply
+from durable_tools.protocol._session_types import FAILED, SessionReply
 from durable_tools.tools._context import Identity
 
 __all__ = [
@@ -108,6 +109,8 @@ async def take_message(
             return await asyncio.wait_for(sending, TAKE_TIMEOUT)
     except SessionRefused as error:
         raise CliError(f"not sent to run {run_id}: {terminal_safe(str(error))}") from None
+    except WorkflowUpdateFailedError as error:  # failed in the task that took it
+        raise _session_failed(error) from None
     except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
         raise CliError(
             no_worker(task_queue, f"took the message within {TAKE_TIMEOUT:.0f} s")
@@ -129,8 +132,26 @@ async def follow_reply(
     finally:
         if not reply.done():
             reply.cancel()
-    async with translate_rpc_errors(run.run_id):
-        return await reply
+    return await _reply(reply, run.run_id)
+
+
+async def _reply(answer: Awaitable[SessionReply], run_id: str) -> SessionReply:
+    """The message's answer; a server's refusal, or the run failing meanwhile, as a
+    `CliError`."""
+    async with translate_rpc_errors(run_id):
+        try:
+            return await answer
+        except WorkflowUpdateFailedError as error:
+            raise _session_failed(error) from None
+
+
+def _session_failed(error: WorkflowUpdateFailedError) -> Exception:
+    """A `CliError` (exit 1) with the reason of a run that failed while answering the
+    message; any other failed update as it is."""
+    cause = error.cause
+    if isinstance(cause, ApplicationError) and cause.type == FAILED:
+        return CliError(f"[{terminal_safe(cause.message)}]", 1)
+    return error
 
 
 def echo_reply(reply: SessionReply) -> None:
@@ -192,9 +213,7 @@ async def cmd_send(args: argparse.Namespace) -> int:
     if args.no_wait:
         echo(f"message {sent.id} taken by run {run.run_id}; the answer follows in its events")
         return 0
-    async with translate_rpc_errors(run.run_id):
-        reply = await sent.result()
-    echo_reply(reply)
+    echo_reply(await _reply(sent.result(), run.run_id))
     return 0
 
 

@@ -226,6 +226,9 @@ class DurableTools:
 
         Raises:
             SessionRefused: the run refused the message, or the session has ended.
+            WorkflowUpdateFailedError: the run failed while answering it (its cause, an
+                `ApplicationError` of type `SessionFailed`, says why: the catalog of a
+                session this call started, say, naming tools the worker does not have).
         """
         sent = await self.start_send(
             session_id,

@@ -20,6 +20,7 @@ __all__ = [
     "ANSWERED_CARRIED_BYTES",
     "CARRIED_ANSWER_CHARS",
     "DEFAULT_IDLE_TIMEOUT_SECONDS",
+    "FAILED",
     "REFUSED",
     "AnsweredMessage",
     "SessionCarried",
@@ -36,6 +37,11 @@ DEFAULT_IDLE_TIMEOUT_SECONDS = 7 * 86_400.0
 REFUSED = "SessionRefused"
 """The `ApplicationError` type a session fails a `send_message` or `close` update with when
 it refuses it (the client raises `SessionRefused`)."""
+
+FAILED = "SessionFailed"
+"""The `ApplicationError` type a session fails a `send_message` update with when an activity
+or a child failed the run while the message was in flight (the catalog's at the start,
+say): the error's message is the run's reason, and the execution fails with it."""
 
 
 CARRIED_ANSWER_CHARS = 64_000

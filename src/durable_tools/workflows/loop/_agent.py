@@ -26,7 +26,11 @@ from temporalio.exceptions import FailureError
 from durable_tools.protocol._run_io import AgentInput, AgentResult
 from durable_tools.protocol._types import RunStatus
 from durable_tools.workflows.loop._handlers import MAX_EVENTS_PAGE, RunHandlers
-from durable_tools.workflows.loop._runner import request_cancel, run_agent_loop
+from durable_tools.workflows.loop._runner import (
+    FAILED_RUN_PATCH,
+    request_cancel,
+    run_agent_loop,
+)
 from durable_tools.workflows.loop._token_stream import close_stream
 from durable_tools.workflows.run._carry import start_state
 
@@ -88,7 +92,16 @@ class AgentWorkflow(RunHandlers):
         return result
 
     async def _run_loop(self) -> AgentResult:
-        result = await run_agent_loop(self._state)
+        try:
+            result = await run_agent_loop(self._state)
+        except FailureError:
+            # A session's message in flight (the first one's update-with-start, say) is
+            # answered with the error before the execution fails: an update left running
+            # would fail every workflow task where warnings are errors, and leave its
+            # client with "workflow execution already completed" elsewhere.
+            if self._state.session is not None and workflow.patched(FAILED_RUN_PATCH):
+                await workflow.wait_condition(workflow.all_handlers_finished)
+            raise
         if self._state.session is not None:
             # A session's `send_message` updates take their replies before the run ends.
             await workflow.wait_condition(workflow.all_handlers_finished)

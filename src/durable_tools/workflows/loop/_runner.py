@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-from temporalio.exceptions import FailureError
+from temporalio.exceptions import ActivityError, ChildWorkflowError, FailureError
 
 from durable_tools.messages import Message, ToolCall
 from durable_tools.policy._decisions import InvalidDecision
@@ -48,12 +48,25 @@ from durable_tools.workflows.observe._visibility import publish
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.script._run import script_routes
 
-__all__ = ["TURN_LIMIT_PATCH", "request_cancel", "run_agent_loop", "signal_decision", "snapshot"]
+__all__ = [
+    "FAILED_RUN_PATCH",
+    "TURN_LIMIT_PATCH",
+    "request_cancel",
+    "run_agent_loop",
+    "signal_decision",
+    "snapshot",
+]
 
 TURN_LIMIT_PATCH = "turn-limit-repair"
 """Marks runs in which calls over `max_tool_calls_per_turn` get a repair message. A run
 recorded before ended `limit_reached` there, and its replay must do the same. Asked only
 when a turn is over the limit."""
+
+FAILED_RUN_PATCH = "failed-run-answers"
+"""Marks runs that, failed by an activity or a child, answer a session's messages in flight
+with the error before the execution fails, and that record a failed catalog load in their
+status first. A run recorded before failed at once (its messages unanswered, its status
+`running` when the catalog failed), and replays so."""
 
 
 async def run_agent_loop(state: RunState, *, continue_as_new: bool = True) -> AgentResult:
@@ -75,6 +88,10 @@ async def run_agent_loop(state: RunState, *, continue_as_new: bool = True) -> Ag
             await load_catalog(state)
         except EndRun as end:  # a catalog too large even packed: the reason has the figures
             return _finish(state, end.status, reason=end.reason)
+        except FailureError as failure:  # tools the worker does not have, say
+            if workflow.patched(FAILED_RUN_PATCH):  # a run recorded before said `running`
+                _fail(state, failure)
+            raise
         if state.config.instructions:
             state.conversation.append(Message.system(state.config.instructions))
         if input.prompt or state.session is None:  # a session may start awaiting a message
@@ -100,7 +117,7 @@ async def run_agent_loop(state: RunState, *, continue_as_new: bool = True) -> Ag
         _finish(state, RunStatus.CANCELLED, reason=reason)
         raise
     except FailureError as failure:  # fails the execution; say so in AgentStatus first
-        _finish(state, RunStatus.FAILED, reason=failure.message)
+        _fail(state, failure)
         raise
 
 
@@ -174,6 +191,34 @@ def _check_turn_limits(
     if state.tool_calls - state.tool_calls_base + len(calls) > limits.max_tool_calls:
         raise EndRun(RunStatus.LIMIT_REACHED, f"max_tool_calls ({limits.max_tool_calls}) reached")
     return calls, over
+
+
+def _fail(state: RunState, failure: FailureError) -> None:
+    """Record that `failure` fails the execution (the status, and the reason with the
+    error under Temporal's wrapper: an activity's error names what was wrong)."""
+    _finish(state, RunStatus.FAILED, reason=_failure_reason(failure))
+    # A run recorded before answered a message in flight with a `failed` reply, if any.
+    state.failing = workflow.patched(FAILED_RUN_PATCH)
+
+
+def _failure_reason(failure: BaseException) -> str:
+    """`failure`'s message followed by its causes' ("Activity task failed: the agent asks
+    for tools this worker does not have: x")."""
+    parts: list[str] = []
+    error: BaseException | None = failure
+    while error is not None and len(parts) < _CAUSES_SHOWN:
+        text = error.message if isinstance(error, FailureError) else str(error)
+        # Temporal's wrappers ("Activity task failed") say nothing under an error of ours;
+        # a wrapper quoting its cause ("local activity x failed: ...") repeats it.
+        wrapper = isinstance(error, ActivityError | ChildWorkflowError) and bool(parts)
+        if text and not wrapper and not any(text in part for part in parts):
+            parts.append(text)
+        error = error.__cause__
+    return ": ".join(parts) or type(failure).__name__
+
+
+_CAUSES_SHOWN = 4
+"""Errors of a failure's chain its reason names (a chain of children can be long)."""
 
 
 def _finish(state: RunState, status: RunStatus, *, reason: str | None = None) -> AgentResult:

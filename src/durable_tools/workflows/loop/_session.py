@@ -34,6 +34,7 @@ from temporalio.exceptions import ApplicationError
 from durable_tools.messages import Message
 from durable_tools.protocol._limits import MAX_CANCEL_REASON_CHARS, MAX_MESSAGE_CHARS, clip
 from durable_tools.protocol._session_types import (
+    FAILED,
     REFUSED,
     AnsweredMessage,
     SessionReply,
@@ -312,9 +313,20 @@ def _check_retry(earlier: AnsweredMessage, text: str) -> SessionReply:
 async def reply_to(state: RunState, number: int, text: str) -> SessionReply:
     """Wait for message `number`'s answer (or for the run to end) and return it, with
     the digest of its `text` (a client that reused the message's id can tell); keep it
-    as the answer to this update's id, for a retry after continue-as-new."""
+    as the answer to this update's id, for a retry after continue-as-new.
+
+    Raises:
+        ApplicationError: (`FAILED`) an activity or a child failed the run meanwhile (the
+            execution fails with it): the message has no answer, and the error says why.
+    """
     session = _session_of(state)
     await workflow.wait_condition(lambda: number in session.replies or state.status in FINAL)
+    if state.failing and number not in session.replies:
+        raise ApplicationError(
+            f"the session failed while answering message {number}: {state.reason}",
+            type=FAILED,
+            non_retryable=True,
+        )
     reply = session.replies.pop(number, None)
     if reply is not None:
         reply = reply.model_copy(update={"text_sha256": message_digest(text)})

@@ -119,6 +119,9 @@ class RunState:
     output: Any = None
     """The validated structured final answer (with `AgentConfig.output_type`)."""
     reason: str | None = None
+    failing: bool = False
+    """An activity or child failed the run and the execution is failing with it: a
+    session's message in flight is answered with the error, not with a reply."""
     cancel_reason: str | None = None
     skip_steer: str | None = None
     """The instruction of a steer that asked to skip the current turn's remaining calls;
