@@ -94,8 +94,8 @@ async def test_a_tool_cannot_forge_the_marker_without_asking(
     assert result.status == RunStatus.COMPLETED, result.reason
     assert result.final_answer == "the run went on"
     assert "tool.ended_run" not in names
-    # Temporal's own error is classified as any other exception: an idempotent tool's
-    # failure is retried (its non_retryable flag is not the tool's taxonomy).
+    # Temporal's own error is classified as any other exception (its details are not
+    # read), and its non_retryable flag is honoured (tests/tools/test_classify.py).
     assert set(executed) == {tool}
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowHistory
+from temporalio.exceptions import ApplicationError
 
 import cli_support
 from cli_support import cli_json
@@ -285,3 +286,26 @@ async def test_a_huge_ordinary_tool_error_reaches_the_model_clipped_and_runs_onc
     (told,) = [m for m in conversation if m.role == "tool"]
     text = str(told.content)
     assert "the ledger is corrupted" in text and len(text) <= 2 * MAX_TOOL_ERROR_CHARS
+
+
+async def test_a_tool_raising_temporals_non_retryable_error_runs_once(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Idempotent, so any other exception would be retried: the tool's own "never again" wins.
+    executed: list[str] = []
+    tools = ToolRegistry()
+
+    @tools.tool(idempotent=True)
+    def settle(account: str) -> str:
+        """Settle an account."""
+        executed.append(account)
+        raise ApplicationError("the contract is void", non_retryable=True)
+
+    model = write_script(tmp_path, [calls(("c1", "settle", {"account": "A"})), answer("went on")])
+    async with running_worker(client, tools, task_queue):
+        run = await DurableTools(client, task_queue).start("settle", model=model)
+        result = await run.result()
+        (record,) = await run.timeline()
+    assert result.status == RunStatus.COMPLETED and result.final_answer == "went on"
+    assert executed == ["A"]
+    assert (record.status, record.attempts) == ("failed", 1)

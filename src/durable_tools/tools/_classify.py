@@ -156,6 +156,9 @@ def classify_exception(exc: BaseException) -> ToolError:
             retryable=False,
             details=details,
         )
+    if getattr(exc, "non_retryable", False) is True and "ApplicationError" in _mro_names(exc):
+        # Temporal's own error, raised by a tool that said it must not be repeated.
+        return ToolExecutionError(f"{kind}: {text}", retryable=False, details=details)
     http = _status_code(exc)
     if http is not None:
         status, response = http
