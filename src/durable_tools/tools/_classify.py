@@ -28,6 +28,7 @@ from ._errors import (
     ToolNotFound,
     ToolTimeout,
 )
+from ._scrub import display_url
 from ._spec import RetrySpec
 
 __all__ = [
@@ -167,7 +168,7 @@ def classify_exception(exc: BaseException) -> ToolError:
             response, "url", None
         )
         if url is not None:
-            details["url"] = str(url)
+            details["url"] = display_url(str(url), query=False)  # no key or password
         if status == 429 or status >= 500:
             retry_after = parse_retry_after(
                 _header(getattr(response, "headers", None), "Retry-After")
