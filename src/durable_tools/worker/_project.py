@@ -62,9 +62,7 @@ _MAX_LIST = 256
 _MAX_TEXT = 2_000
 _WEEK = 7 * 24 * 3600.0
 _MAX_DEPTH = 64
-_CREDENTIAL = re.compile(
-    r"auth|cookie|token|secret|passw|passwd|key|credential|signature|session", re.I
-)
+_CREDENTIAL = re.compile(r"auth|cookie|token|secret|passw|key|credential|signature|session", re.I)
 """A header, variable or query parameter named like a credential (docs/project.md): its
 value must be `{ secret = "NAME" }`, never written in the file."""
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
