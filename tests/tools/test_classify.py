@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from temporalio.exceptions import ApplicationError
 
 from durable_tools import (
     Cancelled,
@@ -185,3 +186,16 @@ def test_error_kinds_are_stable() -> None:
         ErrorKind.NOT_FOUND,
         ErrorKind.INVALID_ARGUMENTS,
     ]
+
+
+def test_temporals_non_retryable_application_error_is_final() -> None:
+    final = classify_exception(ApplicationError("the contract is void", non_retryable=True))
+    assert not final.is_retryable() and "the contract is void" in final.message
+    assert classify_exception(ApplicationError("flaky")).is_retryable()
+
+
+def test_an_http_errors_url_is_kept_without_its_credentials() -> None:
+    response = FakeResponse(500)
+    response.url = "https://u:hunter2-pw@api.example.com/x?api_key=hunter2-key"
+    error = classify_exception(HTTPStatusError(response))
+    assert error.details["url"] == "https://api.example.com/x"

@@ -94,8 +94,8 @@ async def test_a_tool_cannot_forge_the_marker_without_asking(
     assert result.status == RunStatus.COMPLETED, result.reason
     assert result.final_answer == "the run went on"
     assert "tool.ended_run" not in names
-    # Temporal's own error is classified as any other exception: an idempotent tool's
-    # failure is retried (its non_retryable flag is not the tool's taxonomy).
+    # Temporal's own error is classified as any other exception (its details are not
+    # read), and its non_retryable flag is honoured (tests/tools/test_classify.py).
     assert set(executed) == {tool}
 
 
@@ -256,14 +256,6 @@ async def test_a_long_secret_bearing_message_is_bounded_and_scrubbed_everywhere(
     [1_500_000, 3_000_000],
     ids=["over-the-servers-failure-limit", "over-the-grpc-message-limit"],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a run-ending message is never clipped (to_application_error sends it twice, "
-    "as message and model text): at 1.5 MB the server swaps the failure for 'Failure exceeds "
-    "size limit.' (the marker is lost: run_ending() sees no RUN_ENDING) and the run completes; "
-    "at 3 MB the completion is refused by gRPC, the attempt times out and the idempotent tool "
-    "runs 5 times, the run still completing (_activities/_tools.py to_application_error)",
-)
 async def test_a_huge_run_ending_message_still_ends_the_run_once(
     client: Client, task_queue: str, tmp_path: Path, size: int
 ) -> None:
@@ -351,12 +343,6 @@ async def test_the_worker_log_of_a_run_ending_error_is_scrubbed(
     assert "the ledger is corrupted" in logged and SECRET not in logged
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: the worker logs a run-ending (or any) tool error's whole message: the SDK's "
-    "'Completing activity as failed' warning carries the unclipped ApplicationError, "
-    "200 kB here, 3 MB a line at each attempt in the huge case (to_application_error)",
-)
 async def test_the_worker_log_of_a_run_ending_error_is_bounded(
     client: Client, task_queue: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

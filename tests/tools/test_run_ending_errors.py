@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowHistory
+from temporalio.exceptions import ApplicationError
 
 import cli_support
 from cli_support import cli_json
@@ -30,6 +31,7 @@ from durable_tools import (
     ToolRegistry,
 )
 from durable_tools._activities._tools import to_application_error
+from durable_tools.protocol._limits import MAX_TOOL_ERROR_CHARS
 from durable_tools.workflows.script._run import UNAWAITED_END_PATCH
 from support import (
     answer,
@@ -244,3 +246,66 @@ async def test_a_parallel_turn_ends_at_the_call_that_ends_the_run(
     assert executed.count("A-9") == 1
     await assert_not_wedged(run.handle)
     await assert_replays(history)
+
+
+def test_a_huge_tool_error_is_clipped_after_its_secrets_are_scrubbed() -> None:
+    message = f"the ledger is corrupted {SECRET} " + "x" * 3_000_000 + f" {SECRET} end"
+    for ends_run in (True, False):
+        failure = to_application_error(
+            ToolExecutionError(message, ends_run=ends_run), "c1", "settle", [SECRET]
+        )
+        assert failure.message.startswith("the ledger is corrupted [redacted]")
+        assert len(failure.message) <= MAX_TOOL_ERROR_CHARS
+        model_text = failure.details[0]
+        assert isinstance(model_text, str) and len(model_text) <= MAX_TOOL_ERROR_CHARS
+        assert "the ledger is corrupted [redacted]" in model_text
+        assert SECRET not in failure.message + model_text
+
+
+async def test_a_huge_ordinary_tool_error_reaches_the_model_clipped_and_runs_once(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # 3 MB: over gRPC's message limit; unclipped, the failure never reaches the server and
+    # the idempotent tool runs again at each attempt's timeout.
+    executed: list[str] = []
+    tools = ToolRegistry()
+
+    @tools.tool(idempotent=True, start_to_close_timeout=5)
+    def settle(account: str) -> str:
+        """Settle an account."""
+        executed.append(account)
+        raise ToolError("the ledger is corrupted " + "x" * 3_000_000, retryable=False)
+
+    model = write_script(tmp_path, [calls(("c1", "settle", {"account": "A"})), answer("went on")])
+    async with running_worker(client, tools, task_queue):
+        run = await DurableTools(client, task_queue).start("settle", model=model)
+        result = await run.result()
+        conversation = await run.conversation()
+    assert result.status == RunStatus.COMPLETED and result.final_answer == "went on"
+    assert executed == ["A"]
+    (told,) = [m for m in conversation if m.role == "tool"]
+    text = str(told.content)
+    assert "the ledger is corrupted" in text and len(text) <= 2 * MAX_TOOL_ERROR_CHARS
+
+
+async def test_a_tool_raising_temporals_non_retryable_error_runs_once(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Idempotent, so any other exception would be retried: the tool's own "never again" wins.
+    executed: list[str] = []
+    tools = ToolRegistry()
+
+    @tools.tool(idempotent=True)
+    def settle(account: str) -> str:
+        """Settle an account."""
+        executed.append(account)
+        raise ApplicationError("the contract is void", non_retryable=True)
+
+    model = write_script(tmp_path, [calls(("c1", "settle", {"account": "A"})), answer("went on")])
+    async with running_worker(client, tools, task_queue):
+        run = await DurableTools(client, task_queue).start("settle", model=model)
+        result = await run.result()
+        (record,) = await run.timeline()
+    assert result.status == RunStatus.COMPLETED and result.final_answer == "went on"
+    assert executed == ["A"]
+    assert (record.status, record.attempts) == ("failed", 1)

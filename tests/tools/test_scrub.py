@@ -14,7 +14,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from durable_tools.tools._scrub import REDACTED, scrub, scrub_value, secret_variants
+from durable_tools.tools._scrub import REDACTED, display_url, scrub, scrub_value, secret_variants
 
 # Characters that every encoding below changes: '/', '+', ' ', quotes, a backslash, é.
 SECRET = "sk-Live/9+Q \"x'\\é-0c4f9a71"
@@ -181,3 +181,22 @@ def test_scrubbing_stays_linear_whatever_the_text_holds(text: str, secret: str) 
     assert scrub(text, secrets) == text
     # 0.05 to 3 s here; a scan that is quadratic in the text would take hours.
     assert time.perf_counter() - start < 60
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "without_query"),
+    [
+        (
+            "https://u:pw@h.example:8/x?api_key=k#f",
+            "https://h.example:8/x?api_key=k#f",
+            "https://h.example:8/x#f",
+        ),
+        ("https://u:pw@h.example/x?k=1", "https://h.example/x?k=1", "https://h.example/x"),
+        ("http://a@b@h.example/x", "http://h.example/x", None),  # the last @ ends userinfo
+        ("https://h.example/x", "https://h.example/x", None),
+        ("http://u:pw@[::1/x", "http://[::1/x", None),  # unparsable: still no userinfo
+    ],
+)
+def test_display_url_never_shows_userinfo(url: str, shown: str, without_query: str | None) -> None:
+    assert display_url(url) == shown
+    assert display_url(url, query=False) == (without_query or shown.split("?")[0])

@@ -16,10 +16,18 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from durable_tools import DurableTools, RunStatus
+from durable_tools import DurableTools, RunStatus, ToolRegistry
 from durable_tools.cli import build_parser, main
 from durable_tools.cli._commands import agent_config
 from durable_tools.cli._project import project_defaults
+from durable_tools.sources import (
+    McpConnectionError,
+    McpHttp,
+    OpenAPIError,
+    attach_mcp,
+    attach_openapi,
+    http_tool,
+)
 from durable_tools.worker import Project, ProjectError, load_project
 from durable_tools.worker._build import secrets_from_env
 from support import answer, calls, running_worker, write_script
@@ -87,11 +95,6 @@ def test_a_key_with_control_characters_is_refused_and_shown_escaped(
     ],
     ids=["arrays", "inline-tables", "input-schema"],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: deeply nested TOML raises RecursionError out of load_project "
-    "(tomllib and _non_finite recurse), not a ProjectError naming the file",
-)
 def test_deep_nesting_is_a_project_error(tmp_path: Path, text: str) -> None:
     refused(tmp_path, text)
 
@@ -131,12 +134,6 @@ def test_numbers_out_of_range_non_finite_or_bool_are_refused(tmp_path: Path, tex
         '[worker.model_limits.x]\nrequests_per_minute = "500"\n',
     ],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: [limits], [policy] and [worker.model_limits] are validated by their own "
-    "lax models (protocol Limits/ApprovalPolicy/ModelLimits): a string or bool for a number "
-    "is coerced (max_turns = true is 1), though docs/project.md says TOML types are kept",
-)
 def test_a_string_or_bool_for_a_number_in_a_nested_table_is_refused(
     tmp_path: Path, text: str
 ) -> None:
@@ -156,12 +153,6 @@ def test_a_directory_dev_zero_and_a_missing_file_are_refused(tmp_path: Path) -> 
             load_project(path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: load_project opens a FIFO and blocks until a writer comes (worker, run, "
-    "tools --project and DURABLE_TOOLS_PROJECT hang); fed nothing, it is read as an empty "
-    "project instead of refused as not a regular file (_project.py load_project: file.open)",
-)
 def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
     fifo = tmp_path / "durable-tools.toml"
     os.mkfifo(fifo)
@@ -215,11 +206,6 @@ def test_a_home_or_file_url_document_stays_a_path_inside_the_folder(
     assert resolved.is_relative_to(tmp_path.resolve())  # never the home folder or /etc
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a `document` (or `cwd`) through a symlink that points out of the project's "
-    "folder is accepted: _inside() checks the text of the path only, never resolves it",
-)
 def test_a_path_through_a_symlink_out_of_the_folder_is_refused(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -253,40 +239,25 @@ def test_a_url_of_another_scheme_is_refused(tmp_path: Path, url: str) -> None:
     ],
     ids=["mcp-userinfo", "http-userinfo", "http-query-key", "openapi-userinfo"],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a credential written into a URL (user:password@ or ?api_key=) is accepted; "
-    "only header and env names are checked (_no_inline_credentials), though the module "
-    "promises inline credentials are refused",
-)
 def test_a_credential_written_into_a_url_is_refused(tmp_path: Path, text: str) -> None:
     assert SECRET not in refused(tmp_path, text)
 
 
-def test_a_credential_in_a_url_is_not_repeated_when_the_source_is_down(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = write(tmp_path, f'[[mcp]]\nname = "a"\nurl = "http://u:{SECRET}@127.0.0.1:9/mcp"\n')
-    code = main(["tools", "--project", str(path)])
-    captured = capsys.readouterr()
-    assert code == 2 and "McpConnectionError" in captured.err
-    assert SECRET not in captured.err + captured.out
+async def test_a_credential_in_a_url_is_not_repeated_when_the_source_is_down() -> None:
+    # A project file refuses such a URL (above); one given in Python is never shown back.
+    server = McpHttp(url=f"http://u:{SECRET}@127.0.0.1:9/mcp", timeout=5)
+    with pytest.raises(McpConnectionError) as caught:
+        await attach_mcp(ToolRegistry(), server)
+    assert "127.0.0.1:9" in str(caught.value)
+    assert SECRET not in str(caught.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: an OpenAPI `document` URL's user:password is printed back when the document "
-    "cannot be fetched: `tools --project` (and `worker --project`) says 'cannot fetch "
-    "https://u:SECRET@...' (the OpenAPIError text, passed on by cli/_project.py)",
-)
-def test_a_credential_in_a_document_url_is_not_repeated_when_it_cannot_be_fetched(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    text = f'[[openapi]]\ndocument = "https://u:{SECRET}@127.0.0.1:9/openapi.json"\n'
-    code = main(["tools", "--project", str(write(tmp_path, text))])
-    captured = capsys.readouterr()
-    assert code == 2 and "OpenAPI" in captured.err
-    assert SECRET not in captured.err + captured.out
+def test_a_credential_in_a_document_url_is_not_repeated_when_it_cannot_be_fetched() -> None:
+    # As above: the file refuses it; a URL given in Python is never shown back.
+    with pytest.raises(OpenAPIError) as caught:
+        attach_openapi(ToolRegistry(), f"https://u:{SECRET}@127.0.0.1:9/openapi.json")
+    assert "https://127.0.0.1:9/openapi.json" in str(caught.value)
+    assert SECRET not in str(caught.value)
 
 
 def test_an_inline_argument_is_not_repeated_when_the_server_cannot_start(
@@ -327,21 +298,11 @@ def test_a_header_name_that_is_no_http_token_is_refused(tmp_path: Path, name: st
         'headers = { X-Key = "v" }\n',
     ],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: docs/project.md says a name like `*key*` written inline is refused, but "
-    "_CREDENTIAL only knows api[-_]?key: X-Access-Key, X-Key, AWS_ACCESS_KEY_ID pass",
-)
 def test_every_name_the_docs_call_a_credential_is_refused_inline(tmp_path: Path, text: str) -> None:
     refused(tmp_path, text)
 
 
 @pytest.mark.parametrize("value", ["v\\r\\nX-Evil: 1", "v\\nX-Evil: 1", "v\\u0000"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a header value with CR/LF/NUL is accepted by load_project (Text has no "
-    "character rule); only the HTTP client refuses it later, at every connection or call",
-)
 def test_a_header_value_with_a_line_break_is_refused(tmp_path: Path, value: str) -> None:
     refused(
         tmp_path,
@@ -360,12 +321,6 @@ def test_a_secret_name_that_looks_like_a_path_or_has_odd_characters_is_refused(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='BREAK: `{ secret = "FILES_TOKEN" }` is accepted, but the worker\'s secrets are '
-    "keyed lower-case (secrets_from_env) and looked up as written (resolve_value): the "
-    "DURABLE_TOOLS_SECRET_FILES_TOKEN the docs name is never found; the server cannot start",
-)
 async def test_a_secret_named_in_upper_case_is_the_variable_of_that_name(tmp_path: Path) -> None:
     text = (
         f'[[mcp]]\nname = "calc"\ncommand = "{sys.executable}"\n'
@@ -419,11 +374,6 @@ def test_the_flags_win_over_the_files_policy_and_limits(tmp_path: Path) -> None:
     assert isinstance(args.project_file, Project)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: `run --name agent` loses to the file's run.name: project_defaults takes "
-    "the flag's default value ('agent') for 'not given' (cli/_project.py)",
-)
 def test_a_name_flag_equal_to_its_default_still_wins(tmp_path: Path) -> None:
     args = run_args(tmp_path, POLICY, "--name", "agent")
     assert args.name == "agent"
@@ -458,22 +408,16 @@ class FailingService(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: an [[http]] url's user:password reaches the run's history, events and the "
-    "model: the failed call's message names the request as 'http://u:SECRET@host/w answered "
-    "HTTP 500' (sources/_http_response.py strips the query, not the userinfo)",
-)
 async def test_a_credential_in_an_http_url_stays_out_of_the_runs_history(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    # The file may hold it (see the BREAK above); the run must still never record it.
+    # A project file refuses such a URL (above); a registry built in Python may still hold
+    # one, and the run must never record it.
     server = ThreadingHTTPServer(("127.0.0.1", 0), FailingService)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://u:{SECRET}@127.0.0.1:{server.server_address[1]}/w?api_key={SECRET}"
-    text = f'[[http]]\nname = "w"\nmethod = "GET"\nurl = "{url}"\n'
-    text += "[http.options]\nmax_calls_per_run = 1\n"
-    registry = await load_project(write(tmp_path, text)).registry()
+    registry = ToolRegistry()
+    http_tool(registry, name="w", method="GET", url_template=url, max_calls_per_run=1)
     model = write_script(tmp_path, [calls(("h1", "w", {})), answer("done")])
     try:
         async with running_worker(client, registry, task_queue):

@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 
 from durable_tools._activities._runtime import ToolRuntime
 from durable_tools._activities._types import ToolInvocation
+from durable_tools.protocol._limits import MAX_TOOL_ERROR_CHARS, clip
 from durable_tools.protocol._options import retry_delay
 from durable_tools.tools._artifacts import ArtifactStore
 from durable_tools.tools._classify import (
@@ -63,10 +64,14 @@ def to_application_error(
     Its details are the model-facing message and the attempt number (counting the
     workflow's own retries), so the run's timeline counts retries made by the engine, then
     `RUN_ENDING` when the error ends the run (never retried, whatever the flags say).
-    `retryable` overrides the error's own flag (the tool's `retry_on` said no).
+    `retryable` overrides the error's own flag (the tool's `retry_on` said no). Both
+    texts are scrubbed, then clipped to `MAX_TOOL_ERROR_CHARS`, so any failure fits in
+    history and in the worker's log (scrubbing first: a cut never splits a secret).
     """
-    message = scrub(error.message, secrets)
-    model_message = scrub(error_message_for_model(call_id, tool_name, error), secrets)
+    message = clip(scrub(error.message, secrets), MAX_TOOL_ERROR_CHARS)
+    model_message = clip(
+        scrub(error_message_for_model(call_id, tool_name, error), secrets), MAX_TOOL_ERROR_CHARS
+    )
     ending = (RUN_ENDING,) if error.ends_run else ()
     retryable = error.retryable if retryable is None else retryable
     return ApplicationError(

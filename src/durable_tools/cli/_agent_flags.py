@@ -146,7 +146,9 @@ def add_agent_flags(
         "order; docs/models.md)",
     )
     p.add_argument("--tools", metavar="MODULE[:ATTR]", help="offer only this registry's tools")
-    p.add_argument("--name", default="agent", metavar="AGENT", help="agent name (default agent)")
+    p.add_argument(
+        "--name", metavar="AGENT", help="agent name (default the project's run.name, else agent)"
+    )
     p.add_argument("--instructions", help="the system message")
     p.add_argument(
         "--strategy",

@@ -153,7 +153,7 @@ def agent_config(args: argparse.Namespace, *, session: bool = False) -> AgentCon
         strategy["batch_size"] = args.concurrency
     try:
         return AgentConfig(
-            name=args.name,
+            name=args.name or "agent",
             model=args.model,
             fallback_models=args.fallback_model,
             instructions=args.instructions,

@@ -56,8 +56,7 @@ def project_defaults(args: argparse.Namespace) -> None:
         args.task_queue = args.task_queue or project.task_queue
         args.model = args.model or project.run.model
         args.instructions = args.instructions or project.run.instructions
-        if args.name == "agent" and project.run.name:  # the flag's default
-            args.name = project.run.name
+        args.name = args.name or project.run.name  # None: the flag was not given
     if not args.model:
         raise CliError("no model: give --model SPEC (or `model` in the project file's [run])")
 

@@ -22,9 +22,8 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any, Protocol
 
-import httpx
-
 from durable_tools._extras import install_hint
+from durable_tools.tools._scrub import display_url
 
 from .._http_clients import aclose_shared_clients as _aclose_http_clients
 from ._errors import ModelError
@@ -191,15 +190,6 @@ def provider_message(text: str) -> str:
             if isinstance(candidate, str) and candidate:
                 return excerpt(candidate)
     return excerpt(text)
-
-
-def display_url(url: str) -> str:
-    """The URL without userinfo: `user:password@` in a base URL is a credential too."""
-    try:
-        return str(httpx.URL(url).copy_with(username=None, password=None))
-    except (httpx.InvalidURL, TypeError, ValueError):
-        scheme, sep, rest = url.rpartition("://")
-        return f"{scheme}{sep}{rest.rpartition('@')[2]}"
 
 
 def int_field(value: Any) -> int:

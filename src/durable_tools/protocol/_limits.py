@@ -31,6 +31,7 @@ __all__ = [
     "MAX_REASON_CHARS",
     "MAX_REFUSED_CALLS",
     "MAX_STEER_CHARS",
+    "MAX_TOOL_ERROR_CHARS",
     "PAYLOAD_BUDGET_BYTES",
     "check_handler_prefix",
     "clip",
@@ -85,6 +86,12 @@ argument is recorded in history, and the formatted result is built from it."""
 
 MAX_CALLBACK_ERROR_CHARS = 8_000
 """Longest error text a client may report for a callback call."""
+
+MAX_TOOL_ERROR_CHARS = 8_000
+"""Longest message a tool's failure carries (its message and the text the model reads,
+each): a failure is recorded whole in history and logged by the worker, and one over
+Temporal's failure limit is replaced by the server (losing its details) or refused by
+gRPC (the attempt then times out and runs again). Longer messages are clipped."""
 
 MAX_CALLBACK_HASH_CHARS = 64
 """Length of a callback request hash (hex sha256)."""

@@ -17,7 +17,7 @@ from durable_tools.tools._artifacts import ArtifactStore
 from durable_tools.tools._classify import parse_retry_after
 from durable_tools.tools._errors import ToolError, ToolExecutionError, ToolTimeout
 from durable_tools.tools._results import ContentBlock, ToolResult
-from durable_tools.tools._scrub import scrub, scrub_value
+from durable_tools.tools._scrub import display_url, scrub, scrub_value
 
 from ._http_auth import HttpAuth
 
@@ -35,8 +35,9 @@ _MAX_URL_IN_MESSAGE = 200
 
 
 def describe_request(request: httpx.Request) -> str:
-    """`METHOD url` for error messages: no query (it may hold a key), long paths cut."""
-    url = str(request.url.copy_with(query=None))
+    """`METHOD url` for error messages: no userinfo or query (they may hold a key), long
+    paths cut."""
+    url = display_url(str(request.url), query=False)
     if len(url) > _MAX_URL_IN_MESSAGE:  # arguments in the path can be long
         url = url[: _MAX_URL_IN_MESSAGE - 3] + "..."
     return f"{request.method} {url}"

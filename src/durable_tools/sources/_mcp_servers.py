@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from durable_tools.tools._scrub import display_url
+
 __all__ = ["FromSecret", "McpHttp", "McpServer", "McpStdio"]
 
 _SECRET_ENV_PREFIX = "DURABLE_TOOLS_SECRET_"
@@ -102,7 +104,7 @@ class McpHttp:
     @property
     def label(self) -> str:
         """How errors and logs name this server."""
-        return self.name or self.url
+        return self.name or display_url(self.url)
 
     def key(self) -> str:
         """A stable identity for the connection pool (secret names, never values)."""

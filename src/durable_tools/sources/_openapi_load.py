@@ -21,6 +21,8 @@ import httpx
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 
+from durable_tools.tools._scrub import display_url
+
 from ._openapi_schema import OpenAPIError
 from ._openapi_swagger import swagger2_to_openapi3
 
@@ -51,8 +53,13 @@ def _fetch(url: str, timeout: float) -> httpx.Response:
     try:
         response = httpx.get(url, timeout=timeout, follow_redirects=True)
         response.raise_for_status()
+    except httpx.HTTPStatusError as exc:  # its text repeats the URL
+        status = exc.response.status_code
+        raise OpenAPIError(f"cannot fetch {display_url(url)}: HTTP {status}") from None
     except httpx.HTTPError as exc:
-        raise OpenAPIError(f"cannot fetch {url}: {exc}") from None
+        shown = display_url(url)
+        reason = str(exc).replace(url, shown) or type(exc).__name__
+        raise OpenAPIError(f"cannot fetch {shown}: {reason}") from None
     return response
 
 
@@ -184,7 +191,7 @@ def load_openapi(
         except OpenAPIError as exc:
             raise OpenAPIError(f"cannot fetch the OpenAPI document: {exc}") from None
         source = base_uri = str(response.url)
-        parsed = _parse(response.text, document)
+        parsed = _parse(response.text, display_url(document))
     else:
         path = Path(document).resolve()
         try:

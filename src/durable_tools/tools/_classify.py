@@ -28,6 +28,7 @@ from ._errors import (
     ToolNotFound,
     ToolTimeout,
 )
+from ._scrub import display_url
 from ._spec import RetrySpec
 
 __all__ = [
@@ -156,6 +157,9 @@ def classify_exception(exc: BaseException) -> ToolError:
             retryable=False,
             details=details,
         )
+    if getattr(exc, "non_retryable", False) is True and "ApplicationError" in _mro_names(exc):
+        # Temporal's own error, raised by a tool that said it must not be repeated.
+        return ToolExecutionError(f"{kind}: {text}", retryable=False, details=details)
     http = _status_code(exc)
     if http is not None:
         status, response = http
@@ -164,7 +168,7 @@ def classify_exception(exc: BaseException) -> ToolError:
             response, "url", None
         )
         if url is not None:
-            details["url"] = str(url)
+            details["url"] = display_url(str(url), query=False)  # no key or password
         if status == 429 or status >= 500:
             retry_after = parse_retry_after(
                 _header(getattr(response, "headers", None), "Retry-After")

@@ -42,7 +42,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 from ._scrub_forms import ANCHOR_UNITS, Spelling, encoded, wrapped_base64
 
@@ -50,6 +50,7 @@ __all__ = [
     "MIN_BASE64_LENGTH",
     "MIN_SECRET_LENGTH",
     "REDACTED",
+    "display_url",
     "scrub",
     "scrub_value",
     "secret_variants",
@@ -209,3 +210,15 @@ def scrub_value(value: Any, secrets: Iterable[str]) -> Any:
         return item
 
     return walk(value)
+
+
+def display_url(url: str, *, query: bool = True) -> str:
+    """`url` as it may be shown (errors, logs, history): without `user:password@`, which is
+    a credential, and without the query when `query` is False (it may hold a key)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unparsable URL: drop everything up to the last `@`
+        scheme, sep, rest = url.rpartition("://")
+        return f"{scheme}{sep}{rest.rpartition('@')[2]}"
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=netloc, query=parts.query if query else ""))

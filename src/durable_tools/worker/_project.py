@@ -15,14 +15,26 @@ worker's `DURABLE_TOOLS_SECRET_<NAME>` variable, read when a connection opens.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
+from urllib.parse import parse_qsl, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 
 from durable_tools.protocol._models import ModelLimits
 from durable_tools.protocol._policy_types import ApprovalPolicy
@@ -49,11 +61,19 @@ _MAX_SOURCES = 64
 _MAX_LIST = 256
 _MAX_TEXT = 2_000
 _WEEK = 7 * 24 * 3600.0
-_CREDENTIAL = re.compile(r"authorization|cookie|token|secret|password|passwd|api[-_]?key", re.I)
+_MAX_DEPTH = 64
+_CREDENTIAL = re.compile(r"auth|cookie|token|secret|passw|key|credential|signature|session", re.I)
+"""A header, variable or query parameter named like a credential (docs/project.md): its
+value must be `{ secret = "NAME" }`, never written in the file."""
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 Text = Annotated[str, Field(max_length=_MAX_TEXT)]
 Name = Annotated[str, Field(pattern=_NAME)]
+SecretName = Annotated[str, Field(pattern=_NAME), AfterValidator(str.lower)]
+"""A worker secret's name: `DURABLE_TOOLS_SECRET_<NAME>`, which the worker keys lower-case
+(`secrets_from_env`), so `FILES_TOKEN` and `files_token` name the same secret."""
+HeaderValue = Annotated[str, Field(max_length=_MAX_TEXT, pattern=r"^[^\r\n\x00]*$")]
+"""Text written into an HTTP header: no CR, LF or NUL to end the header and smuggle another."""
 Seconds = Annotated[float, Field(gt=0, le=_WEEK, allow_inf_nan=False)]
 Url = Annotated[str, Field(pattern=r"^https?://[^\s]+$", max_length=_MAX_TEXT)]
 HeaderName = Annotated[str, Field(pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$")]
@@ -72,8 +92,8 @@ class _Strict(BaseModel):
 class SecretRef(_Strict):
     """A credential by reference: the worker's secret `secret` (`DURABLE_TOOLS_SECRET_<NAME>`)."""
 
-    secret: Name
-    template: Text = "{}"
+    secret: SecretName
+    template: HeaderValue = "{}"
     """How the value is written, `{}` standing for the secret, e.g. `Bearer {}`."""
 
 
@@ -81,10 +101,10 @@ class HttpAuthRef(_Strict):
     """Worker-side credentials of an OpenAPI or HTTP source, by secret name."""
 
     kind: Literal["bearer", "header", "query"]
-    secret: Name
+    secret: SecretName
     name: Text | None = None
     """The header (kind `header`) or query parameter (kind `query`) carrying the secret."""
-    prefix: Text = ""
+    prefix: HeaderValue = ""
     """Written before the secret in a header (kind `header`)."""
 
     @model_validator(mode="after")
@@ -120,7 +140,7 @@ class McpSource(_Strict):
     name: Name
     """The tool-name prefix (`name__tool`), and how logs and errors name the server."""
     url: Url | None = None
-    headers: dict[HeaderName, Text | SecretRef] = Field(default_factory=dict, max_length=64)
+    headers: dict[HeaderName, HeaderValue | SecretRef] = Field(default_factory=dict, max_length=64)
     command: Text | None = None
     args: list[Text] = Field(default_factory=list, max_length=_MAX_LIST)
     env: dict[EnvName, Text | SecretRef] = Field(default_factory=dict, max_length=64)
@@ -141,6 +161,8 @@ class McpSource(_Strict):
             raise ValueError("`args`, `env` and `cwd` are for a server started by `command`")
         _no_inline_credentials("headers", self.headers)
         _no_inline_credentials("env", self.env)
+        if self.url is not None:
+            _no_url_credentials("url", self.url)
         if self.cwd is not None:
             _inside("cwd", self.cwd)
         return self
@@ -156,13 +178,17 @@ class OpenApiSource(_Strict):
     include: list[Text] | None = Field(default=None, max_length=_MAX_LIST)
     exclude: list[Text] = Field(default_factory=list, max_length=_MAX_LIST)
     auth: HttpAuthRef | None = None
-    headers: dict[HeaderName, Text] = Field(default_factory=dict, max_length=64)
+    headers: dict[HeaderName, HeaderValue] = Field(default_factory=dict, max_length=64)
     options: ToolDefaults = Field(default_factory=ToolDefaults)
 
     @model_validator(mode="after")
     def _checked(self) -> OpenApiSource:
         if not self.document.startswith(("http://", "https://")):
             _inside("document", self.document)
+        else:
+            _no_url_credentials("document", self.document)
+        if self.base_url is not None:
+            _no_url_credentials("base_url", self.base_url)
         _no_inline_credentials("headers", self.headers)
         return self
 
@@ -178,11 +204,12 @@ class HttpSource(_Strict):
     input_schema: dict[str, Any] | None = None
     query: list[Text] | None = Field(default=None, max_length=_MAX_LIST)
     auth: HttpAuthRef | None = None
-    headers: dict[HeaderName, Text] = Field(default_factory=dict, max_length=64)
+    headers: dict[HeaderName, HeaderValue] = Field(default_factory=dict, max_length=64)
     options: ToolDefaults = Field(default_factory=ToolDefaults)
 
     @model_validator(mode="after")
     def _checked(self) -> HttpSource:
+        _no_url_credentials("url", self.url)
         _no_inline_credentials("headers", self.headers)
         return self
 
@@ -223,6 +250,16 @@ class Project(_Strict):
     def root(self) -> Path:
         """The folder the file's paths start from: the project file's."""
         return self._root
+
+    def _paths(self) -> list[tuple[str, str]]:
+        """Each path the file names (key, path), relative to `root`."""
+        paths = [
+            (f"openapi.{i}.document", source.document)
+            for i, source in enumerate(self.openapi)
+            if not source.document.startswith(("http://", "https://"))
+        ]
+        paths += [(f"mcp.{i}.cwd", source.cwd) for i, source in enumerate(self.mcp) if source.cwd]
+        return paths
 
     async def registry(
         self, base: ToolRegistry | None = None, *, secrets: Mapping[str, str] | None = None
@@ -303,58 +340,140 @@ def load_project(path: str | Path) -> Project:
             names the file and each offending key).
     """
     file = Path(path)
-    try:
-        with file.open("rb") as stream:
-            raw = stream.read(MAX_PROJECT_BYTES + 1)
-    except OSError as error:
-        raise ProjectError(f"cannot read project file {file}: {error.strerror}") from None
-    if len(raw) > MAX_PROJECT_BYTES:
-        raise ProjectError(f"{file}: larger than {MAX_PROJECT_BYTES:,} bytes")
+    raw = _read(file)
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ProjectError(f"{file}: not valid TOML: {error}") from None
-    if (where := _non_finite(data)) is not None:
-        raise ProjectError(f"{file}: {where}: a number must be finite (no inf or nan)")
+    except RecursionError:
+        raise ProjectError(f"{file}: nested deeper than {_MAX_DEPTH} levels") from None
+    if (problem := _unfit_value(data) or _strict_tables(data)) is not None:
+        raise ProjectError(f"{file}: {problem}")
     try:
         project = Project.model_validate(data)
     except ValidationError as error:
         raise ProjectError(f"{file}: {_problems(error)}") from None
     project._root = file.resolve().parent
+    for key, place in project._paths():
+        if not (project.root / place).resolve().is_relative_to(project.root):
+            raise ProjectError(
+                f"{file}: {key}: must be a path inside the project's folder (it leaves it "
+                "through a symbolic link)"
+            )
     return project
 
 
-def _problems(error: ValidationError) -> str:
-    """Each problem as `key.path: message`, the given value never repeated (it may be a
-    credential the file should not hold)."""
+def _read(file: Path) -> bytes:
+    """The file's bytes, at most `MAX_PROJECT_BYTES + 1` of them.
+
+    Opened without blocking and checked before it is read: a FIFO (or a socket) would wait
+    for a writer, hanging the worker or the command that reads its project.
+    """
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise ProjectError(f"cannot read project file {file}: {error.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ProjectError(f"cannot read project file {file}: Is a directory")
+        if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
+            raise ProjectError(f"cannot read project file {file}: not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as stream:
+            raw = stream.read(MAX_PROJECT_BYTES + 1)
+    except OSError as error:
+        raise ProjectError(f"cannot read project file {file}: {error.strerror}") from None
+    finally:
+        os.close(fd)
+    if raw is None or len(raw) > MAX_PROJECT_BYTES:  # None: a device with nothing to read
+        raise ProjectError(f"{file}: larger than {MAX_PROJECT_BYTES:,} bytes")
+    return raw
+
+
+def _problems(error: ValidationError, table: str = "") -> str:
+    """Each problem as `key.path: message` (under `table`, the key of the table validated),
+    the given value never repeated (it may be a credential the file should not hold)."""
     return "; ".join(
-        (".".join(map(str, e["loc"])) or "(file)") + ": " + e["msg"].removeprefix("Value error, ")
+        (".".join(map(str, ([table] if table else []) + list(e["loc"]))) or "(file)")
+        + ": "
+        + e["msg"].removeprefix("Value error, ")
         for e in error.errors()[:10]
     )
 
 
-def _non_finite(value: Any, where: str = "") -> str | None:
-    """The key path of the first infinite or NaN number in `value` (TOML has both)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return where or "(file)"
-    if isinstance(value, dict):
-        items: Any = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
-    else:
-        return None
-    for key, item in items:
-        found = _non_finite(item, f"{where}.{key}" if where else str(key))
-        if found is not None:
-            return found
+def _unfit_value(data: Any) -> str | None:
+    """What is wrong with the parsed file before its schema is checked, naming the key: a
+    value nested deeper than `_MAX_DEPTH`, or an infinite or NaN number (TOML has both).
+    Walked without recursion, so no nesting can exhaust the stack."""
+    pending: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while pending:
+        value, where, depth = pending.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{where or '(file)'}: a number must be finite (no inf or nan)"
+        if isinstance(value, dict):
+            items: Any = value.items()
+        elif isinstance(value, list):
+            items = enumerate(value)
+        else:
+            continue
+        if depth >= _MAX_DEPTH:
+            return f"{where or '(file)'}: nested deeper than {_MAX_DEPTH} levels"
+        pending.extend(
+            (item, f"{where}.{key}" if where else str(key), depth + 1)
+            for key, item in reversed(list(items))
+        )
+    return None
+
+
+def _strict_tables(data: dict[str, Any]) -> str | None:
+    """The problems of the tables validated by the library's own models (`[policy]`,
+    `[limits]`, `[worker.model_limits.*]`), checked strictly as the rest of the file: TOML's
+    types kept (no `"5"` or `true` for a number). Validated as JSON, where a string may be
+    a literal and a list a tuple; the models stay lax for Python callers."""
+    worker = data.get("worker")
+    limits = worker.get("model_limits") if isinstance(worker, dict) else None
+    tables: list[tuple[str, type[BaseModel], Any]] = [
+        ("policy", ApprovalPolicy, data.get("policy")),
+        ("limits", Limits, data.get("limits")),
+    ]
+    if isinstance(limits, dict):
+        tables += [(f"worker.model_limits.{k}", ModelLimits, v) for k, v in limits.items()]
+    for key, model, table in tables:
+        if not isinstance(table, dict):
+            continue  # absent, or the schema names the wrong type
+        try:
+            model.model_validate_json(json.dumps(table, default=str), strict=True)
+        except ValidationError as error:
+            return _problems(error, key)
     return None
 
 
 def _inside(key: str, path: str) -> None:
-    """Refuse a path that is absolute or climbs out of the project's folder."""
+    """Refuse a path that is absolute or climbs out of the project's folder (by its text;
+    `load_project` then resolves symbolic links against the folder)."""
     pure = PurePosixPath(path.replace("\\", "/"))
     if pure.is_absolute() or ".." in pure.parts or "\x00" in path or re.match(r"^[A-Za-z]:", path):
         raise ValueError(f"`{key}` must be a path inside the project's folder, got {path[:80]!r}")
+
+
+def _no_url_credentials(key: str, url: str) -> None:
+    """Refuse a credential written into a URL: a `user:password@` or a query parameter named
+    like one. The URL is never repeated (the message names the key)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise ValueError(f"`{key}` is not a valid URL") from None
+    if "@" in parts.netloc:
+        raise ValueError(
+            f"`{key}` holds a user name or password (`user:password@`): give the credential "
+            'as a header or `auth` with { secret = "NAME" }, never in the URL'
+        )
+    for name, _ in parse_qsl(parts.query, keep_blank_values=True):
+        if _CREDENTIAL.search(name):
+            raise ValueError(
+                f"`{key}` has a query parameter named like a credential: give it as "
+                'auth = { kind = "query", name = "...", secret = "NAME" }, never in the URL'
+            )
 
 
 def _no_inline_credentials(key: str, values: Mapping[str, object]) -> None:
