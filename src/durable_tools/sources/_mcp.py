@@ -44,6 +44,7 @@ from ._provider import MAX_SOURCE_SCHEMA_BYTES, Discovered, apply_discovery, fin
 
 __all__ = [
     "MAX_MCP_SCHEMA_BYTES",
+    "McpProvider",
     "attach_mcp",
     "attach_mcp_sync",
     "mcp_owner",
@@ -124,7 +125,7 @@ def _both(
     return lambda identity: first(identity) and second(identity)
 
 
-def _register(
+def _discovered(
     registry: ToolRegistry,
     server: McpServer,
     listing: list[dict[str, Any]],
@@ -135,8 +136,8 @@ def _register(
     exclude: Collection[str] | None,
     per_tool: Mapping[str, ToolOptions] | None,
     defaults: Mapping[str, Any],
-    only_new: bool,
-) -> list[RegisteredTool]:
+) -> list[Discovered]:
+    """The server's listed tools (those selected) as `Discovered` tools of `registry`."""
     bad = _NOT_DEFAULTS & set(defaults)
     if bad:
         raise ToolRegistrationError(
@@ -217,6 +218,18 @@ def _register(
                 origin=mcp_name,
             )
         )
+    return discovered
+
+
+def _register(
+    registry: ToolRegistry,
+    server: McpServer,
+    listing: list[dict[str, Any]],
+    *,
+    only_new: bool,
+    **options: Any,
+) -> list[RegisteredTool]:
+    discovered = _discovered(registry, server, listing, **options)
     label = f"MCP server {server.label}"
     change = apply_discovery(registry, mcp_owner(server), label, discovered, initial=not only_new)
     return change.registered
@@ -435,3 +448,56 @@ def attach_mcp_sync(
     if follow_changes:
         call_pool.watch_tools(server, attachment.follow)
     return registered
+
+
+class McpProvider:
+    """An MCP server as a `ToolProvider`: `attach_mcp`'s discovery, read when asked.
+
+    A worker follows an MCP server's own `tools/list_changed` (`attach_mcp`); this is for
+    reading it on a schedule or on demand too (`ProviderRefresher`, `durable-tools tools
+    refresh`). Takes `attach_mcp`'s arguments.
+    """
+
+    def __init__(
+        self,
+        server: McpServer,
+        *,
+        prefix: str | None = None,
+        include: Collection[str] | None = None,
+        exclude: Collection[str] | None = None,
+        per_tool: Mapping[str, ToolOptions] | None = None,
+        pool: McpPool | None = None,
+        secrets: Mapping[str, str] | None = None,
+        **defaults: Unpack[ToolOptions],
+    ) -> None:
+        self.server = server
+        self.owner = mcp_owner(server)
+        self.label = f"MCP server {server.label}"
+        self._pool = pool
+        self._options: dict[str, Any] = {
+            "prefix": prefix,
+            "include": include,
+            "exclude": exclude,
+            "per_tool": per_tool,
+            "defaults": dict(defaults),
+        }
+        self._secrets = secrets
+
+    @property
+    def pool(self) -> McpPool:
+        """The sessions discovery and calls go through (the process-wide pool by default)."""
+        if self._pool is None:
+            self._pool = default_mcp_pool()
+        return self._pool
+
+    async def connect(self) -> None:
+        """Open the session to the server (listing its tools once)."""
+        await self.pool.list_tools(self.server, secrets=self._secrets)
+
+    async def discover(self, registry: ToolRegistry) -> list[Discovered]:
+        """List the server's tools again."""
+        listing = await self.pool.list_tools(self.server, secrets=self._secrets, refresh=True)
+        return _discovered(registry, self.server, listing, call_pool=self.pool, **self._options)
+
+    async def close(self) -> None:
+        """Nothing to close: the pool's sessions serve the tools' calls too."""

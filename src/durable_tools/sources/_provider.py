@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from durable_tools.tools import RegisteredTool, ToolRegistrationError, ToolRegistry
-from durable_tools.tools._registry import SchemaHandler
+from durable_tools.tools._schema_tools import SchemaHandler
 
 __all__ = [
     "MAX_SOURCE_SCHEMA_BYTES",
@@ -35,6 +35,7 @@ __all__ = [
     "apply_discovery",
     "check_schema_size",
     "fingerprint",
+    "owner_of",
     "recorded_discovery",
 ]
 
