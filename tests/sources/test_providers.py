@@ -269,3 +269,23 @@ async def test_a_run_waiting_for_approval_calls_the_operation_changed_meanwhile(
     # catalog names the dropped tool only.
     assert changed and "removed count_items" in changed[0]
     await assert_replays(history)
+
+
+async def test_a_project_document_with_refresh_seconds_is_read_again_by_its_refresher(
+    tmp_path: Path, changing_api: ChangingApi
+) -> None:
+    from durable_tools.worker import load_project
+
+    path = tmp_path / "durable-tools.toml"
+    path.write_text(f'[[openapi]]\ndocument = "{changing_api.document_url}"\nrefresh_seconds = 1\n')
+    project = load_project(path)
+    registry = await project.registry()
+    [refresher] = project.refreshers
+    assert refresher.every == 1.0 and "count_items" in registry
+    async with refresher:  # as `durable-tools worker` runs it beside the worker
+        changing_api.document["paths"].pop("/count")
+        for _ in range(200):
+            if registry.is_withdrawn("count_items"):
+                break
+            await asyncio.sleep(0.1)
+    assert registry.is_withdrawn("count_items")
