@@ -57,6 +57,8 @@ class ChangingApi:
     thread: threading.Thread
     document: dict[str, Any] = field(default_factory=dict)
     failing: bool = False
+    without_length: bool = False
+    """Send the document with no Content-Length (its end is the connection's close)."""
     reads: int = 0
     calls: list[str] = field(default_factory=list)
 
@@ -87,7 +89,8 @@ def start_changing_api() -> ChangingApi:
             body = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
+            if not api.without_length:
+                self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 

@@ -22,6 +22,7 @@ from durable_tools.sources import (
     OpenApiProvider,
     ProviderRefresher,
     ToolProvider,
+    _openapi_load,
 )
 from durable_tools.workflows.catalog._run_catalog import CATALOG_RECHECK
 from support import answer, assert_replays, calls, running_worker, wait_for, write_script
@@ -289,3 +290,19 @@ async def test_a_project_document_with_refresh_seconds_is_read_again_by_its_refr
                 break
             await asyncio.sleep(0.1)
     assert registry.is_withdrawn("count_items")
+
+
+@pytest.mark.parametrize("without_length", [False, True])
+async def test_a_document_grown_past_the_size_limit_is_refused_as_it_downloads(
+    changing_api: ChangingApi, monkeypatch: pytest.MonkeyPatch, without_length: bool
+) -> None:
+    monkeypatch.setattr(_openapi_load, "MAX_DOCUMENT_BYTES", 50_000)
+    registry = ToolRegistry()
+    refresher = refresher_for(registry, changing_api)
+    await refresher.attach()
+    before = registry.version()
+    changing_api.without_length = without_length  # a server that does not say its size
+    changing_api.document["info"]["description"] = "x" * 200_000
+    change = (await refresher.refresh())[refresher.providers[0].label]
+    assert not change and registry.version() == before
+    assert "MAX_DOCUMENT_BYTES" in refresher.errors[refresher.providers[0].label]

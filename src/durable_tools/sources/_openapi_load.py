@@ -24,10 +24,21 @@ from referencing.exceptions import Unresolvable
 from ._openapi_schema import OpenAPIError
 from ._openapi_swagger import swagger2_to_openapi3
 
-__all__ = ["MAX_EXTERNAL_DOCUMENTS", "inline_external_refs", "load_openapi"]
+__all__ = [
+    "MAX_DOCUMENT_BYTES",
+    "MAX_EXTERNAL_DOCUMENTS",
+    "inline_external_refs",
+    "load_openapi",
+]
 
 MAX_EXTERNAL_DOCUMENTS = 200
 """Most other documents one document may pull in through `$ref`s."""
+
+MAX_DOCUMENT_BYTES = 64_000_000
+"""Largest OpenAPI document (or referenced document) fetched from a URL. Large public APIs
+are ~10 MB (GitHub's REST API); one past this is refused as it downloads, not held in
+memory whole, so a document read again on a schedule cannot grow into the worker's
+memory."""
 
 
 def _parse(text: str, where: str) -> Any:
@@ -48,12 +59,38 @@ def _parse(text: str, where: str) -> Any:
 
 
 def _fetch(url: str, timeout: float) -> httpx.Response:
+    """GET `url`, reading at most `MAX_DOCUMENT_BYTES` of its body.
+
+    Raises:
+        OpenAPIError: the request failed, or the body is larger than the limit.
+    """
     try:
-        response = httpx.get(url, timeout=timeout, follow_redirects=True)
-        response.raise_for_status()
+        with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
+            response.raise_for_status()
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > MAX_DOCUMENT_BYTES:
+                raise OpenAPIError(_too_large(url, int(declared)))
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > MAX_DOCUMENT_BYTES:
+                    raise OpenAPIError(_too_large(url, len(body)))
     except httpx.HTTPError as exc:
         raise OpenAPIError(f"cannot fetch {url}: {exc}") from None
-    return response
+    # The body as read, in a response of its own (`.text` decodes it by its charset).
+    return httpx.Response(
+        response.status_code,
+        headers=response.headers,
+        content=bytes(body),
+        request=response.request,
+    )
+
+
+def _too_large(url: str, size: int) -> str:
+    return (
+        f"cannot fetch {url}: the document is over {MAX_DOCUMENT_BYTES:,} bytes "
+        f"({size:,} so far; MAX_DOCUMENT_BYTES)"
+    )
 
 
 def _retriever(*, allow_files: bool, timeout: float) -> Callable[[str], Resource[Any]]:
