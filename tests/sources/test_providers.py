@@ -306,3 +306,28 @@ async def test_a_document_grown_past_the_size_limit_is_refused_as_it_downloads(
     change = (await refresher.refresh())[refresher.providers[0].label]
     assert not change and registry.version() == before
     assert "MAX_DOCUMENT_BYTES" in refresher.errors[refresher.providers[0].label]
+
+
+async def test_a_project_plugins_worker_reads_its_documents_while_it_runs(
+    client: Client, task_queue: str, tmp_path: Path, changing_api: ChangingApi
+) -> None:
+    from temporalio.worker import Worker
+
+    from durable_tools.worker import load_project
+
+    path = tmp_path / "durable-tools.toml"
+    path.write_text(f'[[openapi]]\ndocument = "{changing_api.document_url}"\nrefresh_seconds = 1\n')
+    plugin = await load_project(path).plugin(secrets={})
+    registry = plugin.registry
+    reads_at_start = changing_api.reads
+    async with Worker(client, task_queue=task_queue, plugins=[plugin]):
+        changing_api.document["paths"].pop("/count")
+        for _ in range(200):
+            if registry.is_withdrawn("count_items"):
+                break
+            await asyncio.sleep(0.1)
+        assert registry.is_withdrawn("count_items")
+    assert changing_api.reads > reads_at_start
+    reads = changing_api.reads
+    await asyncio.sleep(1.5)
+    assert changing_api.reads == reads  # the schedule stopped with the worker

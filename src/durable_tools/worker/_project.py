@@ -322,6 +322,7 @@ class Project(_Strict):
             **options,
         }
         registry = await self.registry(base, secrets=secrets)
+        settings.setdefault("refreshers", self.refreshers)
         return DurableToolsPlugin(registry, secrets=secrets, **settings)
 
 
