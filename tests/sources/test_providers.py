@@ -18,6 +18,7 @@ from temporalio.client import Client
 from durable_tools import DurableTools, RunStatus, ToolContext, ToolRegistry
 from durable_tools.sources import (
     MAX_SOURCE_SCHEMA_BYTES,
+    A2AProvider,
     HttpProvider,
     OpenApiProvider,
     ProviderRefresher,
@@ -331,3 +332,32 @@ async def test_a_project_plugins_worker_reads_its_documents_while_it_runs(
     reads = changing_api.reads
     await asyncio.sleep(1.5)
     assert changing_api.reads == reads  # the schedule stopped with the worker
+
+
+async def test_a_large_document_read_again_changes_only_what_changed() -> None:
+    paths = {
+        f"/things{i}/{{item_id}}": item_operation(f"v{i}") for i in range(1000)
+    }  # 1,000 operations, one tool each
+    for i, operation in enumerate(paths.values()):
+        operation["get"]["operationId"] = f"get_thing_{i}"
+    big = document("https://api.example.com", paths)
+    registry = ToolRegistry()
+    provider = OpenApiProvider(big)
+    refresher = ProviderRefresher(registry, [provider])
+    assert len((await refresher.attach()).added) == 1000
+    version = registry.version()
+    assert not (await refresher.refresh())[provider.label]
+    assert registry.version() == version
+    big["paths"]["/things7/{item_id}"]["get"]["description"] = "Changed."
+    del big["paths"]["/things9/{item_id}"]
+    change = (await refresher.refresh())[provider.label]
+    assert (change.changed, change.removed, change.added) == (["get_thing_7"], ["get_thing_9"], [])
+    assert len(registry.catalog()) == 999
+
+
+def test_a_provider_names_its_source_without_credentials() -> None:
+    url = "https://robot:hunter2@api.example.com/spec.json?token=sk-SECRET-1"
+    for provider in (OpenApiProvider(url), A2AProvider(url)):
+        for text in (provider.label, provider.owner):
+            assert "hunter2" not in text and "sk-SECRET-1" not in text
+            assert "api.example.com/spec.json" in text
