@@ -361,3 +361,25 @@ def test_a_provider_names_its_source_without_credentials() -> None:
         for text in (provider.label, provider.owner):
             assert "hunter2" not in text and "sk-SECRET-1" not in text
             assert "api.example.com/spec.json" in text
+
+
+async def test_a_name_re_registered_over_a_source_tool_is_no_longer_the_sources(
+    changing_api: ChangingApi,
+) -> None:
+    registry = ToolRegistry()
+    refresher = refresher_for(registry, changing_api)
+    await refresher.attach()
+
+    def count_items() -> str:
+        """The operator's own count, put over the document's tool."""
+        return "mine"
+
+    registry.register(count_items, replace=True)
+    changing_api.document["paths"]["/count"]["get"]["description"] = "Changed."
+    change = (await refresher.refresh())[refresher.providers[0].label]
+    assert "count_items" in change.refused and not change.changed
+    changing_api.document["paths"].pop("/count")
+    change = (await refresher.refresh())[refresher.providers[0].label]
+    assert not change.removed and not registry.is_withdrawn("count_items")
+    result = await registry.invoke("count_items", {}, ctx("count_items"))
+    assert result.content[0].text == "mine"

@@ -47,10 +47,11 @@ every run's catalog and every model call's tool definitions: one that grew to me
 would fail every new run's start (its catalog over Temporal's payload limit). A real
 tool's schema is a few kilobytes."""
 
-_OWNERS: weakref.WeakKeyDictionary[ToolRegistry, dict[str, tuple[str, str]]] = (
+_OWNERS: weakref.WeakKeyDictionary[ToolRegistry, dict[str, tuple[str, str, RegisteredTool]]] = (
     weakref.WeakKeyDictionary()
 )
-"""Per registry: tool name -> (owner key of the source that registered it, fingerprint)."""
+"""Per registry: tool name -> (owner key of the source that registered it, fingerprint,
+the tool it registered). A name someone re-registered since is no longer the source's."""
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ def apply_discovery(
         replace = False
         if not initial and tool.name in registry:
             held = owners.get(tool.name)
-            if held is None or held[0] != owner:
+            if held is None or held[0] != owner or registry.get(tool.name) is not held[2]:
                 # Another source's tool (or a Python tool): a source must not take over
                 # a name by renaming its tool to it.
                 why = "the name of a tool it does not own"
@@ -196,12 +197,14 @@ def apply_discovery(
             logger.warning("%s: tool %r not registered: %s", label, tool.origin, error)
             change.refused[tool.name] = str(error)
             continue
-        owners[tool.name] = (owner, tool.fingerprint)
+        owners[tool.name] = (owner, tool.fingerprint, registered)
         change.registered.append(registered)
         (change.changed if replace else change.added).append(tool.name)
     if not initial:
-        for name, (held_by, _) in list(owners.items()):
+        for name, (held_by, _, mine) in list(owners.items()):
             if held_by != owner or name in offered or name not in registry:
+                continue
+            if registry.get(name) is not mine:  # re-registered by someone else since
                 continue
             if registry.withdraw(
                 name,
