@@ -38,6 +38,15 @@ async def call(registry: ToolRegistry, name: str, arguments: dict[str, Any]) -> 
     return json.loads(result.content[0].text)
 
 
+async def withdrawn_soon(registry: ToolRegistry, name: str) -> None:
+    """Wait (bounded: 20 s) until a scheduled read has withdrawn `name`."""
+    for _ in range(200):
+        if registry.is_withdrawn(name):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{name} was not withdrawn by a scheduled read within 20 s")
+
+
 def refresher_for(registry: ToolRegistry, api: ChangingApi, **options: Any) -> ProviderRefresher:
     provider = OpenApiProvider(api.document_url, **options)
     assert isinstance(provider, ToolProvider)
@@ -203,11 +212,7 @@ async def test_the_schedule_reads_the_document_again_until_closed(
     await refresher.attach()
     async with refresher:
         changing_api.document["paths"].pop("/count")
-        for _ in range(200):  # bounded: the schedule reads every second
-            if registry.is_withdrawn("count_items"):
-                break
-            await asyncio.sleep(0.1)
-        assert registry.is_withdrawn("count_items")
+        await withdrawn_soon(registry, "count_items")
     reads = changing_api.reads
     await asyncio.sleep(1.5)
     assert changing_api.reads == reads  # closed with the worker: no more reads
@@ -286,11 +291,7 @@ async def test_a_project_document_with_refresh_seconds_is_read_again_by_its_refr
     assert refresher.every == 1.0 and "count_items" in registry
     async with refresher:  # as `durable-tools worker` runs it beside the worker
         changing_api.document["paths"].pop("/count")
-        for _ in range(200):
-            if registry.is_withdrawn("count_items"):
-                break
-            await asyncio.sleep(0.1)
-    assert registry.is_withdrawn("count_items")
+        await withdrawn_soon(registry, "count_items")
 
 
 @pytest.mark.parametrize("without_length", [False, True])
@@ -323,11 +324,7 @@ async def test_a_project_plugins_worker_reads_its_documents_while_it_runs(
     reads_at_start = changing_api.reads
     async with Worker(client, task_queue=task_queue, plugins=[plugin]):
         changing_api.document["paths"].pop("/count")
-        for _ in range(200):
-            if registry.is_withdrawn("count_items"):
-                break
-            await asyncio.sleep(0.1)
-        assert registry.is_withdrawn("count_items")
+        await withdrawn_soon(registry, "count_items")
     assert changing_api.reads > reads_at_start
     reads = changing_api.reads
     await asyncio.sleep(1.5)
