@@ -160,7 +160,7 @@ class A2AServer:
             self.port = probe.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.state = AgentState()
-        card = agent_card(f"{self.url}/", streaming=streaming)
+        card = self.card = agent_card(f"{self.url}/", streaming=streaming)
         handler = DefaultRequestHandler(
             agent_executor=TestAgent(self.state),
             task_store=InMemoryTaskStore(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from openapi_changing_server import ChangingApi, start_changing_api
 from petstore_server import PetStore, start_petstore
 
 
@@ -16,3 +17,13 @@ def petstore() -> Iterator[PetStore]:
         yield store
     finally:
         store.stop()
+
+
+@pytest.fixture
+def changing_api() -> Iterator[ChangingApi]:
+    """An API whose OpenAPI document changes between reads (`openapi_changing_server`)."""
+    api = start_changing_api()
+    try:
+        yield api
+    finally:
+        api.stop()

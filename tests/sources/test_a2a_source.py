@@ -13,7 +13,14 @@ from a2a_test_server import A2AServer
 from temporalio.client import Client, WorkflowHandle
 
 from durable_tools import DurableTools, RunStatus, ToolContext, ToolRegistry
-from durable_tools.sources import A2AError, BearerSecret, attach_a2a, attach_a2a_sync
+from durable_tools.sources import (
+    A2AError,
+    A2AProvider,
+    BearerSecret,
+    ProviderRefresher,
+    attach_a2a,
+    attach_a2a_sync,
+)
 from durable_tools.sources._a2a_call import message_id_for
 from durable_tools.tools._progress import parse_beat
 from support import answer, assert_not_wedged, calls, running_worker, write_script
@@ -253,3 +260,27 @@ async def test_a_retried_attempt_follows_the_recorded_task(agent: A2AServer) -> 
     resumed = await registry.invoke("test_agent__echo", {"message": "once"}, retry)
     assert resumed.content[0].text == "echo: once"
     assert len(agent.state.messages) == 1  # the message was not sent again
+
+
+async def test_a_card_read_again_adds_changes_and_withdraws_skills(agent: A2AServer) -> None:
+    registry = ToolRegistry()
+    provider = A2AProvider(agent.url, prefix="test")
+    refresher = ProviderRefresher(registry, [provider])
+    await refresher.attach()
+    assert {"test__echo", "test__ask", "test__fail"} <= set(registry.names())
+    assert not (await refresher.refresh())[provider.label]  # the same card: nothing changes
+    # The agent drops a skill and rewords another, while the worker runs.
+    skills = agent.card.skills
+    kept = [s for s in skills if s.id != "fail"]
+    del skills[:]
+    skills.extend(kept)
+    for skill in skills:
+        if skill.id == "echo":
+            skill.description = "Repeats the message, loudly."
+    change = (await refresher.refresh())[provider.label]
+    assert change.changed == ["test__echo"] and change.removed == ["test__fail"]
+    assert "loudly" in registry.get("test__echo").spec.description
+    assert registry.is_withdrawn("test__fail")
+    agent.stop()  # the agent goes away: its tools stay as they were
+    assert not (await refresher.refresh())[provider.label]
+    assert provider.label in refresher.errors and "test__echo" in registry

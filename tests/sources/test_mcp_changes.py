@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from durable_tools.sources import McpPool, McpStdio, attach_mcp
+from durable_tools.sources import (
+    McpPool,
+    McpProvider,
+    McpStdio,
+    ProviderRefresher,
+    attach_mcp,
+    refresh_mcp,
+)
 from durable_tools.sources._mcp import MAX_MCP_SCHEMA_BYTES
 from durable_tools.sources._mcp_watch import MIN_REFRESH_INTERVAL
 from durable_tools.tools import TOOL_REPLACED, ToolContext, ToolEvent, ToolRegistry
@@ -122,3 +129,20 @@ async def test_a_flood_of_list_changed_lists_a_bounded_number_of_times(pool: Mcp
     bound = (loop.time() - began) / MIN_REFRESH_INTERVAL + 1
     assert 1 <= lists <= bound, (lists, bound)
     assert replaced == [] and registry.version() == version
+
+
+async def test_an_mcp_server_read_on_demand_through_its_provider(pool: McpPool) -> None:
+    registry = ToolRegistry()
+    provider = McpProvider(changing_server(), pool=pool)
+    refresher = ProviderRefresher(registry, [provider])
+    await refresher.attach()
+    assert registry.get("chg__lookup").spec.input_schema["required"] == ["city"]
+    assert not (await refresher.refresh())[provider.label]
+    # The server changes; nothing follows its notification here (no attach_mcp watch):
+    # the refresh reads it.
+    await registry.invoke("chg__add_units", {}, ctx("chg__add_units"))
+    change = (await refresher.refresh())[provider.label]
+    assert change.changed == ["chg__lookup"]
+    assert registry.get("chg__lookup").spec.input_schema["required"] == ["city", "units"]
+    # The same ownership as attach_mcp's: refresh_mcp agrees that the tools are this server's.
+    assert await refresh_mcp(registry, changing_server(), pool=pool) == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import traceback
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -52,6 +53,7 @@ from ._errors import CliError, connect_or_explain, translate_rpc_errors
 from ._output import dump_json, echo
 from ._policy_flags import approval_policy
 from ._project import project_from_args, project_registry
+from ._tools_refresh import compare_reads, default_state_path, read_digests, save_read
 from ._ui import run_link
 from ._watch import QUERY_TIMEOUT, query_quietly, render_progress
 
@@ -378,6 +380,39 @@ async def _show_from_server(
 # ------------------------------------------------------------------- runs, pending
 
 
+def _refresh_report(args: argparse.Namespace, registry: ToolRegistry) -> int:
+    """`tools refresh`: say what this read changed against the last one, and keep it."""
+    project_path = getattr(args, "project_file_path", None)
+    if project_path is None and not args.state:
+        raise CliError("tools refresh needs --project FILE (or --state FILE)", 2)
+    state = Path(args.state) if args.state else default_state_path(str(project_path))
+    now = read_digests(registry)
+    read = compare_reads(state, now)
+    save_read(state, now)
+    if args.json:
+        dump_json(
+            {
+                "added": read.added,
+                "changed": read.changed,
+                "removed": read.removed,
+                "first_read": read.first,
+            }
+        )
+        return 0
+    if read.first:
+        echo(f"first read: {len(now)} tools (kept in {state}; the next refresh compares)")
+    lines = [f"added {name}" for name in read.added if not read.first]
+    lines += [f"changed {name}" for name in read.changed]
+    lines += [f"removed {name}" for name in read.removed]
+    if not read.first:
+        echo("\n".join(lines) or "no changes since the last read")
+    echo(
+        "running workers pick changes up on their own: an OpenAPI document by its "
+        "refresh_seconds, an MCP server when it announces them; others at their restart"
+    )
+    return 0
+
+
 async def cmd_tools(args: argparse.Namespace) -> int:
     """Print a registry's model-visible schemas and safety rules: `--tools`'s, or a
     project file's (its module's and its sources', as its workers serve them)."""
@@ -388,6 +423,8 @@ async def cmd_tools(args: argparse.Namespace) -> int:
     if project is not None:
         registry = await project_registry(project, registry, secrets_from_env())
     assert registry is not None
+    if getattr(args, "action", None) == "refresh":
+        return _refresh_report(args, registry)
     every = registry.specs()
     specs = filter_specs(
         every,

@@ -325,6 +325,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tools", help="print the model-visible schemas of a registry")
     p.add_argument(
+        "action",
+        nargs="?",
+        choices=["refresh"],
+        help="refresh: read the project's sources again and print what changed since the "
+        "last read (running workers follow on their own schedule)",
+    )
+    p.add_argument(
+        "--state",
+        metavar="FILE",
+        help="refresh: where the last read is kept (default: .durable-tools/tools-read.json "
+        "beside the project file)",
+    )
+    p.add_argument(
         "--tools",
         metavar="MODULE[:ATTR]",
         help="the tool registry (with --project: under the file's sources)",

@@ -162,13 +162,17 @@ async def cmd_worker(args: argparse.Namespace) -> int:
     )
     for missing in missing_extras(registry):
         echo(f"warning: {missing}", err=True, flush=True)
-    run = asyncio.ensure_future(worker.run())
-    stopping = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({run, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    if not run.done():
-        echo("shutting down: finishing running tools ...", flush=True)
-        await worker.shutdown()
-    stopping.cancel()
+    async with contextlib.AsyncExitStack() as refreshing:
+        # Documents with `refresh_seconds` are read again while the worker runs.
+        for refresher in project.refreshers if project is not None else ():
+            await refreshing.enter_async_context(refresher)
+        run = asyncio.ensure_future(worker.run())
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({run, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not run.done():
+            echo("shutting down: finishing running tools ...", flush=True)
+            await worker.shutdown()
+        stopping.cancel()
     try:
         await run
     except Exception as error:  # the worker died on its own: say why, briefly

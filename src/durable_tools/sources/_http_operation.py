@@ -76,6 +76,20 @@ class HttpOperation:
         if self.safe_to_repeat is None:
             self.safe_to_repeat = self.method.upper() in IDEMPOTENT_METHODS
 
+    def describe_target(self) -> list[Any]:
+        """What the request goes to and how it is built (no credentials): a changed one
+        means a changed tool when its source is read again."""
+        return [
+            self.method,
+            self.url_template,
+            [repr(p) for p in self.parameters],
+            self.body_argument,
+            self.body_from_rest,
+            self.body_media_type,
+            self.accept,
+            sorted(self.headers),  # names only: values may be secrets
+        ]
+
     def bind(self, tool: RegisteredTool) -> RegisteredTool:
         """Take the timeout, name and repeat-safety from the registered tool's spec."""
         self.timeout = tool.spec.policy.start_to_close_timeout

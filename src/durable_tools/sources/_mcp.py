@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import hashlib
-import json
 import logging
 import re
 from collections.abc import Callable, Collection, Mapping
@@ -41,22 +40,23 @@ from ._mcp_call import make_handler, offered_check
 from ._mcp_extras import register_extras
 from ._mcp_pool import McpPool, default_mcp_pool
 from ._mcp_servers import McpServer, McpStdio
+from ._provider import MAX_SOURCE_SCHEMA_BYTES, Discovered, apply_discovery, fingerprint
 
 __all__ = [
     "MAX_MCP_SCHEMA_BYTES",
+    "McpProvider",
     "attach_mcp",
     "attach_mcp_sync",
+    "mcp_owner",
     "mcp_tool_name",
     "refresh_mcp",
 ]
 
 logger = logging.getLogger("durable_tools.sources.mcp")
 
-MAX_MCP_SCHEMA_BYTES = 256_000
-"""Largest input schema (as JSON) an MCP tool may have. A server's schema reaches every
-run's catalog and every model call's tool definitions: one that grew to megabytes would
-fail every new run's start (its catalog over Temporal's payload limit). A real tool's
-schema is a few kilobytes."""
+MAX_MCP_SCHEMA_BYTES = MAX_SOURCE_SCHEMA_BYTES
+"""Largest input schema (as JSON) an MCP tool may have: every source's limit
+(`MAX_SOURCE_SCHEMA_BYTES`), under the name MCP users know."""
 
 _INVALID = re.compile(r"[^a-z0-9_]")
 _NOT_DEFAULTS = frozenset({"name", "aliases", "examples", "label"})
@@ -125,7 +125,7 @@ def _both(
     return lambda identity: first(identity) and second(identity)
 
 
-def _register(
+def _discovered(
     registry: ToolRegistry,
     server: McpServer,
     listing: list[dict[str, Any]],
@@ -136,8 +136,8 @@ def _register(
     exclude: Collection[str] | None,
     per_tool: Mapping[str, ToolOptions] | None,
     defaults: Mapping[str, Any],
-    only_new: bool,
-) -> list[RegisteredTool]:
+) -> list[Discovered]:
+    """The server's listed tools (those selected) as `Discovered` tools of `registry`."""
     bad = _NOT_DEFAULTS & set(defaults)
     if bad:
         raise ToolRegistrationError(
@@ -161,7 +161,7 @@ def _register(
             "per_tool names %r, which MCP server %s does not offer", unknown, server.label
         )
 
-    registered: list[RegisteredTool] = []
+    discovered: list[Discovered] = []
     taken: set[str] = set()
     for tool in listing:
         mcp_name = str(tool["name"])
@@ -175,26 +175,6 @@ def _register(
                 max_length=registry.max_name_length,
             )
         taken.add(name)
-        fingerprint = _fingerprint(tool)
-        replace = False
-        if only_new and name in registry:
-            existing = registry.get(name).fn
-            if getattr(existing, "mcp_source", None) != (server.key(), mcp_name):
-                # Another source's tool (or another server's): a server must not take
-                # over a name by renaming its tool to it.
-                logger.warning(
-                    "MCP server %s now offers %r as %s, the name of a tool it does not own: "
-                    "not registered",
-                    server.label,
-                    mcp_name,
-                    name,
-                )
-                continue
-            if getattr(
-                existing, "mcp_fingerprint", None
-            ) == fingerprint and not registry.is_withdrawn(name):
-                continue  # unchanged
-            replace = True  # a changed schema, description or annotations, or back again
         annotations = tool.get("annotations") or {}
         options: dict[str, Any] = {
             "description": tool.get("description")
@@ -215,50 +195,49 @@ def _register(
         options["visible_to"] = _both(
             offered_check(call_pool, server, mcp_name), options.get("visible_to")
         )
-        handler = make_handler(call_pool, server, mcp_name, registry, name)
-        handler.mcp_fingerprint = fingerprint
         input_schema = tool.get("inputSchema") or {"type": "object"}
-        try:
-            _check_schema_size(server, mcp_name, input_schema)
-            registered.append(
-                registry.register_schema(
-                    handler, input_schema=input_schema, replace=replace, **options
-                )
-            )
-        except ToolRegistrationError as error:
-            if not only_new:
-                raise
-            # One bad tool in a changed list must not keep the others from following.
-            logger.warning(
-                "MCP server %s: tool %r not registered: %s", server.label, mcp_name, error
-            )
-    if only_new:
-        key = server.key()
-        for tool_ in registry.tools():
-            source = getattr(tool_.fn, "mcp_source", None)
-            if source is not None and source[0] == key and source[1] not in seen:
-                registry.withdraw(
-                    tool_.spec.name,
-                    reason=f"is no longer offered by MCP server {server.label}; a call from "
-                    "a run that still lists it gets a tool error",
-                )
-    return registered
 
+        def register(
+            replace: bool,
+            mcp_name: str = mcp_name,
+            name: str = name,
+            input_schema: Any = input_schema,
+            options: dict[str, Any] = options,
+        ) -> RegisteredTool:
+            handler = make_handler(call_pool, server, mcp_name, registry, name)
+            return registry.register_schema(
+                handler, input_schema=input_schema, replace=replace, **options
+            )
 
-def _check_schema_size(server: McpServer, mcp_name: str, schema: Any) -> None:
-    size = len(json.dumps(schema, separators=(",", ":"), default=str))
-    if size > MAX_MCP_SCHEMA_BYTES:
-        raise ToolRegistrationError(
-            f"MCP server {server.label} offers {mcp_name!r} with an input schema of {size:,} "
-            f"bytes, over the {MAX_MCP_SCHEMA_BYTES:,}-byte limit (MAX_MCP_SCHEMA_BYTES)",
-            rule="schema",
+        discovered.append(
+            Discovered(
+                name=name,
+                fingerprint=fingerprint(tool),
+                register=register,
+                input_schema=input_schema,
+                origin=mcp_name,
+            )
         )
+    return discovered
 
 
-def _fingerprint(listing_entry: Mapping[str, Any]) -> str:
-    """A digest of one tool of a server's listing: a changed one replaces the tool."""
-    text = json.dumps(listing_entry, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+def _register(
+    registry: ToolRegistry,
+    server: McpServer,
+    listing: list[dict[str, Any]],
+    *,
+    only_new: bool,
+    **options: Any,
+) -> list[RegisteredTool]:
+    discovered = _discovered(registry, server, listing, **options)
+    label = f"MCP server {server.label}"
+    change = apply_discovery(registry, mcp_owner(server), label, discovered, initial=not only_new)
+    return change.registered
+
+
+def mcp_owner(server: McpServer) -> str:
+    """The provider owner key of an MCP server (see `ToolProvider.owner`)."""
+    return f"mcp:{server.key()}"
 
 
 @dataclass
@@ -469,3 +448,56 @@ def attach_mcp_sync(
     if follow_changes:
         call_pool.watch_tools(server, attachment.follow)
     return registered
+
+
+class McpProvider:
+    """An MCP server as a `ToolProvider`: `attach_mcp`'s discovery, read when asked.
+
+    A worker follows an MCP server's own `tools/list_changed` (`attach_mcp`); this is for
+    reading it on a schedule or on demand too (`ProviderRefresher`, `durable-tools tools
+    refresh`). Takes `attach_mcp`'s arguments.
+    """
+
+    def __init__(
+        self,
+        server: McpServer,
+        *,
+        prefix: str | None = None,
+        include: Collection[str] | None = None,
+        exclude: Collection[str] | None = None,
+        per_tool: Mapping[str, ToolOptions] | None = None,
+        pool: McpPool | None = None,
+        secrets: Mapping[str, str] | None = None,
+        **defaults: Unpack[ToolOptions],
+    ) -> None:
+        self.server = server
+        self.owner = mcp_owner(server)
+        self.label = f"MCP server {server.label}"
+        self._pool = pool
+        self._options: dict[str, Any] = {
+            "prefix": prefix,
+            "include": include,
+            "exclude": exclude,
+            "per_tool": per_tool,
+            "defaults": dict(defaults),
+        }
+        self._secrets = secrets
+
+    @property
+    def pool(self) -> McpPool:
+        """The sessions discovery and calls go through (the process-wide pool by default)."""
+        if self._pool is None:
+            self._pool = default_mcp_pool()
+        return self._pool
+
+    async def connect(self) -> None:
+        """Open the session to the server (listing its tools once)."""
+        await self.pool.list_tools(self.server, secrets=self._secrets)
+
+    async def discover(self, registry: ToolRegistry) -> list[Discovered]:
+        """List the server's tools again."""
+        listing = await self.pool.list_tools(self.server, secrets=self._secrets, refresh=True)
+        return _discovered(registry, self.server, listing, call_pool=self.pool, **self._options)
+
+    async def close(self) -> None:
+        """Nothing to close: the pool's sessions serve the tools' calls too."""

@@ -26,10 +26,21 @@ from durable_tools.tools._scrub import display_url
 from ._openapi_schema import OpenAPIError
 from ._openapi_swagger import swagger2_to_openapi3
 
-__all__ = ["MAX_EXTERNAL_DOCUMENTS", "inline_external_refs", "load_openapi"]
+__all__ = [
+    "MAX_DOCUMENT_BYTES",
+    "MAX_EXTERNAL_DOCUMENTS",
+    "inline_external_refs",
+    "load_openapi",
+]
 
 MAX_EXTERNAL_DOCUMENTS = 200
 """Most other documents one document may pull in through `$ref`s."""
+
+MAX_DOCUMENT_BYTES = 64_000_000
+"""Largest OpenAPI document (or referenced document) fetched from a URL. Large public APIs
+are ~10 MB (GitHub's REST API); one past this is refused as it downloads, not held in
+memory whole, so a document read again on a schedule cannot grow into the worker's
+memory."""
 
 
 def _parse(text: str, where: str) -> Any:
@@ -50,9 +61,22 @@ def _parse(text: str, where: str) -> Any:
 
 
 def _fetch(url: str, timeout: float) -> httpx.Response:
+    """GET `url`, reading at most `MAX_DOCUMENT_BYTES` of its body.
+
+    Raises:
+        OpenAPIError: the request failed, or the body is larger than the limit.
+    """
     try:
-        response = httpx.get(url, timeout=timeout, follow_redirects=True)
-        response.raise_for_status()
+        with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
+            response.raise_for_status()
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > MAX_DOCUMENT_BYTES:
+                raise OpenAPIError(_too_large(url, int(declared)))
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > MAX_DOCUMENT_BYTES:
+                    raise OpenAPIError(_too_large(url, len(body)))
     except httpx.HTTPStatusError as exc:  # its text repeats the URL
         status = exc.response.status_code
         raise OpenAPIError(f"cannot fetch {display_url(url)}: HTTP {status}") from None
@@ -60,7 +84,20 @@ def _fetch(url: str, timeout: float) -> httpx.Response:
         shown = display_url(url)
         reason = str(exc).replace(url, shown) or type(exc).__name__
         raise OpenAPIError(f"cannot fetch {shown}: {reason}") from None
-    return response
+    # The body as read, in a response of its own (`.text` decodes it by its charset).
+    return httpx.Response(
+        response.status_code,
+        headers=response.headers,
+        content=bytes(body),
+        request=response.request,
+    )
+
+
+def _too_large(url: str, size: int) -> str:
+    return (
+        f"cannot fetch {display_url(url)}: the document is over {MAX_DOCUMENT_BYTES:,} bytes "
+        f"({size:,} so far; MAX_DOCUMENT_BYTES)"
+    )
 
 
 def _retriever(*, allow_files: bool, timeout: float) -> Callable[[str], Resource[Any]]:

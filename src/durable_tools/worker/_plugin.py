@@ -22,11 +22,11 @@ on the runs' queue, where under load their leases wait behind the runs' workflow
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client
 from temporalio.common import WorkerDeploymentVersion
@@ -34,6 +34,9 @@ from temporalio.converter import DataConverter, PayloadCodec
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+if TYPE_CHECKING:
+    from durable_tools.sources import ProviderRefresher
 
 from durable_tools._activities import (
     Evaluator,
@@ -145,6 +148,9 @@ class DurableToolsPlugin(SimplePlugin):
             `AgentConfig.tool_selector` names one is offered, at each model turn, only the
             tools it chooses. They run in workflow code: deterministic functions of the
             `ToolSelection` they get. Give every worker of the task queue the same.
+        refreshers: `ProviderRefresher`s run while each worker of the plugin runs (their
+            scheduled reads of OpenAPI documents and A2A cards start with the first worker
+            and stop with the last); `Project.plugin()` passes the project's.
     """
 
     def __init__(
@@ -163,8 +169,10 @@ class DurableToolsPlugin(SimplePlugin):
         model_limits: Mapping[str, ModelLimits] | None = None,
         require_identity: bool = False,
         tool_selectors: Mapping[str, ToolSelector] | None = None,
+        refreshers: Sequence[ProviderRefresher] = (),
     ) -> None:
         self.registry = registry
+        self.refreshers = tuple(refreshers)
         self.model_limits = checked_model_limits(model_limits or {})
         self.deployment_version = (
             None
@@ -212,7 +220,16 @@ class DurableToolsPlugin(SimplePlugin):
             activities=activities,
             workflow_runner=_with_passthrough,
             interceptors=[ToolSelectorsInterceptor(tool_selectors)] if tool_selectors else None,
+            run_context=self._refreshing if self.refreshers else None,
         )
+
+    @asynccontextmanager
+    async def _refreshing(self) -> AsyncIterator[None]:
+        """The refreshers' schedules, for as long as a worker of the plugin runs."""
+        async with AsyncExitStack() as stack:
+            for refresher in self.refreshers:
+                await stack.enter_async_context(refresher)
+            yield
 
     def _data_converter(self, existing: DataConverter | None) -> DataConverter:
         return with_durable_conversion(existing, self.payload_codec)

@@ -23,7 +23,7 @@ import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import (
@@ -42,6 +42,9 @@ from durable_tools.protocol._types import Limits
 from durable_tools.tools._registry import ToolRegistry
 from durable_tools.worker._build import load_registry, secrets_from_env
 from durable_tools.worker._plugin import DurableToolsPlugin
+
+if TYPE_CHECKING:
+    from durable_tools.sources import ProviderRefresher
 
 __all__ = [
     "MAX_PROJECT_BYTES",
@@ -180,6 +183,10 @@ class OpenApiSource(_Strict):
     auth: HttpAuthRef | None = None
     headers: dict[HeaderName, HeaderValue] = Field(default_factory=dict, max_length=64)
     options: ToolDefaults = Field(default_factory=ToolDefaults)
+    refresh_seconds: float | None = Field(default=None, ge=1, le=_WEEK, allow_inf_nan=False)
+    """Read the document again this often while the worker runs (`ProviderRefresher`):
+    changed operations replace their tools, dropped ones are withdrawn. None: only at
+    worker start."""
 
     @model_validator(mode="after")
     def _checked(self) -> OpenApiSource:
@@ -235,6 +242,7 @@ class Project(_Strict):
     """A parsed project file (`load_project`)."""
 
     _root: Path = PrivateAttr(default_factory=Path.cwd)
+    _refreshers: list[Any] = PrivateAttr(default_factory=list)
     task_queue: Annotated[str, Field(pattern=r"^[^\s]{1,200}$")] | None = None
     tools: Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$")] | None = None
     """A Python module holding a `ToolRegistry` (`MODULE[:ATTR]`), if the project has one."""
@@ -272,7 +280,12 @@ class Project(_Strict):
             McpConnectionError, OpenAPIError: a source cannot be reached or read.
         """
         # Imported here: the sources pull in HTTP libraries a workflow sandbox must not see.
-        from durable_tools.sources import attach_mcp, attach_openapi, http_tool
+        from durable_tools.sources import (
+            OpenApiProvider,
+            ProviderRefresher,
+            attach_mcp,
+            http_tool,
+        )
 
         registry = base
         if registry is None:
@@ -290,19 +303,28 @@ class Project(_Strict):
                 secrets=secrets,
                 **server.options.options(),
             )
+        refreshers: list[ProviderRefresher] = []
         for document in self.openapi:
             where = document.document
-            attach_openapi(
+            refresher = ProviderRefresher(
                 registry,
-                where if where.startswith(("http://", "https://")) else self.root / where,
-                base_url=document.base_url,
-                prefix=document.prefix,
-                include=document.include,
-                exclude=document.exclude,
-                auth=_http_auth(document.auth),
-                headers=document.headers,
-                defaults=document.options.options(),
+                [
+                    OpenApiProvider(
+                        where if where.startswith(("http://", "https://")) else self.root / where,
+                        base_url=document.base_url,
+                        prefix=document.prefix,
+                        include=document.include,
+                        exclude=document.exclude,
+                        auth=_http_auth(document.auth),
+                        headers=document.headers,
+                        defaults=document.options.options(),
+                    )
+                ],
+                every=document.refresh_seconds,
             )
+            await refresher.attach()
+            refreshers.append(refresher)
+        self._refreshers = refreshers
         for endpoint in self.http:
             http_tool(
                 registry,
@@ -318,6 +340,14 @@ class Project(_Strict):
             )
         return registry
 
+    @property
+    def refreshers(self) -> list[ProviderRefresher]:
+        """One `ProviderRefresher` per OpenAPI document, made by the last `registry()`:
+        run them while the worker runs (`async with refresher:`; `durable-tools worker`
+        does) so that documents with `refresh_seconds` are read again on their schedule;
+        `refresh()` reads one at once."""
+        return list(self._refreshers)
+
     async def plugin(self, base: ToolRegistry | None = None, **options: Any) -> DurableToolsPlugin:
         """A `DurableToolsPlugin` for the project's tools, identity rule and model limits;
         secrets from `DURABLE_TOOLS_SECRET_*` unless `options` gives `secrets=`, and any
@@ -329,6 +359,7 @@ class Project(_Strict):
             **options,
         }
         registry = await self.registry(base, secrets=secrets)
+        settings.setdefault("refreshers", self.refreshers)
         return DurableToolsPlugin(registry, secrets=secrets, **settings)
 
 
