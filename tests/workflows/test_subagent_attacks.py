@@ -47,6 +47,7 @@ from support import (
     assert_not_wedged,
     assert_replays,
     calls,
+    notice_token,
     running_worker,
     wait_for,
     write_script,
@@ -141,13 +142,6 @@ async def details_of(run: AgentRun) -> str:
     return metadata.current_details
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a notice signalled by anyone, naming the running child and its real "
-    "call id and hash, relabels the child's call (tool, summary) in the parent's status, "
-    "details and approve command; gates/_subagent_waits.accept_subagent_notice cannot "
-    "tell the child's notice from a forged one",
-)
 async def test_a_forged_notice_cannot_relabel_the_childs_real_call(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -167,12 +161,6 @@ async def test_a_forged_notice_cannot_relabel_the_childs_real_call(
     assert "read the weather" not in details
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a notice dated up to MAX_NOTICE_SKEW (5 min) ahead with no waits hides "
-    "the child's wait from the parent (status, PendingApprovals) and makes the parent drop "
-    "the child's own later notices until then (ordered by the sender's sent_at)",
-)
 async def test_a_forged_notice_dated_ahead_cannot_hide_the_childs_wait(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -188,12 +176,6 @@ async def test_a_forged_notice_dated_ahead_cannot_hide_the_childs_wait(
     assert snapshot.status == RunStatus.AWAITING_APPROVAL
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a forged notice's `more` (up to 1,000,000) is added to the parent's "
-    "PendingApprovals search attribute (observe/_subagents.relayed_count): 1000001 in the "
-    "Temporal UI's lists and the inbox's rows of runs it cannot ask",
-)
 async def test_a_forged_notice_cannot_inflate_the_parents_pending_count(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -222,12 +204,6 @@ async def start_stranger(
     return stranger, pending.arguments_hash
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a forged notice makes the parent show an unrelated run's call as its "
-    "sub-agent's: accept_subagent_notice only checks that the wait's run id starts with "
-    "the child's id + '.', and anyone may start a run with such an id",
-)
 async def test_a_forged_notice_cannot_show_an_unrelated_runs_call_as_the_childs(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -255,10 +231,11 @@ async def test_deciding_through_the_parent_never_reaches_a_run_a_notice_names(
     async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
         child_id = f"{run.run_id}.r1"
         stranger, digest = await start_stranger(client, task_queue, tmp_path, f"{child_id}.x")
-        forged = notice(
+        forged = notice(  # with the child's token: taken, whatever it says
             child_id,
             wait_of(child_id, "pub", real.arguments_hash, tool="read_weather"),
             wait_of(stranger.run_id, "evil", digest),
+            token=await notice_token(client, child_id),
         )
         await settled(run, forged)
         with pytest.raises(NothingPending):
@@ -434,7 +411,8 @@ async def test_a_notice_cannot_put_bidi_or_zero_width_characters_in_the_parents_
         hostile = wait_of(
             child_id, "pub", real.arguments_hash, tool="publish\u202e", summary=HOSTILE
         )
-        forged = notice(child_id, hostile)
+        # With the child's token (a sub-agent's own text, or a reader of its input).
+        forged = notice(child_id, hostile, token=await notice_token(client, child_id))
         await settled(run, forged)
         details = await details_of(run)
         await run.cancel("test over")
@@ -546,13 +524,6 @@ async def test_following_a_tree_of_sub_agents_stays_within_its_bound(
     assert len(followed.subagents) <= 2, followed.subagents
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: the commands printed for a sub-agent's wait (`pending`, `show`) leave out "
-    "`--as NAME` when the child's policy names its deciders (SubagentWait carries no "
-    "deciders; client/render/_text.approval_commands adds it for PendingApproval only): "
-    "run as printed it decides as $USER and is refused (NotADecider)",
-)
 async def test_the_printed_command_for_a_childs_named_deciders_says_who_decides(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -581,7 +552,8 @@ async def test_a_notices_hostile_text_prints_terminal_safe_in_the_events(
         accepted = wait_of(child_id, "pub", real.arguments_hash, tool=tool)
         stranger = "x\x1b]8;;http://evil\x07\u202e"
         refused = notice(stranger, wait_of(stranger, "c", "0" * 64), seq=0)
-        await settled(run, notice(child_id, accepted), refused)
+        token = await notice_token(client, child_id)
+        await settled(run, notice(child_id, accepted, token=token), refused)
         events = [
             e
             for e in await run.events(subagents=False)
@@ -602,7 +574,7 @@ async def test_show_prints_the_childs_own_call_over_a_forged_label(
     executed: list[str] = []
     async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
         lie = wait_of(real.run_id, "pub", real.arguments_hash, summary="read the weather")
-        await settled(run, notice(real.run_id, lie))
+        await settled(run, notice(real.run_id, lie, token=await notice_token(client, real.run_id)))
         code, out, err = await cli(capsys, "show", run.run_id)
         await run.cancel("test over")
     assert code == 0, err

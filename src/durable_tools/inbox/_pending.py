@@ -344,6 +344,19 @@ async def _page_of_runs(
     return listing.current_page or [], _encode_cursor(listing.next_page_token)
 
 
+def _listed(
+    user: User, deciders: Sequence[str] | None, decider: str | None, everything: bool
+) -> bool | None:
+    """Whether a call `deciders` may decide (empty: anyone; None: not told, as by a
+    sub-agent of the previous release) is listed for `user`: None when the `decider`
+    filter leaves it out, False when it is hidden from them (counted as hidden)."""
+    if deciders is None:
+        return None if decider else everything
+    if decider and deciders and decider not in deciders:
+        return None
+    return everything or decider_for(user, deciders) is not None
+
+
 async def list_pending(
     tools: DurableTools,
     queries: RunQueries,
@@ -394,20 +407,26 @@ async def list_pending(
         prefix, snapshot = answer
         waits = other_waits(run.id, name, snapshot, prefix)
         result.waits += [w for w in waits if not tool or w.tool == tool]
-        result.subagents += [
-            SubagentItem(run.id, name, wait)
-            for wait in snapshot.subagent_approvals
-            if not tool or wait.tool == tool
-        ]
+        for wait in snapshot.subagent_approvals:
+            if tool and wait.tool != tool:
+                continue
+            listed = _listed(user, wait.deciders, decider, everything)
+            if listed is None:
+                continue
+            if not listed:
+                result.hidden += 1
+                continue
+            result.subagents.append(SubagentItem(run.id, name, wait))
         for approval in snapshot.pending_approvals:
             if tool and approval.tool != tool:
                 continue
-            if decider and approval.deciders and decider not in approval.deciders:
+            listed = _listed(user, approval.deciders, decider, everything)
+            if listed is None:
                 continue
-            mine = decider_for(user, approval.deciders) is not None
-            if not mine and not everything:
+            if not listed:
                 result.hidden += 1
                 continue
+            mine = decider_for(user, approval.deciders) is not None
             result.items.append(PendingItem(run.id, name, approval, may_decide=mine))
     result.items.sort(key=lambda item: item.requested_at, reverse=True)
     result.waits.sort(key=lambda wait: wait.since, reverse=True)

@@ -179,7 +179,7 @@ def approval_commands(
     digest = terminal_safe(shlex.quote(approval.arguments_hash))
     # Named deciders: say who decides (a group's member as themselves; the CLI checks the
     # membership in the inbox's tokens file and records `NAME via group:G`).
-    who = " --as NAME" if isinstance(approval, PendingApproval) and approval.deciders else ""
+    who = " --as NAME" if approval.deciders else ""
     if prefix:
         who += f" --prefix {terminal_safe(shlex.quote(prefix))}"
     return [
