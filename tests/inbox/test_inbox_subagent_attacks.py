@@ -227,12 +227,6 @@ async def test_hostile_html_in_a_notice_is_escaped_on_the_inbox_pages(
     assert api["subagent_waits"][0]["tool"] == tool  # the API gives the data as it is
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: bidi overrides and zero-width characters in a notice's summary and "
-    "tool reach the inbox pages as they are (no <bdi>/escape outside the summary's marked "
-    "values): an RLO in a summary reorders the rest of the row",
-)
 async def test_bidi_and_zero_width_characters_of_a_notice_do_not_reach_the_pages(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:

@@ -395,13 +395,6 @@ async def test_many_children_waiting_stay_listed_counted_and_decidable_through_t
 HOSTILE = "\u202eevil\u200b\x1b[2J<img src=x onerror=alert(1)>`](http://x)\n\n# ok"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a notice's summary/tool reach the parent's details (the Temporal UI's "
-    "markdown) with bidi overrides and zero-width characters as sent: SubagentWait "
-    "checks no characters and observe/_visibility._unticked only replaces backticks and "
-    "control characters (a child's own summary never carries them: render_summary neutralizes)",
-)
 async def test_a_notice_cannot_put_bidi_or_zero_width_characters_in_the_parents_details(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -440,12 +433,6 @@ def test_the_cli_prints_a_hostile_wait_terminal_safe() -> None:
     assert len(out.splitlines()) == 5  # the newlines in the summary did not add lines
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: zero-width characters in a wait's call id or summary print as they are "
-    "(client/render/_text.terminal_safe leaves U+200B..U+200D, U+2060, U+FEFF): 'pub' and "
-    "'pub\\u200b' look the same in `pending`/`show`",
-)
 def test_the_cli_shows_zero_width_characters_of_a_wait() -> None:
     wait = hostile_wait().model_copy(update={"call_id": "pub\u200b", "summary": "pay\ufeff 1"})
     out = render_subagent_wait("parent", wait)
