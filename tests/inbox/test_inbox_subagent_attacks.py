@@ -273,13 +273,6 @@ async def test_a_long_summary_relayed_keeps_model_text_marked(
     assert section[:at].endswith('title="written by the model">'), section[at - 80 : at]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: two sub-agents waiting under the same call id (scripted or small models "
-    "number their calls) get the same link on the parent's page, /runs/PARENT/calls/c1, "
-    "whose page (inbox/_data.find_call -> AgentRun.find_approval) shows the first child's "
-    "call: the second row opens the first child's call, the second's is out of reach",
-)
 async def test_each_sub_agent_wait_links_to_its_own_call_page(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
