@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pytest
 from inbox_support import csrf_token, http, login, make_app, make_users
 from temporalio.client import Client
 
