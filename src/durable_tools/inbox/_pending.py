@@ -344,19 +344,6 @@ async def _page_of_runs(
     return listing.current_page or [], _encode_cursor(listing.next_page_token)
 
 
-def _listed(
-    user: User, deciders: Sequence[str] | None, decider: str | None, everything: bool
-) -> bool | None:
-    """Whether a call `deciders` may decide (empty: anyone; None: not told, as by a
-    sub-agent of the previous release) is listed for `user`: None when the `decider`
-    filter leaves it out, False when it is hidden from them (counted as hidden)."""
-    if deciders is None:
-        return None if decider else everything
-    if decider and deciders and decider not in deciders:
-        return None
-    return everything or decider_for(user, deciders) is not None
-
-
 async def list_pending(
     tools: DurableTools,
     queries: RunQueries,
@@ -391,6 +378,19 @@ async def list_pending(
     runs, next_cursor = await _page_of_runs(tools, query, page_size, cursor)
     answers = await asyncio.gather(*(queries.snapshot(run) for run in runs), return_exceptions=True)
     result = PendingList(next_cursor=next_cursor)
+
+    def listed(call_tool: str, deciders: Sequence[str] | None) -> bool:
+        """Whether a call of `call_tool` that `deciders` may decide (empty: anyone; None:
+        not told, as by a sub-agent of the previous release) is listed for `user`; one the
+        filters keep but `user` may not decide is counted as hidden instead."""
+        if tool and call_tool != tool:
+            return False
+        if decider and (deciders is None or (deciders and decider not in deciders)):
+            return False
+        shown = everything or (deciders is not None and decider_for(user, deciders) is not None)
+        result.hidden += not shown
+        return shown
+
     for run, answer in zip(runs, answers, strict=True):
         name = run.typed_search_attributes.get(sa.AGENT_NAME)
         if isinstance(answer, BaseException):
@@ -407,27 +407,21 @@ async def list_pending(
         prefix, snapshot = answer
         waits = other_waits(run.id, name, snapshot, prefix)
         result.waits += [w for w in waits if not tool or w.tool == tool]
-        for wait in snapshot.subagent_approvals:
-            if tool and wait.tool != tool:
-                continue
-            listed = _listed(user, wait.deciders, decider, everything)
-            if listed is None:
-                continue
-            if not listed:
-                result.hidden += 1
-                continue
-            result.subagents.append(SubagentItem(run.id, name, wait))
-        for approval in snapshot.pending_approvals:
-            if tool and approval.tool != tool:
-                continue
-            listed = _listed(user, approval.deciders, decider, everything)
-            if listed is None:
-                continue
-            if not listed:
-                result.hidden += 1
-                continue
-            mine = decider_for(user, approval.deciders) is not None
-            result.items.append(PendingItem(run.id, name, approval, may_decide=mine))
+        result.subagents += [
+            SubagentItem(run.id, name, wait)
+            for wait in snapshot.subagent_approvals
+            if listed(wait.tool, wait.deciders)
+        ]
+        result.items += [
+            PendingItem(
+                run.id,
+                name,
+                approval,
+                may_decide=decider_for(user, approval.deciders) is not None,
+            )
+            for approval in snapshot.pending_approvals
+            if listed(approval.tool, approval.deciders)
+        ]
     result.items.sort(key=lambda item: item.requested_at, reverse=True)
     result.waits.sort(key=lambda wait: wait.since, reverse=True)
     result.subagents.sort(key=lambda item: item.requested_at, reverse=True)
