@@ -41,6 +41,7 @@ from durable_tools import (
 from durable_tools.cli._events import render_event
 from durable_tools.client.render._text import render_subagent_wait
 from durable_tools.events import _follow as follow_module
+from durable_tools.protocol._wait_types import MAX_SUBAGENT_WAIT_DECIDERS
 from durable_tools.workflows import RunEvent, SubagentWait
 from support import (
     answer,
@@ -189,6 +190,32 @@ async def test_a_forged_notice_cannot_inflate_the_parents_pending_count(
             await asyncio.sleep(0.1)
         await run.cancel("test over")
     assert found.get(sa.PENDING_APPROVALS) == 1
+
+
+async def test_a_notice_with_a_wrong_or_stolen_token_is_refused(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # A token of the right shape but not the child's, one with a Unicode look-alike
+    # digit, another child's (a run that is not this child), and a huge one: each refused
+    # (said in the events), and the child's own wait stands.
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
+        child_id = f"{run.run_id}.r1"
+        token = await notice_token(client, child_id)
+        lie = wait_of(child_id, "pub", real.arguments_hash, tool="read_weather")
+        flipped = ("1" if token[0] == "0" else "0") + token[1:]
+        tokens = [flipped, "\uff10" + token[1:], token.upper(), token * 1000, ""]
+        await settled(run, *(notice(child_id, lie, token=t) for t in tokens))
+        refused = [
+            e.detail or ""
+            for e in await run.events(subagents=False)
+            if e.event == "subagent.notice_refused" and "token" in (e.detail or "")
+        ]
+        shown = (await run.status()).subagent_approvals
+        await run.cancel("test over")
+    assert shown == [real]
+    assert len(refused) == len(tokens), refused
+    assert all(token not in detail for detail in refused)  # the secret is never said
 
 
 async def start_stranger(
@@ -519,6 +546,26 @@ async def test_the_printed_command_for_a_childs_named_deciders_says_who_decides(
     assert list(own.deciders) == ["carol"]
     printed = render_subagent_wait(run.run_id, wait)  # what `durable-tools pending` prints
     assert "--as NAME" in printed, printed
+
+
+async def test_a_childs_deciders_reach_the_parent_bounded_and_never_as_anyone(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Named deciders travel with the wait; a list past the bound is not told (None:
+    # shown to nobody), never cut to an empty list (which would mean anyone).
+    for deciders, told in (
+        (("carol", "group:ops"), ["carol", "group:ops"]),
+        (tuple(f"d{i}" for i in range(MAX_SUBAGENT_WAIT_DECIDERS + 1)), None),
+    ):
+        executed: list[str] = []
+        policy = ApprovalPolicy(deciders=deciders)
+        registry = registry_with_child(tmp_path, executed, approval=policy)
+        async with child_waiting(client, task_queue, tmp_path, executed, registry=registry) as (
+            run,
+            wait,
+        ):
+            await run.cancel("test over")
+        assert wait.deciders == told, wait.deciders
 
 
 async def test_a_notices_hostile_text_prints_terminal_safe_in_the_events(
