@@ -158,6 +158,16 @@ async def decisions_sent(run: AgentRun) -> list[dict[str, Any]]:
     return [json.loads(a.accepted_request.input.args.payloads[0].data) for a in accepted]
 
 
+async def notice_token(client: Client, child_id: str) -> str:
+    """The token the sub-agent run `child_id` puts in its notices to its parent, read
+    from its start input as anyone who may read its history can (docs/security.md)."""
+    history = await client.get_workflow_handle(child_id).fetch_history()
+    started = history.events[0].workflow_execution_started_event_attributes
+    token = json.loads(started.input.payloads[0].data)["report_token"]
+    assert isinstance(token, str), token
+    return token
+
+
 async def assert_replays(history: WorkflowHistory) -> None:
     """`history` replays with the strict sandbox, without any activity or worker: the
     workflow code is deterministic for it (patch markers included)."""

@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pytest
 from inbox_support import csrf_token, http, login, make_app, make_users
 from temporalio.client import Client
 
@@ -27,7 +26,15 @@ from durable_tools import (
     RunStatus,
     ToolRegistry,
 )
-from support import answer, calls, decisions_sent, running_worker, wait_for, write_script
+from support import (
+    answer,
+    calls,
+    decisions_sent,
+    notice_token,
+    running_worker,
+    wait_for,
+    write_script,
+)
 
 SIGNAL = "subagent_waits"
 OPS_ONLY = ApprovalPolicy(deciders=("group:ops",))
@@ -76,14 +83,6 @@ async def start_parent(client: Client, task_queue: str, tmp_path: Path) -> tuple
     raise AssertionError("the parent and its child never showed up as waiting")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: the inbox's 'Runs waiting on their sub-agents' table and /api/pending "
-    "`subagent_waits` list a sub-agent's call to a user its policy's deciders leave out "
-    "(the same call is hidden from their approvals): inbox/_pending.list_pending adds "
-    "every snapshot.subagent_approvals without the deciders check (SubagentWait carries "
-    "no deciders)",
-)
 async def test_a_user_who_may_not_decide_the_childs_call_is_not_shown_it(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -152,7 +151,7 @@ async def shown_after_notice(
     client: Client, task_queue: str, tmp_path: Path, *, run_id_suffix: str = "", **wait: Any
 ) -> tuple[str, str, dict[str, Any]]:
     """The pending page, the parent's run page and `/api/pending` as alice has them once
-    the parent took a notice (sent as anyone may) of the wait `wait` of its child (the
+    the parent took a notice (with the child's token) of the wait `wait` of its child (the
     child's run id + `run_id_suffix`, the call id and arguments hash of its real wait
     unless given)."""
     users = make_users(tmp_path)
@@ -166,6 +165,7 @@ async def shown_after_notice(
             "call_id": real.call_id,
             "arguments_hash": real.arguments_hash,
             "requested_at": datetime.now(UTC).isoformat(),
+            "deciders": [],  # anyone: listed to alice
             **wait,
         }
         notice = {
@@ -173,6 +173,8 @@ async def shown_after_notice(
             "sent_at": datetime.now(UTC).isoformat(),
             "seq": 10**6,
             "waits": [told],
+            # The child's token (its own text, or a reader of its input): the parent takes it.
+            "token": await notice_token(client, child_id),
         }
         await run.handle.signal(SIGNAL, notice)
         for _ in range(200):
@@ -224,12 +226,6 @@ async def test_hostile_html_in_a_notice_is_escaped_on_the_inbox_pages(
     assert api["subagent_waits"][0]["tool"] == tool  # the API gives the data as it is
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: bidi overrides and zero-width characters in a notice's summary and "
-    "tool reach the inbox pages as they are (no <bdi>/escape outside the summary's marked "
-    "values): an RLO in a summary reorders the rest of the row",
-)
 async def test_bidi_and_zero_width_characters_of_a_notice_do_not_reach_the_pages(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -276,13 +272,6 @@ async def test_a_long_summary_relayed_keeps_model_text_marked(
     assert section[:at].endswith('title="written by the model">'), section[at - 80 : at]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: two sub-agents waiting under the same call id (scripted or small models "
-    "number their calls) get the same link on the parent's page, /runs/PARENT/calls/c1, "
-    "whose page (inbox/_data.find_call -> AgentRun.find_approval) shows the first child's "
-    "call: the second row opens the first child's call, the second's is out of reach",
-)
 async def test_each_sub_agent_wait_links_to_its_own_call_page(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:

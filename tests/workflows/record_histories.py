@@ -171,6 +171,19 @@ async def record(client: Client, directory: Path) -> None:
 
     scripts["subagent_waits"] = [calls(("p1", "payer", {"task": "pay"})), answer("done")]
 
+    async def subagent_notice_token(dt: DurableTools, model: str) -> AgentRun:
+        # As `subagent_waits`, with the call's token (`subagent-notice-token`) in the
+        # child's input and in each notice.
+        run = await dt.start("delegate a payment", model=model, run_id="subagent_notice_token")
+        await wait_for(run, lambda s: bool(s.subagent_approvals))
+        await run.approve("x1", decider="alice")
+        child = dt.run("subagent_notice_token.p1")
+        await child.result()
+        save("subagent_notice_token_child", await child.handle.fetch_history())
+        return run
+
+    scripts["subagent_notice_token"] = scripts["subagent_waits"]
+
     async def callbacks(dt: DurableTools, model: str) -> AgentRun:
         run = await dt.start("where am I?", model=model, run_id="callbacks")
         pending = await wait_for(run, lambda s: bool(s.pending_callbacks))
@@ -189,6 +202,7 @@ async def record(client: Client, directory: Path) -> None:
         "continued": continued,
         "subagent": subagent,
         "subagent_waits": subagent_waits,
+        "subagent_notice_token": subagent_notice_token,
         "callbacks": callbacks,
     }
     if only := set(sys.argv[1:]):

@@ -28,6 +28,8 @@ def test_histories_are_checked_in() -> None:
         "subagent",
         "subagent_waits",
         "subagent_waits_child",
+        "subagent_notice_token",
+        "subagent_notice_token_child",
         "callbacks",
         "packed_catalog",
         "short_wire",

@@ -41,12 +41,14 @@ from durable_tools import (
 from durable_tools.cli._events import render_event
 from durable_tools.client.render._text import render_subagent_wait
 from durable_tools.events import _follow as follow_module
+from durable_tools.protocol._wait_types import MAX_SUBAGENT_WAIT_DECIDERS
 from durable_tools.workflows import RunEvent, SubagentWait
 from support import (
     answer,
     assert_not_wedged,
     assert_replays,
     calls,
+    notice_token,
     running_worker,
     wait_for,
     write_script,
@@ -141,13 +143,6 @@ async def details_of(run: AgentRun) -> str:
     return metadata.current_details
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a notice signalled by anyone, naming the running child and its real "
-    "call id and hash, relabels the child's call (tool, summary) in the parent's status, "
-    "details and approve command; gates/_subagent_waits.accept_subagent_notice cannot "
-    "tell the child's notice from a forged one",
-)
 async def test_a_forged_notice_cannot_relabel_the_childs_real_call(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -167,12 +162,6 @@ async def test_a_forged_notice_cannot_relabel_the_childs_real_call(
     assert "read the weather" not in details
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a notice dated up to MAX_NOTICE_SKEW (5 min) ahead with no waits hides "
-    "the child's wait from the parent (status, PendingApprovals) and makes the parent drop "
-    "the child's own later notices until then (ordered by the sender's sent_at)",
-)
 async def test_a_forged_notice_dated_ahead_cannot_hide_the_childs_wait(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -188,12 +177,6 @@ async def test_a_forged_notice_dated_ahead_cannot_hide_the_childs_wait(
     assert snapshot.status == RunStatus.AWAITING_APPROVAL
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a forged notice's `more` (up to 1,000,000) is added to the parent's "
-    "PendingApprovals search attribute (observe/_subagents.relayed_count): 1000001 in the "
-    "Temporal UI's lists and the inbox's rows of runs it cannot ask",
-)
 async def test_a_forged_notice_cannot_inflate_the_parents_pending_count(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -209,6 +192,32 @@ async def test_a_forged_notice_cannot_inflate_the_parents_pending_count(
     assert found.get(sa.PENDING_APPROVALS) == 1
 
 
+async def test_a_notice_with_a_wrong_or_stolen_token_is_refused(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # A token of the right shape but not the child's, one with a Unicode look-alike
+    # digit, another child's (a run that is not this child), and a huge one: each refused
+    # (said in the events), and the child's own wait stands.
+    executed: list[str] = []
+    async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
+        child_id = f"{run.run_id}.r1"
+        token = await notice_token(client, child_id)
+        lie = wait_of(child_id, "pub", real.arguments_hash, tool="read_weather")
+        flipped = ("1" if token[0] == "0" else "0") + token[1:]
+        tokens = [flipped, "\uff10" + token[1:], token.upper(), token * 1000, ""]
+        await settled(run, *(notice(child_id, lie, token=t) for t in tokens))
+        refused = [
+            e.detail or ""
+            for e in await run.events(subagents=False)
+            if e.event == "subagent.notice_refused" and "token" in (e.detail or "")
+        ]
+        shown = (await run.status()).subagent_approvals
+        await run.cancel("test over")
+    assert shown == [real]
+    assert len(refused) == len(tokens), refused
+    assert all(token not in detail for detail in refused)  # the secret is never said
+
+
 async def start_stranger(
     client: Client, task_queue: str, tmp_path: Path, run_id: str
 ) -> tuple[AgentRun, str]:
@@ -222,12 +231,6 @@ async def start_stranger(
     return stranger, pending.arguments_hash
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a forged notice makes the parent show an unrelated run's call as its "
-    "sub-agent's: accept_subagent_notice only checks that the wait's run id starts with "
-    "the child's id + '.', and anyone may start a run with such an id",
-)
 async def test_a_forged_notice_cannot_show_an_unrelated_runs_call_as_the_childs(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -255,10 +258,11 @@ async def test_deciding_through_the_parent_never_reaches_a_run_a_notice_names(
     async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
         child_id = f"{run.run_id}.r1"
         stranger, digest = await start_stranger(client, task_queue, tmp_path, f"{child_id}.x")
-        forged = notice(
+        forged = notice(  # with the child's token: taken, whatever it says
             child_id,
             wait_of(child_id, "pub", real.arguments_hash, tool="read_weather"),
             wait_of(stranger.run_id, "evil", digest),
+            token=await notice_token(client, child_id),
         )
         await settled(run, forged)
         with pytest.raises(NothingPending):
@@ -418,13 +422,6 @@ async def test_many_children_waiting_stay_listed_counted_and_decidable_through_t
 HOSTILE = "\u202eevil\u200b\x1b[2J<img src=x onerror=alert(1)>`](http://x)\n\n# ok"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a notice's summary/tool reach the parent's details (the Temporal UI's "
-    "markdown) with bidi overrides and zero-width characters as sent: SubagentWait "
-    "checks no characters and observe/_visibility._unticked only replaces backticks and "
-    "control characters (a child's own summary never carries them: render_summary neutralizes)",
-)
 async def test_a_notice_cannot_put_bidi_or_zero_width_characters_in_the_parents_details(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -434,7 +431,8 @@ async def test_a_notice_cannot_put_bidi_or_zero_width_characters_in_the_parents_
         hostile = wait_of(
             child_id, "pub", real.arguments_hash, tool="publish\u202e", summary=HOSTILE
         )
-        forged = notice(child_id, hostile)
+        # With the child's token (a sub-agent's own text, or a reader of its input).
+        forged = notice(child_id, hostile, token=await notice_token(client, child_id))
         await settled(run, forged)
         details = await details_of(run)
         await run.cancel("test over")
@@ -462,12 +460,6 @@ def test_the_cli_prints_a_hostile_wait_terminal_safe() -> None:
     assert len(out.splitlines()) == 5  # the newlines in the summary did not add lines
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: zero-width characters in a wait's call id or summary print as they are "
-    "(client/render/_text.terminal_safe leaves U+200B..U+200D, U+2060, U+FEFF): 'pub' and "
-    "'pub\\u200b' look the same in `pending`/`show`",
-)
 def test_the_cli_shows_zero_width_characters_of_a_wait() -> None:
     wait = hostile_wait().model_copy(update={"call_id": "pub\u200b", "summary": "pay\ufeff 1"})
     out = render_subagent_wait("parent", wait)
@@ -508,12 +500,6 @@ class Collected:
         """Nothing to release."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: MAX_SUBAGENTS_FOLLOWED bounds each run's followers, not the tree's "
-    "(events/_follow.follow_events: every nested follow starts its own count), so one "
-    "follow of a tree polls up to 64 + 64^2 + ... streams at once",
-)
 async def test_following_a_tree_of_sub_agents_stays_within_its_bound(
     client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -546,13 +532,6 @@ async def test_following_a_tree_of_sub_agents_stays_within_its_bound(
     assert len(followed.subagents) <= 2, followed.subagents
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: the commands printed for a sub-agent's wait (`pending`, `show`) leave out "
-    "`--as NAME` when the child's policy names its deciders (SubagentWait carries no "
-    "deciders; client/render/_text.approval_commands adds it for PendingApproval only): "
-    "run as printed it decides as $USER and is refused (NotADecider)",
-)
 async def test_the_printed_command_for_a_childs_named_deciders_says_who_decides(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -569,6 +548,26 @@ async def test_the_printed_command_for_a_childs_named_deciders_says_who_decides(
     assert "--as NAME" in printed, printed
 
 
+async def test_a_childs_deciders_reach_the_parent_bounded_and_never_as_anyone(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Named deciders travel with the wait; a list past the bound is not told (None:
+    # shown to nobody), never cut to an empty list (which would mean anyone).
+    for deciders, told in (
+        (("carol", "group:ops"), ["carol", "group:ops"]),
+        (tuple(f"d{i}" for i in range(MAX_SUBAGENT_WAIT_DECIDERS + 1)), None),
+    ):
+        executed: list[str] = []
+        policy = ApprovalPolicy(deciders=deciders)
+        registry = registry_with_child(tmp_path, executed, approval=policy)
+        async with child_waiting(client, task_queue, tmp_path, executed, registry=registry) as (
+            run,
+            wait,
+        ):
+            await run.cancel("test over")
+        assert wait.deciders == told, wait.deciders
+
+
 async def test_a_notices_hostile_text_prints_terminal_safe_in_the_events(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -581,7 +580,8 @@ async def test_a_notices_hostile_text_prints_terminal_safe_in_the_events(
         accepted = wait_of(child_id, "pub", real.arguments_hash, tool=tool)
         stranger = "x\x1b]8;;http://evil\x07\u202e"
         refused = notice(stranger, wait_of(stranger, "c", "0" * 64), seq=0)
-        await settled(run, notice(child_id, accepted), refused)
+        token = await notice_token(client, child_id)
+        await settled(run, notice(child_id, accepted, token=token), refused)
         events = [
             e
             for e in await run.events(subagents=False)
@@ -602,7 +602,7 @@ async def test_show_prints_the_childs_own_call_over_a_forged_label(
     executed: list[str] = []
     async with child_waiting(client, task_queue, tmp_path, executed) as (run, real):
         lie = wait_of(real.run_id, "pub", real.arguments_hash, summary="read the weather")
-        await settled(run, notice(real.run_id, lie))
+        await settled(run, notice(real.run_id, lie, token=await notice_token(client, real.run_id)))
         code, out, err = await cli(capsys, "show", run.run_id)
         await run.cancel("test over")
     assert code == 0, err

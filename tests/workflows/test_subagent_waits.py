@@ -29,6 +29,7 @@ from support import (
     assert_not_wedged,
     assert_replays,
     calls,
+    notice_token,
     running_worker,
     wait_for,
     write_script,
@@ -184,8 +185,10 @@ async def test_forged_huge_future_and_replayed_notices_change_nothing(
         ]
         for payload in hostile:
             await run.handle.signal(SIGNAL, payload)
-        # A replayed notice (older than the one the child sent): dropped without a word.
-        await run.handle.signal(SIGNAL, notice(sent_at=(now - timedelta(hours=1)).isoformat()))
+        # The child's own first notice sent again (its token, its seq 0): dropped without
+        # a word.
+        replayed = notice(seq=0, token=await notice_token(client, child_id))
+        await run.handle.signal(SIGNAL, replayed)
         refusals: list[str] = []
         for _ in range(200):
             refusals = [
@@ -202,12 +205,6 @@ async def test_forged_huge_future_and_replayed_notices_change_nothing(
         assert after.subagent_approvals == [real]  # the child's own word stands
         assert (await attributes(run))[1] == 1
         await run.approve("pub", decider="alice")
-        # The child's earlier notice sent again after its last one: still nothing shown.
-        await wait_for(run, lambda s: not s.subagent_approvals)
-        stale = notice(
-            waits=[real.model_dump(mode="json")], seq=0, sent_at=real.requested_at.isoformat()
-        )
-        await run.handle.signal(SIGNAL, stale)
         result = await run.result()
         await assert_not_wedged(run.handle, allowed=0)
     assert result.status == RunStatus.COMPLETED and executed == ["findings"]

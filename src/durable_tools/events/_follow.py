@@ -137,26 +137,46 @@ async def follow_events(
     Returns:
         The cursor to resume from and what was delivered.
     """
+    return await _follow(run, sink, cursor, interval, query_timeout, until_ended, subagent, tree=[])
+
+
+async def _follow(
+    run: FollowableRun,
+    sink: EventSink,
+    cursor: int,
+    interval: float,
+    query_timeout: float,
+    until_ended: bool,
+    subagent: Callable[[str], FollowableRun] | None,
+    *,
+    tree: list[str],
+) -> FollowResult:
+    """`follow_events` of `run`, one run of a tree whose followed sub-agents are `tree`
+    (shared by every run of the tree, so `MAX_SUBAGENTS_FOLLOWED` bounds the whole tree,
+    not each run's)."""
     result = FollowResult(cursor=cursor)
     followers: list[asyncio.Task[FollowResult]] = []
 
     def follow_subagents(page: EventsPage) -> None:
         for event in page.events:
             child = event.started_subagent
-            if subagent is None or child is None or child in result.subagents:
+            if subagent is None or child is None or child in tree:
                 continue
-            if len(result.subagents) >= MAX_SUBAGENTS_FOLLOWED:
+            if len(tree) >= MAX_SUBAGENTS_FOLLOWED:
                 return
+            tree.append(child)
             result.subagents.append(child)
             followers.append(
                 asyncio.ensure_future(
-                    follow_events(
+                    _follow(
                         subagent(child),
                         _MarkedSink(sink, run.run_id, child),
-                        interval=interval,
-                        query_timeout=query_timeout,
-                        until_ended=until_ended,
-                        subagent=subagent,  # and theirs, marked with their own ids
+                        0,
+                        interval,
+                        query_timeout,
+                        until_ended,
+                        subagent,  # and theirs, marked with their own ids
+                        tree=tree,
                     )
                 )
             )

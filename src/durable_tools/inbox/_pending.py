@@ -378,6 +378,19 @@ async def list_pending(
     runs, next_cursor = await _page_of_runs(tools, query, page_size, cursor)
     answers = await asyncio.gather(*(queries.snapshot(run) for run in runs), return_exceptions=True)
     result = PendingList(next_cursor=next_cursor)
+
+    def listed(call_tool: str, deciders: Sequence[str] | None) -> bool:
+        """Whether a call of `call_tool` that `deciders` may decide (empty: anyone; None:
+        not told, as by a sub-agent of the previous release) is listed for `user`; one the
+        filters keep but `user` may not decide is counted as hidden instead."""
+        if tool and call_tool != tool:
+            return False
+        if decider and (deciders is None or (deciders and decider not in deciders)):
+            return False
+        shown = everything or (deciders is not None and decider_for(user, deciders) is not None)
+        result.hidden += not shown
+        return shown
+
     for run, answer in zip(runs, answers, strict=True):
         name = run.typed_search_attributes.get(sa.AGENT_NAME)
         if isinstance(answer, BaseException):
@@ -397,18 +410,18 @@ async def list_pending(
         result.subagents += [
             SubagentItem(run.id, name, wait)
             for wait in snapshot.subagent_approvals
-            if not tool or wait.tool == tool
+            if listed(wait.tool, wait.deciders)
         ]
-        for approval in snapshot.pending_approvals:
-            if tool and approval.tool != tool:
-                continue
-            if decider and approval.deciders and decider not in approval.deciders:
-                continue
-            mine = decider_for(user, approval.deciders) is not None
-            if not mine and not everything:
-                result.hidden += 1
-                continue
-            result.items.append(PendingItem(run.id, name, approval, may_decide=mine))
+        result.items += [
+            PendingItem(
+                run.id,
+                name,
+                approval,
+                may_decide=decider_for(user, approval.deciders) is not None,
+            )
+            for approval in snapshot.pending_approvals
+            if listed(approval.tool, approval.deciders)
+        ]
     result.items.sort(key=lambda item: item.requested_at, reverse=True)
     result.waits.sort(key=lambda wait: wait.since, reverse=True)
     result.subagents.sort(key=lambda item: item.requested_at, reverse=True)

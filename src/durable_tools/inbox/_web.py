@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from durable_tools._encrypted import ENCRYPTED_NOTE
 from durable_tools.oauth import CallbackApp
+from durable_tools.protocol._invisible import show_invisible
 from durable_tools.tools._approval_summary import VALUE_CLOSE, VALUE_OPEN, summary_spans
 
 __all__ = [
@@ -102,6 +103,7 @@ def make_templates() -> Jinja2Templates:
         loader=jinja2.FileSystemLoader(HERE / "templates"),
         autoescape=True,  # every field escaped, whatever the template
         undefined=jinja2.StrictUndefined,
+        finalize=_invisible_shown,  # every field, whatever the template
     )
     env.filters["pretty"] = lambda value: json.dumps(
         value, indent=2, sort_keys=True, ensure_ascii=True
@@ -112,6 +114,17 @@ def make_templates() -> Jinja2Templates:
     env.filters["summary"] = marked_summary
     env.globals["encrypted_note"] = ENCRYPTED_NOTE
     return Jinja2Templates(env=env)
+
+
+def _invisible_shown(value: object) -> object:
+    """A field's value with its zero-width and bidi characters as visible escapes: text
+    a run or a sub-agent's notice carries can neither hide in a page nor reorder it.
+    Markup stays markup (the escapes add no HTML)."""
+    if isinstance(value, Markup):
+        return Markup(show_invisible(str(value)))
+    if isinstance(value, str):
+        return show_invisible(value)
+    return value
 
 
 def marked_summary(summary: str) -> Markup:

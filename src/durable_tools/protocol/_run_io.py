@@ -19,6 +19,7 @@ from durable_tools.protocol._records import RunEvent, ToolCallRecord
 from durable_tools.protocol._session_types import SessionCarried, SessionView
 from durable_tools.protocol._types import AgentConfig, RunStatus
 from durable_tools.protocol._wait_types import (
+    SUBAGENT_TOKEN_PATTERN,
     PendingApproval,
     PendingAuthorization,
     SubagentWait,
@@ -122,6 +123,10 @@ class AgentInput(WireModel):
     and `SUBAGENT_WAITS_SIGNAL`) the run tells what it waits for. None: it tells no one
     (top-level runs, runs started by `start_agent`, sub-agents of parents recorded before
     `SUBAGENT_WAITS_PATCH`)."""
+    report_token: str | None = Field(default=None, pattern=SUBAGENT_TOKEN_PATTERN)
+    """With `report_to`: the secret the parent gave this sub-agent call, which the run puts
+    in every notice so the parent can tell its notices from forged ones. None: runs started
+    before the `subagent-notice-token` patch (their parents take their notices without one)."""
     revision: int = Field(default=0, ge=0)
     """What the starter knows of the workflow; recorded in the start event, so every replay
     of the run decides the same. From 1 (`INPUT_REVISION`, set by `DurableTools.start`) the

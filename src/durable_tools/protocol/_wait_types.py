@@ -5,7 +5,7 @@ was given, and a sub-agent's word to its parent of the approvals it waits for.""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,7 +19,10 @@ from durable_tools.protocol._policy_types import GrantRequest
 
 __all__ = [
     "MAX_RUN_ID_CHARS",
+    "MAX_SUBAGENT_MORE",
     "MAX_SUBAGENT_WAITS",
+    "MAX_SUBAGENT_WAIT_DECIDERS",
+    "SUBAGENT_TOKEN_PATTERN",
     "SUBAGENT_WAITS_SIGNAL",
     "ApprovalDecision",
     "AuthorizationCompleted",
@@ -31,6 +34,13 @@ __all__ = [
 
 MAX_SUBAGENT_WAITS = 20
 """Waits a sub-agent's notice lists (the rest are counted in `SubagentNotice.more`)."""
+MAX_SUBAGENT_MORE = 100_000
+"""Most waits a notice may count beyond those it lists (a tree of sub-agents waiting on
+more is not a thing a person can work through; a bigger count is a forged one)."""
+MAX_SUBAGENT_WAIT_DECIDERS = 50
+"""Deciders a sub-agent's wait names (`SubagentWait.deciders`)."""
+SUBAGENT_TOKEN_PATTERN = r"^[0-9a-f]{32}$"
+"""A sub-agent call's notice token: `workflow.uuid4().hex` (`AgentInput.report_token`)."""
 MAX_RUN_ID_CHARS = 1_000
 """Longest workflow id (Temporal's default limit)."""
 SUBAGENT_WAITS_SIGNAL = "subagent_waits"
@@ -130,6 +140,13 @@ class SubagentWait(BaseModel):
     arguments_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
     """What a decision must name (`PendingApproval.arguments_hash`)."""
     requested_at: datetime
+    deciders: list[Annotated[str, Field(min_length=1, max_length=MAX_DECIDER_CHARS)]] | None = (
+        Field(default=None, max_length=MAX_SUBAGENT_WAIT_DECIDERS)
+    )
+    """Who may decide it (`PendingApproval.deciders`; empty: anyone), so the parent's lists
+    show it only to them. None: not told (a sub-agent of the previous release, or a
+    policy naming more than `MAX_SUBAGENT_WAIT_DECIDERS`): shown to nobody but those who
+    ask for every wait."""
 
     @property
     def display_tool(self) -> str:
@@ -154,5 +171,7 @@ class SubagentNotice(BaseModel):
     sent_at: datetime
     seq: int = Field(ge=0, le=2**31)
     waits: list[SubagentWait] = Field(default_factory=list, max_length=MAX_SUBAGENT_WAITS)
-    more: int = Field(default=0, ge=0, le=1_000_000)
+    more: int = Field(default=0, ge=0, le=MAX_SUBAGENT_MORE)
     """Waits beyond the `MAX_SUBAGENT_WAITS` listed."""
+    token: str | None = Field(default=None, pattern=SUBAGENT_TOKEN_PATTERN)
+    """The secret the parent gave the sub-agent call (`AgentInput.report_token`)."""

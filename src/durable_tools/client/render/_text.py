@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from durable_tools.policy._decide import describe_policy
+from durable_tools.protocol._invisible import INVISIBLE_CHARACTERS
 from durable_tools.protocol._resume import reissue_command
 from durable_tools.workflows import (
     PendingApproval,
@@ -48,10 +49,9 @@ __all__ = [
 
 # Characters a terminal acts on instead of printing: C0 controls, DEL and C1 controls
 # (ESC and CSI start ANSI sequences; CR rewinds the line), line and paragraph separators,
-# and the bidirectional overrides, embeddings and isolates that reorder text on screen.
-_BIDI = r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-_UNSAFE = re.compile(rf"[\x00-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
-_UNSAFE_KEEP_LINES = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
+# and the zero-width and bidirectional characters that hide or reorder text on screen.
+_UNSAFE = re.compile(rf"[\x00-\x1f\x7f-\x9f\u2028\u2029{INVISIBLE_CHARACTERS}]")
+_UNSAFE_KEEP_LINES = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{INVISIBLE_CHARACTERS}]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -179,7 +179,7 @@ def approval_commands(
     digest = terminal_safe(shlex.quote(approval.arguments_hash))
     # Named deciders: say who decides (a group's member as themselves; the CLI checks the
     # membership in the inbox's tokens file and records `NAME via group:G`).
-    who = " --as NAME" if isinstance(approval, PendingApproval) and approval.deciders else ""
+    who = " --as NAME" if approval.deciders else ""
     if prefix:
         who += f" --prefix {terminal_safe(shlex.quote(prefix))}"
     return [

@@ -52,6 +52,7 @@ from durable_tools.workflows.calls._tool_activity import (
 from durable_tools.workflows.gates._callback_gate import await_client
 from durable_tools.workflows.gates._input_gate import ask_user, needs_input
 from durable_tools.workflows.gates._subagent_waits import (
+    SUBAGENT_TOKEN_PATCH,
     SUBAGENT_WAITS_PATCH,
     end_subagent,
     start_subagent,
@@ -218,10 +219,14 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
         details={"child_run_id": child_id},  # what a follower of the stream follows too
     )
     # The child tells this run what it waits for (a signal: runs recorded before do not).
-    report_to = None
+    report_to = token = None
     if workflow.patched(SUBAGENT_WAITS_PATCH):
         report_to = state.handler_prefix + SUBAGENT_WAITS_SIGNAL
-        start_subagent(state, child_id)
+        # A secret only the child is told, so its notices can be told from forged ones;
+        # asked apart, as drawing it moves the run's random sequence.
+        if workflow.patched(SUBAGENT_TOKEN_PATCH):
+            token = workflow.uuid4().hex
+        start_subagent(state, child_id, token)
     child_input = AgentInput(
         prompt=str(arguments["task"]),
         config=AgentConfig.model_validate(spec.subagent),
@@ -233,6 +238,7 @@ async def _run_subagent(state: RunState, valid: ValidCall, record: ToolCallRecor
         # worker knows it (README), so the child's first task is run by one that does.
         revision=state.input.revision,
         report_to=report_to,
+        report_token=token,
     )
     bound = spec.policy.schedule_to_close_timeout  # None: the child may run for ever
     try:

@@ -12,8 +12,13 @@ said in the events and changes nothing:
   run did not start, or whose call ended, is not shown), and the waits it lists are that
   sub-agent's or its own sub-agents' (their ids extend its id);
 - its time: not ahead of the run's clock by more than `MAX_NOTICE_SKEW`;
-- its order: a notice not newer than the one kept for that sub-agent (a repeat, or one
-  overtaken by a later one) is dropped without a word.
+- its token: the secret this run gave that sub-agent call in its input
+  (`AgentInput.report_token`, compared in constant time), so a notice signalled by anyone
+  else is refused whatever it names;
+- its order: a notice whose `seq` (the child's own count) is not above the one kept for
+  that sub-agent (a repeat, or one overtaken by a later one) is dropped without a word.
+  Calls started before `SUBAGENT_TOKEN_PATCH` gave no token: their notices are taken and
+  ordered as they were then (by `sent_at`, then `seq`), so those runs replay.
 
 What is shown stays bounded: one notice per running sub-agent call, each of bounded size.
 Nothing here raises for any input, so no notice can fail the run's workflow task.
@@ -21,6 +26,7 @@ Nothing here raises for any input, so no notice can fail the run's workflow task
 
 from __future__ import annotations
 
+import hmac
 from datetime import timedelta
 
 from pydantic import ValidationError
@@ -33,6 +39,7 @@ from durable_tools.workflows.run._state import RunState
 
 __all__ = [
     "MAX_NOTICE_SKEW",
+    "SUBAGENT_TOKEN_PATCH",
     "SUBAGENT_WAITS_PATCH",
     "accept_subagent_notice",
     "end_subagent",
@@ -43,19 +50,27 @@ SUBAGENT_WAITS_PATCH = "subagent-waits-reported"
 """Marks runs whose sub-agents tell them what they wait for (`AgentInput.report_to`):
 their notices are signals, commands a run recorded before would not replay. Asked when a
 sub-agent call starts."""
+SUBAGENT_TOKEN_PATCH = "subagent-notice-token"
+"""Marks runs that give each sub-agent call a secret token (`AgentInput.report_token`)
+and take only notices carrying it: drawing the token moves the run's random sequence,
+which runs recorded before would not replay."""
 MAX_NOTICE_SKEW = timedelta(minutes=5)
 """How far ahead of the run's clock a notice's time may be (a notice is sent before it
 arrives, so a later time is a forged or broken one)."""
 _DETAIL_CHARS = 300
 
 
-def start_subagent(state: RunState, child_id: str) -> None:
-    """A sub-agent call starts its child `child_id`: its notices are heard from now."""
+def start_subagent(state: RunState, child_id: str, token: str | None) -> None:
+    """A sub-agent call starts its child `child_id`, telling it `token` (None: a call
+    started before `SUBAGENT_TOKEN_PATCH`): its notices are heard from now."""
     state.gates.subagents.setdefault(child_id, None)
+    if token is not None:
+        state.gates.subagent_tokens[child_id] = token
 
 
 def end_subagent(state: RunState, child_id: str) -> None:
     """The sub-agent call of `child_id` ended: forget what it waited for (and show it)."""
+    state.gates.subagent_tokens.pop(child_id, None)
     notice = state.gates.subagents.pop(child_id, None)
     if notice is not None and (notice.waits or notice.more):
         publish(state)
@@ -92,8 +107,18 @@ def accept_subagent_notice(state: RunState, raw: object) -> None:
         _refuse(state, f"notice of {child!r} names run {stranger!r}, not one of its own")
         return
     kept = gates.subagents[child]
-    if kept is not None and (notice.sent_at, notice.seq) <= (kept.sent_at, kept.seq):
-        return  # a repeat, or overtaken by a newer notice
+    token = gates.subagent_tokens.get(child)
+    if token is None:  # a call started before SUBAGENT_TOKEN_PATCH: as it was then
+        if kept is not None and (notice.sent_at, notice.seq) <= (kept.sent_at, kept.seq):
+            return  # a repeat, or overtaken by a newer notice
+    else:
+        given = (notice.token or "").encode()
+        if not hmac.compare_digest(given, token.encode()):
+            _refuse(state, f"notice of {child!r} without the token its call gave it")
+            return
+        if kept is not None and notice.seq <= kept.seq:
+            return  # a repeat, or overtaken by a newer notice
+        notice = notice.model_copy(update={"token": None})  # kept, shown: never the secret
     gates.subagents[child] = notice
     told = ", ".join(f"{w.tool} (call {w.call_id})" for w in notice.waits)
     more = f" and {notice.more} more" if notice.more else ""

@@ -21,8 +21,10 @@ import asyncio
 from pydantic import ValidationError
 from temporalio import workflow
 
-from durable_tools.protocol._limits import clip
+from durable_tools.protocol._limits import MAX_DECIDER_CHARS, clip
 from durable_tools.protocol._wait_types import (
+    MAX_SUBAGENT_MORE,
+    MAX_SUBAGENT_WAIT_DECIDERS,
     MAX_SUBAGENT_WAITS,
     PendingApproval,
     SubagentNotice,
@@ -59,6 +61,12 @@ def _as_wait(run_id: str, approval: PendingApproval) -> SubagentWait | None:
             summary=clip(approval.summary, _SUMMARY_CHARS) if approval.summary else None,
             arguments_hash=approval.arguments_hash,
             requested_at=approval.requested_at,
+            # More than the bound (or a name too long): not told, so shown to nobody
+            # rather than to anyone (an empty list).
+            deciders=approval.deciders
+            if len(approval.deciders) <= MAX_SUBAGENT_WAIT_DECIDERS
+            and all(len(name) <= MAX_DECIDER_CHARS for name in approval.deciders)
+            else None,
         )
     except ValidationError:
         return None
@@ -85,7 +93,12 @@ def report_to_parent(state: RunState) -> None:
     if seq is None:
         return
     notice = SubagentNotice(
-        child_id=run_id, sent_at=workflow.now(), seq=seq, waits=listed, more=more
+        child_id=run_id,
+        sent_at=workflow.now(),
+        seq=seq,
+        waits=listed,
+        more=min(more, MAX_SUBAGENT_MORE),
+        token=state.input.report_token,
     )
     # By workflow id only: the notice reaches the parent's current run.
     handle = workflow.get_external_workflow_handle(parent.workflow_id)

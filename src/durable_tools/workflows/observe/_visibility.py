@@ -14,6 +14,7 @@ from durable_tools import search_attributes as sa
 from durable_tools.policy._decide import describe_policy
 from durable_tools.protocol._callback_types import PendingCallback
 from durable_tools.protocol._input_types import PendingInput
+from durable_tools.protocol._invisible import show_invisible
 from durable_tools.protocol._limits import MAX_REASON_CHARS, clip
 from durable_tools.protocol._policy_types import ApprovalPolicy
 from durable_tools.protocol._resume import answer_command
@@ -196,8 +197,9 @@ def _how_to_resume(run_id: str, pending: object, prefix: str = "") -> str:
 def _unticked(text: str) -> str:
     """`text` without backticks or line breaks, to sit in a markdown code span it cannot
     end (the details are markdown: what followed a backtick of a model's call id, or a
-    blank line in it, would render as such, a link included)."""
-    return _LINE_BREAKS.sub(" ", text.replace("`", "'"))
+    blank line in it, would render as such, a link included), its zero-width and bidi
+    characters shown as escapes (what another run told could hide or reorder the text)."""
+    return show_invisible(_LINE_BREAKS.sub(" ", text.replace("`", "'")))
 
 
 _LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")

@@ -177,6 +177,10 @@ class GateState:
     """The run's sub-agent calls running now, by child workflow id, with the newest
     notice each sent of the approvals it waits for (None before its first). Never
     carried: a run continues only between turns, when no sub-agent call runs."""
+    subagent_tokens: dict[str, str] = field(default_factory=dict)
+    """The token each running sub-agent call gave its child (`AgentInput.report_token`),
+    by child workflow id: only a notice carrying it is taken. A call started before the
+    `subagent-notice-token` patch gave none and is not listed."""
     report: ParentReport = field(default_factory=ParentReport)
     """What this run (a sub-agent) last told its parent it waits for."""
 
