@@ -378,3 +378,64 @@ async def test_a_flood_of_notices_keeps_the_run_bounded_and_its_childs_word(
         result = await run.result()
         await assert_not_wedged(run.handle, allowed=0)
     assert result.status == RunStatus.COMPLETED and executed == ["findings"]
+
+
+async def test_a_sub_agent_that_continues_as_new_keeps_its_depth_and_its_parent(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """A sub-agent's next run in its chain is as deep as it was (it may not start a
+    sub-agent of its own past the root's depth limit) and keeps telling its parent what it
+    waits for, counting its notices on: before, the continued run started at depth 0 with
+    no parent to tell."""
+    executed: list[str] = []
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True)
+    def publish(text: str) -> str:
+        """Publish a text (needs approval)."""
+        executed.append(text)
+        return "published"
+
+    @registry.tool(read_only=True)
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+    steps = [
+        calls(("pub1", "publish", {"text": "first"})),
+        *(calls((f"l{i}", "lookup", {"key": str(i)})) for i in range(4)),
+        calls(("deeper", "researcher", {"task": "go deeper"})),
+        calls(("pub2", "publish", {"text": "second"})),
+        answer("published both"),
+    ]
+    registry.subagent(
+        AgentConfig(
+            name="researcher",
+            model=write_script(tmp_path, steps),
+            continue_as_new_after_events=20,
+        ),
+        name="researcher",
+        description="Researches a topic and publishes the findings.",
+    )
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start(
+            "delegate", model=delegating_model(tmp_path)
+        )
+        child = AgentRun(client, f"{run.run_id}.r1")
+        for call_id in ("pub1", "pub2"):
+            snapshot = await wait_for(
+                run, lambda s, c=call_id: [w.call_id for w in s.subagent_approvals] == [c]
+            )
+            [wait] = snapshot.subagent_approvals
+            await run.decide_request(
+                call_id, True, arguments_hash=wait.arguments_hash, decider="alice"
+            )
+        result = await run.result()
+        child_status = await child.status()
+        child_timeline = await child.timeline()
+        child_history = await child.handle.fetch_history()
+    assert result.status == RunStatus.COMPLETED and executed == ["first", "second"]
+    assert child_status.continued >= 1  # pub2 was asked for by a continued run
+    deeper = [entry for entry in child_timeline if entry.call_id == "deeper"]
+    assert [entry.status for entry in deeper] == ["invalid"], deeper
+    await assert_replays(child_history)

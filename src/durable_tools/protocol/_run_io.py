@@ -60,6 +60,10 @@ class CarriedState(WireModel):
 
     conversation: list[Message]
     """Messages from index `conversation_offset` of the whole conversation on."""
+    notices_sent: int = Field(default=0, ge=0)
+    """How many notices a sub-agent sent its parent before it continued: the next run's
+    notices count on from there, so the parent, which keeps the newest by that count, takes
+    them."""
     conversation_offset: int = 0
     """Messages before this index live only in the snapshot (dropped to keep the input small)."""
     snapshot: ArtifactRef | None = None

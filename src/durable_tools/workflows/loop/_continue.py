@@ -128,6 +128,12 @@ def _fitting_input(state: RunState, conversation: list[Message], offset: int) ->
             identity=state.input.identity,
             granted_scopes=state.input.granted_scopes,
             carried=carry_state(state, conversation, offset, keep=keep),
+            # A sub-agent stays as deep as it was (its own sub-agents stay within the
+            # root's depth limit) and keeps telling its parent what it waits for.
+            depth=state.depth,
+            max_depth=state.max_depth,
+            report_to=state.input.report_to,
+            report_token=state.input.report_token,
         )
         size = payload_bytes(next_input)
         if size <= PAYLOAD_BUDGET_BYTES:

@@ -15,7 +15,7 @@ from durable_tools.workflows.run._model_use import ModelUse
 from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._session import Session
 from durable_tools.workflows.run._state import RunState
-from durable_tools.workflows.run._wait_maps import GateState
+from durable_tools.workflows.run._wait_maps import GateState, ParentReport
 
 __all__ = ["CALL_IDS_CARRIED", "CARRY_FLOOR", "CARRY_LIMIT", "carry_state", "start_state"]
 
@@ -90,6 +90,7 @@ def start_state(input: AgentInput) -> RunState:
         gates=GateState(
             policy=carried.policy or config.approval,
             standing_grants=list(carried.standing_grants),
+            report=ParentReport(carried.notices_sent),
         ),
         output_repairs=carried.output_repairs,
         timeline_carried_in=len(carried.timeline),
@@ -145,6 +146,7 @@ def carry_state(
         continued=state.continued + 1,
         policy=None if state.gates.policy == state.config.approval else state.gates.policy,
         standing_grants=state.gates.standing_grants,
+        notices_sent=state.gates.report.sent,
         session=(
             state.session.carried(state.final_answer, state.output)
             if state.session is not None

@@ -128,9 +128,9 @@ class ParentReport:
 
     __slots__ = ("sent", "told")
 
-    def __init__(self) -> None:
+    def __init__(self, sent: int = 0) -> None:
         self.told: Told = ((), 0)
-        self.sent = 0
+        self.sent = sent  # a continued run counts on from its chain's earlier runs
 
     def next_seq(self, told: Told) -> int | None:
         """The `seq` of a notice telling `told`, counted as sent; None when the last
