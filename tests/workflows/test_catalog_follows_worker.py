@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from temporalio.client import Client
 
 from durable_tools import AgentConfig, DurableTools, RunStatus, ToolContext, ToolRegistry
@@ -156,6 +157,10 @@ def numbered_handler(version: str) -> Any:
     return numbered
 
 
+# A load test (about 50 s alone, over two minutes beside the rest of the suite): with the
+# reliability tests in `make test-slow`.
+@pytest.mark.slow
+@pytest.mark.timeout(600)
 async def test_thousands_of_tools_replaced_while_hundreds_of_runs_wait(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
