@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import os
 import socket
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -27,11 +29,48 @@ def write_script(directory: Path, steps: list[dict[str, Any]]) -> str:
     return f"scripted:{path}"
 
 
+_PORT_BLOCKS_START = 20_000
+_PORT_BLOCK = 2_000
+_picked = itertools.count()
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
+    """A TCP port on 127.0.0.1 that nothing listens on right now, and is likely to stay free.
+
+    A port the kernel hands out for port 0 comes from its ephemeral range, which every
+    outgoing connection and every server binding port 0 draw from too: under `make test`'s
+    three processes one of them took such a port before the server it was picked for bound
+    it ("address already in use"). So the port comes from below that range, from a block of
+    its own for each pytest-xdist process; the port 1,000 above it (a dev server's UI) is in
+    the same block and free too.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    base = _PORT_BLOCKS_START + index * _PORT_BLOCK
+    if base + _PORT_BLOCK <= _ephemeral_start():
+        for _ in range(_PORT_BLOCK // 2):
+            port = base + next(_picked) % (_PORT_BLOCK // 2)
+            if _bindable(port) and _bindable(port + _PORT_BLOCK // 2):
+                return port
+    with socket.socket() as sock:  # no block of our own: as the kernel gives
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768  # Linux's default; elsewhere the fallback above is as good as before
 
 
 def calls(*calls: tuple[str, str, Any]) -> dict[str, Any]:

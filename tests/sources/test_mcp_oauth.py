@@ -5,7 +5,6 @@ revoked token pauses the run again, and no token ever enters a history."""
 from __future__ import annotations
 
 import hashlib
-import socket
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -35,7 +34,15 @@ from durable_tools.oauth import (
     serve_callback,
 )
 from durable_tools.sources import FromSecret, McpHttp, McpPool, McpStdio, attach_mcp
-from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
+from support import (
+    answer,
+    assert_not_wedged,
+    calls,
+    free_port,
+    running_worker,
+    wait_for,
+    write_script,
+)
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "oauth"))
 from fake_provider import FakeOAuthProvider
@@ -45,12 +52,6 @@ SERVICE_TOKEN = "service-token-for-discovery"
 
 def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()[:16]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
