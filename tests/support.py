@@ -172,6 +172,11 @@ async def wait_for(
         await asyncio.sleep(0.1)
 
 
+# The prefix of a failure sdk-core raises from its own state machines (not from workflow
+# code, which fails as a Python exception or a nondeterminism error).
+SDK_INTERNAL_FAILURE = "Fatal error in workflow machines"
+
+
 def workflow_task_failures(history: WorkflowHistory) -> list[str]:
     """The failure messages of the `WorkflowTaskFailed` events in a history, in order.
 
@@ -191,9 +196,17 @@ async def assert_not_wedged(handle: WorkflowHandle[Any, Any], *, allowed: int = 
     A wedged run is one whose workflow task fails on every attempt: its status goes stale
     and queries and updates fail. One failure can be a worker restart mid-task; more than
     `allowed` is the loop this helper exists to catch.
+
+    One failure of sdk-core's own local-activity bookkeeping is also let through, apart
+    from `allowed`: under `max_cached_workflows=0`, an update arriving while a local
+    activity's marker is being recorded failed one task once in CI ("Attempted to check
+    for LA marker handling in invalid state MarkerCommandCreated"), and the next attempt
+    replayed from history and went on. A second one is a wedge like any other.
     """
     failures = workflow_task_failures(await handle.fetch_history())
-    assert len(failures) <= allowed, (
+    internal = [f for f in failures if f.startswith(SDK_INTERNAL_FAILURE)]
+    ours = [f for f in failures if not f.startswith(SDK_INTERNAL_FAILURE)]
+    assert len(ours) <= allowed and len(internal) <= 1, (
         f"workflow task failed {len(failures)} times (wedged run): {failures[:3]}"
     )
 
