@@ -13,7 +13,12 @@ from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import WorkflowTaskFailedCause
-from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 
 import fake_openai
 from durable_tools import AgentConfig, DurableTools, RunStatus, ToolRegistry
@@ -404,6 +409,18 @@ async def test_the_limiter_refuses_malformed_input_and_keeps_booking(
     assert len(server.requests) == 2
 
 
+async def taken_in(handle: WorkflowHandle[Any, Any], *, first_run: str) -> None:
+    """Wait until the run has no workflow task to do (the signals sent are handled), or it
+    continued as new."""
+    for _ in range(600):
+        description = await handle.describe()
+        idle = not description.raw_description.HasField("pending_workflow_task")
+        if idle or description.run_id != first_run:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the limiter never took in its signals")
+
+
 async def test_a_limiter_at_its_bound_continues_as_new_and_keeps_booking(
     client: Client, task_queue: str
 ) -> None:
@@ -430,7 +447,11 @@ async def test_a_limiter_at_its_bound_continues_as_new_and_keeps_booking(
             await handle.execute_update(RESERVE_UPDATE, one_more, result_type=Reservation)
         ).booked
         latest = client.get_workflow_handle(handle.id)
-        # Signals, as many as a busy limiter gets, until its history asks to continue as new.
+        # Signals, as many as a busy limiter gets, until its history asks to continue as new:
+        # bursts of 100, each sent once the limiter has taken in the one before. All 3,000 at
+        # once land in one workflow task, whose activation on a machine at load 14 under the
+        # strict sandbox outlasted the SDK's 2 s deadlock detector (a CI failure); a burst of
+        # 100 is what a busy deployment sends between two tasks.
         for _ in range(30):
             await asyncio.gather(
                 *(
@@ -438,6 +459,7 @@ async def test_a_limiter_at_its_bound_continues_as_new_and_keeps_booking(
                     for n in range(100)
                 )
             )
+            await taken_in(latest, first_run=first_run)
         for _ in range(120):  # a continue-as-new is refused while signals keep coming
             if (await latest.describe()).run_id != first_run:
                 break
