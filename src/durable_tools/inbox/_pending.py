@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from temporalio.client import WorkflowExecution
+from temporalio.common import TypedSearchAttributes
 from temporalio.service import RPCError
 
 from durable_tools import search_attributes as sa
@@ -61,8 +62,8 @@ DEFAULT_PAGE_SIZE = 50
 DEFAULT_QUERY_CONCURRENCY = 16
 """Run queries the inbox has in flight at once, across all requests."""
 UNANSWERED_MEMORY = 30.0
-"""Seconds a run (or task queue) whose query timed out is shown as not answering without
-being asked again (a run sooner, once its history grows)."""
+"""Seconds a run whose query timed out is shown as not answering without being asked
+again (sooner once what the server lists of it changes)."""
 _PAGE_MARGIN = 1.0
 # Seconds a page waits beyond one query timeout: the runs asked at once report their own
 # timeout, and the runs of a task queue whose first run answered get their turn.
@@ -259,11 +260,13 @@ class RunQueries:
     runs do not answer (`answers`):
 
     - a run whose task queue no worker polls (`has_workers`) is not asked;
-    - a run whose query timed out is not asked again for `remember` seconds, unless its
-      history grew meanwhile (what the server's list shows);
+    - a run whose query timed out is not asked again for `remember` seconds, unless what
+      the server lists of it changed meanwhile (its search attributes, its Temporal run
+      id, its history length where the server reports it: this dev server does not for
+      a running workflow);
     - of each task queue, one run is asked first and the others once it answered: when
-      it times out, they are not asked (their worker is very likely the one gone), and
-      the task queue is not asked again for `remember` seconds;
+      it times out, they are not asked (their worker is very likely the one gone), nor
+      is the task queue for one `timeout` (the rest of the page, concurrent pages);
     - what has not answered when the page's time is up is shown as not answering; a
       query already sent goes on, so the next page knows.
 
@@ -274,7 +277,7 @@ class RunQueries:
         tools: The client.
         concurrency: Calls to the server in flight at once.
         timeout: Seconds a run's query may take, and a page's wait for its runs.
-        remember: Seconds a run (or task queue) that timed out is not asked again.
+        remember: Seconds a run that timed out is not asked again.
     """
 
     def __init__(
@@ -297,8 +300,8 @@ class RunQueries:
         self._slots = asyncio.Semaphore(concurrency)
         self._in_flight: dict[str, asyncio.Task[HostSnapshot]] = {}
         self._polled: dict[str, asyncio.Task[bool]] = {}
-        # Run id -> (history length it timed out at, until when); task queue -> until when.
-        self._silent_runs: dict[str, tuple[int, float]] = {}
+        # Run id -> (its listing when it timed out, until when); task queue -> until when.
+        self._silent_runs: dict[str, tuple[_Listing, float]] = {}
         self._silent_queues: dict[str, float] = {}
         self.sent = 0
         """Queries sent so far."""
@@ -377,18 +380,18 @@ class RunQueries:
         now = asyncio.get_running_loop().time()
         if self._silent_queues.get(run.task_queue, 0.0) > now:
             return True
-        length, until = self._silent_runs.get(run.id, (-1, 0.0))
-        return until > now and length == run.history_length
+        remembered = self._silent_runs.get(run.id)
+        return remembered is not None and remembered[1] > now and remembered[0] == _listing(run)
 
     def _mark_silent(self, run: WorkflowExecution, *, queue: bool) -> None:
         """Remember that `run` did not answer (and its task queue, when `queue`: its
         query timed out, rather than its task queue's)."""
-        until = asyncio.get_running_loop().time() + self._remember
+        now = asyncio.get_running_loop().time()
         if queue:
             self._silent_queues.pop(run.task_queue, None)
-            self._silent_queues[run.task_queue] = until
+            self._silent_queues[run.task_queue] = now + self._timeout
         self._silent_runs.pop(run.id, None)  # re-inserted last: the oldest go first
-        self._silent_runs[run.id] = (run.history_length, until)
+        self._silent_runs[run.id] = (_listing(run), now + self._remember)
         for table in (self._silent_runs, self._silent_queues):
             while len(table) > _MAX_REMEMBERED:
                 del table[next(iter(table))]
@@ -446,6 +449,14 @@ class RunQueries:
 
             task.add_done_callback(forget)
         return task
+
+
+_Listing = tuple[str | None, int, TypedSearchAttributes]
+
+
+def _listing(run: WorkflowExecution) -> _Listing:
+    """What the server lists of a run that changes when the run moves on."""
+    return run.run_id, run.history_length, run.typed_search_attributes
 
 
 def _polled(check: asyncio.Task[bool]) -> bool:
