@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from inbox_support import Users, make_users, served
+from inbox_support import Users, make_users, served, sign_in
 from temporalio.client import Client
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser, screenshot
@@ -120,10 +120,7 @@ async def signed_in(url: str, token: str, **page_options: Any) -> AsyncIterator[
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = await browser.new_page(viewport={"width": 1200, "height": 700}, **page_options)
-            await page.goto(f"{url}/login")
-            await page.fill("#token", token)
-            await page.click("#sign-in")
-            await page.wait_for_url(f"{url}/")
+            await sign_in(page, url, token)
             yield page
         finally:
             await browser.close()

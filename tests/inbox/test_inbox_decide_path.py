@@ -17,6 +17,7 @@ from inbox_support import (
     pay_registry,
     pending_call,
     served,
+    sign_in,
     start_pending,
 )
 from temporalio.client import Client
@@ -120,15 +121,7 @@ async def test_with_the_worker_down_the_pending_page_says_runs_wait(
             browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
                 page = await browser.new_page()
-                await page.goto(f"{server.url}/login")
-                await page.fill("#token", users.alice)
-                # Signed in once the login answers; the unfiltered page it leads to lists
-                # every run waiting on this dev server (other tests' too, their workers
-                # gone, each a query timeout), so this page goes to its own agent's list.
-                async with page.expect_response(
-                    lambda r: r.url.endswith("/login") and r.request.method == "POST"
-                ):
-                    await page.click("#sign-in", no_wait_after=True)
+                await sign_in(page, server.url, users.alice)
                 await page.goto(f"{server.url}/?agent={agent}", timeout=60_000)
                 await page.wait_for_selector("p.empty", timeout=60_000)
                 shown = await page.inner_text("#pending")

@@ -5,7 +5,9 @@ concurrent requests share bounded run queries instead of fanning out."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import html
+import math
 import re
 import shlex
 import uuid
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from inbox_support import (
     cancel_and_check,
     http,
@@ -27,7 +30,7 @@ from inbox_support import (
 from temporalio.client import Client
 
 from durable_tools import AgentConfig, AgentRun, DurableTools, PendingInput, RunStatus, ToolRegistry
-from durable_tools.inbox._pending import other_waits
+from durable_tools.inbox._pending import NotAnswering, RunQueries, other_waits
 from durable_tools.protocol._input_types import InputQuestion
 from durable_tools.workflows import RunSnapshot
 from support import answer, calls, running_worker, wait_for, write_script
@@ -227,3 +230,47 @@ def test_a_question_wait_passes_a_hostile_call_id_as_one_word() -> None:
     [wait] = other_waits(HOSTILE_RUN, "agent", snapshot)
     assert shlex.split(wait.resume)[:4] == ["durable-tools", "answer", HOSTILE_RUN, call_id]
     assert len(wait.waiting_for) <= 500
+
+
+async def test_a_run_that_timed_out_is_not_asked_again_until_its_listing_changes(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with running_worker(client, pay_registry(), task_queue):
+        run, _, _ = await start_pending(client, task_queue, tmp_path)
+    # Its worker is gone (a moment ago: the server still counts it as polling).
+    [listed] = [r async for r in client.list_workflows(f"WorkflowId = '{run.run_id}'")]
+    queries = RunQueries(DurableTools(client, task_queue), timeout=2.0)
+    [first] = await queries.answers([listed])
+    assert isinstance(first, TimeoutError | NotAnswering) and queries.sent == 1
+    async with running_worker(client, pay_registry(), task_queue):
+        # Its worker is back, but the run did not move: it is not asked again yet.
+        [second] = await queries.answers([listed])
+        assert isinstance(second, NotAnswering) and queries.sent == 1
+        # Once what the server lists of it changes (as its history length does on a
+        # server that reports it for running workflows), it is asked again, past the
+        # task queue's own pause of one timeout.
+        await asyncio.sleep(2.5)
+        moved = dataclasses.replace(listed, history_length=listed.history_length + 1)
+        [third] = await queries.answers([moved])
+        assert queries.sent == 2
+        assert not isinstance(third, BaseException), third
+        assert [a.call_id for a in third[1].pending_approvals] == ["c1"]
+    await run.handle.terminate("test over")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"concurrency": 0},
+        {"timeout": 0.0},
+        {"timeout": math.inf},
+        {"timeout": math.nan},
+        {"remember": -1.0},
+        {"remember": math.nan},
+    ],
+)
+async def test_run_queries_refuse_bounds_that_are_no_bounds(
+    client: Client, task_queue: str, options: dict[str, Any]
+) -> None:
+    with pytest.raises(ValueError, match=r"concurrency|timeout|remember"):
+        RunQueries(DurableTools(client, task_queue), **options)

@@ -5,8 +5,8 @@ The runs come from Temporal's visibility store, filtered there by the search att
 (`PendingApprovals > 0` or an `AgentStatus` that waits, `AgentName`, the workflow id),
 newest first, one page per request with an opaque cursor for the next. Only the runs of
 that page are asked what they wait for, through `RunQueries`: a bounded number of queries
-at once for the whole app, and one query per run however many requests want it at the
-same moment.
+at once for the whole app, one query per run however many requests want it at the same
+moment, and about one query timeout per page however many of its runs' workers are gone.
 """
 
 from __future__ import annotations
@@ -14,13 +14,17 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import math
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, TypeVar
 
 from temporalio.client import WorkflowExecution
+from temporalio.common import TypedSearchAttributes
 from temporalio.service import RPCError
 
 from durable_tools import search_attributes as sa
@@ -28,6 +32,7 @@ from durable_tools._callers._auth import decider_for
 from durable_tools._callers._tokens import User
 from durable_tools._encrypted import is_encrypted_payload_error
 from durable_tools.client import DurableTools
+from durable_tools.client.runs._workers import has_workers
 from durable_tools.protocol._resume import answer_command, reissue_command
 from durable_tools.protocol._types import status_in
 from durable_tools.workflows import PendingApproval, RunSnapshot, RunStatus, SubagentWait
@@ -38,6 +43,8 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "DEFAULT_QUERY_CONCURRENCY",
     "QUERY_TIMEOUT",
+    "UNANSWERED_MEMORY",
+    "NotAnswering",
     "OtherWait",
     "PageRequestError",
     "PendingItem",
@@ -54,6 +61,15 @@ DEFAULT_PAGE_SIZE = 50
 """Runs per page of the pending list."""
 DEFAULT_QUERY_CONCURRENCY = 16
 """Run queries the inbox has in flight at once, across all requests."""
+UNANSWERED_MEMORY = 30.0
+"""Seconds a run whose query timed out is shown as not answering without being asked
+again (sooner once what the server lists of it changes)."""
+_PAGE_MARGIN = 1.0
+# Seconds a page waits beyond one query timeout: the runs asked at once report their own
+# timeout, and the runs of a task queue whose first run answered get their turn.
+_MAX_REMEMBERED = 10_000
+# Runs (and task queues) remembered as not answering; the oldest are forgotten first.
+_T = TypeVar("_T")
 _MAX_CURSOR_CHARS = 4096
 # Visibility queries take single-quoted literals: refuse what could end one.
 _UNSAFE_LITERAL = re.compile(r"['\\\x00-\x1f\x7f]")
@@ -229,61 +245,225 @@ class PendingList:
         return [run.run_id for run in self.unanswered]
 
 
+class NotAnswering(Exception):
+    """A run the inbox did not hear from in time: its query timed out, the page's time ran
+    out before its turn, no worker polls its task queue, or it (or its task queue) timed
+    out lately."""
+
+
 class RunQueries:
     """Asks runs what they wait for (their `status`), bounded and shared.
 
-    At most `concurrency` queries run at once (the rest wait their turn; a run's
-    `QUERY_TIMEOUT` starts when its query is sent, so waiting does not make it
-    "unreachable"), and requests that want the same run while its query is in flight
-    share that query's answer.
+    At most `concurrency` calls to the server run at once (the rest wait their turn), and
+    requests that want the same run while its query is in flight share that query's
+    answer. A page of runs is answered within about one `timeout`, however many of its
+    runs do not answer (`answers`):
+
+    - a run whose task queue no worker polls (`has_workers`) is not asked;
+    - a run whose query timed out is not asked again for `remember` seconds, unless what
+      the server lists of it changed meanwhile (its search attributes, its Temporal run
+      id, its history length where the server reports it: this dev server does not for
+      a running workflow);
+    - of each task queue, one run is asked first and the others once it answered: when
+      it times out, they are not asked (their worker is very likely the one gone), nor
+      is the task queue for one `timeout` (the rest of the page, concurrent pages);
+    - what has not answered when the page's time is up is shown as not answering; a
+      query already sent goes on, so the next page knows.
+
+    Nothing that answered is kept: every page asks again, so a decision is never shown
+    as still pending.
 
     Args:
         tools: The client.
-        concurrency: Queries in flight at once.
+        concurrency: Calls to the server in flight at once.
+        timeout: Seconds a run's query may take, and a page's wait for its runs.
+        remember: Seconds a run that timed out is not asked again.
     """
 
-    def __init__(self, tools: DurableTools, concurrency: int = DEFAULT_QUERY_CONCURRENCY) -> None:
+    def __init__(
+        self,
+        tools: DurableTools,
+        concurrency: int = DEFAULT_QUERY_CONCURRENCY,
+        *,
+        timeout: float = QUERY_TIMEOUT,
+        remember: float = UNANSWERED_MEMORY,
+    ) -> None:
         if concurrency < 1:
             raise ValueError("query concurrency must be at least 1")
+        if not (math.isfinite(timeout) and timeout > 0):
+            raise ValueError("query timeout must be a positive number of seconds")
+        if not (math.isfinite(remember) and remember >= 0):
+            raise ValueError("remember must be zero or more seconds")
         self._tools = tools
+        self._timeout = timeout
+        self._remember = remember
         self._slots = asyncio.Semaphore(concurrency)
         self._in_flight: dict[str, asyncio.Task[HostSnapshot]] = {}
+        self._polled: dict[str, asyncio.Task[bool]] = {}
+        # Run id -> (its listing when it timed out, until when); task queue -> until when.
+        self._silent_runs: dict[str, tuple[_Listing, float]] = {}
+        self._silent_queues: dict[str, float] = {}
         self.sent = 0
         """Queries sent so far."""
         self.peak = 0
-        """The most queries that were in flight at once."""
+        """The most calls to the server that were in flight at once."""
         self._running = 0
 
-    async def snapshot(self, execution: WorkflowExecution) -> HostSnapshot:
-        """What a listed run itself waits for (its sub-agents are runs of their own; a
+    async def answers(
+        self, runs: Sequence[WorkflowExecution]
+    ) -> list[HostSnapshot | BaseException]:
+        """What each listed run itself waits for (its sub-agents are runs of their own; a
         host's runtime is reached under its handlers' prefix, `run_handle`), with that
-        prefix ("" for an agent run)."""
-        run_id = execution.id
-        task = self._in_flight.get(run_id)
-        if task is None:
-            task = asyncio.ensure_future(self._ask(execution))
-            self._in_flight[run_id] = task
-            task.add_done_callback(lambda done: self._forget(run_id, done))
-        # Shielded: one request going away must not cancel the query others wait on.
-        return await asyncio.shield(task)
+        prefix ("" for an agent run), or why it did not answer, in the order of `runs`.
 
-    def _forget(self, run_id: str, done: asyncio.Task[HostSnapshot]) -> None:
-        if self._in_flight.get(run_id) is done:
-            del self._in_flight[run_id]
-        if not done.cancelled():
-            done.exception()  # retrieved, so an answer nobody waited for logs nothing
+        Returns within about one `timeout`; a request going away does not cancel the
+        queries others may wait on.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout + _PAGE_MARGIN
+        polled = await self._polled_queues({run.task_queue for run in runs}, deadline)
+        answers: list[HostSnapshot | BaseException] = []
+        asked: dict[int, asyncio.Task[HostSnapshot]] = {}
+        followers: list[asyncio.Task[HostSnapshot]] = []
+        # The first run of each task queue is asked first; the others once it answered.
+        first_of_queue: dict[str, asyncio.Task[HostSnapshot]] = {}
+        for index, run in enumerate(runs):
+            answers.append(NotAnswering(f"no answer within {self._timeout:g} s"))
+            if not polled[run.task_queue]:
+                answers[index] = NotAnswering(f"no worker polls task queue {run.task_queue}")
+            elif self._silent(run):
+                answers[index] = NotAnswering("did not answer lately")
+            elif (first := first_of_queue.get(run.task_queue)) is None:
+                asked[index] = first_of_queue[run.task_queue] = self._query(run)
+            else:
+                asked[index] = asyncio.ensure_future(self._after(first, run))
+                followers.append(asked[index])
+        try:
+            if asked:
+                await asyncio.wait(set(asked.values()), timeout=max(0.0, deadline - loop.time()))
+        finally:
+            for follower in followers:
+                follower.cancel()  # not yet asked: the next page asks again
+        for index, task in asked.items():
+            if task.done() and not task.cancelled():
+                answers[index] = task.exception() or task.result()
+        return answers
+
+    async def _after(
+        self, first: asyncio.Task[HostSnapshot], run: WorkflowExecution
+    ) -> HostSnapshot:
+        """`run`'s answer, asked once `first` (of its task queue) answered or failed; when
+        `first` timed out, its task queue is silent and `run` is not asked."""
+        await asyncio.wait({first})
+        # Shielded: this page giving up must not cancel a query other pages may share.
+        return await asyncio.shield(self._query(run))
+
+    # ------------------------------------------------------------------ task queues
+
+    async def _polled_queues(self, queues: set[str], deadline: float) -> dict[str, bool]:
+        """Whether a worker polls each task queue (True when the server did not say in
+        time: the query decides then)."""
+        checks = {queue: self._shared(self._polled, queue, self._check_queue) for queue in queues}
+        if checks:
+            timeout = max(0.0, deadline - asyncio.get_running_loop().time())
+            await asyncio.wait(set(checks.values()), timeout=timeout)
+        return {queue: _polled(task) for queue, task in checks.items()}
+
+    async def _check_queue(self, queue: str) -> bool:
+        async with self._turn():
+            return await has_workers(self._tools.client, queue)
+
+    # ------------------------------------------------------------------ runs
+
+    def _silent(self, run: WorkflowExecution) -> bool:
+        """Whether `run` (or its task queue) timed out lately and is not asked again."""
+        now = asyncio.get_running_loop().time()
+        if self._silent_queues.get(run.task_queue, 0.0) > now:
+            return True
+        remembered = self._silent_runs.get(run.id)
+        return remembered is not None and remembered[1] > now and remembered[0] == _listing(run)
+
+    def _mark_silent(self, run: WorkflowExecution, *, queue: bool) -> None:
+        """Remember that `run` did not answer (and its task queue, when `queue`: its
+        query timed out, rather than its task queue's)."""
+        now = asyncio.get_running_loop().time()
+        if queue:
+            self._silent_queues.pop(run.task_queue, None)
+            self._silent_queues[run.task_queue] = now + self._timeout
+        self._silent_runs.pop(run.id, None)  # re-inserted last: the oldest go first
+        self._silent_runs[run.id] = (_listing(run), now + self._remember)
+        for table in (self._silent_runs, self._silent_queues):
+            while len(table) > _MAX_REMEMBERED:
+                del table[next(iter(table))]
+
+    def _query(self, run: WorkflowExecution) -> asyncio.Task[HostSnapshot]:
+        return self._shared(self._in_flight, run.id, lambda _: self._ask(run))
 
     async def _ask(self, execution: WorkflowExecution) -> HostSnapshot:
-        async with self._slots:
+        async with self._turn():
+            if self._silent(execution):  # its task queue timed out while it waited
+                self._mark_silent(execution, queue=False)
+                raise NotAnswering("another run of its task queue did not answer")
             self.sent += 1
+            run = await run_handle(self._tools, execution.id, execution)
+            try:
+                snapshot = await asyncio.wait_for(run.status(), self._timeout)
+            except TimeoutError:
+                self._mark_silent(execution, queue=True)
+                raise
+        return run.prefix, snapshot
+
+    # ------------------------------------------------------------------ sharing
+
+    @asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        """One of the `concurrency` slots, for one call to the server."""
+        async with self._slots:
             self._running += 1
             self.peak = max(self.peak, self._running)
             try:
-                run = await run_handle(self._tools, execution.id, execution)
-                snapshot = await asyncio.wait_for(run.status(), QUERY_TIMEOUT)
+                yield
             finally:
                 self._running -= 1
-        return run.prefix, snapshot
+
+    def _shared(
+        self,
+        table: dict[str, asyncio.Task[_T]],
+        key: str,
+        start: Callable[[str], Coroutine[Any, Any, _T]],
+    ) -> asyncio.Task[_T]:
+        """The task in flight for `key` in `table`, started by `start(key)` if none is.
+
+        A finished task leaves the table, so a later page asks again.
+        """
+        task = table.get(key)
+        if task is None:
+            task = asyncio.ensure_future(start(key))
+            table[key] = task
+
+            def forget(done: asyncio.Task[_T]) -> None:
+                if table.get(key) is done:
+                    del table[key]
+                if not done.cancelled():
+                    done.exception()  # retrieved, so an answer nobody waited for logs nothing
+
+            task.add_done_callback(forget)
+        return task
+
+
+_Listing = tuple[str | None, int, TypedSearchAttributes]
+
+
+def _listing(run: WorkflowExecution) -> _Listing:
+    """What the server lists of a run that changes when the run moves on."""
+    return run.run_id, run.history_length, run.typed_search_attributes
+
+
+def _polled(check: asyncio.Task[bool]) -> bool:
+    """A task queue check's verdict: True (the query decides) when it did not end in time."""
+    if check.done() and not check.cancelled() and check.exception() is None:
+        return check.result()
+    return True
 
 
 def _literal(name: str, value: str) -> str:
@@ -376,7 +556,7 @@ async def list_pending(
     """
     query = _visibility_query(agent, run_id)
     runs, next_cursor = await _page_of_runs(tools, query, page_size, cursor)
-    answers = await asyncio.gather(*(queries.snapshot(run) for run in runs), return_exceptions=True)
+    answers = await queries.answers(runs)
     result = PendingList(next_cursor=next_cursor)
 
     def listed(call_tool: str, deciders: Sequence[str] | None) -> bool:
