@@ -18,6 +18,13 @@ one; a denial becomes a refusal for the model (or ends the run, by policy).
 4. when that asks a person, the policy keeps identity-scoped grants and one could stand in:
    the worker's grant store, and `decide` once more with the grant it returned.
 
+Standing grants: run-scoped ones live in `GateState.standing_grants`; identity-scoped ones
+live in the worker's grant store and are reached through activities (`find_identity_grant`,
+and `grant_from_decision` for an approving decision that asked for one), only when the
+run's policy turns `identity_grants` on, the run acts for an identity, and a grant could
+stand for the call at all (so runs without them schedule no new commands). Which grant may
+stand in for a person is decided by the pure `decide`, also for the store's.
+
 `refit_waiting` is the same question for a call already waiting for a person when
 `set_policy` changes the policy: `decide` (with `waiting=`) denies it or names who may
 decide it now, and this applies the verdict to the call's request.
@@ -30,24 +37,26 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 
 from durable_tools._activities._types import PREFLIGHT_ACTIVITY, PreflightRequest, PreflightResult
 from durable_tools.messages import ToolCall
 from durable_tools.policy._decide import Verdict, decide
 from durable_tools.policy._decisions import arguments_hash
+from durable_tools.policy._grants import describe_constraints, identity_key, make_grant
 from durable_tools.protocol._deciders import may_decide
 from durable_tools.protocol._limits import MAX_REASON_CHARS, clip
-from durable_tools.protocol._policy_types import StandingGrant
+from durable_tools.protocol._policy_types import (
+    GRANT_FIND_ACTIVITY,
+    GRANT_SAVE_ACTIVITY,
+    GrantLookup,
+    StandingGrant,
+)
 from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.protocol._types import RunStatus
 from durable_tools.protocol._wait_types import ApprovalDecision, PendingApproval
 from durable_tools.tools._approval_summary import call_summary
 from durable_tools.tools._spec import ToolSpec
-from durable_tools.workflows.gates._grants import (
-    find_identity_grant,
-    grant_from_decision,
-    scope_key,
-)
 from durable_tools.workflows.gates._policy_auto import evaluate_call
 from durable_tools.workflows.gates._wait import (
     answer_of,
@@ -69,9 +78,12 @@ __all__ = [
     "Gate",
     "Ruling",
     "approve",
+    "find_identity_grant",
+    "grant_from_decision",
     "preflight",
     "refit_waiting",
     "rule",
+    "scope_key",
 ]
 
 
@@ -356,3 +368,65 @@ def refit_waiting(state: RunState, approval: PendingApproval) -> None:
     if dropped:
         detail += f"; approvals no longer counted: {', '.join(dropped)}"
     state.event("approval.refitted", call_id=call_id, detail=clip(detail, MAX_REASON_CHARS))
+
+
+# --------------------------------------------------------------------- standing grants
+
+_STORE_TIMEOUT = timedelta(seconds=30)
+
+
+def scope_key(state: RunState) -> str | None:
+    """The identity-grant scope of this run (agent + identity), None when it has none."""
+    return identity_key(state.config.name, state.input.identity)
+
+
+async def find_identity_grant(
+    valid: ValidCall, key: str, makers: tuple[str, ...]
+) -> StandingGrant | None:
+    """The worker's grant store's grant for the call in scope `key`, made by one of
+    `makers` (empty: anyone), or None. Whether it may stand in is `decide`'s question."""
+    found: StandingGrant | None = await workflow.execute_activity(
+        GRANT_FIND_ACTIVITY,
+        GrantLookup(identity=key, tool=valid.spec.name, arguments=valid.arguments, makers=makers),
+        result_type=StandingGrant | None,  # type: ignore[arg-type]
+        start_to_close_timeout=_STORE_TIMEOUT,
+        retry_policy=RetryPolicy(maximum_attempts=3),
+        summary=f"find a standing grant for {valid.spec.name}",
+    )
+    return found
+
+
+async def grant_from_decision(
+    state: RunState, valid: ValidCall, decision: ApprovalDecision
+) -> StandingGrant | None:
+    """Create the standing grant an approving decision asked for (run state or the store)."""
+    if decision.grant is None or not decision.approve:
+        return None
+    grant = make_grant(
+        decision.grant,
+        grant_id=workflow.uuid4().hex[:12],
+        tool=valid.spec.name,
+        granted_by=decision.decider,
+        now=workflow.now(),
+        scope_key=scope_key(state) or "",
+        run_id=workflow.info().workflow_id,
+        reason=decision.reason,
+    )
+    if grant.scope == "run":
+        state.gates.standing_grants.append(grant)
+    else:
+        await workflow.execute_activity(
+            GRANT_SAVE_ACTIVITY,
+            grant,
+            start_to_close_timeout=_STORE_TIMEOUT,
+            retry_policy=RetryPolicy(maximum_attempts=5),
+            summary=f"save a standing grant for {grant.tool}",
+        )
+    until = f" until {grant.expires_at.isoformat()}" if grant.expires_at else ""
+    state.event(
+        "grant.created",
+        valid.call,
+        detail=f"{grant.grant_id} ({grant.scope}) by {grant.granted_by}{until}: "
+        f"{describe_constraints(grant.constraints)}",
+    )
+    return grant
