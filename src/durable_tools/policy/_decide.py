@@ -32,8 +32,10 @@ Nothing here does I/O, reads a clock or draws randomness: the workflow passes `n
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -48,11 +50,13 @@ from durable_tools.protocol._policy_types import (
 )
 from durable_tools.protocol._types import ApprovalPolicy
 from durable_tools.protocol._wait_types import PendingApproval
+from durable_tools.tools._approval_summary import call_summary
 from durable_tools.tools._spec import Safety, ToolSpec
 
 __all__ = [
     "SAFE_TAG",
     "Verdict",
+    "arguments_hash",
     "decide",
     "describe_policy",
     "describe_safety_rule",
@@ -95,6 +99,12 @@ class Verdict:
     `*`); None leaves the call to the person alone."""
     set_aside: tuple[str, ...] = ()
     """Grants that covered the call but may not stand in for its approval, each with why."""
+    arguments_hash: str = ""
+    """For `ask`: what the person is asked to approve, exactly (`arguments_hash`); a
+    decision must carry it back (`check_decision`). Empty for a call already waiting."""
+    summary: str | None = None
+    """For `ask`: the line the person reads of what the call does (`call_summary`: the
+    tool's template rendered, or the worker's function's line), if the tool has one."""
 
 
 def decide(
@@ -106,7 +116,9 @@ def decide(
     rules_ask: bool | None = None,
     grants: Iterable[StandingGrant] | None = None,
     waiting: PendingApproval | None = None,
+    worker_summary: str | None = None,
     legacy_grants: bool = False,
+    legacy_live_deny: bool = False,
 ) -> Verdict:
     """Decide one validated call under the run's live policy.
 
@@ -125,14 +137,39 @@ def decide(
         waiting: The request of a call already waiting for a person, when the policy changed
             since it was asked: the verdict denies it (deny list) or names who may decide it
             now, keeping the approvals it needs; it never allows it.
+        worker_summary: The line the tool's worker function wrote of the call (the
+            preflight's answer), for a tool whose summary is written on the worker.
         legacy_grants: Replay only: a history recorded before grants were checked against
             the policy in force, where any covering grant allowed the call.
+        legacy_live_deny: Replay only: a history recorded before a policy change landing
+            during the call's preflight could deny it: a call the live policy denies goes
+            to a person (anyone) instead.
 
     Returns:
-        The verdict and the layer that decided it.
+        The verdict and the layer that decided it; an `ask` names the request the person
+        is shown (who may decide, how many must, the arguments hash and the summary).
     """
     if waiting is not None:
         return _refit(spec, policy, waiting)
+    verdict = _layers(spec, policy, arguments, now, rules_ask, grants, legacy_grants)
+    if verdict.action == "deny" and legacy_live_deny:
+        verdict = replace(verdict, action="ask")
+    if verdict.action != "ask":
+        return verdict
+    summary = call_summary(spec, arguments, worker_summary)
+    return replace(verdict, arguments_hash=arguments_hash(arguments), summary=summary)
+
+
+def _layers(
+    spec: ToolSpec,
+    policy: ApprovalPolicy,
+    arguments: dict[str, Any],
+    now: datetime,
+    rules_ask: bool | None,
+    grants: Iterable[StandingGrant] | None,
+    legacy_grants: bool,
+) -> Verdict:
+    """`decide`'s layers in order, for a call not yet waiting (see the module)."""
     if policy.skip_all_approvals_unsafe:
         return Verdict("allow", "skip_all", "skip_all_approvals_unsafe is set")
     if spec.name in policy.deny_tools:
@@ -188,6 +225,12 @@ def decide(
         criteria=_criteria_for(policy, spec.name),
         set_aside=tuple(set_aside),
     )
+
+
+def arguments_hash(arguments: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of the arguments: binds a decision to exactly them."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _refit(spec: ToolSpec, policy: ApprovalPolicy, waiting: PendingApproval) -> Verdict:
