@@ -15,7 +15,7 @@ from durable_tools import (
     StandingGrant,
     ToolSpec,
 )
-from durable_tools.policy._decide import decide
+from durable_tools.policy._decide import arguments_hash, decide
 from durable_tools.workflows import CriteriaSet
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -135,3 +135,39 @@ def test_an_escalated_waiting_call_goes_to_the_new_escalation() -> None:
     assert decide(REFUND, policy, {}, now=NOW, waiting=escalated).deciders == ("dave",)
     fresh = waiting("refund", ["alice"])
     assert decide(REFUND, policy, {}, now=NOW, waiting=fresh).deciders == ("bob",)
+
+
+def test_an_ask_is_the_request_a_person_is_shown_bound_to_exactly_these_arguments() -> None:
+    spec = REFUND.model_copy(update={"approval_summary": "Refund {cents:money} to {who}"})
+    arguments = {"cents": 1250, "who": "ann\u202eevil"}
+    verdict = decide(spec, ApprovalPolicy(), arguments, now=NOW, grants=[])
+    assert verdict.action == "ask"
+    assert verdict.arguments_hash == arguments_hash(arguments)
+    assert verdict.summary is not None and "12.50" in verdict.summary
+    assert "\u202e" not in verdict.summary  # a bidi override cannot turn the line around
+    # Key order does not matter; any other value, type or extra key does.
+    assert arguments_hash({"who": "ann\u202eevil", "cents": 1250}) == verdict.arguments_hash
+    for other in (
+        {"cents": 1251, "who": "ann\u202eevil"},
+        {"cents": 1250.0, "who": "ann\u202eevil"},
+        {"cents": "1250", "who": "ann\u202eevil"},
+        {"cents": 1250, "who": "ann\u202eevil", "note": None},
+    ):
+        assert arguments_hash(other) != verdict.arguments_hash
+
+
+def test_a_worker_written_summary_comes_with_the_ask_and_nothing_comes_with_an_allow() -> None:
+    spec = REFUND.model_copy(update={"approval_summary_on_worker": True})
+    verdict = decide(spec, ApprovalPolicy(), {}, now=NOW, grants=[], worker_summary=" a\nline ")
+    assert (verdict.action, verdict.summary) == ("ask", "a line")
+    allowed = decide(LOOKUP, ApprovalPolicy(), {"q": 1}, now=NOW, grants=[])
+    assert (allowed.action, allowed.arguments_hash, allowed.summary) == ("allow", "", None)
+
+
+def test_a_replayed_run_from_before_the_live_deny_asks_anyone_with_the_request() -> None:
+    policy = ApprovalPolicy(deny_tools=["refund"], deciders=["alice"])
+    live = decide(REFUND, policy, {"a": 1}, now=NOW, grants=[])
+    assert live.action == "deny"
+    old = decide(REFUND, policy, {"a": 1}, now=NOW, grants=[], legacy_live_deny=True)
+    assert (old.action, old.layer, old.deciders) == ("ask", "deny_list", ())
+    assert old.arguments_hash == arguments_hash({"a": 1})

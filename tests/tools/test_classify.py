@@ -21,11 +21,8 @@ from durable_tools import (
     ToolTimeout,
 )
 from durable_tools.tools import ErrorKind, MissingResource
-from durable_tools.tools._classify import (
-    classify_exception,
-    error_message_for_model,
-    parse_retry_after,
-)
+from durable_tools.tools._classify import classify_exception, parse_retry_after
+from durable_tools.tools._errors import error_message_for_model
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -11,8 +11,10 @@ from durable_tools import InvalidArguments, ToolExecutionError, ToolSpec
 from durable_tools.tools._validation import (
     MAX_DEPTH,
     _cache,
+    check_arguments,
     non_finite_number,
     parse_arguments,
+    schema_digest,
     schema_validator,
     validate_arguments,
     validate_output,
@@ -236,3 +238,54 @@ def test_non_finite_number_finds_the_first_nan_or_infinity_with_its_path() -> No
     )
     assert non_finite_number([(1, float("inf"))]) == "$[0][1] (Infinity)"
     assert non_finite_number(json.loads('{"x": 1e999}')) == "$.x (Infinity)"
+
+
+def test_check_arguments_parses_checks_and_names_the_schema_it_checked_against() -> None:
+    checked = check_arguments(SPEC, '{"city": "Paris", "days": 2.0}')
+    assert checked.values == {"city": "Paris", "days": 2}
+    assert type(checked.values["days"]) is int  # what the tool receives and the run records
+    assert checked.schema == schema_digest(SPEC.input_schema)
+    with pytest.raises(InvalidArguments, match="'weather' break its schema"):
+        check_arguments(SPEC, '{"city": "Paris", "days": 0}')
+
+
+def test_check_arguments_without_input_validation_still_parses_fail_closed() -> None:
+    unchecked = SPEC.model_copy(update={"validation": "output"})
+    checked = check_arguments(unchecked, '{"days": "many", "extra": true}')
+    assert checked.values == {"days": "many", "extra": True}  # the schema is not asked
+    assert checked.schema == schema_digest(SPEC.input_schema)  # an approval still binds it
+    for raw in ('{"city": NaN}', '{"a": 1, "a": 2}', "[]", '{"a": 1e400}'):
+        with pytest.raises(InvalidArguments):
+            check_arguments(unchecked, raw)
+
+
+def test_check_arguments_honours_the_schema_a_person_approved_under() -> None:
+    approved = schema_digest(SPEC.input_schema)
+    # The schema is the one approved: checked against it as ever.
+    with pytest.raises(InvalidArguments):
+        check_arguments(SPEC, '{"city": 3}', bound_schema=approved)
+    # The tool's schema changed while the call waited: the approved arguments run as they
+    # are (parsed, never checked against a schema the approver did not see).
+    changed = SPEC.model_copy(
+        update={"input_schema": {**SPEC.input_schema, "required": ["city", "where"]}}
+    )
+    assert check_arguments(changed, '{"city": "Paris"}', bound_schema=approved).values == {
+        "city": "Paris"
+    }
+    with pytest.raises(InvalidArguments):
+        check_arguments(changed, '{"city": "Paris"}')
+    # A forged or garbled digest is "another schema": never a way past parsing.
+    for forged in ("", "x" * 10_000, approved.upper(), approved + "\u200b"):
+        with pytest.raises(InvalidArguments, match="not valid JSON"):
+            check_arguments(changed, '{"city": NaN}', bound_schema=forged)
+
+
+def test_check_arguments_digests_stay_right_when_the_cache_turns_over() -> None:
+    # More schemas than the cache holds: every digest is still its own schema's.
+    specs = [
+        ToolSpec(name="probe", input_schema={"type": "object", "maxProperties": n})
+        for n in range(1_500)
+    ]
+    for spec in specs * 2:
+        assert check_arguments(spec, "{}").schema == schema_digest(spec.input_schema)
+    assert len({check_arguments(spec, "{}").schema for spec in specs}) == len(specs)

@@ -25,13 +25,15 @@ from durable_tools._activities._types import ToolInvocation
 from durable_tools.protocol._limits import MAX_TOOL_ERROR_CHARS, clip
 from durable_tools.protocol._options import retry_delay
 from durable_tools.tools._artifacts import ArtifactStore
-from durable_tools.tools._classify import (
-    apply_retry_spec,
-    classify_exception,
+from durable_tools.tools._classify import apply_retry_spec, classify_exception
+from durable_tools.tools._context import ToolContext
+from durable_tools.tools._errors import (
+    RUN_ENDING,
+    Cancelled,
+    ToolError,
+    ToolTimeout,
     error_message_for_model,
 )
-from durable_tools.tools._context import ToolContext
-from durable_tools.tools._errors import RUN_ENDING, Cancelled, ToolError, ToolTimeout
 from durable_tools.tools._events import TOOL_POLICY_EXHAUSTED, ToolEvent, scrub_event
 from durable_tools.tools._formatting import format_result, output_lost_outcome
 from durable_tools.tools._progress_scrub import scrub_progress

@@ -24,32 +24,47 @@ worker-side predicate's answer, the run's grants), and `decide` is asked again w
 call already waiting for a person (`waiting=`) is held to a changed policy: its deny list
 and its deciders, never an allowing layer (a policy change never approves a call by itself).
 
+The safety rules' matching (which rule a tool's declared `Safety` meets, and why) is the
+second layer and part of the third, so it is here too, at the end.
+
 Nothing here does I/O, reads a clock or draws randomness: the workflow passes `now`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
 from durable_tools.policy._grants import grant_covers
-from durable_tools.policy._safety_rules import describe_safety_rule, matched_safety_rule
-from durable_tools.protocol._deciders import may_decide
-from durable_tools.protocol._policy_types import AutoApproval, CriteriaSet, StandingGrant
+from durable_tools.protocol._deciders import may_decide, name_key
+from durable_tools.protocol._policy_types import (
+    AutoApproval,
+    CriteriaSet,
+    SafetyRule,
+    StandingGrant,
+    plain_absolute_path,
+)
 from durable_tools.protocol._types import ApprovalPolicy
 from durable_tools.protocol._wait_types import PendingApproval
-from durable_tools.tools._spec import ToolSpec
+from durable_tools.tools._approval_summary import call_summary
+from durable_tools.tools._spec import Safety, ToolSpec
 
 __all__ = [
     "SAFE_TAG",
     "Verdict",
+    "arguments_hash",
     "decide",
     "describe_policy",
+    "describe_safety_rule",
     "grant_stands",
     "is_safe_tool",
+    "matched_safety_rule",
     "quorum_for",
+    "safety_rule_reasons",
 ]
 
 SAFE_TAG = "approval_safe"
@@ -84,6 +99,12 @@ class Verdict:
     `*`); None leaves the call to the person alone."""
     set_aside: tuple[str, ...] = ()
     """Grants that covered the call but may not stand in for its approval, each with why."""
+    arguments_hash: str = ""
+    """For `ask`: what the person is asked to approve, exactly (`arguments_hash`); a
+    decision must carry it back (`check_decision`). Empty for a call already waiting."""
+    summary: str | None = None
+    """For `ask`: the line the person reads of what the call does (`call_summary`: the
+    tool's template rendered, or the worker's function's line), if the tool has one."""
 
 
 def decide(
@@ -95,7 +116,9 @@ def decide(
     rules_ask: bool | None = None,
     grants: Iterable[StandingGrant] | None = None,
     waiting: PendingApproval | None = None,
+    worker_summary: str | None = None,
     legacy_grants: bool = False,
+    legacy_live_deny: bool = False,
 ) -> Verdict:
     """Decide one validated call under the run's live policy.
 
@@ -114,14 +137,39 @@ def decide(
         waiting: The request of a call already waiting for a person, when the policy changed
             since it was asked: the verdict denies it (deny list) or names who may decide it
             now, keeping the approvals it needs; it never allows it.
+        worker_summary: The line the tool's worker function wrote of the call (the
+            preflight's answer), for a tool whose summary is written on the worker.
         legacy_grants: Replay only: a history recorded before grants were checked against
             the policy in force, where any covering grant allowed the call.
+        legacy_live_deny: Replay only: a history recorded before a policy change landing
+            during the call's preflight could deny it: a call the live policy denies goes
+            to a person (anyone) instead.
 
     Returns:
-        The verdict and the layer that decided it.
+        The verdict and the layer that decided it; an `ask` names the request the person
+        is shown (who may decide, how many must, the arguments hash and the summary).
     """
     if waiting is not None:
         return _refit(spec, policy, waiting)
+    verdict = _layers(spec, policy, arguments, now, rules_ask, grants, legacy_grants)
+    if verdict.action == "deny" and legacy_live_deny:
+        verdict = replace(verdict, action="ask")
+    if verdict.action != "ask":
+        return verdict
+    summary = call_summary(spec, arguments, worker_summary)
+    return replace(verdict, arguments_hash=arguments_hash(arguments), summary=summary)
+
+
+def _layers(
+    spec: ToolSpec,
+    policy: ApprovalPolicy,
+    arguments: dict[str, Any],
+    now: datetime,
+    rules_ask: bool | None,
+    grants: Iterable[StandingGrant] | None,
+    legacy_grants: bool,
+) -> Verdict:
+    """`decide`'s layers in order, for a call not yet waiting (see the module)."""
     if policy.skip_all_approvals_unsafe:
         return Verdict("allow", "skip_all", "skip_all_approvals_unsafe is set")
     if spec.name in policy.deny_tools:
@@ -177,6 +225,12 @@ def decide(
         criteria=_criteria_for(policy, spec.name),
         set_aside=tuple(set_aside),
     )
+
+
+def arguments_hash(arguments: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of the arguments: binds a decision to exactly them."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _refit(spec: ToolSpec, policy: ApprovalPolicy, waiting: PendingApproval) -> Verdict:
@@ -305,3 +359,95 @@ def describe_policy(policy: ApprovalPolicy) -> str:
     if policy.timeout_seconds is not None:
         parts.append(f"deadline {policy.timeout_seconds:g}s then {policy.on_timeout}")
     return "; ".join(parts)
+
+
+# --------------------------------------------------------------------- safety rules
+# Which of a policy's safety rules a tool matches, from its declared `Safety` alone: the
+# second layer (`deny`) and part of the third (`ask`). Pure and total: a rule is read
+# against the tool's spec (recorded with the run's catalog), so every replay matches the
+# same rules. Where metadata is missing or odd, the rule matches (fail closed): a writing
+# tool with no workspace root, or a root spelled in a way that is not plainly inside the
+# workspace (`..`, `//`, a trailing `/`), writes outside it.
+
+
+def _inside(path: str, root: str) -> bool:
+    """Whether `path` is `root` or under it, both compared as plain absolute paths."""
+    if root == "/":
+        return path.startswith("/")
+    return path == root or path.startswith(root + "/")
+
+
+def _writes_outside(safety: Safety, roots: Iterable[str]) -> bool:
+    if not safety.filesystem or safety.read_only:
+        return False
+    root = safety.workspace_root
+    if root is None or not plain_absolute_path(root):
+        return True
+    allowed = tuple(roots)
+    return bool(allowed) and not any(_inside(root, allowed_root) for allowed_root in allowed)
+
+
+def safety_rule_reasons(rule: SafetyRule, spec: ToolSpec) -> list[str]:
+    """The conditions of `rule` that `spec` meets, in words (empty: no match)."""
+    safety = spec.safety
+    reasons: list[str] = []
+    if rule.shell and safety.shell:
+        reasons.append("runs shell commands")
+    if rule.filesystem and safety.filesystem:
+        reasons.append("uses the filesystem")
+    if rule.writes_outside_workspace and _writes_outside(safety, rule.workspace_roots):
+        where = safety.workspace_root or "anywhere"
+        reasons.append(f"writes files outside the workspace ({where})")
+    if rule.networked and safety.networked:
+        reasons.append("talks to other hosts")
+    if rule.spends_money and safety.spends_money:
+        reasons.append("spends money")
+    if rule.mutating and safety.mutating:
+        reasons.append("is not read-only")
+    if safety.side_effect in rule.side_effects:
+        reasons.append(f"has {safety.side_effect} side effects")
+    # Tags compare as names do (case, width and invisible characters folded): a rule may
+    # match more tools than its author spelled, never fewer.
+    wanted = {name_key(tag) for tag in rule.tags}
+    tagged = sorted(tag for tag in spec.tags if name_key(tag) in wanted)
+    if tagged:
+        reasons.append("is tagged " + ", ".join(tagged))
+    return reasons
+
+
+def matched_safety_rule(
+    spec: ToolSpec, rules: Iterable[SafetyRule], action: str
+) -> tuple[int, list[str]] | None:
+    """The first rule with `action` that `spec` matches: its position (1-based) and why."""
+    for number, rule in enumerate(rules, start=1):
+        if rule.action != action:
+            continue
+        reasons = safety_rule_reasons(rule, spec)
+        if reasons:
+            return number, reasons
+    return None
+
+
+def describe_safety_rule(rule: SafetyRule) -> str:
+    """`tools that run shell commands or write files outside /srv/ws`, for the CLI."""
+    parts = [
+        words
+        for flag, words in (
+            (rule.shell, "run shell commands"),
+            (rule.filesystem, "use the filesystem"),
+            (rule.networked, "talk to other hosts"),
+            (rule.spends_money, "spend money"),
+            (rule.mutating, "are not read-only"),
+        )
+        if flag
+    ]
+    if rule.writes_outside_workspace:
+        roots = " or ".join(rule.workspace_roots)
+        parts.append(
+            f"write files outside {roots}" if roots else "write files no workspace root confines"
+        )
+    if rule.side_effects:
+        parts.append("have " + " or ".join(rule.side_effects) + " side effects")
+    if rule.tags:
+        parts.append("are tagged " + " or ".join(rule.tags))
+    return "tools that " + " or ".join(parts)

@@ -7,10 +7,7 @@ rules testable without a server and safe inside the sandbox.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Collection
-from typing import Any
 
 from durable_tools.protocol._deciders import (
     distinct_people,
@@ -22,19 +19,12 @@ from durable_tools.protocol._wait_types import ApprovalDecision, PendingApproval
 
 __all__ = [
     "InvalidDecision",
-    "arguments_hash",
     "check_decision",
 ]
 
 
 class InvalidDecision(ValueError):
     """A decision the run refuses: unknown call, already decided, wrong decider, stale hash."""
-
-
-def arguments_hash(arguments: dict[str, Any]) -> str:
-    """sha256 of the canonical JSON of the arguments: binds a decision to exactly them."""
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def check_decision(

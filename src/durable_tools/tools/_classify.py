@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -20,12 +20,8 @@ from pydantic import ValidationError
 from ._context import MissingResource
 from ._errors import (
     Cancelled,
-    Denied,
-    InvalidArguments,
-    NeedsAuthorization,
     ToolError,
     ToolExecutionError,
-    ToolNotFound,
     ToolTimeout,
 )
 from ._scrub import display_url
@@ -34,7 +30,6 @@ from ._spec import RetrySpec
 __all__ = [
     "apply_retry_spec",
     "classify_exception",
-    "error_message_for_model",
     "parse_retry_after",
 ]
 
@@ -240,53 +235,3 @@ def apply_retry_spec(error: ToolError, retry: RetrySpec, cause: BaseException | 
     if names & set(retry.non_retryable_errors):
         return False
     return retry.retry_on is None or bool(names & set(retry.retry_on))
-
-
-def error_message_for_model(
-    call_id: str,
-    tool_name: str,
-    error: ToolError,
-    *,
-    available: Sequence[str] = (),
-) -> str:
-    """What the model reads about a failed call: the call id, what broke, what to do.
-
-    Args:
-        call_id: The model's id for the call; providers pair results with calls by it.
-        tool_name: The tool the model called.
-        error: The classified error.
-        available: Tool names to suggest when the tool does not exist.
-    """
-    head = f"Tool call {call_id} to {tool_name!r}"
-    if isinstance(error, InvalidArguments):
-        problems = "\n".join(f"- {line}" for line in error.errors) or f"- {error.message}"
-        return (
-            f"{head} was not run: the arguments are invalid.\n{problems}\n"
-            f"Fix the arguments and call {tool_name!r} again."
-        )
-    if isinstance(error, ToolNotFound):
-        hint = f" Available tools: {', '.join(available)}." if available else ""
-        return (
-            f"{head} was not run: no tool of that name is available.{hint} "
-            "Use one of the available tools."
-        )
-    if isinstance(error, Denied):
-        return (
-            f"{head} was denied: {error.message}. Do not repeat the same call; "
-            "choose another action or ask the user."
-        )
-    if isinstance(error, NeedsAuthorization):
-        return f"{head} needs the user's authorization: {error.message}."
-    if isinstance(error, Cancelled):
-        return f"{head} was cancelled: {error.message}."
-    if isinstance(error, ToolTimeout):
-        return f"{head} timed out: {error.message}. Try a smaller request, or call it again later."
-    advice = (
-        "It may work if you call it again later."
-        if error.retryable
-        else (
-            "Check the arguments or try a different approach; "
-            "repeating the same call will fail again."
-        )
-    )
-    return f"{head} failed: {error.message}. {advice}"

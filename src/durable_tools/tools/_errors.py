@@ -4,11 +4,13 @@ What a run does with an error is decided where it happens, not here: `retryable`
 `retry_after`) feed the retry policy; everything else reaches the model as an error
 message under the call id, except `NeedsAuthorization`, which pauses the run for the
 user's OAuth grant (`workflows/gates/_authorization_gate.py`), and an error raised with
-`ends_run=True`, which ends the whole run (`workflows/calls/_execute.py`).
+`ends_run=True`, which ends the whole run (`workflows/calls/_execute.py`). What the model
+reads of each kind is here too (`error_message_for_model`), next to the kinds it words.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -23,6 +25,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolNotFound",
     "ToolTimeout",
+    "error_message_for_model",
 ]
 
 
@@ -176,3 +179,53 @@ class Cancelled(ToolError):
     """The call was cancelled before it finished."""
 
     kind = ErrorKind.CANCELLED
+
+
+def error_message_for_model(
+    call_id: str,
+    tool_name: str,
+    error: ToolError,
+    *,
+    available: Sequence[str] = (),
+) -> str:
+    """What the model reads about a failed call: the call id, what broke, what to do.
+
+    Args:
+        call_id: The model's id for the call; providers pair results with calls by it.
+        tool_name: The tool the model called.
+        error: The classified error.
+        available: Tool names to suggest when the tool does not exist.
+    """
+    head = f"Tool call {call_id} to {tool_name!r}"
+    if isinstance(error, InvalidArguments):
+        problems = "\n".join(f"- {line}" for line in error.errors) or f"- {error.message}"
+        return (
+            f"{head} was not run: the arguments are invalid.\n{problems}\n"
+            f"Fix the arguments and call {tool_name!r} again."
+        )
+    if isinstance(error, ToolNotFound):
+        hint = f" Available tools: {', '.join(available)}." if available else ""
+        return (
+            f"{head} was not run: no tool of that name is available.{hint} "
+            "Use one of the available tools."
+        )
+    if isinstance(error, Denied):
+        return (
+            f"{head} was denied: {error.message}. Do not repeat the same call; "
+            "choose another action or ask the user."
+        )
+    if isinstance(error, NeedsAuthorization):
+        return f"{head} needs the user's authorization: {error.message}."
+    if isinstance(error, Cancelled):
+        return f"{head} was cancelled: {error.message}."
+    if isinstance(error, ToolTimeout):
+        return f"{head} timed out: {error.message}. Try a smaller request, or call it again later."
+    advice = (
+        "It may work if you call it again later."
+        if error.retryable
+        else (
+            "Check the arguments or try a different approach; "
+            "repeating the same call will fail again."
+        )
+    )
+    return f"{head} failed: {error.message}. {advice}"

@@ -16,8 +16,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ._artifacts import ArtifactStore
-from ._classify import error_message_for_model
-from ._errors import ErrorKind, ToolError, ToolExecutionError
+from ._errors import ErrorKind, ToolError, ToolExecutionError, error_message_for_model
 from ._results import ArtifactRef, ContentBlock, ToolOutcome, ToolResult
 from ._scrub import REDACTED, scrub, scrub_value
 

@@ -31,7 +31,7 @@ from ._middleware import (
 )
 from ._registered import RegisteredTool
 from ._results import ContentBlock, ToolResult
-from ._validation import parse_arguments, schema_digest, validate_arguments, validate_output
+from ._validation import check_arguments, validate_output
 
 __all__ = ["invoke_tool"]
 
@@ -79,9 +79,7 @@ async def invoke_tool(
         )
 
     try:
-        parsed = parse_arguments(arguments)
-        rebound = bound_schema is not None and bound_schema != schema_digest(spec.input_schema)
-        args = validate_arguments(spec, parsed) if spec.validates_input and not rebound else parsed
+        args = check_arguments(spec, arguments, bound_schema=bound_schema).values
         values = tool.to_python(args)
     except InvalidArguments as error:
         error.attribute_to(tool_name=spec.name, call_id=context.tool_call_id)

@@ -18,6 +18,7 @@ import math
 import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker
@@ -29,6 +30,8 @@ from ._spec import ToolSpec
 
 __all__ = [
     "MAX_DEPTH",
+    "CheckedArguments",
+    "check_arguments",
     "format_schema_errors",
     "non_finite_number",
     "parse_arguments",
@@ -46,7 +49,7 @@ pydantic-core refuses to serialise an activity input.
 """
 
 _CACHE_LIMIT = 1024
-_cache: dict[tuple[str, str], Draft202012Validator] = {}
+_cache: dict[tuple[str, str], tuple[Draft202012Validator, str]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -246,13 +249,18 @@ def schema_validator(name: str, schema: Mapping[str, Any]) -> Draft202012Validat
     workflow, specs are rebuilt from history, and a changed tool (same name, new
     schema) must never be checked against the old one.
     """
+    return _compiled(name, schema)[0]
+
+
+def _compiled(name: str, schema: Mapping[str, Any]) -> tuple[Draft202012Validator, str]:
+    """`schema_validator`'s cache entry: the validator and the schema's `schema_digest`."""
     key = (name, json.dumps(schema, sort_keys=True, separators=(",", ":")))
     with _cache_lock:
         found = _cache.get(key)
     if found is not None:
         return found
     Draft202012Validator.check_schema(schema)
-    compiled = Draft202012Validator(schema, format_checker=FormatChecker())
+    compiled = (Draft202012Validator(schema, format_checker=FormatChecker()), schema_digest(schema))
     with _cache_lock:
         if len(_cache) >= _CACHE_LIMIT:
             del _cache[next(iter(_cache))]
@@ -305,6 +313,50 @@ def schema_digest(schema: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+@dataclass(frozen=True)
+class CheckedArguments:
+    """A call's arguments that passed `check_arguments`."""
+
+    values: dict[str, Any]
+    """Parsed, and valid under the tool's input schema when its spec checks input (an
+    integral float where the schema asks for an integer made an `int`)."""
+    schema: str
+    """`schema_digest` of the input schema they were checked against: what a person's
+    approval of them binds (the worker then checks them against it, not against a schema
+    changed since)."""
+
+
+def check_arguments(
+    spec: ToolSpec, raw: str | bytes | Mapping[str, Any], *, bound_schema: str | None = None
+) -> CheckedArguments:
+    """The one check of a call's arguments, in the workflow before anything is scheduled
+    and again on the worker: parsed (`parse_arguments`), then checked against the tool's
+    input schema when its spec checks input (`ToolSpec.validation`; `validate_arguments`).
+
+    Args:
+        spec: The tool called.
+        raw: The arguments as the model wrote them, or a parsed mapping.
+        bound_schema: `schema_digest` of the input schema a person approved the call
+            under (the worker's check): when the tool's schema is another one now, the
+            arguments are parsed but not checked against it, since the approval binds
+            what the approver saw.
+
+    Returns:
+        The arguments and the digest of the schema they were checked against.
+
+    Raises:
+        InvalidArguments: what is wrong, one line per problem in `errors`, each with its
+            JSON path (the model's repair message is made of them).
+    """
+    values = parse_arguments(raw)
+    if not spec.validates_input:
+        return CheckedArguments(values, schema_digest(spec.input_schema))
+    validator, digest = _compiled(spec.name, spec.input_schema)
+    if bound_schema is None or bound_schema == digest:
+        values = _validated(validator, spec.name, values)
+    return CheckedArguments(values, digest)
+
+
 def validate_arguments(spec: ToolSpec, args: Mapping[str, Any]) -> dict[str, Any]:
     """Check arguments against the tool's input schema (JSON Schema Draft 2020-12).
 
@@ -322,13 +374,18 @@ def validate_arguments(spec: ToolSpec, args: Mapping[str, Any]) -> dict[str, Any
     Raises:
         InvalidArguments: one line per violation in `errors`, each with its JSON path.
     """
-    validator = schema_validator(spec.name, spec.input_schema)
+    return _validated(schema_validator(spec.name, spec.input_schema), spec.name, args)
+
+
+def _validated(
+    validator: Draft202012Validator, tool: str, args: Mapping[str, Any]
+) -> dict[str, Any]:
     value = dict(args)
     lines = format_schema_errors(validator.iter_errors(value))
     if lines:
         count = "1 problem" if len(lines) == 1 else f"{len(lines)} problems"
         raise InvalidArguments(
-            f"arguments for {spec.name!r} break its schema ({count}): {lines[0]}",
+            f"arguments for {tool!r} break its schema ({count}): {lines[0]}",
             errors=lines,
         )
     return _integers_as_int(validator, value)

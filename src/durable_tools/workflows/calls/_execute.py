@@ -40,7 +40,6 @@ from durable_tools.tools import (
     ToolSpec,
 )
 from durable_tools.tools._errors import RUN_ENDING
-from durable_tools.tools._validation import schema_digest
 from durable_tools.workflows.calls._flow_call import run_flow
 from durable_tools.workflows.calls._tool_activity import (
     attempts_after,
@@ -143,7 +142,7 @@ async def _run_activity(
     # A person approved these arguments under this schema: the worker runs them as they
     # are even if the tool's schema changed while the call waited.
     approved = record.decided_by is not None  # a refused call never gets here
-    approved_schema = schema_digest(spec.input_schema) if approved else None
+    approved_schema = valid.schema if approved else None
     while True:
         invocation = ToolInvocation(
             call_id=call.id,

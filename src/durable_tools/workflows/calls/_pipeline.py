@@ -35,9 +35,8 @@ from durable_tools.workflows.calls._record import (
 )
 from durable_tools.workflows.calls._validate import spend_budget, validate_call
 from durable_tools.workflows.catalog._run_catalog import discover, find_tools
-from durable_tools.workflows.catalog._selection import chosen_tools
 from durable_tools.workflows.catalog._tool_search import SEARCH_TOOL
-from durable_tools.workflows.catalog._view import advertised, has_deferred
+from durable_tools.workflows.catalog._view import has_deferred, offered_tools
 from durable_tools.workflows.gates._approval_gate import approve, preflight
 from durable_tools.workflows.gates._authorization_gate import authorize
 from durable_tools.workflows.run._replies import (
@@ -85,9 +84,7 @@ async def run_calls(
 
     `routes` answers the calls of built-in tools by name instead of `run_call`."""
     strategy = state.config.strategy
-    # The advertised set is fixed for the whole turn: a tool found by search in this
-    # turn becomes callable from the next one. A tool selector's choice narrows it.
-    offered = chosen_tools(state, advertised(state))
+    offered = offered_tools(state)  # fixed for the whole turn
     if strategy.mode == "sequential":
         width, batch = 1, len(calls)
     elif strategy.mode == "parallel":

@@ -22,7 +22,7 @@ from durable_tools.protocol._types import RunStatus
 from durable_tools.tools import ErrorKind, InvalidArguments, ToolNotFound, ToolSpec
 from durable_tools.tools._formatting import abridge_arguments, redact_arguments
 from durable_tools.tools._names import alias_provider
-from durable_tools.tools._validation import parse_arguments, validate_arguments
+from durable_tools.tools._validation import check_arguments
 from durable_tools.workflows.run._replies import invalid_reply, over_budget_reply
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.run._valid_call import ValidCall
@@ -47,9 +47,8 @@ def validate_call(
     try:
         if spec is None:
             raise ToolNotFound(f"unknown tool {call.name[:64]!r}")
-        arguments = parse_arguments(call.arguments)
-        if spec.validates_input:
-            arguments = validate_arguments(spec, arguments)
+        checked = check_arguments(spec, call.arguments)
+        arguments = checked.values
         _check_size(call, arguments)
     except (InvalidArguments, ToolNotFound) as error:
         record.status = "invalid"
@@ -69,7 +68,7 @@ def validate_call(
         record.tool = spec.name
         call = call.model_copy(update={"name": spec.name})
     transport = "sub-agent" if spec.subagent is not None else spec.transport
-    return ValidCall(call, spec, arguments, redacted, transport)
+    return ValidCall(call, spec, arguments, redacted, transport, checked.schema)
 
 
 def spend_budget(state: RunState, valid: ValidCall, record: ToolCallRecord) -> Message | None:

@@ -26,7 +26,6 @@ __all__ = [
     "ToolSelection",
     "ToolSelector",
     "check_selectors",
-    "chosen_tools",
     "select_tools",
 ]
 
@@ -75,7 +74,7 @@ def select_tools(state: RunState, tools: dict[str, ToolSpec]) -> dict[str, ToolS
     """The tools this model turn is offered: `tools`, narrowed by the run's selector.
 
     The choice is kept in the run's catalog state, so the turn's calls are checked against
-    the tools the model was shown (`chosen_tools`).
+    the tools the model was shown (`_view.offered_tools`).
 
     Raises:
         EndRun: the run names a selector the worker does not have, or the selector raised
@@ -121,11 +120,3 @@ def select_tools(state: RunState, tools: dict[str, ToolSpec]) -> dict[str, ToolS
         state.catalog.advertised_changes += 1
         state.catalog.selected = chosen
     return selected
-
-
-def chosen_tools(state: RunState, tools: dict[str, ToolSpec]) -> dict[str, ToolSpec]:
-    """`tools` narrowed to the last turn's selection (all of them without a selector)."""
-    chosen = state.catalog.selected
-    if state.config.tool_selector is None or chosen is None:
-        return tools
-    return {n: spec for n, spec in tools.items() if n in chosen}

@@ -1,7 +1,8 @@
-"""What a run's model is offered now: the advertised tools and the deferred ones.
+"""What a run's model is offered now: the advertised tools, the selection of this turn,
+and the deferred ones.
 
 Read by the model turn (which tools to send), the call pipeline (which calls are valid in
-this turn) and `search_tools` (what there is to find).
+this turn: `offered_tools`) and `search_tools` (what there is to find).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from durable_tools.tools import LoadingMode, ToolSpec
 from durable_tools.workflows.run._state import RunState
 
-__all__ = ["advertised", "deferred_tools", "has_deferred"]
+__all__ = ["advertised", "deferred_tools", "has_deferred", "offered_tools"]
 
 
 def advertised(state: RunState) -> dict[str, ToolSpec]:
@@ -32,6 +33,20 @@ def advertised(state: RunState) -> dict[str, ToolSpec]:
     return {
         spec.name: spec for spec in _usable(state) if spec.name in upfront or spec.name in found
     }
+
+
+def offered_tools(state: RunState) -> dict[str, ToolSpec]:
+    """The tools this turn offers the model, by name: the advertised ones, narrowed to the
+    last turn's selection (`_selection.select_tools`; all of them without a selector).
+
+    A turn's calls are checked against it: a tool found by search in this turn becomes
+    callable from the next one, and a tool the selector left out is unknown.
+    """
+    tools = advertised(state)
+    chosen = state.catalog.selected
+    if state.config.tool_selector is None or chosen is None:
+        return tools
+    return {n: spec for n, spec in tools.items() if n in chosen}
 
 
 def deferred_tools(state: RunState) -> list[ToolSpec]:

@@ -21,8 +21,12 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_tools.tools._classify import error_message_for_model
-    from durable_tools.tools._errors import ErrorKind, ToolExecutionError, ToolTimeout
+    from durable_tools.tools._errors import (
+        ErrorKind,
+        ToolExecutionError,
+        ToolTimeout,
+        error_message_for_model,
+    )
     from durable_tools.tools._flow_model import (
         CANCEL_GRACE_SECONDS,
         FLOW_WORKFLOW,

@@ -13,10 +13,19 @@ one; a denial becomes a refusal for the model (or ends the run, by policy).
 2. the preflight activity, when the verdict consults the tool's worker-side predicate, the
    tool needs OAuth, or the rules send the call to a person and its summary is rendered on
    the worker;
-3. `decide` again under the live policy, with the predicate's answer and the run's
-   standing grants (grants it sets aside are reported);
+3. `decide` again under the live policy, with the predicate's answer, the run's standing
+   grants (grants it sets aside are reported) and the worker's summary: a verdict that asks
+   a person is the request they are shown (who may decide, how many must, the arguments
+   hash a decision must carry back, the summary line);
 4. when that asks a person, the policy keeps identity-scoped grants and one could stand in:
    the worker's grant store, and `decide` once more with the grant it returned.
+
+Standing grants: run-scoped ones live in `GateState.standing_grants`; identity-scoped ones
+live in the worker's grant store and are reached through activities (`find_identity_grant`,
+and `grant_from_decision` for an approving decision that asked for one), only when the
+run's policy turns `identity_grants` on, the run acts for an identity, and a grant could
+stand for the call at all (so runs without them schedule no new commands). Which grant may
+stand in for a person is decided by the pure `decide`, also for the store's.
 
 `refit_waiting` is the same question for a call already waiting for a person when
 `set_policy` changes the policy: `decide` (with `waiting=`) denies it or names who may
@@ -26,28 +35,29 @@ decide it now, and this applies the verdict to the call's request.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, replace
+import functools
+from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 
 from durable_tools._activities._types import PREFLIGHT_ACTIVITY, PreflightRequest, PreflightResult
 from durable_tools.messages import ToolCall
 from durable_tools.policy._decide import Verdict, decide
-from durable_tools.policy._decisions import arguments_hash
+from durable_tools.policy._grants import describe_constraints, identity_key, make_grant
 from durable_tools.protocol._deciders import may_decide
 from durable_tools.protocol._limits import MAX_REASON_CHARS, clip
-from durable_tools.protocol._policy_types import StandingGrant
+from durable_tools.protocol._policy_types import (
+    GRANT_FIND_ACTIVITY,
+    GRANT_SAVE_ACTIVITY,
+    GrantLookup,
+    StandingGrant,
+)
 from durable_tools.protocol._records import ToolCallRecord
 from durable_tools.protocol._types import RunStatus
 from durable_tools.protocol._wait_types import ApprovalDecision, PendingApproval
-from durable_tools.tools._approval_summary import call_summary
 from durable_tools.tools._spec import ToolSpec
-from durable_tools.workflows.gates._grants import (
-    find_identity_grant,
-    grant_from_decision,
-    scope_key,
-)
 from durable_tools.workflows.gates._policy_auto import evaluate_call
 from durable_tools.workflows.gates._wait import (
     answer_of,
@@ -69,9 +79,12 @@ __all__ = [
     "Gate",
     "Ruling",
     "approve",
+    "find_identity_grant",
+    "grant_from_decision",
     "preflight",
     "refit_waiting",
     "rule",
+    "scope_key",
 ]
 
 
@@ -156,12 +169,12 @@ async def _await_decision(
         tool=spec.name,
         tool_label=spec.label,
         arguments=valid.redacted,
-        arguments_hash=arguments_hash(valid.arguments),
+        arguments_hash=verdict.arguments_hash,
         deciders=list(verdict.deciders),
         requested_at=now,
         deadline=now + timedelta(seconds=timeout) if timeout else None,
         approvals_required=verdict.approvals_required,
-        summary=call_summary(spec, valid.arguments, checked.summary if checked else None),
+        summary=verdict.summary,
     )
     waits = state.gates.approvals
     open_wait(state, waits, call, pending, detail=f"hash {pending.arguments_hash[:12]}")
@@ -280,16 +293,18 @@ async def rule(state: RunState, valid: ValidCall) -> Ruling:
         assert checked is not None  # the verdict consulted the predicate: the preflight ran
         rules_ask = checked.approval_required
     # Asked again under the live policy: a `set_policy` may have landed during the preflight.
-    verdict = _decide(state, valid, list(state.gates.standing_grants), rules_ask=rules_ask)
+    asked = _Asked(state, valid, checked.summary if checked else None)
+    verdict = asked.decide(list(state.gates.standing_grants), rules_ask=rules_ask)
     if verdict.action == "deny" and not workflow.patched(LIVE_DENY_PATCH):
         # Replaying a run from before the fix: the call went to a person (anyone).
-        return Ruling(replace(verdict, action="ask"), checked)
-    return Ruling(await _identity_grant(state, valid, verdict), checked)
+        return Ruling(asked.decide([], rules_ask=rules_ask, legacy_live_deny=True), checked)
+    return Ruling(await _identity_grant(asked, verdict), checked)
 
 
-async def _identity_grant(state: RunState, valid: ValidCall, verdict: Verdict) -> Verdict:
+async def _identity_grant(asked: _Asked, verdict: Verdict) -> Verdict:
     """The verdict with the worker's grant store consulted, when the policy keeps
     identity-scoped grants and the call goes to a person."""
+    state, valid = asked.state, asked.valid
     if verdict.action != "ask" or not state.gates.policy.identity_grants:
         return verdict
     key = scope_key(state)
@@ -300,7 +315,7 @@ async def _identity_grant(state: RunState, valid: ValidCall, verdict: Verdict) -
     if found is None:
         return verdict
     # The run's own grants were set aside (and reported) already: only the store's is new.
-    return _decide(state, valid, [found], rules_ask=True)
+    return asked.decide([found], rules_ask=True)
 
 
 def _recorded_before_check() -> bool:
@@ -309,17 +324,37 @@ def _recorded_before_check() -> bool:
     return not workflow.patched(GRANTS_CHECKED_PATCH)
 
 
-def _decide(
-    state: RunState, valid: ValidCall, grants: list[StandingGrant], *, rules_ask: bool | None
-) -> Verdict:
-    args = (valid.spec, state.gates.policy, valid.arguments)
-    now = workflow.now()
-    verdict = decide(*args, rules_ask=rules_ask, grants=grants, now=now)
-    if verdict.set_aside and _recorded_before_check():
-        return decide(*args, rules_ask=rules_ask, grants=grants, now=now, legacy_grants=True)
-    for why in verdict.set_aside:
-        state.event("grant.set_aside", valid.call, detail=why)
-    return verdict
+@dataclass(frozen=True)
+class _Asked:
+    """A call the gate asks `decide` about under the live policy, once its preflight ran."""
+
+    state: RunState
+    valid: ValidCall
+    worker_summary: str | None
+    """The preflight's summary of the call, for a tool whose summary the worker writes."""
+
+    def decide(
+        self, grants: list[StandingGrant], *, rules_ask: bool | None, legacy_live_deny: bool = False
+    ) -> Verdict:
+        """`decide` with these grants; the grants it sets aside are reported."""
+        state, valid = self.state, self.valid
+        asked = functools.partial(
+            decide,
+            valid.spec,
+            state.gates.policy,
+            valid.arguments,
+            now=workflow.now(),
+            rules_ask=rules_ask,
+            grants=grants,
+            worker_summary=self.worker_summary,
+            legacy_live_deny=legacy_live_deny,
+        )
+        verdict = asked()
+        if verdict.set_aside and _recorded_before_check():
+            return asked(legacy_grants=True)
+        for why in verdict.set_aside:
+            state.event("grant.set_aside", valid.call, detail=why)
+        return verdict
 
 
 def refit_waiting(state: RunState, approval: PendingApproval) -> None:
@@ -356,3 +391,65 @@ def refit_waiting(state: RunState, approval: PendingApproval) -> None:
     if dropped:
         detail += f"; approvals no longer counted: {', '.join(dropped)}"
     state.event("approval.refitted", call_id=call_id, detail=clip(detail, MAX_REASON_CHARS))
+
+
+# --------------------------------------------------------------------- standing grants
+
+_STORE_TIMEOUT = timedelta(seconds=30)
+
+
+def scope_key(state: RunState) -> str | None:
+    """The identity-grant scope of this run (agent + identity), None when it has none."""
+    return identity_key(state.config.name, state.input.identity)
+
+
+async def find_identity_grant(
+    valid: ValidCall, key: str, makers: tuple[str, ...]
+) -> StandingGrant | None:
+    """The worker's grant store's grant for the call in scope `key`, made by one of
+    `makers` (empty: anyone), or None. Whether it may stand in is `decide`'s question."""
+    found: StandingGrant | None = await workflow.execute_activity(
+        GRANT_FIND_ACTIVITY,
+        GrantLookup(identity=key, tool=valid.spec.name, arguments=valid.arguments, makers=makers),
+        result_type=StandingGrant | None,  # type: ignore[arg-type]
+        start_to_close_timeout=_STORE_TIMEOUT,
+        retry_policy=RetryPolicy(maximum_attempts=3),
+        summary=f"find a standing grant for {valid.spec.name}",
+    )
+    return found
+
+
+async def grant_from_decision(
+    state: RunState, valid: ValidCall, decision: ApprovalDecision
+) -> StandingGrant | None:
+    """Create the standing grant an approving decision asked for (run state or the store)."""
+    if decision.grant is None or not decision.approve:
+        return None
+    grant = make_grant(
+        decision.grant,
+        grant_id=workflow.uuid4().hex[:12],
+        tool=valid.spec.name,
+        granted_by=decision.decider,
+        now=workflow.now(),
+        scope_key=scope_key(state) or "",
+        run_id=workflow.info().workflow_id,
+        reason=decision.reason,
+    )
+    if grant.scope == "run":
+        state.gates.standing_grants.append(grant)
+    else:
+        await workflow.execute_activity(
+            GRANT_SAVE_ACTIVITY,
+            grant,
+            start_to_close_timeout=_STORE_TIMEOUT,
+            retry_policy=RetryPolicy(maximum_attempts=5),
+            summary=f"save a standing grant for {grant.tool}",
+        )
+    until = f" until {grant.expires_at.isoformat()}" if grant.expires_at else ""
+    state.event(
+        "grant.created",
+        valid.call,
+        detail=f"{grant.grant_id} ({grant.scope}) by {grant.granted_by}{until}: "
+        f"{describe_constraints(grant.constraints)}",
+    )
+    return grant

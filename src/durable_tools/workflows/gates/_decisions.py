@@ -19,8 +19,11 @@ from durable_tools.protocol._limits import (
 )
 from durable_tools.protocol._policy_types import BatchDecision, GrantRevocation, PolicyChange
 from durable_tools.protocol._wait_types import ApprovalDecision
-from durable_tools.workflows.gates._approval_gate import PENDING_REFIT_PATCH, refit_waiting
-from durable_tools.workflows.gates._grants import scope_key
+from durable_tools.workflows.gates._approval_gate import (
+    PENDING_REFIT_PATCH,
+    refit_waiting,
+    scope_key,
+)
 from durable_tools.workflows.observe._visibility import publish
 from durable_tools.workflows.run._run_calls import RunCalls
 from durable_tools.workflows.run._state import RunState

@@ -1,5 +1,5 @@
 """The parent's side of a sub-agent's waits: which sub-agents run, and the notices they
-send of the approvals they wait for (`observe/_subagents` is the sending side and what
+send of the approvals they wait for (`observe/_visibility` is the sending side and what
 the run shows of them).
 
 The notice arrives as a signal (`SUBAGENT_WAITS_SIGNAL`): anyone who may signal the run

@@ -30,9 +30,9 @@ from durable_tools.workflows.catalog._run_catalog import (
     follow_worker,
     note_worker_version,
 )
-from durable_tools.workflows.catalog._selection import chosen_tools, select_tools
+from durable_tools.workflows.catalog._selection import select_tools
 from durable_tools.workflows.catalog._tool_search import search_definition
-from durable_tools.workflows.catalog._view import advertised, has_deferred
+from durable_tools.workflows.catalog._view import advertised, has_deferred, offered_tools
 from durable_tools.workflows.loop._compaction import (
     compact_context,
     context_too_long,
@@ -73,7 +73,7 @@ def describe(state: RunState, spec: ToolSpec) -> str:
 
 
 def _tool_definitions(state: RunState) -> list[ToolDefinition]:
-    offered = chosen_tools(state, advertised(state))
+    offered = offered_tools(state)
     # A catalog update may change a tool's schema under the same names: the count of
     # changes is part of the key.
     key = (f"#{state.catalog.advertised_changes}", *offered)

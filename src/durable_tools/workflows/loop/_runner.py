@@ -43,8 +43,7 @@ from durable_tools.workflows.loop._final_output import (
 from durable_tools.workflows.loop._model_turn import call_model
 from durable_tools.workflows.loop._session import run_session
 from durable_tools.workflows.loop._usage import run_cost, spend_tokens
-from durable_tools.workflows.observe._subagents import relayed_waits
-from durable_tools.workflows.observe._visibility import publish
+from durable_tools.workflows.observe._visibility import publish, relayed_waits
 from durable_tools.workflows.run._state import EndRun, RunState
 from durable_tools.workflows.script._run import script_routes
 

@@ -31,7 +31,7 @@ from durable_tools.tools import (
     ToolOutcome,
     ToolTimeout,
 )
-from durable_tools.tools._classify import error_message_for_model
+from durable_tools.tools._errors import error_message_for_model
 from durable_tools.tools._formatting import error_outcome
 
 __all__ = [

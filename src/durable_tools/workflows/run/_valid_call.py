@@ -29,3 +29,6 @@ class ValidCall:
     transport: Transport
     """How the call travels, as its events say (the spec's catalog metadata, set by its
     source; a sub-agent's call is `sub-agent`)."""
+    schema: str
+    """`schema_digest` of the input schema the arguments were checked against: a person
+    who approves the call approves it under this schema (`ToolInvocation.approved_schema`)."""

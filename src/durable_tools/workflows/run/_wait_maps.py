@@ -163,7 +163,7 @@ class GateState:
         default_factory=lambda: Waits(AUTHORIZATION)
     )
     """Calls waiting for an OAuth authorization, and the completed authorizations not yet
-    taken by their call (approval grants are another thing: `gates/_grants`)."""
+    taken by their call (approval grants are another thing: `gates/_approval_gate`)."""
     reissue: set[str] = field(default_factory=set)
     """Call ids whose authorization link a person asked to re-issue."""
     inputs: Waits[PendingInput, InputAnswer] = field(default_factory=lambda: Waits(INPUT))
