@@ -106,7 +106,7 @@ def table(results: dict[str, Any]) -> list[list[str]]:
                 "  Python CPU per call (client + workers), ms",
                 f"{cpu['durable']:.1f}",
                 f"{cpu['bare']:.1f}",
-                f"+{extra:.1f} ms",
+                f"{extra:+.1f} ms",
                 "<= bare + 1 ms",
                 "ok" if extra <= 1 else "MISSED",
             )

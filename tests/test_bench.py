@@ -47,6 +47,15 @@ def test_the_table_holds_figures_to_the_issue_targets() -> None:
     assert missed["Python CPU per call (client + workers), ms"] == "MISSED"
 
 
+def test_the_cpu_difference_is_printed_with_its_own_sign() -> None:
+    def cell(cpu_durable: float) -> str:
+        rows = table({"latency": _latency(20.0, 20.0, cpu_durable, 10.0)})
+        return next(row[3] for row in rows if row[0].strip().startswith("Python CPU"))
+
+    assert cell(9.4) == "-0.6 ms"
+    assert cell(10.7) == "+0.7 ms"
+
+
 def test_throughput_below_095_of_the_bare_loop_is_missed() -> None:
     def verdict(durable: float) -> str:
         results = {
