@@ -72,6 +72,23 @@ def test_throughput_below_095_of_the_bare_loop_is_missed() -> None:
     assert verdict(90.0) == "MISSED"
 
 
+def test_history_events_a_run_adds_under_load_beyond_two_are_missed() -> None:
+    def verdict(durable: float) -> str:
+        results = {
+            "throughput": {
+                "runs": 50,
+                "calls_per_run": 5,
+                "tool_calls_per_second": {"durable": 100.0, "bare": 100.0},
+                "ratio_durable_to_bare": 1.0,
+                "events_per_run": {"durable": durable, "bare": 71.0},
+            }
+        }
+        return table(results)[1][-1]
+
+    assert verdict(73.0) == "ok"
+    assert verdict(75.72) == "MISSED"  # a catalog read before most turns (4.7 markers)
+
+
 def test_percentiles_are_nearest_rank() -> None:
     values = [float(v) for v in range(1, 101)]
     assert _percentile(values, 50) == 50.0
