@@ -151,6 +151,18 @@ def table(results: dict[str, Any]) -> list[list[str]]:
                 "ok" if thr["ratio_durable_to_bare"] >= 0.95 else "MISSED",
             )
         )
+        if "cpu_ms_per_call" in thr:
+            cpu = thr["cpu_ms_per_call"]
+            rows.append(
+                _row(
+                    "  Python CPU per call in the burst (runs' start included), ms",
+                    f"{cpu['durable']:.1f}",
+                    f"{cpu['bare']:.1f}",
+                    f"{cpu['durable'] - cpu['bare']:+.1f} ms",
+                    "-",
+                    "",
+                )
+            )
         if "events_per_run" in thr:
             events = thr["events_per_run"]
             extra = events["durable"] - events["bare"]

@@ -56,11 +56,14 @@ async def measure_throughput(
 ) -> dict[str, Any]:
     script = bench.script(tool_steps(calls))
     samples: dict[str, list[float]] = {"bare": [], "durable": []}
+    cpu: dict[str, list[float]] = {"bare": [], "durable": []}
     last: dict[str, list[Any]] = {}
     for r in range(repeats):
         order = ["bare", "durable"] if r % 2 == 0 else ["durable", "bare"]
         for variant in order:
+            cpu_before = time.process_time()
             rate_of_burst, last[variant] = await _burst(bench, variant, script, runs, calls)
+            cpu[variant].append((time.process_time() - cpu_before) * 1000 / (runs * calls))
             samples[variant].append(rate_of_burst)
     rate = {name: median(values) for name, values in samples.items()}
     events = {name: await events_by_type(handles) for name, handles in last.items()}
@@ -71,6 +74,8 @@ async def measure_throughput(
         "tool_calls_per_second": rate,
         "samples": {k: [round(v, 1) for v in vs] for k, vs in samples.items()},
         "ratio_durable_to_bare": rate["durable"] / rate["bare"],
+        "cpu_ms_per_call": {name: median(values) for name, values in cpu.items()},
+        "cpu_samples": {k: [round(v, 2) for v in vs] for k, vs in cpu.items()},
         "events_per_run": {name: sum(kinds.values()) for name, kinds in events.items()},
         "events_per_run_by_type": events,
     }
