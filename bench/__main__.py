@@ -169,9 +169,9 @@ def table(results: dict[str, Any]) -> list[list[str]]:
             rows.append(
                 _row(
                     "  history events per run in the burst",
-                    f"{events['durable']:.1f}",
-                    f"{events['bare']:.1f}",
-                    f"{extra:+.1f}",
+                    f"{events['durable']:.2f}",
+                    f"{events['bare']:.2f}",
+                    f"{extra:+.2f}",
                     f"<= bare + {EXTRA_EVENTS_PER_RUN}",
                     "ok" if extra <= EXTRA_EVENTS_PER_RUN else "MISSED",
                 )
