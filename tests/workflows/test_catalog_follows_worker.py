@@ -133,56 +133,41 @@ async def test_a_waiting_run_sees_tools_changed_meanwhile_and_the_approval_binds
     await assert_replays(history)
 
 
-async def test_a_run_reads_its_catalog_again_only_when_the_worker_reports_a_change(
-    client: Client, task_queue: str, tmp_path: Path
-) -> None:
+SLOW_TOOL_SECONDS = 1.5
+"""Longer than the one-second recheck runs had before: a turn after such a tool read the
+catalog again, on an unchanged registry (as did most turns of a loaded worker)."""
+
+
+def ping_registry(seconds: float = 0.0) -> ToolRegistry:
+    """A registry of one read-only tool, `ping`, that takes `seconds`."""
     registry = ToolRegistry()
 
     @registry.tool(read_only=True)
-    def ping() -> str:
+    async def ping() -> str:
         """Answers pong."""
+        await asyncio.sleep(seconds)
         return "pong"
 
+    return registry
+
+
+@pytest.mark.parametrize("seconds", [0.0, SLOW_TOOL_SECONDS], ids=["quick", "slow-tool"])
+async def test_a_run_reads_its_catalog_again_only_when_the_worker_reports_a_change(
+    client: Client, task_queue: str, tmp_path: Path, seconds: float
+) -> None:
     model = write_script(
         tmp_path, [calls(("a", "ping", {})), calls(("b", "ping", {})), answer("done")]
     )
-    async with running_worker(client, registry, task_queue):
+    async with running_worker(client, ping_registry(seconds), task_queue):
         run = await DurableTools(client, task_queue).start("ping", model=model)
         result = await run.result()
         history = await run.handle.fetch_history()
         events = await run.events()
-    assert result.status == RunStatus.COMPLETED
-    # Quick turns on an unchanged registry: no catalog read after the first.
+    assert result.status == RunStatus.COMPLETED and result.tool_calls == 2
+    # Turns on an unchanged registry, quick or not: each model turn reported the
+    # worker's version, so no catalog read after the first.
     assert "durable_tools.catalog_update" not in local_activity_types(history)
     assert not [e for e in events if e.event.startswith("catalog.")]
-
-
-SLOW_TOOL_SECONDS = 1.5
-"""Longer than the one-second recheck runs had before: a turn after such a tool read the
-catalog again, on an unchanged registry (as did every turn of a loaded worker)."""
-
-
-async def test_a_slow_tool_on_an_unchanged_registry_reads_no_catalog_again(
-    client: Client, task_queue: str, tmp_path: Path
-) -> None:
-    registry = ToolRegistry()
-
-    @registry.tool(read_only=True)
-    async def slow() -> str:
-        """Takes a while."""
-        await asyncio.sleep(SLOW_TOOL_SECONDS)
-        return "slow"
-
-    model = write_script(
-        tmp_path, [calls(("a", "slow", {})), calls(("b", "slow", {})), answer("done")]
-    )
-    async with running_worker(client, registry, task_queue):
-        run = await DurableTools(client, task_queue).start("slow", model=model)
-        result = await run.result()
-        history = await run.handle.fetch_history()
-    assert result.status == RunStatus.COMPLETED and result.tool_calls == 2
-    # Each model turn reported the worker's version: nothing to read again.
-    assert "durable_tools.catalog_update" not in local_activity_types(history)
     await assert_replays(history)
 
 
@@ -255,13 +240,7 @@ async def test_a_turn_after_a_tool_longer_than_the_recheck_sees_tools_added_mean
 async def test_a_sessions_next_message_sees_a_tool_added_between_messages(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    registry = ToolRegistry()
-
-    @registry.tool(read_only=True)
-    def ping() -> str:
-        """Answers pong."""
-        return "pong"
-
+    registry = ping_registry()
     model = write_script(
         tmp_path,
         [
