@@ -47,6 +47,15 @@ def test_the_table_holds_figures_to_the_issue_targets() -> None:
     assert missed["Python CPU per call (client + workers), ms"] == "MISSED"
 
 
+def test_the_cpu_difference_is_printed_with_its_own_sign() -> None:
+    def cell(cpu_durable: float) -> str:
+        rows = table({"latency": _latency(20.0, 20.0, cpu_durable, 10.0)})
+        return next(row[3] for row in rows if row[0].strip().startswith("Python CPU"))
+
+    assert cell(9.4) == "-0.6 ms"
+    assert cell(10.7) == "+0.7 ms"
+
+
 def test_throughput_below_095_of_the_bare_loop_is_missed() -> None:
     def verdict(durable: float) -> str:
         results = {
@@ -61,6 +70,23 @@ def test_throughput_below_095_of_the_bare_loop_is_missed() -> None:
 
     assert verdict(96.0) == "ok"
     assert verdict(90.0) == "MISSED"
+
+
+def test_history_events_a_run_adds_under_load_beyond_two_are_missed() -> None:
+    def verdict(durable: float) -> str:
+        results = {
+            "throughput": {
+                "runs": 50,
+                "calls_per_run": 5,
+                "tool_calls_per_second": {"durable": 100.0, "bare": 100.0},
+                "ratio_durable_to_bare": 1.0,
+                "events_per_run": {"durable": durable, "bare": 71.0},
+            }
+        }
+        return table(results)[1][-1]
+
+    assert verdict(73.0) == "ok"
+    assert verdict(75.72) == "MISSED"  # a catalog read before most turns (4.7 markers)
 
 
 def test_percentiles_are_nearest_rank() -> None:

@@ -25,7 +25,7 @@ from durable_tools.sources import (
     ToolProvider,
     _openapi_load,
 )
-from durable_tools.workflows.catalog._run_catalog import CATALOG_RECHECK
+from durable_tools.workflows.catalog._run_catalog import CATALOG_RECHECK_AFTER_WAIT
 from support import answer, assert_replays, calls, running_worker, wait_for, write_script
 
 
@@ -255,7 +255,7 @@ async def test_a_run_waiting_for_approval_calls_the_operation_changed_meanwhile(
         )
         change = (await refresher.refresh())[refresher.providers[0].label]
         assert change.changed == ["get_item"] and change.removed == ["count_items"]
-        await asyncio.sleep(CATALOG_RECHECK.total_seconds() + 0.2)
+        await asyncio.sleep(CATALOG_RECHECK_AFTER_WAIT.total_seconds() + 0.2)
         await run.approve("a", decider="alice")
         await wait_for(run, lambda s: bool(s.pending_approvals) or s.status != "running")
         if (await run.status()).pending_approvals:

@@ -1,6 +1,8 @@
 """Running runs follow the worker's catalog, on a real dev server: a tool added, replaced or
-withdrawn while a run waits reaches its next model turn, and an approved call runs with the
-arguments its approver saw, whatever the tool's schema became meanwhile."""
+withdrawn while a run waits (for an approval, a session's next message) reaches its next
+model turn, however short the wait; an approved call runs with the arguments its approver
+saw, whatever the tool's schema became meanwhile; and a run that does not wait durably reads
+its catalog again only when a model turn reports a change, however slow its tools."""
 
 from __future__ import annotations
 
@@ -11,9 +13,19 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from durable_tools import AgentConfig, DurableTools, RunStatus, ToolContext, ToolRegistry
+from durable_tools import (
+    AgentConfig,
+    DurableTools,
+    RunStatus,
+    SessionConfig,
+    ToolContext,
+    ToolRegistry,
+)
 from durable_tools.workflows import RunSnapshot
-from durable_tools.workflows.catalog._run_catalog import CATALOG_RECHECK
+from durable_tools.workflows.catalog._run_catalog import (
+    CATALOG_RECHECK,
+    CATALOG_RECHECK_AFTER_WAIT,
+)
 from support import (
     answer,
     assert_not_wedged,
@@ -96,8 +108,8 @@ async def test_a_waiting_run_sees_tools_changed_meanwhile_and_the_approval_binds
             return f"sun in {city}"
 
         registry.withdraw("leaving")
-        # The wait outlasts the recheck interval, as a real approval does.
-        await asyncio.sleep(CATALOG_RECHECK.total_seconds() + 0.2)
+        # A person's wait (longer than code's answers) makes the run read its catalog.
+        await asyncio.sleep(CATALOG_RECHECK_AFTER_WAIT.total_seconds() + 0.2)
         await run.approve("a", decider="alice")
         result = await run.result()
         texts = replies(await run.conversation())
@@ -121,28 +133,148 @@ async def test_a_waiting_run_sees_tools_changed_meanwhile_and_the_approval_binds
     await assert_replays(history)
 
 
+SLOW_TOOL_SECONDS = 1.5
+"""Longer than the one-second recheck runs had before: a turn after such a tool read the
+catalog again, on an unchanged registry (as did most turns of a loaded worker)."""
+
+
+def ping_registry(seconds: float = 0.0) -> ToolRegistry:
+    """A registry of one read-only tool, `ping`, that takes `seconds`."""
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True)
+    async def ping() -> str:
+        """Answers pong."""
+        await asyncio.sleep(seconds)
+        return "pong"
+
+    return registry
+
+
+@pytest.mark.parametrize("seconds", [0.0, SLOW_TOOL_SECONDS], ids=["quick", "slow-tool"])
 async def test_a_run_reads_its_catalog_again_only_when_the_worker_reports_a_change(
+    client: Client, task_queue: str, tmp_path: Path, seconds: float
+) -> None:
+    model = write_script(
+        tmp_path, [calls(("a", "ping", {})), calls(("b", "ping", {})), answer("done")]
+    )
+    async with running_worker(client, ping_registry(seconds), task_queue):
+        run = await DurableTools(client, task_queue).start("ping", model=model)
+        result = await run.result()
+        history = await run.handle.fetch_history()
+        events = await run.events()
+    assert result.status == RunStatus.COMPLETED and result.tool_calls == 2
+    # Turns on an unchanged registry, quick or not: each model turn reported the
+    # worker's version, so no catalog read after the first.
+    assert "durable_tools.catalog_update" not in local_activity_types(history)
+    assert not [e for e in events if e.event.startswith("catalog.")]
+    await assert_replays(history)
+
+
+async def added_during(seconds: float, registry: ToolRegistry) -> str:
+    """Sleeps `seconds`, then adds the tool `added` to `registry` (a deploy mid-call)."""
+    await asyncio.sleep(seconds)
+
+    @registry.tool(read_only=True)
+    def added() -> str:
+        """Added while a tool ran."""
+        return "added"
+
+    return "slow"
+
+
+async def test_a_tool_added_during_a_slow_tool_reaches_the_run_a_turn_later(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     registry = ToolRegistry()
 
     @registry.tool(read_only=True)
-    def ping() -> str:
-        """Answers pong."""
-        return "pong"
+    async def slow() -> str:
+        """Takes a while; a tool is added meanwhile."""
+        return await added_during(SLOW_TOOL_SECONDS, registry)
 
     model = write_script(
-        tmp_path, [calls(("a", "ping", {})), calls(("b", "ping", {})), answer("done")]
+        tmp_path,
+        [
+            calls(("a", "slow", {})),
+            calls(("b", "added", {})),  # offered the catalog the run had
+            calls(("c", "added", {})),  # the turn before reported the change
+            answer("done"),
+        ],
     )
     async with running_worker(client, registry, task_queue):
-        run = await DurableTools(client, task_queue).start("ping", model=model)
+        run = await DurableTools(client, task_queue).start("slow", model=model)
         result = await run.result()
+        texts = replies(await run.conversation())
         history = await run.handle.fetch_history()
-        events = await run.events()
     assert result.status == RunStatus.COMPLETED
-    # Quick turns on an unchanged registry: no catalog read after the first.
-    assert "durable_tools.catalog_update" not in local_activity_types(history)
-    assert not [e for e in events if e.event.startswith("catalog.")]
+    assert texts["c"] == "added"
+    assert local_activity_types(history).count("durable_tools.catalog_update") == 1
+    await assert_replays(history)
+
+
+# Over a minute of one tool's sleep: with the reliability tests in `make test-slow`.
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_a_turn_after_a_tool_longer_than_the_recheck_sees_tools_added_meanwhile(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True, start_to_close_timeout=300)
+    async def slower() -> str:
+        """Outlasts the recheck interval; a tool is added meanwhile."""
+        return await added_during(CATALOG_RECHECK.total_seconds() + 1, registry)
+
+    model = write_script(
+        tmp_path, [calls(("a", "slower", {})), calls(("b", "added", {})), answer("done")]
+    )
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("slower", model=model)
+        result = await run.result()
+        texts = replies(await run.conversation())
+    assert result.status == RunStatus.COMPLETED
+    assert texts["b"] == "added"
+
+
+async def test_a_sessions_next_message_sees_a_tool_added_between_messages(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    registry = ping_registry()
+    model = write_script(
+        tmp_path,
+        [
+            calls(("a", "ping", {})),
+            answer("one"),
+            calls(("b", "added", {})),
+            answer("two"),
+        ],
+    )
+    config = AgentConfig(model=model, session=SessionConfig())
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("first", config=config)
+        await wait_for(run, lambda s: s.status == RunStatus.AWAITING_MESSAGE)
+
+        @registry.tool(read_only=True)
+        def added() -> str:
+            """Added while the session waited for its next message."""
+            return "added"
+
+        # The wait for the message (a person's pause) makes the session read the
+        # worker's catalog again before answering it.
+        await asyncio.sleep(CATALOG_RECHECK_AFTER_WAIT.total_seconds() + 0.2)
+        second = await asyncio.wait_for(run.send("second"), 60)
+        texts = replies(await run.conversation())
+        events = await run.events()
+        await run.close()
+        await run.result()
+        history = await run.handle.fetch_history()
+    assert second.answer == "two"
+    assert texts["b"] == "added"
+    changed = [e.detail or "" for e in events if e.event == "catalog.changed"]
+    assert changed == ["added added"]
+    assert local_activity_types(history).count("durable_tools.catalog_update") == 1
+    await assert_replays(history)
 
 
 TOOLS = 1_000
@@ -206,7 +338,7 @@ async def test_thousands_of_tools_replaced_while_hundreds_of_runs_wait(
             """A tool added while the runs waited."""
             return "fresh"
 
-        await asyncio.sleep(CATALOG_RECHECK.total_seconds() + 0.2)
+        await asyncio.sleep(CATALOG_RECHECK_AFTER_WAIT.total_seconds() + 0.2)
         results = []
         for wave in range(0, RUNS, WAVE):
             batch = runs[wave : wave + WAVE]
@@ -255,7 +387,7 @@ async def test_a_run_continued_as_new_keeps_following_the_workers_catalog(
             """Added while the continued run waited."""
             return "later"
 
-        await asyncio.sleep(CATALOG_RECHECK.total_seconds() + 0.2)
+        await asyncio.sleep(CATALOG_RECHECK_AFTER_WAIT.total_seconds() + 0.2)
         await run.approve("go", decider="alice")
         result = await run.result()
         texts = replies(await run.conversation())

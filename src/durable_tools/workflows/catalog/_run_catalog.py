@@ -45,6 +45,7 @@ from durable_tools.workflows.run._state import EndRun, RunState
 __all__ = [
     "CATALOG_PATCH",
     "CATALOG_RECHECK",
+    "CATALOG_RECHECK_AFTER_WAIT",
     "MAX_SEARCH_QUERY_CHARS",
     "catalog_summary",
     "discover",
@@ -52,6 +53,7 @@ __all__ = [
     "follow_worker",
     "followed_version",
     "load_catalog",
+    "note_durable_wait",
     "note_worker_version",
 ]
 
@@ -113,10 +115,24 @@ def _request(state: RunState) -> CatalogRequest:
 
 # ------------------------------------------------- following the worker's catalog
 
-CATALOG_RECHECK = timedelta(seconds=1)
+CATALOG_RECHECK = timedelta(seconds=60)
 """Before a model turn that comes this long after the run last learnt the worker's registry
-version (a wait for approval, a slow tool, a session's next message), the run asks the
-worker (one local activity) instead of trusting the last model turn's report."""
+version (a slow tool, a long retry backoff, a script's sleep), the run asks the worker (one
+local activity) instead of trusting the last model turn's report.
+
+Why a minute: between two model turns of a busy run the last turn's report is one tool
+call old, and the next turn reports again, so a recheck there buys little. Under load such
+a cycle takes seconds (p95 1.2 s a call at 50 concurrent runs on 2 cores, more at 500):
+with the former 1 s, a loaded run paid a local activity and a marker on most turns (4.0
+markers in a 6-turn run of 5 calls instead of 1). A minute is far above any busy cycle,
+and against a pause that long the recheck's cost (a few ms of CPU, a marker) is nil."""
+
+CATALOG_RECHECK_AFTER_WAIT = timedelta(seconds=1)
+"""After a durable wait for someone outside the run (an approval, an answer, a session's
+next message: `note_durable_wait`), the threshold is this instead: a person's pause is
+when a deploy or a provider refresh lands. Shorter waits are answers given by code (a
+policy, a parent run), as quick as a busy turn; they are also what runs recorded under
+the one-second rule did without a read, and still replay without one."""
 
 _UPDATE_ATTEMPTS = 3
 
@@ -139,6 +155,13 @@ def note_worker_version(state: RunState, version: str | None) -> None:
         state.catalog.worker_version = version
 
 
+def note_durable_wait(state: RunState) -> None:
+    """After a durable wait for someone outside the run (an approval, an answer, a session's
+    next message): the worker's catalog may have changed meanwhile; the next model turn
+    reads it again if the run last learnt it `CATALOG_RECHECK_AFTER_WAIT` ago or more."""
+    state.catalog.waited = True
+
+
 async def follow_worker(state: RunState) -> None:
     """Before a model turn: read the catalog again if the worker's may have changed.
 
@@ -155,7 +178,9 @@ async def follow_worker(state: RunState) -> None:
     reported = catalog.worker_version
     changed = reported is not None and reported not in (known, catalog.failed_version)
     now = workflow.now()
-    stale = catalog.checked_at is None or now - catalog.checked_at >= CATALOG_RECHECK
+    recheck = CATALOG_RECHECK_AFTER_WAIT if catalog.waited else CATALOG_RECHECK
+    stale = catalog.checked_at is None or now - catalog.checked_at >= recheck
+    catalog.waited = False  # this turn's report covers a wait too short to read again
     if not (changed or stale):
         return
     catalog.checked_at = now

@@ -37,6 +37,7 @@ from durable_tools.messages import ToolCall
 from durable_tools.protocol._limits import MAX_CALL_ID_CHARS, clip, payload_bytes
 from durable_tools.protocol._notification_types import NotificationEvent
 from durable_tools.tools._validation import non_finite_number
+from durable_tools.workflows.catalog._run_catalog import note_durable_wait
 from durable_tools.workflows.observe._notify import WaitingCall, notify_wait
 from durable_tools.workflows.observe._visibility import evicting, publish
 from durable_tools.workflows.run._state import RunState
@@ -145,6 +146,8 @@ async def wait_for_answer(
         )
     except builtins.TimeoutError:
         return False
+    finally:
+        note_durable_wait(state)  # the worker's tools may have changed meanwhile
     return True
 
 

@@ -41,6 +41,7 @@ from durable_tools.protocol._session_types import (
     message_digest,
 )
 from durable_tools.protocol._types import RunStatus
+from durable_tools.workflows.catalog._run_catalog import note_durable_wait
 from durable_tools.workflows.loop._continue import continue_as_new_due, continue_now
 from durable_tools.workflows.observe._visibility import FINAL, publish
 from durable_tools.workflows.run._session import Session
@@ -142,6 +143,7 @@ async def _await_message(state: RunState, session: Session, *, continue_as_new: 
             await workflow.wait_condition(
                 ready, timeout=timedelta(seconds=remaining), timeout_summary="session idle timeout"
             )
+        note_durable_wait(state)  # the worker's tools may have changed meanwhile
     state.check_cancelled()
     if session.inbox is not None:
         text, session.inbox = session.inbox, None

@@ -48,6 +48,9 @@ class CatalogState:
     catalog's (`PackedCatalog.version`): the catalog is read again before the next turn."""
     checked_at: datetime | None = None
     """When the run last learnt the worker's registry version (workflow time)."""
+    waited: bool = False
+    """The run waited durably for someone outside it since the last model turn (see
+    `_run_catalog.note_durable_wait`)."""
     selected: frozenset[str] | None = None
     """The tools the run's tool selector chose for the last model turn (None: no selector,
     or no turn yet); that turn's calls are checked against them."""
