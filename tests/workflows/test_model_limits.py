@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.api.enums.v1 import WorkflowTaskFailedCause
+from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import (
     Client,
     WorkflowFailureError,
@@ -409,15 +409,26 @@ async def test_the_limiter_refuses_malformed_input_and_keeps_booking(
     assert len(server.requests) == 2
 
 
-async def taken_in(handle: WorkflowHandle[Any, Any], *, first_run: str) -> None:
-    """Wait until the run has no workflow task to do (the signals sent are handled), or it
-    continued as new."""
+async def taken_in(handle: WorkflowHandle[Any, Any], *, first_run: str) -> bool:
+    """Wait until the run has completed a workflow task after the last signal it got (the
+    signals sent are handled), or it continued as new; say whether it did.
+
+    Signals flooded at once land in one workflow task: on a loaded machine its activation
+    outlasts the SDK's 2 s deadlock detector or the task's timeout, and the limiter's
+    continue-as-new is late or never comes. A flood as the tests send it is bursts of 100,
+    each sent once the limiter has handled the one before. Waiting for no pending task
+    would not do: under load a lease is almost always pending.
+    """
+    signaled = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+    completed = EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
     for _ in range(600):
-        description = await handle.describe()
-        idle = not description.raw_description.HasField("pending_workflow_task")
-        if idle or description.run_id != first_run:
-            return
-        await asyncio.sleep(0.1)
+        if (await handle.describe()).run_id != first_run:
+            return True
+        kinds = [event.event_type for event in (await handle.fetch_history()).events]
+        last_signal = max((n for n, kind in enumerate(kinds) if kind == signaled), default=-1)
+        if completed in kinds[last_signal + 1 :]:
+            return False
+        await asyncio.sleep(0.2)
     raise AssertionError("the limiter never took in its signals")
 
 
@@ -459,7 +470,8 @@ async def test_a_limiter_at_its_bound_continues_as_new_and_keeps_booking(
                     for n in range(100)
                 )
             )
-            await taken_in(latest, first_run=first_run)
+            if await taken_in(latest, first_run=first_run):
+                break
         for _ in range(120):  # a continue-as-new is refused while signals keep coming
             if (await latest.describe()).run_id != first_run:
                 break
@@ -569,6 +581,8 @@ async def test_hundreds_of_runs_keep_a_binding_limit_through_a_continue_as_new(
             await asyncio.gather(
                 *(limiter.signal(SETTLE_SIGNAL, {"call": f"x{n}", "tokens": 1}) for n in range(100))
             )
+            if await taken_in(limiter, first_run=middle_run):
+                break
         results = await asyncio.gather(*(run.result() for run in started), return_exceptions=True)
         latest_run = (await limiter.describe()).run_id
         chain = [e.run_id async for e in client.list_workflows(f"WorkflowId = '{limiter.id}'")]
