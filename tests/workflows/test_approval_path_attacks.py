@@ -1,0 +1,321 @@
+"""Attacks on the approval path as main now shapes it (one argument check, `decide`'s ask
+verdict as the request, grants and safety rules in the gate), on a real dev server with a
+scripted model: what a decision binds, worker-written summaries, and a tool that changes
+under a run after a person approved it or granted it."""
+
+from __future__ import annotations
+
+import asyncio
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+
+from durable_tools import (
+    AgentConfig,
+    ApprovalPolicy,
+    DurableTools,
+    GrantRequest,
+    RunStatus,
+    ToolRegistry,
+)
+from durable_tools.policy._decide import arguments_hash
+from durable_tools.workflows import RunSnapshot, SafetyRule
+from durable_tools.workflows.catalog._run_catalog import CATALOG_RECHECK
+from support import (
+    answer,
+    assert_not_wedged,
+    assert_replays,
+    calls,
+    running_worker,
+    wait_for,
+    write_script,
+)
+
+
+def pending_ids(snapshot: RunSnapshot) -> set[str]:
+    return {p.call_id for p in snapshot.pending_approvals}
+
+
+def waiting_on(call_id: str, **shown: Any) -> Any:
+    """A `wait_for` predicate: `call_id` waits for a person with these arguments shown."""
+
+    def check(snapshot: RunSnapshot) -> bool:
+        return any(
+            p.call_id == call_id and all(p.arguments.get(k) == v for k, v in shown.items())
+            for p in snapshot.pending_approvals
+        )
+
+    return check
+
+
+async def refused(decision: Any, words: str) -> None:
+    with pytest.raises(WorkflowUpdateFailedError) as error:
+        await decision
+    assert words in str(error.value.cause)
+
+
+async def test_a_decision_binds_to_exactly_the_arguments_shown(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[Any] = []
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True)
+    def refund(order_id: str, amount_cents: int) -> str:
+        """Refund an order."""
+        executed.append((order_id, amount_cents))
+        return "refunded"
+
+    small = {"order_id": "A1", "amount_cents": 500}
+    large = {"order_id": "A1", "amount_cents": 500_000}
+    # The model writes the first amount as a float: the person sees (and binds) 500.
+    model = write_script(
+        tmp_path,
+        [
+            calls(("r", "refund", {"order_id": "A1", "amount_cents": 500.0})),
+            calls(("r", "refund", large)),  # the same call id, other arguments
+            answer("done"),
+        ],
+    )
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("refund", model=model)
+        snapshot = await wait_for(run, waiting_on("r", amount_cents=500))
+        shown = snapshot.pending_approvals[0]
+        assert shown.arguments == small
+        assert shown.arguments_hash == arguments_hash(small)
+        nfd = unicodedata.normalize("NFD", "A\u0301")
+        look_alikes = [
+            {"order_id": "A1", "amount_cents": 500.0},
+            {"order_id": "A1", "amount_cents": True},
+            {"order_id": "A1", "amount_cents": "500"},
+            {"order_id": "A1\u200b", "amount_cents": 500},
+            {"order_id": "\u0410" + "1", "amount_cents": 500},  # Cyrillic A
+            {"order_id": nfd, "amount_cents": 500},
+            {"Order_id": "A1", "amount_cents": 500},
+            large,  # the next call's arguments, which a model could announce
+        ]
+        for other in look_alikes:
+            await refused(
+                run.approve("r", decider="alice", arguments_hash=arguments_hash(other)),
+                "hash does not match",
+            )
+        await refused(
+            run.approve("r", decider="alice", arguments_hash=shown.arguments_hash.upper()),
+            "hash does not match",
+        )
+        assert executed == []
+        await run.approve("r", decider="alice", arguments_hash=shown.arguments_hash)
+
+        # The id comes back with other arguments: the first decision does not carry over,
+        # replayed with its hash or without one.
+        again = await wait_for(run, waiting_on("r", amount_cents=500_000))
+        assert executed == [("A1", 500)]
+        await refused(
+            run.approve("r", decider="alice", arguments_hash=shown.arguments_hash),
+            "hash does not match",
+        )
+        await refused(run.approve("r", decider="alice"), "more than one call")
+        await run.deny(
+            "r", decider="alice", arguments_hash=again.pending_approvals[0].arguments_hash
+        )
+        result = await run.result()
+        await assert_not_wedged(run.handle, allowed=0)
+        await assert_replays(await run.handle.fetch_history())
+    assert result.status == RunStatus.COMPLETED
+    assert executed == [("A1", 500)]
+
+
+async def test_worker_summaries_that_raise_flood_or_mark_up_still_ask_a_person(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+
+    def summary(args: dict[str, Any]) -> Any:
+        mode = args["mode"]
+        if mode == "raise":
+            raise RuntimeError("summary broke: token=sk-live-123")
+        if mode == "flood":
+            return "<script>alert(1)</script>\u202e\n" + "\u00bbx\u00ab" * 100_000
+        if mode == "number":
+            return 12345
+        return f"plain {mode}"
+
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True, approval_summary=summary)
+    def act(mode: str) -> str:
+        """Do something."""
+        executed.append(mode)
+        return "done"
+
+    modes = ["raise", "flood", "number", "ok"]
+    model = write_script(
+        tmp_path,
+        [calls(*[(f"c{i}", "act", {"mode": mode}) for i, mode in enumerate(modes)]), answer("x")],
+    )
+    summaries: dict[str, str | None] = {}
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("act", model=model)
+        for number, mode in enumerate(modes):
+            call_id = f"c{number}"
+            snapshot = await wait_for(run, lambda s, c=call_id: c in pending_ids(s))
+            (shown,) = [p for p in snapshot.pending_approvals if p.call_id == call_id]
+            summaries[mode] = shown.summary
+            await run.approve(call_id, decider="alice", arguments_hash=shown.arguments_hash)
+        result = await run.result()
+        await assert_not_wedged(run.handle, allowed=0)
+        await assert_replays(await run.handle.fetch_history())
+    assert result.status == RunStatus.COMPLETED
+    assert sorted(executed) == sorted(modes)  # each approved call ran once
+    assert summaries["ok"] == "plain ok"
+    assert summaries["raise"] is None or "sk-live" not in summaries["raise"]
+    flood = summaries["flood"] or ""
+    assert len(flood) <= 300 and "\n" not in flood and "\u202e" not in flood
+    assert "\u00ab" not in flood and "\u00bb" not in flood  # no forged value marks
+    assert summaries["number"] in (None, "12345")
+
+
+async def _swap_while_waiting(
+    run: Any, registry: ToolRegistry, swap: Any, hold_id: str = "hold"
+) -> None:
+    """Replace tools with `swap()` while the run waits on `hold_id`, let the run see the
+    change, then approve the held call."""
+    snapshot = await wait_for(run, lambda s: hold_id in pending_ids(s))
+    swap()
+    await asyncio.sleep(CATALOG_RECHECK.total_seconds() + 0.2)
+    (held,) = [p for p in snapshot.pending_approvals if p.call_id == hold_id]
+    await run.approve(hold_id, decider="alice", arguments_hash=held.arguments_hash)
+
+
+def hold_tool(registry: ToolRegistry) -> None:
+    @registry.tool(approval=True, idempotent=True)
+    def hold() -> str:
+        """Wait for a person."""
+        return "held"
+
+
+TO_ONLY = {
+    "type": "object",
+    "properties": {"to": {"type": "string"}},
+    "required": ["to"],
+    "additionalProperties": False,
+}
+TO_AND_BCC = {
+    "type": "object",
+    "properties": {"to": {"type": "string"}, "bcc": {"type": "string"}},
+    "required": ["to"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BREAK: a standing grant binds the tool's name only: a run grant given for `send` "
+        "under one input schema keeps allowing `send` after the worker replaced it with "
+        "another schema (new argument `bcc`), unlike an approval, which binds the schema "
+        "(policy/_grants.py grant_covers; StandingGrant carries no schema digest)"
+    ),
+)
+async def test_a_grant_does_not_cover_a_tool_replaced_with_another_schema(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    sent: list[dict[str, Any]] = []
+    registry = ToolRegistry()
+    registry.register_schema(
+        lambda arguments, ctx: sent.append(dict(arguments)) or "sent",
+        input_schema=TO_ONLY,
+        name="send",
+        approval=True,
+        idempotent=True,
+    )
+    hold_tool(registry)
+    model = write_script(
+        tmp_path,
+        [
+            calls(("s1", "send", {"to": "bob"})),
+            calls(("hold", "hold", {})),
+            calls(("s2", "send", {"to": "bob", "bcc": "mallory"})),
+            answer("done"),
+        ],
+    )
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("send", model=model)
+        snapshot = await wait_for(run, lambda s: "s1" in pending_ids(s))
+        await run.approve(
+            "s1",
+            decider="alice",
+            arguments_hash=snapshot.pending_approvals[0].arguments_hash,
+            grant=GrantRequest(),  # "stop asking" for send, as alice saw it
+        )
+
+        def swap() -> None:
+            registry.register_schema(
+                lambda arguments, ctx: sent.append(dict(arguments)) or "sent",
+                input_schema=TO_AND_BCC,
+                name="send",
+                approval=True,
+                idempotent=True,
+                replace=True,
+            )
+
+        await _swap_while_waiting(run, registry, swap)
+        decided = await wait_for(
+            run, lambda s: "s2" in pending_ids(s) or s.status == RunStatus.COMPLETED
+        )
+        if "s2" in pending_ids(decided):
+            await run.deny("s2", decider="alice")
+        await run.result()
+        records = {r.call_id: r for r in await run.timeline()}
+    assert records["s2"].status != "invalid"  # the run saw the new schema
+    assert sent == [{"to": "bob"}]  # the bcc call did not run on the old grant
+    assert records["s2"].policy_layer == "person"
+
+
+async def test_a_tool_that_starts_running_shell_after_the_run_started_meets_the_deny_rule(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+    registry = ToolRegistry()
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    registry.register_schema(
+        lambda arguments, ctx: ran.append(arguments["q"]) or "ok",
+        input_schema=schema,
+        name="query",
+        idempotent=True,
+    )
+    hold_tool(registry)
+    policy = ApprovalPolicy(safety_rules=(SafetyRule(action="deny", shell=True),))
+    model = write_script(
+        tmp_path,
+        [
+            calls(("q1", "query", {"q": "before"})),
+            calls(("hold", "hold", {})),
+            calls(("q2", "query", {"q": "after"})),
+            answer("done"),
+        ],
+    )
+    async with running_worker(client, registry, task_queue):
+        config = AgentConfig(model=model, approval=policy)
+        run = await DurableTools(client, task_queue).start("query", config=config)
+
+        def swap() -> None:
+            registry.register_schema(
+                lambda arguments, ctx: ran.append(arguments["q"]) or "ok",
+                input_schema=schema,
+                name="query",
+                idempotent=True,
+                shell=True,
+                replace=True,
+            )
+
+        await _swap_while_waiting(run, registry, swap)
+        result = await run.result()
+        records = {r.call_id: r for r in await run.timeline()}
+        await assert_not_wedged(run.handle, allowed=0)
+    assert result.status == RunStatus.COMPLETED
+    assert ran == ["before"]
+    assert (records["q2"].status, records["q2"].policy_layer) == ("denied", "safety_rule")
