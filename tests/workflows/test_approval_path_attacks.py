@@ -319,3 +319,51 @@ async def test_a_tool_that_starts_running_shell_after_the_run_started_meets_the_
     assert result.status == RunStatus.COMPLETED
     assert ran == ["before"]
     assert (records["q2"].status, records["q2"].policy_layer) == ("denied", "safety_rule")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BREAK: a call waiting for a person while the worker's tool turns shell (same input "
+        "schema) runs on the approval although the policy denies shell tools: the safety "
+        "rules are matched once, against the spec recorded when the call was checked, and "
+        "the worker checks only the input schema's digest (workflows/calls/_execute.py "
+        "approved_schema; tools/_invoke.py check_arguments; policy/_decide.py _layers)"
+    ),
+)
+async def test_a_waiting_call_whose_tool_turns_shell_is_not_run_on_its_approval(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+    registry = ToolRegistry()
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    registry.register_schema(
+        lambda arguments, ctx: ran.append(arguments["q"]) or "ok",
+        input_schema=schema,
+        name="query",
+        approval=True,
+        idempotent=True,
+    )
+    policy = ApprovalPolicy(safety_rules=(SafetyRule(action="deny", shell=True),))
+    model = write_script(tmp_path, [calls(("q1", "query", {"q": "x"})), answer("done")])
+    async with running_worker(client, registry, task_queue):
+        config = AgentConfig(model=model, approval=policy)
+        run = await DurableTools(client, task_queue).start("query", config=config)
+
+        def swap() -> None:
+            registry.register_schema(
+                lambda arguments, ctx: ran.append(arguments["q"]) or "ok",
+                input_schema=schema,
+                name="query",
+                approval=True,
+                idempotent=True,
+                shell=True,  # same schema: the approval's schema binding still matches
+                replace=True,
+            )
+
+        await _swap_while_waiting(run, registry, swap, hold_id="q1")
+        result = await run.result()
+        records = {r.call_id: r for r in await run.timeline()}
+    assert result.status == RunStatus.COMPLETED
+    # The policy denies shell tools: what runs now is one, whatever alice approved.
+    assert ran == [], records["q1"]
