@@ -22,7 +22,7 @@ from durable_tools import (
     ToolRegistry,
 )
 from durable_tools.policy._decide import arguments_hash
-from durable_tools.workflows import RunSnapshot, SafetyRule
+from durable_tools.workflows import AgentWorkflow, ApprovalDecision, RunSnapshot, SafetyRule
 from durable_tools.workflows.catalog._run_catalog import CATALOG_RECHECK
 from support import (
     answer,
@@ -367,3 +367,155 @@ async def test_a_waiting_call_whose_tool_turns_shell_is_not_run_on_its_approval(
     assert result.status == RunStatus.COMPLETED
     # The policy denies shell tools: what runs now is one, whatever alice approved.
     assert ran == [], records["q1"]
+
+
+SHELL_ASKS = ApprovalPolicy(safety_rules=(SafetyRule(action="ask", shell=True),))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BREAK: a run grant alice gave for `query` while it was a plain tool keeps allowing "
+        "it after the worker made it a shell tool, although the policy's safety rule says "
+        "shell tools ask a person: the rule only turns `ask` on, and the grants layer below "
+        "it allows whatever the name covers (policy/_decide.py _layers; _grants.grant_covers)"
+    ),
+)
+async def test_a_grant_given_for_a_plain_tool_does_not_cover_it_once_it_runs_shell(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+    registry = ToolRegistry()
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+
+    def register(**flags: Any) -> None:
+        registry.register_schema(
+            lambda arguments, ctx: ran.append(arguments["q"]) or "ok",
+            input_schema=schema,
+            name="query",
+            approval=True,
+            idempotent=True,
+            **flags,
+        )
+
+    register()
+    hold_tool(registry)
+    model = write_script(
+        tmp_path,
+        [
+            calls(("q1", "query", {"q": "plain"})),
+            calls(("hold", "hold", {})),
+            calls(("q2", "query", {"q": "shell"})),
+            answer("done"),
+        ],
+    )
+    async with running_worker(client, registry, task_queue):
+        config = AgentConfig(model=model, approval=SHELL_ASKS)
+        run = await DurableTools(client, task_queue).start("query", config=config)
+        snapshot = await wait_for(run, lambda s: "q1" in pending_ids(s))
+        await run.approve(
+            "q1",
+            decider="alice",
+            arguments_hash=snapshot.pending_approvals[0].arguments_hash,
+            grant=GrantRequest(),
+        )
+        await _swap_while_waiting(run, registry, lambda: register(shell=True, replace=True))
+        decided = await wait_for(
+            run, lambda s: "q2" in pending_ids(s) or s.status == RunStatus.COMPLETED
+        )
+        if "q2" in pending_ids(decided):
+            await run.deny("q2", decider="alice")
+        await run.result()
+        records = {r.call_id: r for r in await run.timeline()}
+    assert records["q1"].status == "completed"
+    assert ran == ["plain"], records["q2"]  # the shell call was asked, not granted
+
+
+async def test_a_grant_never_outranks_a_deny_set_after_it(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    ran: list[str] = []
+    registry = ToolRegistry()
+    registry.register_schema(
+        lambda arguments, ctx: ran.append(arguments["q"]) or "ok",
+        input_schema={"type": "object", "properties": {"q": {"type": "string"}}},
+        name="query",
+        approval=True,
+        idempotent=True,
+    )
+    hold_tool(registry)
+    model = write_script(
+        tmp_path,
+        [
+            calls(("q1", "query", {"q": "one"})),
+            calls(("hold", "hold", {})),
+            calls(("q2", "query", {"q": "two"}), ("q3", "query", {"q": "three"})),
+            answer("done"),
+        ],
+    )
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("query", model=model)
+        snapshot = await wait_for(run, lambda s: "q1" in pending_ids(s))
+        await run.approve(
+            "q1",
+            decider="alice",
+            arguments_hash=snapshot.pending_approvals[0].arguments_hash,
+            grant=GrantRequest(),
+        )
+        await wait_for(run, lambda s: "hold" in pending_ids(s))
+        await run.set_policy(ApprovalPolicy(deny_tools=("query",)), changed_by="security")
+        await _swap_while_waiting(run, registry, lambda: None)
+        result = await run.result()
+        records = {r.call_id: r for r in await run.timeline()}
+        await assert_not_wedged(run.handle, allowed=0)
+    assert result.status == RunStatus.COMPLETED
+    assert ran == ["one"]
+    for call_id in ("q2", "q3"):
+        assert (records[call_id].status, records[call_id].policy_layer) == ("denied", "deny_list")
+
+
+async def test_a_replayed_decision_signal_never_answers_a_reissued_call(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True)
+    def wire(to: str) -> str:
+        """Wire money."""
+        executed.append(to)
+        return "wired"
+
+    model = write_script(
+        tmp_path,
+        [calls(("w", "wire", {"to": "bob"})), calls(("w", "wire", {"to": "mallory"})), answer("x")],
+    )
+    async with running_worker(client, registry, task_queue):
+        run = await DurableTools(client, task_queue).start("wire", model=model)
+        first = await wait_for(run, waiting_on("w", to="bob"))
+        without_hash = ApprovalDecision(call_id="w", approve=True, decider="alice")
+        with_hash = ApprovalDecision(
+            call_id="w",
+            approve=True,
+            decider="alice",
+            arguments_hash=first.pending_approvals[0].arguments_hash,
+        )
+        await run.handle.signal(AgentWorkflow.decision_signal, without_hash)
+        second = await wait_for(run, waiting_on("w", to="mallory"))
+        # The same signals delivered again (a retrying client, a replay by someone else).
+        for decision in (without_hash, with_hash, without_hash):
+            await run.handle.signal(AgentWorkflow.decision_signal, decision)
+        for _ in range(150):  # each signal is handled (and refused) in its own time
+            events = await run.events()
+            if sum(e.event == "approval.rejected" for e in events) >= 3:
+                break
+            await asyncio.sleep(0.1)
+        assert executed == ["bob"]
+        assert "w" in pending_ids(await run.status())
+        await run.deny(
+            "w", decider="alice", arguments_hash=second.pending_approvals[0].arguments_hash
+        )
+        assert (await run.result()).status == RunStatus.COMPLETED
+        rejected = [e for e in await run.events() if e.event == "approval.rejected"]
+    assert executed == ["bob"]
+    assert len(rejected) == 3
