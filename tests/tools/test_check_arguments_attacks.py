@@ -5,6 +5,7 @@ approval and the run, and what the check reports of the schema it checked agains
 from __future__ import annotations
 
 import unicodedata
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -129,3 +130,32 @@ def test_arguments_not_checked_under_the_current_schema_do_not_claim_it() -> Non
     assert checked.values == {"a": "x"}  # runs as approved: by design
     # Its docstring: "schema_digest of the input schema they were checked against".
     assert checked.schema != schema_digest(new_spec.input_schema)
+
+
+def test_threads_turning_the_cache_over_never_get_another_schemas_digest_or_check() -> None:
+    # A worker checks calls of many tools at once: thousands of schemas for one tool name,
+    # more than the cache keeps, from several threads; each check must use its own schema.
+    def schema(number: int) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"n": {"type": "integer", "maximum": number}},
+            "required": ["n"],
+        }
+
+    def check(start: int) -> list[str]:
+        wrong: list[str] = []
+        for number in range(start, start + 1_500):
+            spec = ToolSpec(name="same", input_schema=schema(number))
+            fits = check_arguments(spec, {"n": number})
+            if fits.schema != schema_digest(schema(number)):
+                wrong.append(f"{number}: digest of another schema")
+            try:
+                check_arguments(spec, {"n": number + 1}, bound_schema=fits.schema)
+                wrong.append(f"{number}: {number + 1} passed a maximum of {number}")
+            except InvalidArguments:
+                pass
+        return wrong
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        found = [line for lines in pool.map(check, range(0, 6_000, 1_500)) for line in lines]
+    assert found == []

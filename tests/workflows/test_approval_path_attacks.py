@@ -6,6 +6,7 @@ under a run after a person approved it or granted it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from durable_tools import (
     ToolRegistry,
 )
 from durable_tools.policy._decide import arguments_hash
+from durable_tools.tools._validation import schema_digest
 from durable_tools.workflows import AgentWorkflow, ApprovalDecision, RunSnapshot, SafetyRule
 from durable_tools.workflows.catalog._run_catalog import CATALOG_RECHECK
 from support import (
@@ -29,6 +31,7 @@ from support import (
     assert_not_wedged,
     assert_replays,
     calls,
+    event_attributes,
     running_worker,
     wait_for,
     write_script,
@@ -122,10 +125,20 @@ async def test_a_decision_binds_to_exactly_the_arguments_shown(
             "r", decider="alice", arguments_hash=again.pending_approvals[0].arguments_hash
         )
         result = await run.result()
+        history = await run.handle.fetch_history()
         await assert_not_wedged(run.handle, allowed=0)
-        await assert_replays(await run.handle.fetch_history())
+        await assert_replays(history)
     assert result.status == RunStatus.COMPLETED
     assert executed == [("A1", 500)]
+    # The approved call went to the worker bound to the schema alice saw, which is the
+    # tool's own: the worker checks it again (a digest that never matched would skip that).
+    inputs = [
+        json.loads(attributes.input.payloads[0].data)
+        for attributes in event_attributes(history, "activity_task_scheduled_event_attributes")
+        if attributes.input.payloads
+    ]
+    bound = [i["approved_schema"] for i in inputs if isinstance(i, dict) and "approved_schema" in i]
+    assert bound == [schema_digest(registry.get("refund").spec.input_schema)]
 
 
 async def test_worker_summaries_that_raise_flood_or_mark_up_still_ask_a_person(
