@@ -19,11 +19,13 @@ from durable_tools import (
     ApprovalPolicy,
     DurableTools,
     GrantRequest,
+    Identity,
     RunStatus,
     ToolRegistry,
 )
 from durable_tools.policy._decide import arguments_hash
 from durable_tools.tools._validation import schema_digest
+from durable_tools.worker import GrantStore
 from durable_tools.workflows import AgentWorkflow, ApprovalDecision, RunSnapshot, SafetyRule
 from durable_tools.workflows.catalog._run_catalog import CATALOG_RECHECK
 from support import (
@@ -532,3 +534,60 @@ async def test_a_replayed_decision_signal_never_answers_a_reissued_call(
         rejected = [e for e in await run.events() if e.event == "approval.rejected"]
     assert executed == ["bob"]
     assert len(rejected) == 3
+
+
+async def test_an_identity_grant_never_covers_an_identity_that_only_looks_the_same(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    executed: list[str] = []
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True)
+    def refund(order_id: str) -> str:
+        """Refund an order."""
+        executed.append(order_id)
+        return "refunded"
+
+    policy = ApprovalPolicy(identity_grants=True)
+
+    def config(order_id: str, name: str = "agent") -> AgentConfig:
+        model = write_script(
+            tmp_path, [calls((order_id, "refund", {"order_id": order_id})), answer("ok")]
+        )
+        return AgentConfig(name=name, model=model, approval=policy)
+
+    alice = Identity(tenant="acme", user="alice")
+    look_alikes = {
+        "upper-tenant": (Identity(tenant="ACME", user="alice"), "agent"),
+        "upper-user": (Identity(tenant="acme", user="Alice"), "agent"),
+        "zero-width": (Identity(tenant="acme", user="alice\u200b"), "agent"),
+        "fullwidth": (Identity(tenant="acme", user="\uff41lice"), "agent"),
+        "cyrillic": (Identity(tenant="acme", user="\u0430lice"), "agent"),
+        "in-tenant": (Identity(tenant="acme;user=alice"), "agent"),
+        "user-only": (Identity(user="alice"), "agent"),
+        "other-agent": (alice, "other"),
+    }
+    async with running_worker(
+        client, registry, task_queue, grant_store=GrantStore(tmp_path / "grants.json")
+    ):
+        dt = DurableTools(client, task_queue)
+        first = await dt.start("grant", config=config("granted"), identity=alice)
+        snapshot = await wait_for(first, lambda s: "granted" in pending_ids(s))
+        await first.approve(
+            "granted",
+            decider="boss",
+            arguments_hash=snapshot.pending_approvals[0].arguments_hash,
+            grant=GrantRequest(scope="identity", duration_seconds=3600),
+        )
+        await first.result()
+        covered = await dt.start("covered", config=config("covered"), identity=alice)
+        assert (await covered.result()).status == RunStatus.COMPLETED
+        runs = {
+            label: await dt.start(label, config=config(label, name), identity=identity)
+            for label, (identity, name) in look_alikes.items()
+        }
+        for label, run in runs.items():
+            await wait_for(run, lambda s, c=label: c in pending_ids(s), timeout=60)
+            await run.deny(label, decider="boss")
+            assert (await run.result()).status == RunStatus.COMPLETED
+    assert executed == ["granted", "covered"]  # every look-alike was asked, none ran
