@@ -193,25 +193,7 @@ async def test_worker_summaries_that_raise_flood_or_mark_up_still_ask_a_person(
     assert summaries["number"] in (None, "12345")
 
 
-async def _swap_while_waiting(
-    run: Any, registry: ToolRegistry, swap: Any, hold_id: str = "hold"
-) -> None:
-    """Replace tools with `swap()` while the run waits on `hold_id`, let the run see the
-    change, then approve the held call."""
-    snapshot = await wait_for(run, lambda s: hold_id in pending_ids(s))
-    swap()
-    await asyncio.sleep(CATALOG_RECHECK.total_seconds() + 0.2)
-    (held,) = [p for p in snapshot.pending_approvals if p.call_id == hold_id]
-    await run.approve(hold_id, decider="alice", arguments_hash=held.arguments_hash)
-
-
-def hold_tool(registry: ToolRegistry) -> None:
-    @registry.tool(approval=True, idempotent=True)
-    def hold() -> str:
-        """Wait for a person."""
-        return "held"
-
-
+QUERY = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 TO_ONLY = {
     "type": "object",
     "properties": {"to": {"type": "string"}},
@@ -224,6 +206,68 @@ TO_AND_BCC = {
     "required": ["to"],
     "additionalProperties": False,
 }
+ORDER = {"type": "object", "properties": {"order_id": {"type": "string"}}}
+SHELL_DENIED = ApprovalPolicy(safety_rules=(SafetyRule(action="deny", shell=True),))
+SHELL_ASKS = ApprovalPolicy(safety_rules=(SafetyRule(action="ask", shell=True),))
+
+
+def register(
+    registry: ToolRegistry,
+    seen: list[dict[str, Any]],
+    name: str = "query",
+    schema: dict[str, Any] = QUERY,
+    **options: Any,
+) -> None:
+    """Register (or with `replace=True`, replace) a tool that records its arguments."""
+    registry.register_schema(
+        lambda arguments, ctx: seen.append(dict(arguments)) or "ok",
+        input_schema=schema,
+        name=name,
+        idempotent=True,
+        **options,
+    )
+
+
+def with_hold(registry: ToolRegistry, tmp_path: Path, first: Any, *later: Any) -> str:
+    """A script: `first`, then a `hold` call waiting for a person, then `later` in one turn;
+    registers the `hold` tool."""
+
+    @registry.tool(approval=True, idempotent=True)
+    def hold() -> str:
+        """Wait for a person."""
+        return "held"
+
+    return write_script(
+        tmp_path, [calls(first), calls(("hold", "hold", {})), calls(*later), answer("done")]
+    )
+
+
+async def swap_while_waiting(run: Any, swap: Any, hold_id: str = "hold") -> None:
+    """Change the worker's tools with `swap()` while the run waits on `hold_id`, let the run
+    see the change, then approve the held call."""
+    snapshot = await wait_for(run, lambda s: hold_id in pending_ids(s))
+    swap()
+    await asyncio.sleep(CATALOG_RECHECK.total_seconds() + 0.2)
+    (held,) = [p for p in snapshot.pending_approvals if p.call_id == hold_id]
+    await run.approve(hold_id, decider="alice", arguments_hash=held.arguments_hash)
+
+
+async def approve_with_grant(run: Any, call_id: str) -> None:
+    """Approve `call_id` as alice and ask to stop asking for its tool in this run."""
+    snapshot = await wait_for(run, lambda s: call_id in pending_ids(s))
+    (shown,) = [p for p in snapshot.pending_approvals if p.call_id == call_id]
+    await run.approve(
+        call_id, decider="alice", arguments_hash=shown.arguments_hash, grant=GrantRequest()
+    )
+
+
+async def deny_if_asked(run: Any, call_id: str) -> None:
+    """Deny `call_id` if it comes to wait for a person before the run completes."""
+    seen = await wait_for(
+        run, lambda s: call_id in pending_ids(s) or s.status == RunStatus.COMPLETED
+    )
+    if call_id in pending_ids(seen):
+        await run.deny(call_id, decider="alice")
 
 
 @pytest.mark.xfail(
@@ -240,49 +284,20 @@ async def test_a_grant_does_not_cover_a_tool_replaced_with_another_schema(
 ) -> None:
     sent: list[dict[str, Any]] = []
     registry = ToolRegistry()
-    registry.register_schema(
-        lambda arguments, ctx: sent.append(dict(arguments)) or "sent",
-        input_schema=TO_ONLY,
-        name="send",
-        approval=True,
-        idempotent=True,
-    )
-    hold_tool(registry)
-    model = write_script(
+    register(registry, sent, "send", TO_ONLY, approval=True)
+    model = with_hold(
+        registry,
         tmp_path,
-        [
-            calls(("s1", "send", {"to": "bob"})),
-            calls(("hold", "hold", {})),
-            calls(("s2", "send", {"to": "bob", "bcc": "mallory"})),
-            answer("done"),
-        ],
+        ("s1", "send", {"to": "bob"}),
+        ("s2", "send", {"to": "bob", "bcc": "mallory"}),
     )
     async with running_worker(client, registry, task_queue):
         run = await DurableTools(client, task_queue).start("send", model=model)
-        snapshot = await wait_for(run, lambda s: "s1" in pending_ids(s))
-        await run.approve(
-            "s1",
-            decider="alice",
-            arguments_hash=snapshot.pending_approvals[0].arguments_hash,
-            grant=GrantRequest(),  # "stop asking" for send, as alice saw it
+        await approve_with_grant(run, "s1")  # "stop asking" for send, as alice saw it
+        await swap_while_waiting(
+            run, lambda: register(registry, sent, "send", TO_AND_BCC, approval=True, replace=True)
         )
-
-        def swap() -> None:
-            registry.register_schema(
-                lambda arguments, ctx: sent.append(dict(arguments)) or "sent",
-                input_schema=TO_AND_BCC,
-                name="send",
-                approval=True,
-                idempotent=True,
-                replace=True,
-            )
-
-        await _swap_while_waiting(run, registry, swap)
-        decided = await wait_for(
-            run, lambda s: "s2" in pending_ids(s) or s.status == RunStatus.COMPLETED
-        )
-        if "s2" in pending_ids(decided):
-            await run.deny("s2", decider="alice")
+        await deny_if_asked(run, "s2")
         await run.result()
         records = {r.call_id: r for r in await run.timeline()}
     assert records["s2"].status != "invalid"  # the run saw the new schema
@@ -293,46 +308,21 @@ async def test_a_grant_does_not_cover_a_tool_replaced_with_another_schema(
 async def test_a_tool_that_starts_running_shell_after_the_run_started_meets_the_deny_rule(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    ran: list[str] = []
+    ran: list[dict[str, Any]] = []
     registry = ToolRegistry()
-    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
-    registry.register_schema(
-        lambda arguments, ctx: ran.append(arguments["q"]) or "ok",
-        input_schema=schema,
-        name="query",
-        idempotent=True,
-    )
-    hold_tool(registry)
-    policy = ApprovalPolicy(safety_rules=(SafetyRule(action="deny", shell=True),))
-    model = write_script(
-        tmp_path,
-        [
-            calls(("q1", "query", {"q": "before"})),
-            calls(("hold", "hold", {})),
-            calls(("q2", "query", {"q": "after"})),
-            answer("done"),
-        ],
+    register(registry, ran)
+    model = with_hold(
+        registry, tmp_path, ("q1", "query", {"q": "before"}), ("q2", "query", {"q": "after"})
     )
     async with running_worker(client, registry, task_queue):
-        config = AgentConfig(model=model, approval=policy)
+        config = AgentConfig(model=model, approval=SHELL_DENIED)
         run = await DurableTools(client, task_queue).start("query", config=config)
-
-        def swap() -> None:
-            registry.register_schema(
-                lambda arguments, ctx: ran.append(arguments["q"]) or "ok",
-                input_schema=schema,
-                name="query",
-                idempotent=True,
-                shell=True,
-                replace=True,
-            )
-
-        await _swap_while_waiting(run, registry, swap)
+        await swap_while_waiting(run, lambda: register(registry, ran, shell=True, replace=True))
         result = await run.result()
         records = {r.call_id: r for r in await run.timeline()}
         await assert_not_wedged(run.handle, allowed=0)
     assert result.status == RunStatus.COMPLETED
-    assert ran == ["before"]
+    assert ran == [{"q": "before"}]
     assert (records["q2"].status, records["q2"].policy_layer) == ("denied", "safety_rule")
 
 
@@ -349,42 +339,24 @@ async def test_a_tool_that_starts_running_shell_after_the_run_started_meets_the_
 async def test_a_waiting_call_whose_tool_turns_shell_is_not_run_on_its_approval(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    ran: list[str] = []
+    ran: list[dict[str, Any]] = []
     registry = ToolRegistry()
-    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
-    registry.register_schema(
-        lambda arguments, ctx: ran.append(arguments["q"]) or "ok",
-        input_schema=schema,
-        name="query",
-        approval=True,
-        idempotent=True,
-    )
-    policy = ApprovalPolicy(safety_rules=(SafetyRule(action="deny", shell=True),))
+    register(registry, ran, approval=True)
     model = write_script(tmp_path, [calls(("q1", "query", {"q": "x"})), answer("done")])
     async with running_worker(client, registry, task_queue):
-        config = AgentConfig(model=model, approval=policy)
+        config = AgentConfig(model=model, approval=SHELL_DENIED)
         run = await DurableTools(client, task_queue).start("query", config=config)
-
-        def swap() -> None:
-            registry.register_schema(
-                lambda arguments, ctx: ran.append(arguments["q"]) or "ok",
-                input_schema=schema,
-                name="query",
-                approval=True,
-                idempotent=True,
-                shell=True,  # same schema: the approval's schema binding still matches
-                replace=True,
-            )
-
-        await _swap_while_waiting(run, registry, swap, hold_id="q1")
+        # Same schema: the approval's schema binding still matches.
+        await swap_while_waiting(
+            run,
+            lambda: register(registry, ran, approval=True, shell=True, replace=True),
+            hold_id="q1",
+        )
         result = await run.result()
         records = {r.call_id: r for r in await run.timeline()}
     assert result.status == RunStatus.COMPLETED
     # The policy denies shell tools: what runs now is one, whatever alice approved.
     assert ran == [], records["q1"]
-
-
-SHELL_ASKS = ApprovalPolicy(safety_rules=(SafetyRule(action="ask", shell=True),))
 
 
 @pytest.mark.xfail(
@@ -399,92 +371,50 @@ SHELL_ASKS = ApprovalPolicy(safety_rules=(SafetyRule(action="ask", shell=True),)
 async def test_a_grant_given_for_a_plain_tool_does_not_cover_it_once_it_runs_shell(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    ran: list[str] = []
+    ran: list[dict[str, Any]] = []
     registry = ToolRegistry()
-    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
-
-    def register(**flags: Any) -> None:
-        registry.register_schema(
-            lambda arguments, ctx: ran.append(arguments["q"]) or "ok",
-            input_schema=schema,
-            name="query",
-            approval=True,
-            idempotent=True,
-            **flags,
-        )
-
-    register()
-    hold_tool(registry)
-    model = write_script(
-        tmp_path,
-        [
-            calls(("q1", "query", {"q": "plain"})),
-            calls(("hold", "hold", {})),
-            calls(("q2", "query", {"q": "shell"})),
-            answer("done"),
-        ],
+    register(registry, ran, approval=True)
+    model = with_hold(
+        registry, tmp_path, ("q1", "query", {"q": "plain"}), ("q2", "query", {"q": "shell"})
     )
     async with running_worker(client, registry, task_queue):
         config = AgentConfig(model=model, approval=SHELL_ASKS)
         run = await DurableTools(client, task_queue).start("query", config=config)
-        snapshot = await wait_for(run, lambda s: "q1" in pending_ids(s))
-        await run.approve(
-            "q1",
-            decider="alice",
-            arguments_hash=snapshot.pending_approvals[0].arguments_hash,
-            grant=GrantRequest(),
+        await approve_with_grant(run, "q1")
+        await swap_while_waiting(
+            run, lambda: register(registry, ran, approval=True, shell=True, replace=True)
         )
-        await _swap_while_waiting(run, registry, lambda: register(shell=True, replace=True))
-        decided = await wait_for(
-            run, lambda s: "q2" in pending_ids(s) or s.status == RunStatus.COMPLETED
-        )
-        if "q2" in pending_ids(decided):
-            await run.deny("q2", decider="alice")
+        await deny_if_asked(run, "q2")
         await run.result()
         records = {r.call_id: r for r in await run.timeline()}
     assert records["q1"].status == "completed"
-    assert ran == ["plain"], records["q2"]  # the shell call was asked, not granted
+    assert ran == [{"q": "plain"}], records["q2"]  # the shell call was asked, not granted
 
 
 async def test_a_grant_never_outranks_a_deny_set_after_it(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    ran: list[str] = []
+    ran: list[dict[str, Any]] = []
     registry = ToolRegistry()
-    registry.register_schema(
-        lambda arguments, ctx: ran.append(arguments["q"]) or "ok",
-        input_schema={"type": "object", "properties": {"q": {"type": "string"}}},
-        name="query",
-        approval=True,
-        idempotent=True,
-    )
-    hold_tool(registry)
-    model = write_script(
+    register(registry, ran, approval=True)
+    model = with_hold(
+        registry,
         tmp_path,
-        [
-            calls(("q1", "query", {"q": "one"})),
-            calls(("hold", "hold", {})),
-            calls(("q2", "query", {"q": "two"}), ("q3", "query", {"q": "three"})),
-            answer("done"),
-        ],
+        ("q1", "query", {"q": "one"}),
+        ("q2", "query", {"q": "two"}),
+        ("q3", "query", {"q": "three"}),
     )
     async with running_worker(client, registry, task_queue):
         run = await DurableTools(client, task_queue).start("query", model=model)
-        snapshot = await wait_for(run, lambda s: "q1" in pending_ids(s))
-        await run.approve(
-            "q1",
-            decider="alice",
-            arguments_hash=snapshot.pending_approvals[0].arguments_hash,
-            grant=GrantRequest(),
-        )
+        await approve_with_grant(run, "q1")
         await wait_for(run, lambda s: "hold" in pending_ids(s))
         await run.set_policy(ApprovalPolicy(deny_tools=("query",)), changed_by="security")
-        await _swap_while_waiting(run, registry, lambda: None)
+        await swap_while_waiting(run, lambda: None)
         result = await run.result()
         records = {r.call_id: r for r in await run.timeline()}
         await assert_not_wedged(run.handle, allowed=0)
     assert result.status == RunStatus.COMPLETED
-    assert ran == ["one"]
+    assert ran == [{"q": "one"}]
     for call_id in ("q2", "q3"):
         assert (records[call_id].status, records[call_id].policy_layer) == ("denied", "deny_list")
 
@@ -492,14 +422,9 @@ async def test_a_grant_never_outranks_a_deny_set_after_it(
 async def test_a_replayed_decision_signal_never_answers_a_reissued_call(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    executed: list[str] = []
+    executed: list[dict[str, Any]] = []
     registry = ToolRegistry()
-
-    @registry.tool(approval=True, idempotent=True)
-    def wire(to: str) -> str:
-        """Wire money."""
-        executed.append(to)
-        return "wired"
+    register(registry, executed, "wire", TO_ONLY, approval=True)
 
     model = write_script(
         tmp_path,
@@ -525,28 +450,23 @@ async def test_a_replayed_decision_signal_never_answers_a_reissued_call(
             if sum(e.event == "approval.rejected" for e in events) >= 3:
                 break
             await asyncio.sleep(0.1)
-        assert executed == ["bob"]
+        assert executed == [{"to": "bob"}]
         assert "w" in pending_ids(await run.status())
         await run.deny(
             "w", decider="alice", arguments_hash=second.pending_approvals[0].arguments_hash
         )
         assert (await run.result()).status == RunStatus.COMPLETED
         rejected = [e for e in await run.events() if e.event == "approval.rejected"]
-    assert executed == ["bob"]
+    assert executed == [{"to": "bob"}]
     assert len(rejected) == 3
 
 
 async def test_an_identity_grant_never_covers_an_identity_that_only_looks_the_same(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    executed: list[str] = []
+    executed: list[dict[str, Any]] = []
     registry = ToolRegistry()
-
-    @registry.tool(approval=True, idempotent=True)
-    def refund(order_id: str) -> str:
-        """Refund an order."""
-        executed.append(order_id)
-        return "refunded"
+    register(registry, executed, "refund", ORDER, approval=True)
 
     policy = ApprovalPolicy(identity_grants=True)
 
@@ -590,4 +510,7 @@ async def test_an_identity_grant_never_covers_an_identity_that_only_looks_the_sa
             await wait_for(run, lambda s, c=label: c in pending_ids(s), timeout=60)
             await run.deny(label, decider="boss")
             assert (await run.result()).status == RunStatus.COMPLETED
-    assert executed == ["granted", "covered"]  # every look-alike was asked, none ran
+    assert executed == [
+        {"order_id": "granted"},
+        {"order_id": "covered"},
+    ]  # every look-alike was asked, none ran
