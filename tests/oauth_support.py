@@ -82,6 +82,17 @@ async def serving_callback(
             await server.stop()
 
 
+@pytest.fixture
+async def oauth(
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[OAuthSetup]:
+    """`serving_callback` as a fixture: the fake provider, a manager (its data in the
+    test's `tmp_path`) and the callback server, telling runs through the session's client.
+    A test module takes it with `oauth = oauth_support.oauth`."""
+    async with serving_callback(client, tmp_path, monkeypatch) as setup:
+        yield setup
+
+
 async def open_link(url: str) -> httpx.Response:
     """What the user does: open the URL; the fake provider approves and redirects back."""
     async with httpx.AsyncClient(follow_redirects=True, timeout=10) as browser:

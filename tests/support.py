@@ -10,6 +10,7 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,16 @@ from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from durable_tools import AgentConfig, AgentRun, ExecutionStrategy, ToolRegistry, build_worker
+from durable_tools import (
+    AgentConfig,
+    AgentResult,
+    AgentRun,
+    ApprovalPolicy,
+    DurableTools,
+    ExecutionStrategy,
+    ToolRegistry,
+    build_worker,
+)
 from durable_tools.worker import workflow_runner
 from durable_tools.workflows import AgentWorkflow, RunSnapshot
 
@@ -125,6 +135,33 @@ async def running_worker(
         yield
 
 
+@asynccontextmanager
+async def run_to_the_end(
+    client: Client,
+    registry: ToolRegistry,
+    task_queue: str,
+    config: AgentConfig,
+    *,
+    prompt: str = "go",
+    **options: Any,
+) -> AsyncIterator[tuple[AgentRun, AgentResult]]:
+    """A worker for `registry` on `task_queue` (`options` go to `build_worker`) and a run
+    of `config` on it, taken to its end: the run and its result, for the block (a finished
+    run's queries still need a worker)."""
+    async with running_worker(client, registry, task_queue, **options):
+        run = await DurableTools(client, task_queue).start(prompt, config=config)
+        yield run, await run.result()
+
+
+async def result_of_run(
+    client: Client, registry: ToolRegistry, task_queue: str, config: AgentConfig, **options: Any
+) -> AgentResult:
+    """The result of a run of `config`, taken to its end by a worker for `registry`
+    (`run_to_the_end`)."""
+    async with run_to_the_end(client, registry, task_queue, config, **options) as (_, result):
+        return result
+
+
 async def history_of(handle: WorkflowHandle[Any, Any]) -> WorkflowHistory:
     return await handle.fetch_history()
 
@@ -226,6 +263,62 @@ async def notice_token(client: Client, child_id: str) -> str:
     token = json.loads(started.input.payloads[0].data)["report_token"]
     assert isinstance(token, str), token
     return token
+
+
+def researcher_registry(
+    directory: Path, executed: list[str], *, approval: ApprovalPolicy | None = None
+) -> ToolRegistry:
+    """`publish(text)` (needs approval; appends `text` to `executed` when it runs) and a
+    `researcher` sub-agent (its policy `approval`, if given) that publishes "findings"
+    once (call `pub`), then answers."""
+    registry = ToolRegistry()
+
+    @registry.tool(
+        approval=True, idempotent=True, approval_summary="publish {text}", label="Publish"
+    )
+    def publish(text: str) -> str:
+        """Publish a text (needs approval)."""
+        executed.append(text)
+        return "published"
+
+    steps = [calls(("pub", "publish", {"text": "findings"})), answer("published them")]
+    config = AgentConfig(name="researcher", model=write_script(directory, steps))
+    if approval is not None:
+        config = config.model_copy(update={"approval": approval})
+    registry.subagent(
+        config, name="researcher", description="Researches a topic and publishes the findings."
+    )
+    return registry
+
+
+def delegating_model(directory: Path) -> str:
+    """A parent's script: ask the `researcher` once (call `r1`), then answer."""
+    return write_script(
+        directory, [calls(("r1", "researcher", {"task": "find things"})), answer("all done")]
+    )
+
+
+def subagent_wait(run_id: str, call_id: str, arguments_hash: str, **changed: Any) -> dict[str, Any]:
+    """A wait as a sub-agent's notice lists it: run `run_id` waits to `publish` (call
+    `call_id`), requested now; `changed` sets any other field."""
+    wait: dict[str, Any] = {
+        "run_id": run_id,
+        "call_id": call_id,
+        "tool": "publish",
+        "arguments_hash": arguments_hash,
+        "requested_at": datetime.now(UTC).isoformat(),
+    }
+    return {**wait, **changed}
+
+
+def subagent_notice(
+    child_id: str, /, *waits: dict[str, Any], seq: int = 10**6, **changed: Any
+) -> dict[str, Any]:
+    """A notice of the sub-agent run `child_id` listing `waits` (the `subagent_waits`
+    signal's input), sent now, as anyone who may signal the parent can send it;
+    `changed` sets any field (`child_id`, `waits`, `sent_at`, `token`, or an unknown one)."""
+    sent = {"child_id": child_id, "sent_at": datetime.now(UTC).isoformat(), "seq": seq}
+    return {**sent, "waits": list(waits), **changed}
 
 
 async def assert_replays(history: WorkflowHistory) -> None:

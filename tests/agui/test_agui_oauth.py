@@ -7,28 +7,21 @@ authorization (the model is told); a resume for another call is a RUN_ERROR."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-import pytest
 from agui_support import Chat, chat, of_type, run_input, user
 from temporalio.client import Client
 
+import oauth_support
 from durable_tools import DurableTools, OAuthRequirement, ToolContext, ToolRegistry
 from durable_tools.agui import session_id
 from durable_tools.oauth import OAuthBroker
-from oauth_support import OAuthSetup, open_link, serving_callback
+from oauth_support import OAuthSetup, open_link
 from support import answer, calls, wait_for
 
-
-@pytest.fixture
-async def oauth(
-    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[OAuthSetup]:
-    async with serving_callback(client, tmp_path, monkeypatch) as setup:
-        yield setup
+oauth = oauth_support.oauth  # the fixture, by the name the tests ask for
 
 
 def calendar(read: list[str]) -> ToolRegistry:

@@ -102,6 +102,93 @@ async def test_a_refresh_adds_replaces_and_withdraws_what_the_document_changed(
     assert not registry.is_withdrawn("count_items")
 
 
+def operations(count: int, **changed: dict[str, Any]) -> dict[str, Any]:
+    """`count` paths `/items{i}/{item_id}`, each a `get_item{i}` reading one item; an
+    entry of `changed` (by path) replaces that path's operations."""
+    paths = {f"/items{i}/{{item_id}}": item_operation("v1") for i in range(count)}
+    for i, path in enumerate(paths):
+        paths[path]["get"]["operationId"] = f"get_item{i}"
+    for path, item in changed.items():
+        paths[path] = item
+    return paths
+
+
+async def test_a_read_of_an_unchanged_document_builds_no_tool_again(
+    changing_api: ChangingApi,
+) -> None:
+    # Building a tool (its schema checked) is what a read costs: a read that finds the
+    # document as it was hands back the tools built before, and one that finds one
+    # operation changed builds that one only.
+    registry = ToolRegistry()
+    changing_api.document = document(changing_api.base_url, operations(300))
+    provider = OpenApiProvider(changing_api.document_url)
+    refresher = ProviderRefresher(registry, [provider])
+    assert len((await refresher.attach()).added) == 300
+    first = await provider.discover(registry)
+    events: list[Any] = []
+    registry.on("*", events.append)
+    before = registry.version()
+
+    again = await provider.discover(registry)
+    unchanged = (await refresher.refresh())[provider.label]
+    assert sum(a is not b for a, b in zip(first, again, strict=True)) == 0  # none built
+    assert not unchanged and unchanged.registered == [] and unchanged.refused == {}
+    assert registry.version() == before and events == []
+
+    changing_api.document["paths"]["/items7/{item_id}"]["get"]["description"] = "Read (v2)."
+    changed = await provider.discover(registry)
+    rebuilt = [b.name for a, b in zip(first, changed, strict=True) if a is not b]
+    assert rebuilt == ["get_item7"]
+    change = (await refresher.refresh())[provider.label]
+    assert change.changed == ["get_item7"] and not change.added and not change.removed
+    assert registry.get("get_item7").spec.description.startswith("Read (v2).")
+    assert [e.name for e in events] == ["tool.replaced"]
+
+
+async def test_a_change_every_operation_shares_rebuilds_the_operations(
+    changing_api: ChangingApi,
+) -> None:
+    # A component an operation uses by `$ref`, or a path item another path's operation
+    # points into, is not in the operation's own path item: changing it still changes
+    # the tools that use it.
+    registry = ToolRegistry()
+    shared = {"name": "item_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    uses_component = item_operation("v1")
+    uses_component["get"]["operationId"] = "by_component"
+    uses_component["get"]["parameters"] = [{"$ref": "#/components/parameters/ItemId"}]
+    uses_path = item_operation("v1")
+    uses_path["get"]["operationId"] = "by_path"
+    uses_path["get"]["parameters"] = [{"$ref": "#/paths/~1v1~1items~1{item_id}/get/parameters/0"}]
+    changing_api.document = document(
+        changing_api.base_url,
+        {
+            "/v1/items/{item_id}": item_operation("v1"),
+            "/v2/items/{item_id}": uses_component,
+            "/v3/items/{item_id}": uses_path,
+            "/count": count_operation(),
+        },
+    )
+    changing_api.document["components"] = {"parameters": {"ItemId": dict(shared)}}
+    refresher = refresher_for(registry, changing_api)
+    assert len((await refresher.attach()).added) == 4
+    label = refresher.providers[0].label
+
+    parameters = changing_api.document["components"]["parameters"]
+    parameters["ItemId"]["schema"] = {"type": "string", "maxLength": 8}
+    change = (await refresher.refresh())[label]
+    assert change.changed == ["by_component"]
+    assert registry.get("by_component").spec.input_schema["properties"]["item_id"] == {
+        "type": "string",
+        "maxLength": 8,
+    }
+
+    get_item = changing_api.document["paths"]["/v1/items/{item_id}"]["get"]
+    get_item["parameters"][0]["schema"] = {"type": "string", "pattern": "^[0-9]+$"}
+    change = (await refresher.refresh())[label]
+    assert sorted(change.changed) == ["by_path", "get_item"]
+    assert registry.get("by_path").spec.input_schema["properties"]["item_id"]["pattern"]
+
+
 async def test_a_read_that_fails_keeps_the_tools_and_says_why(
     changing_api: ChangingApi, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -25,7 +25,6 @@ from cli_support import cli_json
 from durable_tools import (
     AgentConfig,
     CodeMode,
-    DurableTools,
     ExecutionStrategy,
     RetrySpec,
     RunStatus,
@@ -35,11 +34,21 @@ from durable_tools import (
     ToolRegistry,
 )
 from durable_tools.sources import McpStdio, attach_mcp, http_tool
-from support import answer, assert_not_wedged, assert_replays, calls, running_worker, write_script
+from support import (
+    answer,
+    assert_not_wedged,
+    assert_replays,
+    calls,
+    result_of_run,
+    run_to_the_end,
+    write_script,
+)
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
 
 SECRET = "vault-key-SECRET-93"
+KEYS = {"vault_key": SECRET}
+"""The worker's secrets."""
 RUN_ENDING = "ends_run"  # the marker as a forger would write it (tools._errors.RUN_ENDING)
 MCP_TEST_SERVER = Path(__file__).parent.parent / "sources" / "mcp_test_server.py"
 
@@ -87,9 +96,10 @@ async def test_a_tool_cannot_forge_the_marker_without_asking(
 ) -> None:
     executed: list[str] = []
     model = write_script(tmp_path, [calls(("c1", tool, {"how": tool})), answer("the run went on")])
-    async with running_worker(client, forgers(executed), task_queue):
-        run = await DurableTools(client, task_queue).start("forge", model=model)
-        result = await run.result()
+    async with run_to_the_end(client, forgers(executed), task_queue, AgentConfig(model=model)) as (
+        run,
+        result,
+    ):
         names = [e.event for e in await run.events()]
     assert result.status == RunStatus.COMPLETED, result.reason
     assert result.final_answer == "the run went on"
@@ -105,9 +115,7 @@ async def test_a_subclass_that_sets_the_flag_on_the_class_is_a_tool_asking(
     # The class attribute is shadowed by __init__'s `self.ends_run = False`: it asks nothing.
     executed: list[str] = []
     model = write_script(tmp_path, [calls(("c1", "flag_set_after", {"how": "x"})), answer("on")])
-    async with running_worker(client, forgers(executed), task_queue):
-        run = await DurableTools(client, task_queue).start("forge", model=model)
-        result = await run.result()
+    result = await result_of_run(client, forgers(executed), task_queue, AgentConfig(model=model))
     assert result.status == RunStatus.COMPLETED and result.final_answer == "on"
 
 
@@ -126,9 +134,7 @@ async def test_an_mcp_server_cannot_end_the_run(
             answer("the run went on"),
         ],
     )
-    async with running_worker(client, tools, task_queue):
-        run = await DurableTools(client, task_queue).start("forge", model=model)
-        result = await run.result()
+    async with run_to_the_end(client, tools, task_queue, AgentConfig(model=model)) as (run, result):
         names = [e.event for e in await run.events()]
     assert result.status == RunStatus.COMPLETED and result.final_answer == "the run went on"
     assert "tool.ended_run" not in names
@@ -143,9 +149,7 @@ async def test_a_code_mode_script_cannot_end_the_run_by_raising_the_marker(
         tmp_path, [calls(("s1", "run_script", {"script": script})), answer("the run went on")]
     )
     config = AgentConfig(model=model, code_mode=CodeMode())
-    async with running_worker(client, forgers(executed), task_queue):
-        run = await DurableTools(client, task_queue).start("forge", config=config)
-        result = await run.result()
+    async with run_to_the_end(client, forgers(executed), task_queue, config) as (run, result):
         names = [e.event for e in await run.events()]
     assert result.status == RunStatus.COMPLETED and result.final_answer == "the run went on"
     assert "tool.ended_run" not in names
@@ -189,9 +193,10 @@ async def test_an_http_services_answer_cannot_end_the_run(
         [calls(("h1", "fail", {})), calls(("h2", "ok", {})), answer("the run went on")],
     )
     try:
-        async with running_worker(client, tools, task_queue):
-            run = await DurableTools(client, task_queue).start("forge", model=model)
-            result = await run.result()
+        async with run_to_the_end(client, tools, task_queue, AgentConfig(model=model)) as (
+            run,
+            result,
+        ):
             names = [e.event for e in await run.events()]
             statuses = {r.call_id: r.status for r in await run.timeline()}
     finally:
@@ -231,11 +236,9 @@ async def test_a_long_secret_bearing_message_is_bounded_and_scrubbed_everywhere(
     executed: list[str] = []
     message = "the ledger is corrupted KEY " + "x" * 200_000 + " KEY end"
     model = write_script(tmp_path, [calls(("c1", "settle", {"account": "A"})), answer("no")])
-    async with running_worker(
-        client, ender(executed, message), task_queue, secrets={"vault_key": SECRET}
-    ):
-        run = await DurableTools(client, task_queue).start("settle", model=model)
-        result = await run.result()
+    async with run_to_the_end(
+        client, ender(executed, message), task_queue, AgentConfig(model=model), secrets=KEYS
+    ) as (run, result):
         events = await run.events()
         shown = await cli_json(capsys, "show", run.run_id)
         history = await run.handle.fetch_history()
@@ -263,9 +266,7 @@ async def test_a_huge_run_ending_message_still_ends_the_run_once(
     message = "the ledger is corrupted " + "x" * size
     model = write_script(tmp_path, [calls(("c1", "settle", {"account": "A"})), answer("no")])
     tools = ender(executed, message, start_to_close_timeout=5)
-    async with running_worker(client, tools, task_queue, secrets={"vault_key": SECRET}):
-        run = await DurableTools(client, task_queue).start("settle", model=model)
-        result = await run.result()
+    result = await result_of_run(client, tools, task_queue, AgentConfig(model=model), secrets=KEYS)
     assert result.status == RunStatus.FAILED and result.reason is not None
     assert result.reason.startswith("tool call c1 (settle) ended the run: the ledger")
     assert executed == ["A"]
@@ -283,11 +284,9 @@ async def test_an_end_while_another_call_waits_for_approval_closes_the_approval(
         ],
     )
     config = AgentConfig(model=model, strategy=ExecutionStrategy(mode="parallel"))
-    async with running_worker(
-        client, ender(executed, "corrupted"), task_queue, secrets={"vault_key": SECRET}
-    ):
-        run = await DurableTools(client, task_queue).start("settle", config=config)
-        result = await run.result()
+    async with run_to_the_end(
+        client, ender(executed, "corrupted"), task_queue, config, secrets=KEYS
+    ) as (run, result):
         pending = await run.pending_approvals()
         history = await run.handle.fetch_history()
     assert result.status == RunStatus.FAILED and result.reason is not None
@@ -312,9 +311,7 @@ async def test_an_error_raised_without_ends_run_is_a_failure_the_model_reads(
         raise ToolError("corrupted", retryable=False)
 
     model = write_script(tmp_path, [calls(("c1", "settle", {"account": "A"})), answer("went on")])
-    async with running_worker(client, tools, task_queue):
-        run = await DurableTools(client, task_queue).start("settle", model=model)
-        result = await run.result()
+    result = await result_of_run(client, tools, task_queue, AgentConfig(model=model))
     assert result.status == RunStatus.COMPLETED and result.final_answer == "went on"
     assert executed == ["A"]
 
@@ -327,11 +324,9 @@ async def run_long_ending(
     message = "the ledger is corrupted KEY " + "x" * 200_000 + " KEY end"
     model = write_script(tmp_path, [calls(("c1", "settle", {"account": "A"})), answer("no")])
     caplog.set_level(logging.INFO)
-    async with running_worker(
-        client, ender(executed, message), task_queue, secrets={"vault_key": SECRET}
-    ):
-        run = await DurableTools(client, task_queue).start("settle", model=model)
-        result = await run.result()
+    result = await result_of_run(
+        client, ender(executed, message), task_queue, AgentConfig(model=model), secrets=KEYS
+    )
     assert result.status == RunStatus.FAILED and executed == ["A"]
     return caplog.text
 
@@ -374,9 +369,7 @@ async def test_an_end_around_a_continue_as_new_ends_the_run_once(
     steps += [calls(*looks, ("c1", "settle", {"account": "A"})), answer("not again")]
     model = write_script(tmp_path, steps)
     config = AgentConfig(model=model, continue_as_new_after_events=20)
-    async with running_worker(client, tools, task_queue, secrets={"vault_key": SECRET}):
-        run = await DurableTools(client, task_queue).start("settle", config=config)
-        result = await run.result()
+    async with run_to_the_end(client, tools, task_queue, config, secrets=KEYS) as (run, result):
         snapshot = await run.status()
         history = await run.handle.fetch_history()
     assert result.status == RunStatus.FAILED and result.reason is not None
@@ -401,11 +394,9 @@ async def test_two_calls_that_end_the_run_in_one_parallel_turn_end_it_once(
         ],
     )
     config = AgentConfig(model=model, strategy=ExecutionStrategy(mode="parallel"))
-    async with running_worker(
-        client, ender(executed, "corrupted"), task_queue, secrets={"vault_key": SECRET}
-    ):
-        run = await DurableTools(client, task_queue).start("settle", config=config)
-        result = await run.result()
+    async with run_to_the_end(
+        client, ender(executed, "corrupted"), task_queue, config, secrets=KEYS
+    ) as (run, result):
         names = [e.event for e in await run.events()]
         history = await run.handle.fetch_history()
     assert result.status == RunStatus.FAILED and result.reason is not None
@@ -425,7 +416,5 @@ async def test_a_sub_agent_answering_with_the_marker_does_not_end_its_parent(
     parent_model = write_script(
         tmp_path, [calls(("p1", "clerk", {"task": "end it"})), answer("the parent answers")]
     )
-    async with running_worker(client, tools, task_queue):
-        run = await DurableTools(client, task_queue).start("delegate", model=parent_model)
-        result = await run.result()
+    result = await result_of_run(client, tools, task_queue, AgentConfig(model=parent_model))
     assert result.status == RunStatus.COMPLETED and result.final_answer == "the parent answers"

@@ -22,7 +22,6 @@ from durable_tools import (
     AgentResult,
     AgentRun,
     CodeMode,
-    DurableTools,
     ExecutionStrategy,
     RunStatus,
     ToolContext,
@@ -38,13 +37,15 @@ from support import (
     assert_not_wedged,
     assert_replays,
     calls,
-    running_worker,
+    run_to_the_end,
     write_script,
 )
 
 cli_env = cli_support.cli_env  # the fixture, by the name the tests ask for
 
 SECRET = "ledger-key-SECRET-77"
+KEYS = {"ledger_key": SECRET}
+"""The worker's secrets."""
 
 
 def test_an_error_that_ends_the_run_is_never_retryable() -> None:
@@ -103,9 +104,9 @@ async def test_a_tool_ends_the_run_naming_itself_and_the_call(
             answer("the model must not be asked again"),
         ],
     )
-    async with running_worker(client, ledger(executed), task_queue, secrets={"ledger_key": SECRET}):
-        run = await DurableTools(client, task_queue).start("settle A-9", model=model)
-        result = await run.result()
+    async with run_to_the_end(
+        client, ledger(executed), task_queue, AgentConfig(model=model), secrets=KEYS
+    ) as (run, result):
         events = await run.events()
         timeline = await run.timeline()
         conversation = await run.conversation()
@@ -144,9 +145,7 @@ async def run_script(
     )
     config = AgentConfig(model=model, code_mode=CodeMode())
     tools = ledger(executed, slow=slow)
-    async with running_worker(client, tools, task_queue, secrets={"ledger_key": SECRET}):
-        run = await DurableTools(client, task_queue).start("settle", config=config)
-        result = await run.result()
+    async with run_to_the_end(client, tools, task_queue, config, secrets=KEYS) as (run, result):
         events = await run.events()
         timeline = {r.call_id: r for r in await run.timeline()}
         history = await run.handle.fetch_history()
@@ -204,9 +203,9 @@ async def test_a_sub_agents_tool_ends_the_child_run_and_the_parent_is_told(
     parent_model = write_script(
         tmp_path, [calls(("p1", "clerk", {"task": "settle B-2"})), answer("the parent answers")]
     )
-    async with running_worker(client, tools, task_queue, secrets={"ledger_key": SECRET}):
-        run = await DurableTools(client, task_queue).start("delegate", model=parent_model)
-        result = await run.result()
+    async with run_to_the_end(
+        client, tools, task_queue, AgentConfig(model=parent_model), secrets=KEYS
+    ) as (run, result):
         child = AgentRun(client, f"{run.run_id}.p1")
         child_result = await child.result()
         child_events = await child.events()
@@ -237,9 +236,10 @@ async def test_a_parallel_turn_ends_at_the_call_that_ends_the_run(
         ],
     )
     config = AgentConfig(model=model, strategy=ExecutionStrategy(mode="parallel"))
-    async with running_worker(client, ledger(executed), task_queue, secrets={"ledger_key": SECRET}):
-        run = await DurableTools(client, task_queue).start("settle", config=config)
-        result = await run.result()
+    async with run_to_the_end(client, ledger(executed), task_queue, config, secrets=KEYS) as (
+        run,
+        result,
+    ):
         history = await run.handle.fetch_history()
     assert result.status == RunStatus.FAILED and result.reason is not None
     assert result.reason.startswith("tool call c1 (settle) ended the run")
@@ -277,9 +277,7 @@ async def test_a_huge_ordinary_tool_error_reaches_the_model_clipped_and_runs_onc
         raise ToolError("the ledger is corrupted " + "x" * 3_000_000, retryable=False)
 
     model = write_script(tmp_path, [calls(("c1", "settle", {"account": "A"})), answer("went on")])
-    async with running_worker(client, tools, task_queue):
-        run = await DurableTools(client, task_queue).start("settle", model=model)
-        result = await run.result()
+    async with run_to_the_end(client, tools, task_queue, AgentConfig(model=model)) as (run, result):
         conversation = await run.conversation()
     assert result.status == RunStatus.COMPLETED and result.final_answer == "went on"
     assert executed == ["A"]
@@ -302,9 +300,7 @@ async def test_a_tool_raising_temporals_non_retryable_error_runs_once(
         raise ApplicationError("the contract is void", non_retryable=True)
 
     model = write_script(tmp_path, [calls(("c1", "settle", {"account": "A"})), answer("went on")])
-    async with running_worker(client, tools, task_queue):
-        run = await DurableTools(client, task_queue).start("settle", model=model)
-        result = await run.result()
+    async with run_to_the_end(client, tools, task_queue, AgentConfig(model=model)) as (run, result):
         (record,) = await run.timeline()
     assert result.status == RunStatus.COMPLETED and result.final_answer == "went on"
     assert executed == ["A"]

@@ -69,6 +69,14 @@ auth = { kind = "query", name = "key", secret = "weather_key" }
 """
 
 
+MCP_URL = "[[mcp]]\nname='a'\nurl='http://x'\n"
+"""The start of a project file's MCP server reached by URL."""
+MCP_COMMAND = "[[mcp]]\nname='a'\ncommand='x'\n"
+"""The start of a project file's MCP server run as a command."""
+HTTP_GET = "[[http]]\nname='a'\nmethod='GET'\nurl='http://x'\n"
+"""The start of a project file's HTTP tool."""
+
+
 def project_file(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "durable-tools.toml"
     path.write_text(text)
@@ -102,7 +110,7 @@ def test_an_empty_file_is_a_project_with_nothing_in_it(tmp_path: Path) -> None:
         ("[worker]\nrequire_identiy = true", "worker.require_identiy", "Extra inputs"),
         ("[policy]\ndeny = ['x']", "policy.deny", "Extra inputs"),
         ("[limits]\nmax_turn = 3", "limits.max_turn", "Extra inputs"),
-        ("[[http]]\nname='a'\nmethod='GET'\nurl='http://x'\nurll='y'", "http.0.urll", "Extra"),
+        (HTTP_GET + "urll='y'", "http.0.urll", "Extra"),
         (
             "[worker]\nmax_concurrent_activities = '5'",
             "worker.max_concurrent_activities",
@@ -121,47 +129,23 @@ def test_an_empty_file_is_a_project_with_nothing_in_it(tmp_path: Path) -> None:
             "worker.model_limits.m.requests",
             "finite",
         ),
-        (
-            "[[mcp]]\nname='a'\nurl='http://x'\ntimeout_seconds=-inf",
-            "mcp.0.timeout_seconds",
-            "finite",
-        ),
-        (
-            "[[mcp]]\nname='a'\nurl='http://x'\ntimeout_seconds=1e12",
-            "mcp.0.timeout_seconds",
-            "less",
-        ),
+        (MCP_URL + "timeout_seconds=-inf", "mcp.0.timeout_seconds", "finite"),
+        (MCP_URL + "timeout_seconds=1e12", "mcp.0.timeout_seconds", "less"),
         ("[[openapi]]\ndocument='../../etc/passwd'", "openapi.0", "inside the project"),
         ("[[openapi]]\ndocument='/etc/passwd'", "openapi.0", "inside the project"),
         ("[[openapi]]\ndocument='specs/..\\\\..\\\\x.json'", "openapi.0", "inside the project"),
         ("[[openapi]]\ndocument='C:/x.json'", "openapi.0", "inside the project"),
-        ("[[mcp]]\nname='a'\ncommand='x'\ncwd='../up'", "mcp.0", "inside the project"),
+        (MCP_COMMAND + "cwd='../up'", "mcp.0", "inside the project"),
         ("[[mcp]]\nname='a'", "mcp.0", "give `url`"),
-        ("[[mcp]]\nname='a'\nurl='http://x'\ncommand='y'", "mcp.0", "give `url`"),
+        (MCP_URL + "command='y'", "mcp.0", "give `url`"),
         ("[[mcp]]\nname='a b'\nurl='http://x'", "mcp.0.name", "pattern"),
         ("[[mcp]]\nname='a'\nurl='file:///etc/passwd'", "mcp.0.url", "pattern"),
         ("[[http]]\nname='a'\nmethod='TRACE'\nurl='http://x'", "http.0.method", "GET"),
-        (
-            "[[http]]\nname='a'\nmethod='GET'\nurl='http://x'\nauth={kind='header',secret='s'}",
-            "http.0.auth",
-            "needs `name`",
-        ),
-        (
-            "[[http]]\nname='a'\nmethod='GET'\nurl='http://x'\n[http.options]\nshell=true",
-            "http.0.options.shell",
-            "Extra",
-        ),
-        (
-            "[[http]]\nname='a'\nmethod='GET'\nurl='http://x'\n[http.options]\nrate_limit=1e300",
-            "http.0.options.rate_limit",
-            "less",
-        ),
-        (
-            "[[mcp]]\nname='a'\nurl='http://x'\nheaders={'X-A\\r\\nHost: evil'='1'}",
-            "mcp.0.headers",
-            "pattern",
-        ),
-        ("[[mcp]]\nname='a'\ncommand='x'\nenv={'LD PRELOAD'='1'}", "mcp.0.env", "pattern"),
+        (HTTP_GET + "auth={kind='header',secret='s'}", "http.0.auth", "needs `name`"),
+        (HTTP_GET + "[http.options]\nshell=true", "http.0.options.shell", "Extra"),
+        (HTTP_GET + "[http.options]\nrate_limit=1e300", "http.0.options.rate_limit", "less"),
+        (MCP_URL + "headers={'X-A\\r\\nHost: evil'='1'}", "mcp.0.headers", "pattern"),
+        (MCP_COMMAND + "env={'LD PRELOAD'='1'}", "mcp.0.env", "pattern"),
         ("tools = 'os; import x'", "tools", "pattern"),
         ("task_queue = 'a b'", "task_queue", "pattern"),
         ("[policy]\nrequire = 'sometimes'", "policy.require", "tool"),
@@ -181,12 +165,12 @@ def test_a_file_that_breaks_the_schema_is_refused_naming_the_key(
 @pytest.mark.parametrize(
     "text",
     [
-        "[[mcp]]\nname='a'\nurl='http://x'\nheaders={Authorization='Bearer sk-live-SENTINEL'}",
-        "[[mcp]]\nname='a'\nurl='http://x'\nheaders={'X-API-Key'='sk-live-SENTINEL'}",
-        "[[mcp]]\nname='a'\ncommand='x'\nenv={GITHUB_TOKEN='sk-live-SENTINEL'}",
-        "[[mcp]]\nname='a'\ncommand='x'\nenv={DB_PASSWORD='sk-live-SENTINEL'}",
+        MCP_URL + "headers={Authorization='Bearer sk-live-SENTINEL'}",
+        MCP_URL + "headers={'X-API-Key'='sk-live-SENTINEL'}",
+        MCP_COMMAND + "env={GITHUB_TOKEN='sk-live-SENTINEL'}",
+        MCP_COMMAND + "env={DB_PASSWORD='sk-live-SENTINEL'}",
         "[[openapi]]\ndocument='a.json'\nheaders={Cookie='session=sk-live-SENTINEL'}",
-        "[[http]]\nname='a'\nmethod='GET'\nurl='http://x'\nheaders={authorization='sk-live-SENTINEL'}",
+        HTTP_GET + "headers={authorization='sk-live-SENTINEL'}",
     ],
 )
 def test_a_credential_written_inline_is_refused_and_never_repeated(
@@ -217,15 +201,24 @@ def test_huge_and_unreadable_files_are_refused(tmp_path: Path) -> None:
         load_project(binary)
 
 
-def test_too_many_sources_are_refused(tmp_path: Path) -> None:
-    text = "".join(f"[[http]]\nname='t{n}'\nmethod='GET'\nurl='http://x'\n" for n in range(65))
-    with pytest.raises(ProjectError, match="http: List should have at most 64"):
-        load_project(project_file(tmp_path, text))
-
-
-def test_non_finite_numbers_are_found_wherever_they_are(tmp_path: Path) -> None:
-    text = "[[http]]\nname='a'\nmethod='GET'\nurl='http://x'\ninput_schema={maximum=[1, nan]}"
-    with pytest.raises(ProjectError, match=r"http\.0\.input_schema\.maximum\.1: a number"):
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            "".join(f"[[http]]\nname='t{n}'\nmethod='GET'\nurl='http://x'\n" for n in range(65)),
+            "http: List should have at most 64",  # too many sources
+        ),
+        (
+            HTTP_GET + "input_schema={maximum=[1, nan]}",  # a non-finite number, however deep
+            r"http\.0\.input_schema\.maximum\.1: a number",
+        ),
+    ],
+    ids=["too-many-sources", "a-non-finite-number-deep-in-a-schema"],
+)
+def test_a_file_past_a_bound_is_refused_saying_where(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    with pytest.raises(ProjectError, match=problem):
         load_project(project_file(tmp_path, text))
 
 

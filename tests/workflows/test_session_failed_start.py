@@ -47,49 +47,40 @@ def causes(error: BaseException | None) -> list[str]:
     return found
 
 
-async def test_a_session_whose_catalog_fails_answers_its_first_message_with_the_error(
-    client: Client, task_queue: str, tmp_path: Path
+@pytest.mark.parametrize(
+    ("session", "wanted"),
+    [(True, ["lookup", "no_such_tool", "Lookup"]), (False, ["no_such_tool"])],
+    ids=["a-session-answers-its-first-message-with-the-error", "a-plain-run"],
+)
+async def test_a_run_whose_catalog_fails_closes_failed_naming_the_tools(
+    client: Client, task_queue: str, tmp_path: Path, session: bool, wanted: list[str]
 ) -> None:
     model = write_script(tmp_path, [answer("never asked")])
     tools = DurableTools(client, task_queue)
-    session_id = f"chat-{uuid.uuid4().hex[:8]}"
-    config = AgentConfig(model=model, tools=["lookup", "no_such_tool", "Lookup"])
+    config = AgentConfig(model=model, tools=wanted)
+    failed: pytest.ExceptionInfo[WorkflowUpdateFailedError] | None = None
     async with running_worker(client, one_tool(), task_queue):
-        with pytest.raises(WorkflowUpdateFailedError) as failed:
-            # The catalog fails in the workflow task that takes the message: `send`
-            # (update-with-start) gets the error at once.
-            await asyncio.wait_for(tools.send(session_id, "hi", config=config), GUARD_SECONDS)
-        run = tools.run(session_id)
+        if session:
+            session_id = f"chat-{uuid.uuid4().hex[:8]}"
+            with pytest.raises(WorkflowUpdateFailedError) as failed:
+                # The catalog fails in the workflow task that takes the message: `send`
+                # (update-with-start) gets the error at once.
+                await asyncio.wait_for(tools.send(session_id, "hi", config=config), GUARD_SECONDS)
+            run = tools.run(session_id)
+        else:
+            run = await tools.start("hi", config=config)
         with pytest.raises(WorkflowFailureError) as ended:
             await asyncio.wait_for(run.handle.result(), GUARD_SECONDS)
         described = await run.handle.describe()
         snapshot = await run.status()
         history = await run.handle.fetch_history()
-    cause = failed.value.cause
-    assert isinstance(cause, ApplicationError) and cause.non_retryable
-    assert cause.type == "SessionFailed"
-    assert "tools this worker does not have: Lookup, no_such_tool" in cause.message
-    assert cause.message.count("no_such_tool") == 1
+    if failed is not None:
+        cause = failed.value.cause
+        assert isinstance(cause, ApplicationError) and cause.non_retryable
+        assert cause.type == "SessionFailed"
+        assert "tools this worker does not have: Lookup, no_such_tool" in cause.message
+        assert cause.message.count("no_such_tool") == 1
     assert described.status == WorkflowExecutionStatus.FAILED
-    assert any("no_such_tool" in text for text in causes(ended.value))
-    assert snapshot.status == RunStatus.FAILED
-    assert snapshot.reason is not None and "no_such_tool" in snapshot.reason
-    assert workflow_task_failures(history) == []
-    await assert_replays(history)
-
-
-async def test_a_plain_run_whose_catalog_fails_closes_failed_naming_the_tools(
-    client: Client, task_queue: str, tmp_path: Path
-) -> None:
-    model = write_script(tmp_path, [answer("never asked")])
-    tools = DurableTools(client, task_queue)
-    config = AgentConfig(model=model, tools=["no_such_tool"])
-    async with running_worker(client, one_tool(), task_queue):
-        run = await tools.start("hi", config=config)
-        with pytest.raises(WorkflowFailureError) as ended:
-            await asyncio.wait_for(run.handle.result(), GUARD_SECONDS)
-        snapshot = await run.status()
-        history = await run.handle.fetch_history()
     assert any("no_such_tool" in text for text in causes(ended.value))
     assert snapshot.status == RunStatus.FAILED
     assert snapshot.reason is not None and "no_such_tool" in snapshot.reason

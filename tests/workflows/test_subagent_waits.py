@@ -29,40 +29,17 @@ from support import (
     assert_not_wedged,
     assert_replays,
     calls,
+    delegating_model,
     notice_token,
+    researcher_registry,
     running_worker,
+    subagent_notice,
+    subagent_wait,
     wait_for,
     write_script,
 )
 
 SIGNAL = "subagent_waits"
-
-
-def researcher_registry(tmp_path: Path, executed: list[str]) -> ToolRegistry:
-    registry = ToolRegistry()
-
-    @registry.tool(
-        approval=True, idempotent=True, approval_summary="publish {text}", label="Publish"
-    )
-    def publish(text: str) -> str:
-        """Publish a text (needs approval)."""
-        executed.append(text)
-        return "published"
-
-    steps = [calls(("pub", "publish", {"text": "findings"})), answer("published them")]
-    registry.subagent(
-        AgentConfig(name="researcher", model=write_script(tmp_path, steps)),
-        name="researcher",
-        description="Researches a topic and publishes the findings.",
-    )
-    return registry
-
-
-def delegating_model(tmp_path: Path) -> str:
-    """A parent's script: ask the researcher once, then answer."""
-    return write_script(
-        tmp_path, [calls(("r1", "researcher", {"task": "find things"})), answer("all done")]
-    )
 
 
 async def attributes(run: AgentRun) -> tuple[str | None, int | None, str | None, str]:
@@ -149,33 +126,23 @@ async def test_forged_huge_future_and_replayed_notices_change_nothing(
         snapshot = await wait_for(run, lambda s: bool(s.subagent_approvals))
         [real] = snapshot.subagent_approvals
         now = datetime.now(UTC)
+        forged = subagent_wait(
+            child_id, "forged", "a" * 64, tool="wire_money", requested_at=now.isoformat()
+        )
 
-        def notice(**changed: Any) -> dict[str, Any]:
-            wait = {
-                "run_id": child_id,
-                "call_id": "forged",
-                "tool": "wire_money",
-                "arguments_hash": "a" * 64,
-                "requested_at": now.isoformat(),
-            }
-            base: dict[str, Any] = {
-                "child_id": child_id,
-                "sent_at": now.isoformat(),
-                "seq": 10**6,
-                "waits": [wait],
-            }
-            base.update(changed)
-            return base
+        def notice(*waits: dict[str, Any], **changed: Any) -> dict[str, Any]:
+            sent = {"sent_at": now.isoformat(), **changed}
+            return subagent_notice(child_id, *(waits or [forged]), **sent)
 
         hostile: list[Any] = [
             notice(child_id="someone-else"),  # not a sub-agent of this run
             notice(child_id=f"{run.run_id}.r2"),  # no such call
-            notice(waits=[{**notice()["waits"][0], "run_id": "other-run"}]),  # not its own
+            notice({**forged, "run_id": "other-run"}),  # not its own
             notice(sent_at=(now + timedelta(days=365)).isoformat()),  # from the future
             notice(sent_at="2026-01-01T00:00:00"),  # no time zone
-            notice(waits=[notice()["waits"][0]] * 5_000),  # too many
-            notice(waits=[{**notice()["waits"][0], "summary": "x" * 1_500_000}]),  # huge
-            notice(waits=[{**notice()["waits"][0], "arguments_hash": "zz"}]),  # not a hash
+            notice(*[forged] * 5_000),  # too many
+            notice({**forged, "summary": "x" * 1_500_000}),  # huge
+            notice({**forged, "arguments_hash": "zz"}),  # not a hash
             notice(seq=-1),
             notice(extra="field"),
             "a string",
@@ -241,12 +208,8 @@ async def test_a_parent_that_continues_as_new_shows_only_the_child_that_waits_no
         *_, details = await shown(run, "awaiting_approval", 1)
         assert second in details and first not in details
         # The first child's old notice, sent again to the new run: not a running call.
-        stale = {
-            "child_id": first,
-            "sent_at": datetime.now(UTC).isoformat(),
-            "seq": 99,
-            "waits": [{**waiting.subagent_approvals[0].model_dump(mode="json"), "run_id": first}],
-        }
+        shown_wait = waiting.subagent_approvals[0].model_dump(mode="json")
+        stale = subagent_notice(first, {**shown_wait, "run_id": first}, seq=99)
         await run.handle.signal(SIGNAL, stale)
         for _ in range(200):
             refused = [e for e in await run.events() if e.event == "subagent.notice_refused"]
@@ -357,9 +320,7 @@ async def test_a_flood_of_notices_keeps_the_run_bounded_and_its_childs_word(
         old = (real.requested_at - timedelta(hours=1)).isoformat()
         wait = {**real.model_dump(mode="json"), "call_id": "fake"}
         flood = [
-            {"child_id": f"{run.run_id}.x{i}", "sent_at": old, "seq": i, "waits": [wait]}
-            if i % 2
-            else {"child_id": child_id, "sent_at": old, "seq": i, "waits": [wait]}
+            subagent_notice(f"{run.run_id}.x{i}" if i % 2 else child_id, wait, seq=i, sent_at=old)
             for i in range(400)
         ]
         # In batches of 50: more signals buffered during one workflow task than the

@@ -10,10 +10,13 @@ invalid schema, a `$ref` that does not resolve) is skipped with a warning naming
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import logging
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
@@ -32,8 +35,15 @@ from ._openapi_load import load_openapi
 from ._openapi_media import SkipOperation
 from ._openapi_operation import Operation, build_operation, document_operations
 from ._openapi_schema import OpenAPIError, RefResolver
+from ._provider import fingerprint
 
-__all__ = ["attach_openapi", "operation_tool_name"]
+__all__ = [
+    "LoadedDocument",
+    "PlannedOperation",
+    "attach_openapi",
+    "operation_tool_name",
+    "plan_operations",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +143,166 @@ def _description(op: Operation) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class LoadedDocument:
+    """An OpenAPI document as `load_openapi` read it: the document (external references
+    inlined), the URL it came from and the references that could not be inlined."""
+
+    document: dict[str, Any]
+    source: str | None
+    unresolved: dict[str, str]
+
+    def digest(self) -> str:
+        """A digest of all of it: equal digests build equal tools."""
+        return fingerprint(self.document, self.source, self.unresolved)
+
+    def context_digest(self) -> str:
+        """A digest of what every operation's tool may depend on besides its own path
+        item: all but `paths` (components, security schemes, servers), and `paths` too
+        when a reference points into them (one operation may then use another's parts)."""
+        rest = {k: v for k, v in self.document.items() if k != "paths"}
+        paths = self.document.get("paths")
+        shared = paths if '"#/paths' in json.dumps(paths, default=str) else None
+        return fingerprint(rest, shared, self.source, self.unresolved)
+
+
+@dataclass(frozen=True)
+class PlannedOperation:
+    """One selected operation of a document, not yet built.
+
+    Attributes:
+        name: Its tool's name.
+        key: A digest of everything its tool is built from (with the same options):
+            an operation whose key did not change builds the same tool again.
+        register: Builds its tool and registers it; None when the operation cannot
+            become a tool (skipped with a warning naming it).
+    """
+
+    name: str
+    key: str
+    register: Callable[[], RegisteredTool | None]
+
+
+def plan_operations(
+    registry: ToolRegistry,
+    loaded: LoadedDocument,
+    *,
+    base_url: str | None = None,
+    prefix: str | None = None,
+    include: Collection[str] | None = None,
+    exclude: Collection[str] = (),
+    auth: HttpAuth | Sequence[HttpAuth] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    headers: Mapping[str, str] | None = None,
+    client: httpx.AsyncClient | None = None,
+    idempotency_header: str | None = "Idempotency-Key",
+    max_error_body: int = DEFAULT_ERROR_BODY,
+) -> list[PlannedOperation]:
+    """The operations of `loaded` that `attach_openapi` would register, in document
+    order, each built only when asked (`PlannedOperation.register`): a re-read can keep
+    the tools of the operations that did not change (`OpenApiProvider`).
+
+    Takes `attach_openapi`'s options.
+
+    Raises:
+        OpenAPIError: no usable base URL, or `overrides` names an operation the document
+            does not have.
+    """
+    parsed, source = loaded.document, loaded.source
+    resolver = RefResolver(parsed, loaded.unresolved)
+    root = (base_url or _server_url(parsed, source)).rstrip("/")
+    auths = as_auth_list(auth)
+    reserved_headers: set[str] = set()
+    reserved_params: set[tuple[str, str]] = set(_api_key_names(parsed))
+    for a in auths:
+        reserved_headers |= a.reserved_headers()
+        reserved_params |= {("query", q.lower()) for q in a.reserved_query()}
+    reserved_headers |= {name for location, name in reserved_params if location == "header"}
+    bearer = next((a for a in auths if isinstance(a, OAuthBearer)), None)
+    limit = registry.max_name_length
+
+    operations = list(document_operations(parsed, resolver))
+    names: dict[int, str] = {}
+    used: set[str] = set()
+    for index, op in enumerate(operations):
+        name = operation_tool_name(op.operation_id, op.method, op.path, prefix=prefix, limit=limit)
+        candidate, n = name, 1
+        while candidate in used:
+            n += 1
+            candidate = f"{name[: limit - len(str(n)) - 1]}_{n}"
+        used.add(candidate)
+        names[index] = candidate
+    known = {op.operation_id for op in operations if op.operation_id} | set(names.values())
+    unknown = set(overrides or {}) - known
+    if unknown:
+        raise OpenAPIError(
+            f"overrides name operations the document does not have: {sorted(unknown)}"
+        )
+
+    def register(op: Operation, name: str) -> RegisteredTool | None:
+        label = f"{op.operation_id or name} ({op.method} {op.path})"
+        try:
+            built = build_operation(
+                op, resolver, reserved_headers=reserved_headers, reserved_params=reserved_params
+            )
+        except (SkipOperation, OpenAPIError) as why:
+            logger.warning("OpenAPI operation %s skipped: %s", label, why)
+            return None
+        except (TypeError, AttributeError, KeyError, ValueError, RecursionError) as exc:
+            # A malformed part of the document (a list where an object belongs, say).
+            logger.warning("OpenAPI operation %s skipped: malformed (%s)", label, exc)
+            return None
+        operation = HttpOperation(
+            method=op.method,
+            url_template=root + op.path,
+            parameters=built.parameters,
+            body_argument=built.body_argument,
+            body_media_type=built.media_type,
+            body_encoder=built.encoder,
+            accept=built.accept,
+            auth=auths,
+            headers=dict(headers or {}),
+            base_url=root,
+            client=client,
+            idempotency_header=idempotency_header,
+            max_error_body=max_error_body,
+        )
+        options: dict[str, Any] = {
+            **method_safety(op.method),
+            "description": _description(op),
+            "tags": op.tags,
+            "transport": "http",
+            "source": f"openapi:{httpx.URL(root).host}",  # the host only: no userinfo, no query
+        }
+        if bearer is not None and bearer.provider is not None:
+            scopes = tuple(dict.fromkeys([*bearer.scopes, *_oauth_scopes(parsed, op)]))
+            options["oauth"] = OAuthRequirement(provider=bearer.provider, scopes=scopes)
+        options.update(defaults or {})
+        options["name"] = name
+        for key in (op.operation_id, name):
+            if key and overrides and key in overrides:
+                options.update(overrides[key])
+        try:
+            tool = registry.register_schema(operation.handle, input_schema=built.schema, **options)
+        except ToolRegistrationError as exc:
+            if exc.rule not in ("schema", "example"):
+                raise  # a duplicate name or bad options: the caller's to fix
+            logger.warning("OpenAPI operation %s skipped: %s", label, exc)
+            return None
+        return operation.bind(tool)
+
+    context = loaded.context_digest()
+    planned: list[PlannedOperation] = []
+    for index, op in enumerate(operations):
+        name = names[index]
+        if not _selected(op, name, include, exclude):
+            continue
+        key = fingerprint(context, root, name, op.method, op.path, op.path_item)
+        planned.append(PlannedOperation(name, key, functools.partial(register, op, name)))
+    return planned
+
+
 def attach_openapi(
     registry: ToolRegistry,
     document: str | Path | Mapping[str, Any],
@@ -182,89 +352,23 @@ def attach_openapi(
         ToolRegistrationError: a tool cannot be registered (a duplicate name, say).
     """
     parsed, source, unresolved = load_openapi(document, timeout=fetch_timeout)
-    resolver = RefResolver(parsed, unresolved)
-    root = (base_url or _server_url(parsed, source)).rstrip("/")
-    auths = as_auth_list(auth)
-    reserved_headers: set[str] = set()
-    reserved_params: set[tuple[str, str]] = set(_api_key_names(parsed))
-    for a in auths:
-        reserved_headers |= a.reserved_headers()
-        reserved_params |= {("query", q.lower()) for q in a.reserved_query()}
-    reserved_headers |= {name for location, name in reserved_params if location == "header"}
-    bearer = next((a for a in auths if isinstance(a, OAuthBearer)), None)
-    limit = registry.max_name_length
-
-    operations = list(document_operations(parsed, resolver))
-    names: dict[int, str] = {}
-    used: set[str] = set()
-    for index, op in enumerate(operations):
-        name = operation_tool_name(op.operation_id, op.method, op.path, prefix=prefix, limit=limit)
-        candidate, n = name, 1
-        while candidate in used:
-            n += 1
-            candidate = f"{name[: limit - len(str(n)) - 1]}_{n}"
-        used.add(candidate)
-        names[index] = candidate
-    known = {op.operation_id for op in operations if op.operation_id} | set(names.values())
-    unknown = set(overrides or {}) - known
-    if unknown:
-        raise OpenAPIError(
-            f"overrides name operations the document does not have: {sorted(unknown)}"
-        )
-
     tools: list[RegisteredTool] = []
-    for index, op in enumerate(operations):
-        name = names[index]
-        if not _selected(op, name, include, exclude):
-            continue
-        label = f"{op.operation_id or name} ({op.method} {op.path})"
-        try:
-            built = build_operation(
-                op, resolver, reserved_headers=reserved_headers, reserved_params=reserved_params
-            )
-        except (SkipOperation, OpenAPIError) as why:
-            logger.warning("OpenAPI operation %s skipped: %s", label, why)
-            continue
-        except (TypeError, AttributeError, KeyError, ValueError, RecursionError) as exc:
-            # A malformed part of the document (a list where an object belongs, say).
-            logger.warning("OpenAPI operation %s skipped: malformed (%s)", label, exc)
-            continue
-        operation = HttpOperation(
-            method=op.method,
-            url_template=root + op.path,
-            parameters=built.parameters,
-            body_argument=built.body_argument,
-            body_media_type=built.media_type,
-            body_encoder=built.encoder,
-            accept=built.accept,
-            auth=auths,
-            headers=dict(headers or {}),
-            base_url=root,
-            client=client,
-            idempotency_header=idempotency_header,
-            max_error_body=max_error_body,
-        )
-        options: dict[str, Any] = {
-            **method_safety(op.method),
-            "description": _description(op),
-            "tags": op.tags,
-            "transport": "http",
-            "source": f"openapi:{httpx.URL(root).host}",  # the host only: no userinfo, no query
-        }
-        if bearer is not None and bearer.provider is not None:
-            scopes = tuple(dict.fromkeys([*bearer.scopes, *_oauth_scopes(parsed, op)]))
-            options["oauth"] = OAuthRequirement(provider=bearer.provider, scopes=scopes)
-        options.update(defaults or {})
-        options["name"] = name
-        for key in (op.operation_id, name):
-            if key and overrides and key in overrides:
-                options.update(overrides[key])
-        try:
-            tool = registry.register_schema(operation.handle, input_schema=built.schema, **options)
-        except ToolRegistrationError as exc:
-            if exc.rule not in ("schema", "example"):
-                raise  # a duplicate name or bad options: the caller's to fix
-            logger.warning("OpenAPI operation %s skipped: %s", label, exc)
-            continue
-        tools.append(operation.bind(tool))
+    for planned in plan_operations(
+        registry,
+        LoadedDocument(parsed, source, unresolved),
+        base_url=base_url,
+        prefix=prefix,
+        include=include,
+        exclude=exclude,
+        auth=auth,
+        defaults=defaults,
+        overrides=overrides,
+        headers=headers,
+        client=client,
+        idempotency_header=idempotency_header,
+        max_error_body=max_error_body,
+    ):
+        tool = planned.register()
+        if tool is not None:
+            tools.append(tool)
     return tools

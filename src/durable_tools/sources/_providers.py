@@ -15,7 +15,9 @@ import asyncio
 import contextlib
 import logging
 import math
+import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,8 @@ from durable_tools.tools import ToolRegistry
 
 from ._a2a import A2AMode, _agent, _register, fetch_card
 from ._http import http_tool
-from ._openapi import attach_openapi
+from ._openapi import LoadedDocument, plan_operations
+from ._openapi_load import load_openapi
 from ._provider import (
     CatalogChange,
     Discovered,
@@ -61,12 +64,26 @@ def _where(document: object) -> str:
     return "(a parsed document)"
 
 
+@dataclass(frozen=True)
+class _LastRead:
+    """What one read of a document found, to keep what the next read finds unchanged."""
+
+    registry: weakref.ref[ToolRegistry]
+    digest: str
+    found: list[Discovered]
+    by_key: dict[str, Discovered]
+    """Each operation's tool by its `PlannedOperation.key`."""
+
+
 class OpenApiProvider:
     """An OpenAPI document as a `ToolProvider`: `attach_openapi`, read again when asked.
 
     Takes `attach_openapi`'s arguments. Each read fetches the document again (in a thread:
     the loader is synchronous), so a changed operation replaces its tool, a new one is
-    added and a dropped one withdrawn.
+    added and a dropped one withdrawn. Building a tool is what costs (its schema is
+    checked): a read of a document that did not change builds nothing, and a read of one
+    that did builds only the operations that changed (those whose path item, or the
+    components and settings all operations share, changed).
     """
 
     def __init__(self, document: str | Path | Any, **options: Any) -> None:
@@ -75,15 +92,39 @@ class OpenApiProvider:
         where = _where(document)
         self.owner = f"openapi:{where}|{options.get('prefix') or ''}"
         self.label = f"OpenAPI document {where}"
+        self._last: _LastRead | None = None
 
     async def connect(self) -> None:
         """Nothing to open: every read fetches the document."""
 
     async def discover(self, registry: ToolRegistry) -> list[Discovered]:
         """Read the document and build its tools (not yet registered)."""
+        return await asyncio.to_thread(self._read, registry)
+
+    def _read(self, registry: ToolRegistry) -> list[Discovered]:
+        options = dict(self._options)
+        timeout = options.pop("fetch_timeout", 30.0)
+        loaded = LoadedDocument(*load_openapi(self.document, timeout=timeout))
+        digest = loaded.digest()
+        last = self._last
+        kept: dict[str, Discovered] = {}
+        if last is not None and last.registry() is registry:
+            if last.digest == digest:
+                return list(last.found)
+            kept = last.by_key
         recording = RecordingRegistry(registry)
-        await asyncio.to_thread(attach_openapi, recording, self.document, **self._options)
-        return recorded_discovery(registry, recording)
+        # Per operation: the tool kept from the last read, or the index of the one built now.
+        order: list[tuple[str, Discovered | int]] = []
+        for planned in plan_operations(recording, loaded, **options):
+            if planned.key in kept:
+                order.append((planned.key, kept[planned.key]))
+            elif planned.register() is not None:
+                order.append((planned.key, len(recording.calls) - 1))
+        built = recorded_discovery(registry, recording)
+        by_key = {key: built[at] if isinstance(at, int) else at for key, at in order}
+        found = list(by_key.values())
+        self._last = _LastRead(weakref.ref(registry), digest, found, by_key)
+        return list(found)
 
     async def close(self) -> None:
         """Nothing to close: requests go through the shared HTTP clients."""
