@@ -6,8 +6,7 @@ real dev server with the fake OAuth provider and a fake OpenAI server."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from oauth_openai_host import OpenAICalendarWorkflow
     from pydantic_ai.durable_exec.temporal import AgentPlugin
 
+    import oauth_support
     from durable_tools.client import AgentRun
     from durable_tools.oauth import OAuthBroker
     from durable_tools.tools import OAuthRequirement, ToolContext, ToolRegistry
@@ -29,16 +29,10 @@ with workflow.unsafe.imports_passed_through():
         pydantic_ai_client,
         responses_call_then_report,
     )
-    from oauth_support import OAuthSetup, open_link, serving_callback
+    from oauth_support import OAuthSetup, open_link
 from support import assert_not_wedged, running_worker, wait_for
 
-
-@pytest.fixture
-async def oauth(
-    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[OAuthSetup]:
-    async with serving_callback(client, tmp_path, monkeypatch) as setup:
-        yield setup
+oauth = oauth_support.oauth  # the fixture, by the name the tests ask for
 
 
 def calendar_registry(tokens: list[str]) -> ToolRegistry:

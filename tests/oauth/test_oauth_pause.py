@@ -4,7 +4,6 @@ provider -> callback server -> signal -> tool runs with the token, which never e
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from tcp_proxy import TcpProxy
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+import oauth_support
 from durable_tools import (
     AgentRun,
     DurableTools,
@@ -28,13 +28,7 @@ from durable_tools.oauth._sanitize import MAX_DESCRIPTION
 from oauth_support import OAuthSetup, open_link, serving_callback
 from support import answer, calls, running_worker, wait_for, write_script
 
-
-@pytest.fixture
-async def oauth(
-    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[OAuthSetup]:
-    async with serving_callback(client, tmp_path, monkeypatch) as setup:
-        yield setup
+oauth = oauth_support.oauth  # the fixture, by the name the tests ask for
 
 
 def calendar_registry(tokens_seen: list[str], revoked: set[str]) -> ToolRegistry:

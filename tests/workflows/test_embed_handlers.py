@@ -22,6 +22,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 with workflow.unsafe.imports_passed_through():
     # The sandbox re-imports this module for its host workflows: what it imports (the
     # CLI and the OAuth callback server included) is imported once, outside the sandbox.
+    import oauth_support
     from cli_support import cli, cli_env  # noqa: F401  (a fixture)
     from durable_tools import (
         AgentConfig,
@@ -37,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_tools.oauth import OAuthBroker
     from durable_tools.sources import McpPool, McpStdio, attach_mcp
     from durable_tools.workflows import AgentInput, AgentLoop, ApprovalDecision, RunSnapshot
-    from oauth_support import OAuthSetup, open_link, serving_callback
+    from oauth_support import OAuthSetup, open_link
 from support import answer, assert_not_wedged, calls, running_worker, wait_for, write_script
 
 ELICIT_SERVER = str(Path(__file__).parent.parent / "sources" / "mcp_elicit_server.py")
@@ -278,12 +279,7 @@ class Location(BaseModel):
     lon: float
 
 
-@pytest.fixture
-async def oauth(
-    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[OAuthSetup]:
-    async with serving_callback(client, tmp_path, monkeypatch) as setup:
-        yield setup
+oauth = oauth_support.oauth  # the fixture, by the name the tests ask for
 
 
 @pytest.fixture

@@ -5,20 +5,18 @@ the fake OAuth provider."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from temporalio import workflow
 from temporalio.client import Client
 
 with workflow.unsafe.imports_passed_through():
+    import oauth_support
     from durable_tools.client import AgentRun
     from durable_tools.oauth import OAuthBroker
     from durable_tools.tools import Identity, OAuthRequirement, ToolContext, ToolRegistry
     from durable_tools.workflows import RunStatus, ToolRuntime
-    from oauth_support import OAuthSetup, open_link, serving_callback
+    from oauth_support import OAuthSetup, open_link
 from support import assert_not_wedged, running_worker, wait_for
 
 PREFIX = "calendar_"
@@ -38,12 +36,7 @@ class DigestWorkflow:
         return [reply.status, reply.content]
 
 
-@pytest.fixture
-async def oauth(
-    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[OAuthSetup]:
-    async with serving_callback(client, tmp_path, monkeypatch) as setup:
-        yield setup
+oauth = oauth_support.oauth  # the fixture, by the name the tests ask for
 
 
 async def test_a_plain_workflow_pauses_for_oauth_and_resumes(
