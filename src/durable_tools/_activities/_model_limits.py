@@ -239,8 +239,11 @@ class _Leaser:
             self._wake.clear()
             if not self._waiting:
                 # Only adjustments: give a lease a moment to carry them, then signal.
+                # `asyncio.timeout`, not `wait_for`: on Python 3.11 `wait_for` swallows a
+                # cancellation that arrives with its result, and this loop would go on.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), _FLUSH_SECONDS)
+                    async with asyncio.timeout(_FLUSH_SECONDS):
+                        await self._wake.wait()
                 if not self._waiting and self._pending:
                     await self._signal(self._take_adjustments())
                 continue
@@ -252,9 +255,9 @@ class _Leaser:
             try:
                 # Bounded: a limiter whose task does not run must not hold calls past
                 # their time (a lease answered after this still counts its slots: safe).
-                lease, answer = await asyncio.wait_for(
-                    self._lease(batch, changes), timeout=min(max(left, 1.0), _LEASE_TIMEOUT)
-                )
+                # (`asyncio.timeout`: see the wait above.)
+                async with asyncio.timeout(min(max(left, 1.0), _LEASE_TIMEOUT)):
+                    lease, answer = await self._lease(batch, changes)
             except asyncio.CancelledError:
                 raise
             except Exception as error:

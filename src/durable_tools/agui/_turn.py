@@ -567,8 +567,14 @@ async def follow_turn(
                 )
                 return
             # Wake for the next token, the answer (its callback wakes the queue) or a look.
+            got = False
+            # `asyncio.timeout`, not `wait_for`: on Python 3.11 `wait_for` swallows a cancellation
+            # that arrives with its result, and this loop would go on after its task was cancelled.
             with contextlib.suppress(TimeoutError):
-                token = await asyncio.wait_for(tokens.get(), poll_interval)
+                async with asyncio.timeout(poll_interval):
+                    token = await tokens.get()
+                    got = True
+            if got:
                 for event in view.on_stream(token):
                     yield event
         try:
@@ -588,7 +594,8 @@ async def follow_turn(
             while final_turn not in view.ended_turns:
                 left = deadline - asyncio.get_running_loop().time()
                 try:
-                    token = await asyncio.wait_for(tokens.get(), max(left, 0.0))
+                    async with asyncio.timeout(max(left, 0.0)):  # see the loop above
+                        token = await tokens.get()
                 except TimeoutError:
                     break
                 for event in view.on_stream(token):

@@ -56,8 +56,11 @@ async def cmd_server(args: argparse.Namespace) -> int:
     echo("Ctrl-C to stop", flush=True)
     try:
         while server.running and not stop.is_set():
+            # `asyncio.timeout`, not `wait_for`: on Python 3.11 `wait_for` swallows a cancellation
+            # that arrives with its result, and this loop would go on after its task was cancelled.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 0.5)
+                async with asyncio.timeout(0.5):
+                    await stop.wait()
     finally:
         crashed = not server.running
         code = await server.stop()

@@ -210,7 +210,10 @@ async def _follow_own(
     warned = False
     while True:
         try:
-            page = await asyncio.wait_for(run.events_since(result.cursor), query_timeout)
+            # `asyncio.timeout`, not `wait_for`: on Python 3.11 `wait_for` swallows a cancellation
+            # that arrives with its result, and this loop would go on after its task was cancelled.
+            async with asyncio.timeout(query_timeout):
+                page = await run.events_since(result.cursor)
         except (WorkflowQueryFailedError, RPCError, TimeoutError) as error:
             if not until_ended:
                 raise

@@ -156,8 +156,11 @@ class TokenPublisher:
 
     async def _flusher(self) -> None:
         while not self._closing:
+            # `asyncio.timeout`, not `wait_for`: on Python 3.11 `wait_for` swallows a cancellation
+            # that arrives with its result, and this loop would go on after its task was cancelled.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._interval)
+                async with asyncio.timeout(self._interval):
+                    await self._wake.wait()
             self._wake.clear()
             self._take_text()
             await self._flush()

@@ -103,11 +103,25 @@ async def follow_stream(
                 yield event
         yield StreamEvent(kind="run_ended", text=status)
     finally:
-        for task in [*tasks, ended]:
+        await _stop([*tasks, ended])
+
+
+async def _stop(tasks: list[asyncio.Task[Any]]) -> None:
+    """Cancel `tasks` and wait until each has ended.
+
+    A task can swallow a cancellation: on Python 3.11, `asyncio.wait_for` returns its
+    inner result instead of raising when that result arrives in the same turn of the
+    event loop as the cancellation. A polling loop around it then polls on for ever, and
+    the watcher of a client that went away never stops. So each task still running is
+    cancelled again, until none is.
+    """
+    while pending := [task for task in tasks if not task.done()]:
+        for task in pending:
             task.cancel()
-        for task in [*tasks, ended]:
-            with contextlib.suppress(BaseException):
-                await task
+        await asyncio.wait(pending, timeout=0.1)
+    for task in tasks:
+        with contextlib.suppress(BaseException):
+            task.result()  # retrieved, so asyncio logs no "exception never retrieved"
 
 
 async def _run_end(run: Any, interval: float) -> str:
@@ -222,7 +236,11 @@ async def _progress(
     seen: dict[tuple[str | None, str], int] = {}  # a sub-agent's call ids are its own
     while True:
         with contextlib.suppress(RPCError, TimeoutError):
-            for item in await asyncio.wait_for(source(), 5.0):
+            # `asyncio.timeout`, not `wait_for`, whose 3.11 version can swallow a
+            # cancellation (see `_stop`).
+            async with asyncio.timeout(5.0):
+                items = await source()
+            for item in items:
                 key = (getattr(item, "run_id", None), item.call_id)
                 last = seen.get(key, 0)
                 for report in [*item.recent, item.progress]:
