@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from durable_tools.policy._grants import grant_covers
+from durable_tools.policy._grants import ToolBinding, grant_covers
 from durable_tools.protocol._deciders import may_decide, name_key
 from durable_tools.protocol._policy_types import (
     AutoApproval,
@@ -198,8 +198,9 @@ def _layers(
     if grants is None:
         return Verdict("consult", "grants", "standing grants", needs="grants", rules_ask=True)
     set_aside: list[str] = []
+    binding = ToolBinding.of(spec)  # a grant covers the tool only as its giver saw it
     for grant in grants:
-        if not grant_covers(grant, spec.name, arguments, now):
+        if not grant_covers(grant, spec.name, arguments, now, binding):
             continue
         why_not = None if legacy_grants else grant_stands(grant, spec, policy)
         if why_not is None:

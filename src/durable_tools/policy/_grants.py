@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
@@ -19,8 +20,12 @@ from urllib.parse import quote
 from durable_tools.protocol._deciders import may_decide
 from durable_tools.protocol._policy_types import Constraint, GrantRequest, StandingGrant
 from durable_tools.tools._context import Identity
+from durable_tools.tools._spec import ToolSpec
+from durable_tools.tools._validation import safety_digest, schema_digest
 
 __all__ = [
+    "UNBOUND",
+    "ToolBinding",
     "constraints_hold",
     "describe_constraints",
     "find_grant",
@@ -117,10 +122,42 @@ def describe_constraints(constraints: Sequence[Constraint]) -> str:
     return " and ".join(f"{c.path} {c.op} {c.value!r}" for c in constraints) or "any arguments"
 
 
-def grant_covers(grant: StandingGrant, tool: str, arguments: dict[str, Any], now: datetime) -> bool:
-    """Whether `grant` allows this call now: same tool, not revoked or expired, constraints hold."""
+@dataclass(frozen=True)
+class ToolBinding:
+    """A tool as a person saw it: the digests an approval or a grant binds."""
+
+    schema: str | None
+    """`schema_digest` of its input schema."""
+    safety: str | None
+    """`safety_digest` of what safety rules read of it."""
+
+    @classmethod
+    def of(cls, spec: ToolSpec) -> ToolBinding:
+        """The binding of `spec` as it is now."""
+        return cls(schema_digest(spec.input_schema), safety_digest(spec))
+
+
+UNBOUND = ToolBinding(None, None)
+"""No binding known (callers from before grants bound the tool): only grants recorded
+without one cover calls then."""
+
+
+def grant_covers(
+    grant: StandingGrant,
+    tool: str,
+    arguments: dict[str, Any],
+    now: datetime,
+    binding: ToolBinding = UNBOUND,
+) -> bool:
+    """Whether `grant` allows this call now: same tool, bound to the same schema and safety
+    metadata when it records them (a grant from before it did covers by name), not revoked
+    or expired, constraints hold."""
     if grant.tool != tool or grant.revoked_at is not None:
         return False
+    if grant.tool_schema is not None and grant.tool_schema != binding.schema:
+        return False  # the tool's arguments mean something else now
+    if grant.tool_safety is not None and grant.tool_safety != binding.safety:
+        return False  # the tool may do other things now (a shell tool since)
     if grant.expires_at is not None and now >= grant.expires_at:
         return False
     return constraints_hold(grant.constraints, arguments)
@@ -132,13 +169,15 @@ def find_grant(
     arguments: dict[str, Any],
     now: datetime,
     makers: Sequence[str] = (),
+    binding: ToolBinding = UNBOUND,
 ) -> StandingGrant | None:
-    """The first grant covering the call whose maker is among `makers` (empty: anyone)."""
+    """The first grant covering the call (of the tool `binding` describes) whose maker is
+    among `makers` (empty: anyone)."""
     return next(
         (
             g
             for g in grants
-            if grant_covers(g, tool, arguments, now) and may_decide(g.granted_by, makers)
+            if grant_covers(g, tool, arguments, now, binding) and may_decide(g.granted_by, makers)
         ),
         None,
     )
@@ -154,8 +193,10 @@ def make_grant(
     scope_key: str,
     run_id: str,
     reason: str | None = None,
+    binding: ToolBinding = UNBOUND,
 ) -> StandingGrant:
-    """The standing grant an approving decision asked for."""
+    """The standing grant an approving decision asked for, bound to the tool as the
+    approver saw it (`binding`)."""
     duration = request.duration_seconds
     expires = now + timedelta(seconds=duration) if duration else None
     return StandingGrant(
@@ -169,4 +210,6 @@ def make_grant(
         expires_at=expires,
         reason=reason,
         run_id=run_id,
+        tool_schema=binding.schema,
+        tool_safety=binding.safety,
     )
