@@ -12,7 +12,8 @@
    person: the rule says what the policy holds unsafe);
 5. `allow_tools`: allow by name;
 6. standing grants (run-scoped, and identity-scoped ones the caller fetched from the
-   worker's store), each within its argument constraints and before its expiry, and only
+   worker's store), each for the tool as its giver saw it (its input schema and safety
+   metadata; `ToolBinding`), within its argument constraints and before its expiry, and only
    where its maker could have given the approval under the policy in force for this call
    (`grant_stands`): one of the policy's deciders, and never for a call that needs more
    than one approval;

@@ -1,6 +1,10 @@
 """Standing grants as pure functions: which calls a grant covers, the scope identity-scoped
 grants are kept under, and the grant an approving decision asks for.
 
+A grant binds the tool as its giver saw it (`ToolBinding`: the input schema's and the
+safety metadata's digests) and covers a call only while the tool is still that; a grant
+recorded before grants bound the tool (no digests) covers by name, as it did then.
+
 A grant's constraints are never evaluated as code: each is a dotted path into the
 arguments, one of a fixed set of comparisons and a JSON value, and a missing or mistyped
 argument fails closed. Whether a covering grant may stand in for a person is `decide`'s
