@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 from temporalio import activity
 
 from durable_tools._file_lock import lock_file
-from durable_tools.policy._grants import UNBOUND, ToolBinding, find_grant
+from durable_tools.policy._grants import ToolBinding, find_grant
 from durable_tools.protocol._policy_types import (
     GRANT_FIND_ACTIVITY,
     GRANT_SAVE_ACTIVITY,
@@ -59,11 +59,13 @@ class GrantStore:
         arguments: dict[str, Any],
         now: datetime | None = None,
         makers: Sequence[str] = (),
-        binding: ToolBinding = UNBOUND,
+        binding: ToolBinding | None = None,
     ) -> StandingGrant | None:
         """The first live grant of `identity` covering this call of the tool `binding`
         describes, made by one of `makers` (empty: anyone), or None. An empty `identity`
-        has no grants."""
+        has no grants. Without `binding`, grants cover by name (an operator's question);
+        a run's look-up always passes the tool it calls (`UNBOUND` when its code sent
+        none: then only grants that bind no tool cover it)."""
         if not identity:
             return None
         when = now or datetime.now(UTC)

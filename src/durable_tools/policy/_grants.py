@@ -151,17 +151,20 @@ def grant_covers(
     tool: str,
     arguments: dict[str, Any],
     now: datetime,
-    binding: ToolBinding = UNBOUND,
+    binding: ToolBinding | None = UNBOUND,
 ) -> bool:
     """Whether `grant` allows this call now: same tool, bound to the same schema and safety
     metadata when it records them (a grant from before it did covers by name), not revoked
-    or expired, constraints hold."""
+    or expired, constraints hold.
+
+    `binding` is the called tool as it is now; None asks by name only (an operator's
+    question to the store, never a call's: the workflow always passes the binding).
+    """
     if grant.tool != tool or grant.revoked_at is not None:
         return False
-    if grant.tool_schema is not None and grant.tool_schema != binding.schema:
-        return False  # the tool's arguments mean something else now
-    if grant.tool_safety is not None and grant.tool_safety != binding.safety:
-        return False  # the tool may do other things now (a shell tool since)
+    bound = (grant.tool_schema, grant.tool_safety)
+    if binding is not None and bound != (None, None) and bound != (binding.schema, binding.safety):
+        return False  # its arguments mean something else now, or it may do other things
     if grant.expires_at is not None and now >= grant.expires_at:
         return False
     return constraints_hold(grant.constraints, arguments)
@@ -173,10 +176,10 @@ def find_grant(
     arguments: dict[str, Any],
     now: datetime,
     makers: Sequence[str] = (),
-    binding: ToolBinding = UNBOUND,
+    binding: ToolBinding | None = UNBOUND,
 ) -> StandingGrant | None:
-    """The first grant covering the call (of the tool `binding` describes) whose maker is
-    among `makers` (empty: anyone)."""
+    """The first grant covering the call (of the tool `binding` describes; None: by name
+    only, see `grant_covers`) whose maker is among `makers` (empty: anyone)."""
     return next(
         (
             g
