@@ -112,14 +112,6 @@ def test_two_tools_with_one_schema_share_its_digest_but_not_their_names() -> Non
         check_arguments(twin, {"order_id": 1, "amount_cents": 1})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BREAK: check_arguments with a bound_schema other than the tool's returns "
-        "CheckedArguments.schema = the tool's current digest for values it never checked "
-        "against that schema (tools/_validation.py check_arguments)"
-    ),
-)
 def test_arguments_not_checked_under_the_current_schema_do_not_claim_it() -> None:
     old = {"type": "object", "properties": {"a": {"type": "string"}}}
     new_spec = ToolSpec(

@@ -28,6 +28,7 @@ from durable_tools.tools import (
     TOOL_STARTED,
     ToolEvent,
 )
+from durable_tools.tools._validation import safety_digest
 
 
 class Order(BaseModel):
@@ -287,3 +288,22 @@ async def test_output_is_validated_against_the_output_schema() -> None:
     lenient = ToolRegistry(validate_outputs=False)
     lenient.register(bad)
     assert (await lenient.invoke("bad", {}, context())).structured == {"x": 1}
+
+
+async def test_a_call_approved_for_another_tool_than_the_one_here_never_runs() -> None:
+    ran: list[str] = []
+    registry = ToolRegistry()
+
+    @registry.tool(read_only=True)
+    def query(q: str) -> str:
+        """Query."""
+        ran.append(q)
+        return q
+
+    approved = safety_digest(registry.get("query").spec)
+    await registry.invoke("query", {"q": "a"}, context(), bound_safety=approved)
+    registry.register(query, replace=True, read_only=True, shell=True)
+    with pytest.raises(Denied, match="changed since this call was approved") as refused:
+        await registry.invoke("query", {"q": "b"}, context(), bound_safety=approved)
+    assert not refused.value.retryable
+    assert ran == ["a"]

@@ -270,15 +270,6 @@ async def deny_if_asked(run: Any, call_id: str) -> None:
         await run.deny(call_id, decider="alice")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BREAK: a standing grant binds the tool's name only: a run grant given for `send` "
-        "under one input schema keeps allowing `send` after the worker replaced it with "
-        "another schema (new argument `bcc`), unlike an approval, which binds the schema "
-        "(policy/_grants.py grant_covers; StandingGrant carries no schema digest)"
-    ),
-)
 async def test_a_grant_does_not_cover_a_tool_replaced_with_another_schema(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -326,16 +317,6 @@ async def test_a_tool_that_starts_running_shell_after_the_run_started_meets_the_
     assert (records["q2"].status, records["q2"].policy_layer) == ("denied", "safety_rule")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BREAK: a call waiting for a person while the worker's tool turns shell (same input "
-        "schema) runs on the approval although the policy denies shell tools: the safety "
-        "rules are matched once, against the spec recorded when the call was checked, and "
-        "the worker checks only the input schema's digest (workflows/calls/_execute.py "
-        "approved_schema; tools/_invoke.py check_arguments; policy/_decide.py _layers)"
-    ),
-)
 async def test_a_waiting_call_whose_tool_turns_shell_is_not_run_on_its_approval(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
@@ -357,17 +338,13 @@ async def test_a_waiting_call_whose_tool_turns_shell_is_not_run_on_its_approval(
     assert result.status == RunStatus.COMPLETED
     # The policy denies shell tools: what runs now is one, whatever alice approved.
     assert ran == [], records["q1"]
+    # Refused once, not retried, and the model is told why and what to do.
+    failed = records["q1"]
+    assert (failed.status, failed.error_kind, failed.attempts) == ("failed", "Denied", 1)
+    assert failed.result is not None and "changed since this call was approved" in failed.result
+    assert "ask again" in failed.result
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BREAK: a run grant alice gave for `query` while it was a plain tool keeps allowing "
-        "it after the worker made it a shell tool, although the policy's safety rule says "
-        "shell tools ask a person: the rule only turns `ask` on, and the grants layer below "
-        "it allows whatever the name covers (policy/_decide.py _layers; _grants.grant_covers)"
-    ),
-)
 async def test_a_grant_given_for_a_plain_tool_does_not_cover_it_once_it_runs_shell(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:

@@ -5,10 +5,12 @@ subprocess (the package from `git archive`), today's worker takes the run over."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -93,12 +95,38 @@ def previous_release(directory: Path, commit: str = PREVIOUS_RELEASE) -> Path:
     return directory / "src"
 
 
+@contextlib.asynccontextmanager
+async def old_worker(
+    client: Client, task_queue: str, tmp_path: Path, commit: str = PREVIOUS_RELEASE
+) -> AsyncIterator[None]:
+    """A worker of `commit`'s code (the `TOOLS` registry) in a subprocess, until the block
+    ends: then it is killed, as a deploy stops it, whatever its runs are waiting on."""
+    old_src = previous_release(tmp_path, commit)
+    (tmp_path / "upgrade_tools.py").write_text(TOOLS)
+    (tmp_path / "old_worker.py").write_text(WORKER)
+    target = client.service_client.config.target_host
+    environment = {**os.environ, "PYTHONPATH": f"{old_src}{os.pathsep}{tmp_path}"}
+    old = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(tmp_path / "old_worker.py"),
+        target,
+        task_queue,
+        env=environment,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert old.stdout is not None
+        assert (await asyncio.wait_for(old.stdout.readline(), 120)).strip() == b"ready"
+        yield
+    finally:
+        old.kill()
+        await old.wait()
+
+
 async def test_a_run_waiting_under_the_previous_release_finishes_on_todays_code(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    old_src = previous_release(tmp_path)
     (tmp_path / "upgrade_tools.py").write_text(TOOLS)
-    (tmp_path / "old_worker.py").write_text(WORKER)
     sys.path.insert(0, str(tmp_path))
     try:
         from upgrade_tools import tools  # the same tools on both sides
@@ -116,24 +144,9 @@ async def test_a_run_waiting_under_the_previous_release_finishes_on_todays_code(
             answer("done"),
         ],
     )
-    target = client.service_client.config.target_host
-    environment = {**os.environ, "PYTHONPATH": f"{old_src}{os.pathsep}{tmp_path}"}
-    old = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(tmp_path / "old_worker.py"),
-        target,
-        task_queue,
-        env=environment,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    try:
-        assert old.stdout is not None
-        assert (await asyncio.wait_for(old.stdout.readline(), 120)).strip() == b"ready"
+    async with old_worker(client, task_queue, tmp_path):  # stopped while the run waits
         run = await DurableTools(client, task_queue).start("pay bob", model=model)
         snapshot = await wait_for(run, lambda s: bool(s.pending_approvals))
-    finally:
-        old.kill()  # stopped while the run waits for a person
-        await old.wait()
     (asked,) = snapshot.pending_approvals
     assert asked.summary == "pay 500 to bob"  # written by the old worker's function
     assert asked.arguments == {"to": "bob", "amount_cents": 500}
@@ -258,3 +271,59 @@ async def test_a_call_the_old_code_sent_to_a_person_after_a_live_deny_finishes_a
         await assert_replays(await run.handle.fetch_history())
     assert result.status == RunStatus.COMPLETED
     assert executed == [500]
+
+
+BEFORE_BOUND_GRANTS = "3f0c4a7"
+"""The code before standing grants bound the tool's schema and safety metadata: its
+grants cover by name, and keep doing so on today's code."""
+
+
+async def test_a_grant_the_old_code_gave_keeps_covering_the_tool_by_name(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    model = write_script(
+        tmp_path,
+        [
+            calls(("p1", "pay", {"to": "bob", "amount_cents": 500})),
+            calls(("r1", "refund", {"amount_cents": 100})),
+            calls(("p2", "pay", {"to": "bob", "amount_cents": 700, "memo": "rent"})),
+            answer("done"),
+        ],
+    )
+    # Stopped while the refund waits, the grant given by the old code.
+    async with old_worker(client, task_queue, tmp_path, BEFORE_BOUND_GRANTS):
+        run = await DurableTools(client, task_queue).start("pay bob", model=model)
+        (asked,) = (await wait_for(run, lambda s: bool(s.pending_approvals))).pending_approvals
+        await run.approve(
+            "p1", decider="alice", arguments_hash=asked.arguments_hash, grant=GrantRequest()
+        )
+        await wait_for(run, lambda s: any(p.call_id == "r1" for p in s.pending_approvals))
+
+    executed: list[Any] = []
+    registry = ToolRegistry()
+
+    @registry.tool(approval=True, idempotent=True)
+    def pay(to: str, amount_cents: int, memo: str = "") -> str:
+        """Pay someone (today's tool has another input schema)."""
+        executed.append(("pay", to, amount_cents))
+        return "paid"
+
+    @registry.tool(approval=True, idempotent=True)
+    def refund(amount_cents: int) -> str:
+        """Refund."""
+        executed.append(("refund", amount_cents))
+        return "refunded"
+
+    async with running_worker(client, registry, task_queue, max_cached_workflows=0):
+        waiting = await wait_for(run, lambda s: bool(s.pending_approvals), timeout=60)
+        (shown,) = waiting.pending_approvals
+        await run.approve("r1", decider="alice", arguments_hash=shown.arguments_hash)
+        result = await run.result()
+        records = {r.call_id: r for r in await run.timeline()}
+        await assert_not_wedged(run.handle, allowed=0)
+        await assert_replays(await run.handle.fetch_history())
+    assert result.status == RunStatus.COMPLETED
+    # The old grant binds no schema: it covers today's `pay` as it covered the old one.
+    assert ("pay", "bob", 700) in executed
+    layer = records["p2"].policy_layer
+    assert layer is not None and layer.startswith("grant:"), records["p2"]

@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 from temporalio import activity
 
 from durable_tools._file_lock import lock_file
-from durable_tools.policy._grants import find_grant
+from durable_tools.policy._grants import ToolBinding, find_grant
 from durable_tools.protocol._policy_types import (
     GRANT_FIND_ACTIVITY,
     GRANT_SAVE_ACTIVITY,
@@ -59,15 +59,19 @@ class GrantStore:
         arguments: dict[str, Any],
         now: datetime | None = None,
         makers: Sequence[str] = (),
+        binding: ToolBinding | None = None,
     ) -> StandingGrant | None:
-        """The first live grant of `identity` covering this call, made by one of `makers`
-        (empty: anyone), or None. An empty `identity` has no grants."""
+        """The first live grant of `identity` covering this call of the tool `binding`
+        describes, made by one of `makers` (empty: anyone), or None. An empty `identity`
+        has no grants. Without `binding`, grants cover by name (an operator's question);
+        a run's look-up always passes the tool it calls (`UNBOUND` when its code sent
+        none: then only grants that bind no tool cover it)."""
         if not identity:
             return None
         when = now or datetime.now(UTC)
         grants = await self.all()
         mine = [g for g in grants if g.identity == identity]
-        return find_grant(mine, tool, arguments, when, makers)
+        return find_grant(mine, tool, arguments, when, makers, binding)
 
     async def save(self, grant: StandingGrant) -> None:
         """Add `grant`, or replace the one with its id (saving twice is harmless)."""
@@ -125,8 +129,9 @@ def grant_activities(store: GrantStore) -> list[Callable[..., Any]]:
 
     @activity.defn(name=GRANT_FIND_ACTIVITY)
     async def find(lookup: GrantLookup) -> StandingGrant | None:
+        binding = ToolBinding(lookup.tool_schema, lookup.tool_safety)
         return await store.find(
-            lookup.identity, lookup.tool, lookup.arguments, makers=lookup.makers
+            lookup.identity, lookup.tool, lookup.arguments, makers=lookup.makers, binding=binding
         )
 
     @activity.defn(name=GRANT_SAVE_ACTIVITY)

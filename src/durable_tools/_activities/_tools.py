@@ -357,6 +357,7 @@ def make_tool_activity(
                     context,
                     run_before_hooks=first,
                     bound_schema=invocation.approved_schema,
+                    bound_safety=invocation.approved_safety,
                 ),
                 None if info.is_local else _heartbeat_every(spec.policy.heartbeat_timeout),
                 last_details,

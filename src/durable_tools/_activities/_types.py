@@ -179,6 +179,11 @@ class ToolInvocation(WireModel):
     """For a call a person approved: `schema_digest` of the input schema the workflow
     checked the arguments against. If the worker's tool has another schema by now, the
     approved arguments run as they are (the approval binds what the approver saw)."""
+    approved_safety: str | None = None
+    """For a call a person (or a standing grant) approved: `safety_digest` of the tool as
+    the approver saw it. If the worker's tool may do other things by now (it runs shell
+    commands since), the call is refused and never runs. None: not checked (calls
+    scheduled by code before this field)."""
 
 
 class PreflightRequest(WireModel):

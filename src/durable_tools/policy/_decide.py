@@ -12,7 +12,8 @@
    person: the rule says what the policy holds unsafe);
 5. `allow_tools`: allow by name;
 6. standing grants (run-scoped, and identity-scoped ones the caller fetched from the
-   worker's store), each within its argument constraints and before its expiry, and only
+   worker's store), each for the tool as its giver saw it (its input schema and safety
+   metadata; `ToolBinding`), within its argument constraints and before its expiry, and only
    where its maker could have given the approval under the policy in force for this call
    (`grant_stands`): one of the policy's deciders, and never for a call that needs more
    than one approval;
@@ -39,7 +40,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from durable_tools.policy._grants import grant_covers
+from durable_tools.policy._grants import ToolBinding, grant_covers
 from durable_tools.protocol._deciders import may_decide, name_key
 from durable_tools.protocol._policy_types import (
     AutoApproval,
@@ -198,8 +199,9 @@ def _layers(
     if grants is None:
         return Verdict("consult", "grants", "standing grants", needs="grants", rules_ask=True)
     set_aside: list[str] = []
+    binding = ToolBinding.of(spec)  # a grant covers the tool only as its giver saw it
     for grant in grants:
-        if not grant_covers(grant, spec.name, arguments, now):
+        if not grant_covers(grant, spec.name, arguments, now, binding):
             continue
         why_not = None if legacy_grants else grant_stands(grant, spec, policy)
         if why_not is None:

@@ -1,6 +1,10 @@
 """Standing grants as pure functions: which calls a grant covers, the scope identity-scoped
 grants are kept under, and the grant an approving decision asks for.
 
+A grant binds the tool as its giver saw it (`ToolBinding`: the input schema's and the
+safety metadata's digests) and covers a call only while the tool is still that; a grant
+recorded before grants bound the tool (no digests) covers by name, as it did then.
+
 A grant's constraints are never evaluated as code: each is a dotted path into the
 arguments, one of a fixed set of comparisons and a JSON value, and a missing or mistyped
 argument fails closed. Whether a covering grant may stand in for a person is `decide`'s
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
@@ -19,8 +24,12 @@ from urllib.parse import quote
 from durable_tools.protocol._deciders import may_decide
 from durable_tools.protocol._policy_types import Constraint, GrantRequest, StandingGrant
 from durable_tools.tools._context import Identity
+from durable_tools.tools._spec import ToolSpec
+from durable_tools.tools._validation import safety_digest, schema_digest
 
 __all__ = [
+    "UNBOUND",
+    "ToolBinding",
     "constraints_hold",
     "describe_constraints",
     "find_grant",
@@ -117,10 +126,45 @@ def describe_constraints(constraints: Sequence[Constraint]) -> str:
     return " and ".join(f"{c.path} {c.op} {c.value!r}" for c in constraints) or "any arguments"
 
 
-def grant_covers(grant: StandingGrant, tool: str, arguments: dict[str, Any], now: datetime) -> bool:
-    """Whether `grant` allows this call now: same tool, not revoked or expired, constraints hold."""
+@dataclass(frozen=True)
+class ToolBinding:
+    """A tool as a person saw it: the digests an approval or a grant binds."""
+
+    schema: str | None
+    """`schema_digest` of its input schema."""
+    safety: str | None
+    """`safety_digest` of what safety rules read of it."""
+
+    @classmethod
+    def of(cls, spec: ToolSpec) -> ToolBinding:
+        """The binding of `spec` as it is now."""
+        return cls(schema_digest(spec.input_schema), safety_digest(spec))
+
+
+UNBOUND = ToolBinding(None, None)
+"""No binding known (callers from before grants bound the tool): only grants recorded
+without one cover calls then."""
+
+
+def grant_covers(
+    grant: StandingGrant,
+    tool: str,
+    arguments: dict[str, Any],
+    now: datetime,
+    binding: ToolBinding | None = UNBOUND,
+) -> bool:
+    """Whether `grant` allows this call now: same tool, bound to the same schema and safety
+    metadata when it records them (a grant from before it did covers by name), not revoked
+    or expired, constraints hold.
+
+    `binding` is the called tool as it is now; None asks by name only (an operator's
+    question to the store, never a call's: the workflow always passes the binding).
+    """
     if grant.tool != tool or grant.revoked_at is not None:
         return False
+    bound = (grant.tool_schema, grant.tool_safety)
+    if binding is not None and bound != (None, None) and bound != (binding.schema, binding.safety):
+        return False  # its arguments mean something else now, or it may do other things
     if grant.expires_at is not None and now >= grant.expires_at:
         return False
     return constraints_hold(grant.constraints, arguments)
@@ -132,13 +176,15 @@ def find_grant(
     arguments: dict[str, Any],
     now: datetime,
     makers: Sequence[str] = (),
+    binding: ToolBinding | None = UNBOUND,
 ) -> StandingGrant | None:
-    """The first grant covering the call whose maker is among `makers` (empty: anyone)."""
+    """The first grant covering the call (of the tool `binding` describes; None: by name
+    only, see `grant_covers`) whose maker is among `makers` (empty: anyone)."""
     return next(
         (
             g
             for g in grants
-            if grant_covers(g, tool, arguments, now) and may_decide(g.granted_by, makers)
+            if grant_covers(g, tool, arguments, now, binding) and may_decide(g.granted_by, makers)
         ),
         None,
     )
@@ -154,8 +200,10 @@ def make_grant(
     scope_key: str,
     run_id: str,
     reason: str | None = None,
+    binding: ToolBinding = UNBOUND,
 ) -> StandingGrant:
-    """The standing grant an approving decision asked for."""
+    """The standing grant an approving decision asked for, bound to the tool as the
+    approver saw it (`binding`)."""
     duration = request.duration_seconds
     expires = now + timedelta(seconds=duration) if duration else None
     return StandingGrant(
@@ -169,4 +217,6 @@ def make_grant(
         expires_at=expires,
         reason=reason,
         run_id=run_id,
+        tool_schema=binding.schema,
+        tool_safety=binding.safety,
     )

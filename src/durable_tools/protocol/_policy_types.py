@@ -132,6 +132,14 @@ class StandingGrant(_Frozen):
     """The run whose decision created the grant."""
     revoked_at: datetime | None = None
     revoked_by: str | None = None
+    tool_schema: str | None = Field(default=None, max_length=64)
+    """`schema_digest` of the tool's input schema when the grant was given: the grant
+    covers a call only while the tool has that schema. None: a grant recorded before
+    grants bound the tool, which keeps its name-only meaning."""
+    tool_safety: str | None = Field(default=None, max_length=64)
+    """`safety_digest` of the tool when the grant was given (what safety rules read:
+    shell, filesystem, network, money, workspace, side effects, tags): the grant covers
+    a call only while the tool is still that. None: as `tool_schema`."""
 
 
 class GrantLookup(BaseModel):
@@ -143,6 +151,11 @@ class GrantLookup(BaseModel):
     arguments: dict[str, Any]
     makers: tuple[str, ...] = ()
     """Only grants made by one of these may stand (the policy's deciders); empty: anyone."""
+    tool_schema: str | None = None
+    tool_safety: str | None = None
+    """The called tool's `schema_digest` and `safety_digest`: a grant bound to another
+    schema or safety metadata does not cover the call (None: the lookup of a run from
+    before grants bound the tool, which such grants never cover)."""
 
 
 class GrantRevocation(_Frozen):

@@ -9,7 +9,7 @@ from typing import Any
 
 from ._classify import classify_exception
 from ._context import ToolContext
-from ._errors import Cancelled, InvalidArguments, ToolError
+from ._errors import Cancelled, Denied, InvalidArguments, ToolError
 from ._events import (
     TOOL_COMPLETED,
     TOOL_FAILED,
@@ -31,7 +31,7 @@ from ._middleware import (
 )
 from ._registered import RegisteredTool
 from ._results import ContentBlock, ToolResult
-from ._validation import check_arguments, validate_output
+from ._validation import check_arguments, safety_digest, validate_output
 
 __all__ = ["invoke_tool"]
 
@@ -46,6 +46,7 @@ async def invoke_tool(
     validate_outputs: bool,
     run_before_hooks: bool,
     bound_schema: str | None = None,
+    bound_safety: str | None = None,
 ) -> ToolResult:
     """Run one call of `tool` (see `ToolRegistry.invoke`, which documents the rules).
 
@@ -60,6 +61,9 @@ async def invoke_tool(
         bound_schema: `schema_digest` of the input schema a person approved the call
             under; when the tool's schema is another one now, the arguments are not
             checked against it (the approval binds what the approver saw).
+        bound_safety: `safety_digest` of the tool a person approved the call for; when
+            the tool's safety metadata is other now (it runs shell commands since), the
+            call is refused with `Denied` and never runs: the approver saw another tool.
     """
     spec = tool.spec
 
@@ -79,6 +83,12 @@ async def invoke_tool(
         )
 
     try:
+        if bound_safety is not None and bound_safety != safety_digest(spec):
+            raise Denied(
+                f"the tool {spec.name!r} changed since this call was approved (what it may "
+                "do: shell, filesystem, network, money, workspace, side effects or tags): "
+                "it was not run; ask again"
+            )
         args = check_arguments(spec, arguments, bound_schema=bound_schema).values
         values = tool.to_python(args)
     except InvalidArguments as error:

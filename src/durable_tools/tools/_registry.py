@@ -554,6 +554,7 @@ class ToolRegistry:
         *,
         run_before_hooks: bool = True,
         bound_schema: str | None = None,
+        bound_safety: str | None = None,
     ) -> ToolResult:
         """Validate, inject, run hooks and the tool, and return its result.
 
@@ -573,10 +574,15 @@ class ToolRegistry:
                 under (the tool activity passes it for approved calls): when the tool was
                 replaced since with another schema, the approved arguments run as they
                 are, not checked against the new schema.
+            bound_safety: `safety_digest` of the tool a person approved the call for:
+                when the tool's safety metadata changed since, the call never runs
+                (`Denied`).
 
         Raises:
             ToolNotFound: no such tool.
             InvalidArguments: malformed or invalid arguments; the tool did not run.
+            Denied: the tool changed since the call was approved (`bound_safety`); it
+                did not run.
             ToolError: the tool (or a hook) failed, classified by `classify_exception`.
         """
         return await invoke_tool(
@@ -588,6 +594,7 @@ class ToolRegistry:
             validate_outputs=self.validate_outputs,
             run_before_hooks=run_before_hooks,
             bound_schema=bound_schema,
+            bound_safety=bound_safety,
         )
 
 

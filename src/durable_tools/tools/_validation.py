@@ -35,6 +35,7 @@ __all__ = [
     "format_schema_errors",
     "non_finite_number",
     "parse_arguments",
+    "safety_digest",
     "schema_digest",
     "schema_validator",
     "validate_arguments",
@@ -313,6 +314,28 @@ def schema_digest(schema: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+def safety_digest(spec: ToolSpec) -> str:
+    """A short digest of what the policy's safety rules read of a tool: its safety flags,
+    where it is confined, how far its effects reach, and its tags.
+
+    What a person approved (a call, or a standing grant) binds it next to the input
+    schema's `schema_digest`: a tool the worker made a shell tool since, or moved out of
+    its workspace, is no longer the tool they saw.
+    """
+    safety = spec.safety
+    read = {
+        "read_only": safety.read_only,
+        "networked": safety.networked,
+        "filesystem": safety.filesystem,
+        "shell": safety.shell,
+        "spends_money": safety.spends_money,
+        "workspace_root": safety.workspace_root,
+        "side_effect": safety.side_effect,
+        "tags": sorted(spec.tags),
+    }
+    return schema_digest(read)  # the same canonical digest, of another mapping
+
+
 @dataclass(frozen=True)
 class CheckedArguments:
     """A call's arguments that passed `check_arguments`."""
@@ -323,7 +346,8 @@ class CheckedArguments:
     schema: str
     """`schema_digest` of the input schema they were checked against: what a person's
     approval of them binds (the worker then checks them against it, not against a schema
-    changed since)."""
+    changed since). On the worker, for approved arguments of a tool whose schema changed
+    since, the approved schema's digest: they were not checked against the current one."""
 
 
 def check_arguments(
@@ -342,7 +366,9 @@ def check_arguments(
             what the approver saw.
 
     Returns:
-        The arguments and the digest of the schema they were checked against.
+        The arguments and the digest of the schema they are bound to: the one they were
+        checked against, or `bound_schema` when the tool's schema is another one now
+        (then they were parsed, not checked against the tool's schema).
 
     Raises:
         InvalidArguments: what is wrong, one line per problem in `errors`, each with its
@@ -350,11 +376,11 @@ def check_arguments(
     """
     values = parse_arguments(raw)
     if not spec.validates_input:
-        return CheckedArguments(values, schema_digest(spec.input_schema))
+        return CheckedArguments(values, bound_schema or schema_digest(spec.input_schema))
     validator, digest = _compiled(spec.name, spec.input_schema)
-    if bound_schema is None or bound_schema == digest:
-        values = _validated(validator, spec.name, values)
-    return CheckedArguments(values, digest)
+    if bound_schema is not None and bound_schema != digest:
+        return CheckedArguments(values, bound_schema)  # never claims a schema it skipped
+    return CheckedArguments(_validated(validator, spec.name, values), digest)
 
 
 def validate_arguments(spec: ToolSpec, args: Mapping[str, Any]) -> dict[str, Any]:

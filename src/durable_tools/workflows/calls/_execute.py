@@ -40,6 +40,7 @@ from durable_tools.tools import (
     ToolSpec,
 )
 from durable_tools.tools._errors import RUN_ENDING
+from durable_tools.tools._validation import safety_digest
 from durable_tools.workflows.calls._flow_call import run_flow
 from durable_tools.workflows.calls._tool_activity import (
     attempts_after,
@@ -140,9 +141,11 @@ async def _run_activity(
     rounds = 0
     deadline = attempts_deadline(options)  # schedule_to_close bounds all the attempts
     # A person approved these arguments under this schema: the worker runs them as they
-    # are even if the tool's schema changed while the call waited.
+    # are even if the tool's schema changed while the call waited, but never once the
+    # tool may do other things than the one they approved (its safety digest).
     approved = record.decided_by is not None  # a refused call never gets here
     approved_schema = valid.schema if approved else None
+    approved_safety = safety_digest(spec) if approved else None
     while True:
         invocation = ToolInvocation(
             call_id=call.id,
@@ -157,6 +160,7 @@ async def _run_activity(
             input_responses=resume.responses if resume else None,
             request_state=resume.request_state if resume else None,
             approved_schema=approved_schema,
+            approved_safety=approved_safety,
         )
         try:
             activity = start_tool_activity(

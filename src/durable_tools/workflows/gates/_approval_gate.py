@@ -45,7 +45,13 @@ from temporalio.common import RetryPolicy
 from durable_tools._activities._types import PREFLIGHT_ACTIVITY, PreflightRequest, PreflightResult
 from durable_tools.messages import ToolCall
 from durable_tools.policy._decide import Verdict, decide
-from durable_tools.policy._grants import describe_constraints, identity_key, make_grant
+from durable_tools.policy._grants import (
+    UNBOUND,
+    ToolBinding,
+    describe_constraints,
+    identity_key,
+    make_grant,
+)
 from durable_tools.protocol._deciders import may_decide
 from durable_tools.protocol._limits import MAX_REASON_CHARS, clip
 from durable_tools.protocol._policy_types import (
@@ -74,6 +80,7 @@ from durable_tools.workflows.run._wait_maps import GateState
 
 __all__ = [
     "GRANTS_CHECKED_PATCH",
+    "GRANT_BINDS_TOOL_PATCH",
     "LIVE_DENY_PATCH",
     "PENDING_REFIT_PATCH",
     "Gate",
@@ -96,6 +103,11 @@ did then; `workflow.patched` is asked only where the two would differ."""
 PENDING_REFIT_PATCH = "policy-change-refits-pending"
 """Marks a run whose `set_policy` reached calls already waiting for a person. Histories
 recorded before then replay with those calls keeping the policy they were asked under."""
+
+GRANT_BINDS_TOOL_PATCH = "grant-binds-tool"
+"""Marks a run whose standing grants record the tool's schema and safety digests (and so
+cover a call only while the tool is still what the approver saw). Grants made before it
+cover by name."""
 
 LIVE_DENY_PATCH = "deny-list-after-preflight"
 """Marks a run where a `set_policy` landing during a call's preflight denied the call. Before,
@@ -408,9 +420,17 @@ async def find_identity_grant(
 ) -> StandingGrant | None:
     """The worker's grant store's grant for the call in scope `key`, made by one of
     `makers` (empty: anyone), or None. Whether it may stand in is `decide`'s question."""
+    binding = ToolBinding.of(valid.spec)
     found: StandingGrant | None = await workflow.execute_activity(
         GRANT_FIND_ACTIVITY,
-        GrantLookup(identity=key, tool=valid.spec.name, arguments=valid.arguments, makers=makers),
+        GrantLookup(
+            identity=key,
+            tool=valid.spec.name,
+            arguments=valid.arguments,
+            makers=makers,
+            tool_schema=binding.schema,
+            tool_safety=binding.safety,
+        ),
         result_type=StandingGrant | None,  # type: ignore[arg-type]
         start_to_close_timeout=_STORE_TIMEOUT,
         retry_policy=RetryPolicy(maximum_attempts=3),
@@ -434,6 +454,9 @@ async def grant_from_decision(
         scope_key=scope_key(state) or "",
         run_id=workflow.info().workflow_id,
         reason=decision.reason,
+        # Bound to the tool as the approver saw it; a run recorded before grants bound
+        # the tool replays with the name-only grant it made then.
+        binding=ToolBinding.of(valid.spec) if workflow.patched(GRANT_BINDS_TOOL_PATCH) else UNBOUND,
     )
     if grant.scope == "run":
         state.gates.standing_grants.append(grant)
