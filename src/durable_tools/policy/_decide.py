@@ -199,8 +199,13 @@ def _layers(
     if grants is None:
         return Verdict("consult", "grants", "standing grants", needs="grants", rules_ask=True)
     set_aside: list[str] = []
-    binding = ToolBinding.of(spec)  # a grant covers the tool only as its giver saw it
+    binding: ToolBinding | None = None
     for grant in grants:
+        if grant.tool != spec.name:
+            continue
+        # A grant covers the tool only as its giver saw it. Digested once, and only when a
+        # grant names the tool: hashing the schema is no cost of every call.
+        binding = binding or ToolBinding.of(spec)
         if not grant_covers(grant, spec.name, arguments, now, binding):
             continue
         why_not = None if legacy_grants else grant_stands(grant, spec, policy)
