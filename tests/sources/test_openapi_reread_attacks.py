@@ -6,6 +6,7 @@ URL, method, parameters, schema) and never another provider's."""
 from __future__ import annotations
 
 import copy
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -313,3 +314,25 @@ async def test_hundreds_of_random_single_edits_of_a_big_document_read_as_fresh(
         cached = await read(provider, registry)  # every edit goes through the cache
         if edit % CHECK_EVERY == 0:  # a stale tool stays stale until its key changes
             assert cached == await fresh(changing_api.document_url), f"after edit {edit}"
+
+
+async def test_a_change_in_an_externally_referenced_file_rebuilds_the_operation(
+    tmp_path: Path,
+) -> None:
+    shared = tmp_path / "parameters.json"
+    shared.write_text(
+        json.dumps({"Limit": {"name": "limit", "in": "query", "schema": {"type": "integer"}}})
+    )
+    main = document("http://127.0.0.1:9", {"/count": count_operation()})
+    main["paths"]["/count"]["get"]["parameters"] = [{"$ref": "parameters.json#/Limit"}]
+    main["components"] = {"parameters": {"Also": {"$ref": "parameters.json#/Limit"}}}
+    path = tmp_path / "api.json"
+    path.write_text(json.dumps(main))
+    registry = ToolRegistry()
+    provider = OpenApiProvider(path)
+    assert await read(provider, registry) == await fresh(path)
+
+    shared.write_text(
+        json.dumps({"Limit": {"name": "limit", "in": "query", "schema": {"maximum": 5}}})
+    )
+    await assert_refresh_is_fresh(provider, registry, path)
