@@ -49,12 +49,6 @@ def item_id_schema(api: ChangingApi, path: str) -> dict[str, Any]:
 # ------------------------------------------------------------------- breaks
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a component that $refs into #/paths is not seen as sharing paths: "
-    "the operation using it keeps its stale schema (_openapi.py LoadedDocument."
-    "context_digest looks for '\"#/paths' only inside paths)",
-)
 async def test_a_component_pointing_into_paths_rebuilds_the_operation_using_it(
     changing_api: ChangingApi,
 ) -> None:
@@ -75,12 +69,6 @@ async def test_a_component_pointing_into_paths_rebuilds_the_operation_using_it(
     await assert_refresh_is_fresh(provider, registry, changing_api.document_url)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: RefResolver.lookup accepts '#paths/...' and '#//paths/...' but "
-    "LoadedDocument.context_digest only recognises '\"#/paths': the operation pointing "
-    "there keeps its stale schema",
-)
 @pytest.mark.parametrize("spelling", ["#paths", "#//paths"])
 async def test_a_reference_into_paths_spelled_otherwise_rebuilds_the_operation(
     changing_api: ChangingApi, spelling: str
@@ -118,12 +106,6 @@ paths:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: YAML `200:` beside `default:` (int and str keys) makes the operation "
-    "key's digest raise TypeError (_provider.fingerprint sorts keys): attach_openapi and "
-    "every OpenApiProvider read fail whole, where before that operation alone was skipped",
-)
 def test_a_yaml_document_with_numeric_response_keys_still_offers_its_other_tools(
     tmp_path: Path,
 ) -> None:
@@ -188,12 +170,6 @@ async def test_a_document_changing_back_and_forth_reads_as_fresh(
         await assert_refresh_is_fresh(provider, registry, changing_api.document_url)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK (minor): a document whose paths were only reordered has the same digest "
-    "(_provider.fingerprint sorts keys), so OpenApiProvider._read hands back the last "
-    "read's tools in the last read's order, not in document order as a fresh read does",
-)
 async def test_a_reordered_document_lists_its_tools_in_document_order(
     changing_api: ChangingApi,
 ) -> None:
