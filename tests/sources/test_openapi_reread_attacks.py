@@ -49,12 +49,6 @@ def item_id_schema(api: ChangingApi, path: str) -> dict[str, Any]:
 # ------------------------------------------------------------------- breaks
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: a component that $refs into #/paths is not seen as sharing paths: "
-    "the operation using it keeps its stale schema (_openapi.py LoadedDocument."
-    "context_digest looks for '\"#/paths' only inside paths)",
-)
 async def test_a_component_pointing_into_paths_rebuilds_the_operation_using_it(
     changing_api: ChangingApi,
 ) -> None:
@@ -75,12 +69,6 @@ async def test_a_component_pointing_into_paths_rebuilds_the_operation_using_it(
     await assert_refresh_is_fresh(provider, registry, changing_api.document_url)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: RefResolver.lookup accepts '#paths/...' and '#//paths/...' but "
-    "LoadedDocument.context_digest only recognises '\"#/paths': the operation pointing "
-    "there keeps its stale schema",
-)
 @pytest.mark.parametrize("spelling", ["#paths", "#//paths"])
 async def test_a_reference_into_paths_spelled_otherwise_rebuilds_the_operation(
     changing_api: ChangingApi, spelling: str
@@ -118,12 +106,6 @@ paths:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK: YAML `200:` beside `default:` (int and str keys) makes the operation "
-    "key's digest raise TypeError (_provider.fingerprint sorts keys): attach_openapi and "
-    "every OpenApiProvider read fail whole, where before that operation alone was skipped",
-)
 def test_a_yaml_document_with_numeric_response_keys_still_offers_its_other_tools(
     tmp_path: Path,
 ) -> None:
@@ -132,6 +114,98 @@ def test_a_yaml_document_with_numeric_response_keys_still_offers_its_other_tools
     path.write_text(YAML_WITH_NUMERIC_RESPONSE_KEYS)
     tools = attach_openapi(ToolRegistry(), path)
     assert "count_items" in [tool.spec.name for tool in tools]
+
+
+YAML_WITH_ONLY_NUMERIC_RESPONSE_KEYS = """
+openapi: 3.0.3
+info: {title: t, version: "1"}
+servers: [{url: "http://127.0.0.1:9"}]
+paths:
+  /pets:
+    get:
+      operationId: list_pets
+      parameters: [{name: limit, in: query, schema: {type: integer}}]
+      responses:
+        200: {description: ok, content: {application/json: {schema: {type: array}}}}
+        404: {description: none}
+        default: {description: an error}
+  /count:
+    get:
+      operationId: count_items
+      responses: {200: {description: a count}}
+"""
+
+
+async def test_a_yaml_document_with_unquoted_response_codes_offers_every_operation_on_reread(
+    tmp_path: Path,
+) -> None:
+    """YAML reads `200:` as an int: every operation still becomes a tool (it was skipped
+    as malformed), and re-reading the changed or reordered file reads as fresh."""
+    yaml = pytest.importorskip("yaml")
+    path = tmp_path / "api.yaml"
+    path.write_text(YAML_WITH_ONLY_NUMERIC_RESPONSE_KEYS)
+    assert [t.spec.name for t in attach_openapi(ToolRegistry(), path)] == [
+        "list_pets",
+        "count_items",
+    ]
+    registry = ToolRegistry()
+    provider = OpenApiProvider(str(path))
+    assert await read(provider, registry) == await fresh(str(path))
+    parsed = yaml.safe_load(YAML_WITH_ONLY_NUMERIC_RESPONSE_KEYS)
+    parsed["paths"]["/pets"]["get"]["parameters"][0]["schema"]["maximum"] = 50
+    path.write_text(yaml.safe_dump(parsed, sort_keys=False))
+    await assert_refresh_is_fresh(provider, registry, str(path))
+    parsed["paths"] = dict(reversed(list(parsed["paths"].items())))
+    path.write_text(yaml.safe_dump(parsed, sort_keys=False))
+    assert [name for name, _ in await read(provider, registry)] == ["count_items", "list_pets"]
+    await assert_refresh_is_fresh(provider, registry, str(path))
+
+
+@pytest.mark.parametrize("spelling", ["#/paths", "#paths", "#//paths", "#///paths"])
+async def test_a_chain_of_components_reaching_into_paths_rebuilds_the_operation(
+    changing_api: ChangingApi, spelling: str
+) -> None:
+    """A component that uses a component that points into `paths` (however the pointer
+    is spelled): the operation using the first one is rebuilt when that path changes."""
+    uses = item("v2", "by_chain")
+    uses["get"]["parameters"] = [{"$ref": "#/components/parameters/Outer"}]
+    changing_api.document = document(
+        changing_api.base_url,
+        {"/v1/items/{item_id}": item("v1", "get_item"), "/v2/items/{item_id}": uses},
+    )
+    changing_api.document["components"] = {
+        "parameters": {
+            "Outer": {"$ref": "#/components/parameters/Inner"},
+            "Inner": {"$ref": f"{spelling}/~1v1~1items~1{{item_id}}/get/parameters/0"},
+        }
+    }
+    registry = ToolRegistry()
+    provider = OpenApiProvider(changing_api.document_url)
+    assert [name for name, _ in await read(provider, registry)] == ["get_item", "by_chain"]
+
+    item_id_schema(changing_api, "/v1/items/{item_id}")["enum"] = ["a", "b"]
+    await assert_refresh_is_fresh(provider, registry, changing_api.document_url)
+
+
+async def test_many_operations_sharing_one_path_item_all_follow_its_change(
+    changing_api: ChangingApi,
+) -> None:
+    """Hundreds of operations whose parameter points into one path item: after that
+    item changes, every one of them is rebuilt, in document order."""
+    paths: dict[str, Any] = {"/v1/items/{item_id}": item("v1", "get_item")}
+    for n in range(300):
+        path_item = item("v2", f"shared_{n}")
+        path_item["get"]["parameters"] = [
+            {"$ref": "#paths/~1v1~1items~1{item_id}/get/parameters/0"}
+        ]
+        paths[f"/v2/items/{{item_id}}/{n}"] = path_item
+    changing_api.document = document(changing_api.base_url, paths)
+    registry = ToolRegistry()
+    provider = OpenApiProvider(changing_api.document_url)
+    assert len(await read(provider, registry)) == 301
+
+    item_id_schema(changing_api, "/v1/items/{item_id}")["minLength"] = 3
+    await assert_refresh_is_fresh(provider, registry, changing_api.document_url)
 
 
 # ------------------------------------------------------------------- what holds
@@ -188,12 +262,6 @@ async def test_a_document_changing_back_and_forth_reads_as_fresh(
         await assert_refresh_is_fresh(provider, registry, changing_api.document_url)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BREAK (minor): a document whose paths were only reordered has the same digest "
-    "(_provider.fingerprint sorts keys), so OpenApiProvider._read hands back the last "
-    "read's tools in the last read's order, not in document order as a fresh read does",
-)
 async def test_a_reordered_document_lists_its_tools_in_document_order(
     changing_api: ChangingApi,
 ) -> None:

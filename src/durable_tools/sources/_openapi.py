@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -34,7 +33,7 @@ from ._http_response import DEFAULT_ERROR_BODY
 from ._openapi_load import load_openapi
 from ._openapi_media import SkipOperation
 from ._openapi_operation import Operation, build_operation, document_operations
-from ._openapi_schema import OpenAPIError, RefResolver
+from ._openapi_schema import OpenAPIError, RefResolver, refers_into_paths
 from ._provider import fingerprint
 
 __all__ = [
@@ -153,16 +152,18 @@ class LoadedDocument:
     unresolved: dict[str, str]
 
     def digest(self) -> str:
-        """A digest of all of it: equal digests build equal tools."""
-        return fingerprint(self.document, self.source, self.unresolved)
+        """A digest of all of it, in its order: equal digests build equal tools, listed
+        in the same order."""
+        return fingerprint(self.document, self.source, self.unresolved, ordered=True)
 
     def context_digest(self) -> str:
         """A digest of what every operation's tool may depend on besides its own path
         item: all but `paths` (components, security schemes, servers), and `paths` too
-        when a reference points into them (one operation may then use another's parts)."""
+        when any reference in the document (in `paths` or in a component) can reach them:
+        one operation may then use another's parts."""
         rest = {k: v for k, v in self.document.items() if k != "paths"}
         paths = self.document.get("paths")
-        shared = paths if '"#/paths' in json.dumps(paths, default=str) else None
+        shared = paths if refers_into_paths(self.document) else None
         return fingerprint(rest, shared, self.source, self.unresolved)
 
 

@@ -74,9 +74,10 @@ def accept_header(operation: Mapping[str, Any], resolver: RefResolver) -> str | 
     responses = operation.get("responses")
     if not isinstance(responses, Mapping):
         return None
-    codes = sorted((str(c) for c in responses), key=lambda c: (not c.startswith("2"), c))
-    for code in codes:
-        response = resolver.deref(responses[code])
+    # Codes as text (YAML reads an unquoted `200:` as an int), success codes first.
+    by_code = {str(code): response for code, response in responses.items()}
+    for code in sorted(by_code, key=lambda c: (not c.startswith("2"), c)):
+        response = resolver.deref(by_code[code])
         content = response.get("content") if isinstance(response, Mapping) else None
         if not (code.startswith("2") or code == "default") or not isinstance(content, Mapping):
             continue

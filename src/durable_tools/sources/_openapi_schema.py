@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["OpenAPIError", "RefResolver", "to_json_schema"]
+__all__ = ["OpenAPIError", "RefResolver", "local_pointer", "refers_into_paths", "to_json_schema"]
 
 # OpenAPI-only keywords that JSON Schema validators do not know; dropped.
 _DROP = frozenset({"discriminator", "xml", "externalDocs", "example", "deprecated"})
@@ -24,6 +24,45 @@ _MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSch
 
 class OpenAPIError(ValueError):
     """The OpenAPI document cannot be read or used as given."""
+
+
+def local_pointer(ref: str) -> list[str] | None:
+    """The parts of a local `$ref`'s JSON pointer, as `RefResolver.lookup` follows them.
+
+    Leading slashes are forgiven (`#paths/...` and `#//paths/...` mean `#/paths/...`)
+    and `~1`/`~0` are unescaped. Everything that asks where a reference points uses
+    this, so that no check can read a reference otherwise than the resolver does.
+
+    Returns:
+        The parts (empty for `#`, the whole document); None for a reference that is
+        not local (not inlined when the document was loaded).
+    """
+    if not ref.startswith("#"):
+        return None
+    if ref == "#":
+        return []
+    return [raw.replace("~1", "/").replace("~0", "~") for raw in ref[1:].lstrip("/").split("/")]
+
+
+def refers_into_paths(document: Any) -> bool:
+    """Whether any local `$ref` anywhere in `document` can reach into its `paths`.
+
+    A reference to `paths` or below, or to the whole document (`#`), counts: the
+    operation using it (or a component using it) then depends on another path item.
+    """
+    stack: list[Any] = [document]
+    while stack:  # not recursive: a document may nest deeper than Python's stack
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                parts = local_pointer(ref)
+                if parts is not None and (not parts or parts[0] == "paths"):
+                    return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 class RefResolver:
@@ -46,12 +85,12 @@ class RefResolver:
         Raises:
             OpenAPIError: a remote reference or a pointer that leads nowhere.
         """
-        if not ref.startswith("#"):
+        parts = local_pointer(ref)
+        if parts is None:
             why = self.unresolved.get(ref, "not inlined")
             raise OpenAPIError(f"cannot resolve $ref {ref!r}: {why}")
         node: Any = self.document
-        for raw in ref[1:].lstrip("/").split("/") if ref != "#" else []:
-            part = raw.replace("~1", "/").replace("~0", "~")
+        for part in parts:
             if isinstance(node, Mapping) and part in node:
                 node = node[part]
             elif isinstance(node, list) and part.isdigit() and int(part) < len(node):

@@ -115,10 +115,43 @@ class ToolProvider(Protocol):
         """Release what `connect` opened."""
 
 
-def fingerprint(*parts: Any) -> str:
-    """A stable digest of JSON-able parts (what a source said about one tool)."""
-    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+def fingerprint(*parts: Any, ordered: bool = False) -> str:
+    """A stable digest of JSON-able parts (what a source said about one tool).
+
+    A mapping whose keys are not all text (YAML reads `200:` as an int beside
+    `default:`) has a digest too: `json.dumps` cannot sort such keys, so it is digested
+    as its list of key-value pairs.
+
+    Args:
+        parts: What to digest.
+        ordered: Whether the order of mappings' keys counts; by default it does not.
+    """
+    try:
+        text = _canonical(parts, ordered)
+    except TypeError:  # keys json.dumps cannot sort: rare, so only then copied
+        text = _canonical(_text_sortable(parts, ordered), ordered)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _canonical(value: Any, ordered: bool) -> str:
+    return json.dumps(value, sort_keys=not ordered, separators=(",", ":"), default=str)
+
+
+def _text_sortable(value: Any, ordered: bool) -> Any:
+    """`value` with each mapping that has a key other than text as its list of
+    `[key, value]` pairs (sorted by the key's JSON unless `ordered`): no key is lost,
+    `200` and `"200"` stay apart."""
+    if isinstance(value, Mapping):
+        if all(isinstance(k, str) for k in value):
+            return {k: _text_sortable(v, ordered) for k, v in value.items()}
+        pairs = [
+            [k if isinstance(k, int | float | bool | None) else str(k), _text_sortable(v, ordered)]
+            for k, v in value.items()
+        ]
+        return pairs if ordered else sorted(pairs, key=lambda pair: _canonical(pair[0], True))
+    if isinstance(value, list | tuple):
+        return [_text_sortable(v, ordered) for v in value]
+    return value
 
 
 def check_schema_size(source: str, origin: str, schema: Any) -> None:
