@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -26,6 +27,8 @@ from support import running_worker
 
 HANG = QUERY_TIMEOUT + 4.0
 """Seconds the hostile run's `status` query takes: past the inbox's query timeout."""
+HANG_OVER = threading.Event()
+"""Set each time a hanging `status` query returns (the in-process worker runs again)."""
 
 
 @workflow.defn(name="HangingStatusHost", sandboxed=False)
@@ -50,11 +53,19 @@ class HangingStatusHost:
     @workflow.query
     def status(self) -> dict[str, Any]:
         time.sleep(HANG)  # a hostile (or buggy) handler: blocks its worker's answer
+        HANG_OVER.set()
         return {}
 
     @workflow.update
     def decide(self, _: Any) -> None:
         self._done = True
+
+
+async def hang_over() -> None:
+    """Until the hanging query the page sent has returned, and its answer has landed (a
+    page sent meanwhile would share that query still in flight)."""
+    assert await asyncio.to_thread(HANG_OVER.wait, HANG * 4), "the hanging query never ended"
+    await asyncio.sleep(1.0)
 
 
 @asynccontextmanager
@@ -104,12 +115,14 @@ async def test_a_hanging_run_does_not_hide_a_healthy_run_of_its_task_queue(
         app = make_app(client, task_queue, users)
         alice = {"Authorization": f"Bearer {users.alice}"}
         async with http(app) as script:
-            # The first load asks both. The in-process debug-mode worker stalls all its
-            # runs while the hanging query blocks it, so the healthy run may miss this
-            # page (a worker in production answers its other runs meanwhile); what the
-            # hanging run must not do is hide it on the pages after.
+            # The first load asks the hanging run first (the newest): the healthy run of
+            # its task queue may miss this page (its worker looks gone); what the
+            # hanging run must not do is hide it on the pages after, once its own query
+            # is over.
+            HANG_OVER.clear()
             first = (await script.get(f"/api/pending?agent={agent}&all=1", headers=alice)).json()
             assert hanging.id in first["unreachable_runs"]
+            await hang_over()
             for load in ("reload", "second reload"):
                 found = (
                     await script.get(f"/api/pending?agent={agent}&all=1", headers=alice)
@@ -163,7 +176,9 @@ async def test_a_run_that_does_not_answer_is_named_only_to_who_may_see_it_withou
         async with http(app) as script:
             # Once asked, the hanging run is remembered and its stall (see above) is over.
             alice = {"Authorization": f"Bearer {users.alice}"}
+            HANG_OVER.clear()
             await script.get(f"/api/pending?agent={agent}&all=1", headers=alice)
+            await hang_over()
             for token in (users.alice, users.bob):
                 headers = {"Authorization": f"Bearer {token}"}
                 found = (await script.get(f"/api/pending?agent={agent}", headers=headers)).json()
