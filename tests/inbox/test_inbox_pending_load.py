@@ -1,7 +1,7 @@
 """The pending page with hundreds of orphaned runs (their worker stopped) beside a few live
 ones, on the real dev server: it answers with the live runs' requests listed and the
-orphans marked as not answering, asks one orphan for the whole lot instead of each, does
-not ask them again on reload, and never shows a decided call as pending."""
+orphans marked as not answering, asks one orphan for the whole lot instead of each (and
+at most one more on reload), and never shows a decided call as pending."""
 
 from __future__ import annotations
 
@@ -61,7 +61,9 @@ async def test_a_page_of_hundreds_of_orphaned_runs_lists_the_live_ones_and_marks
         alice = {"Authorization": f"Bearer {users.alice}"}
         async with http(app) as script:
             before = queries.sent
-            found = (await script.get(f"/api/pending?agent={agent}", headers=alice)).json()
+            # `all=1`: who may decide an orphan's call is in its answer, which never comes.
+            everything = f"/api/pending?agent={agent}&all=1"
+            found = (await script.get(everything, headers=alice)).json()
             # What the user sees: every live run's request, every orphan marked.
             assert sorted(item["run_id"] for item in found["pending"]) == sorted(
                 run.run_id for run in live
@@ -70,12 +72,16 @@ async def test_a_page_of_hundreds_of_orphaned_runs_lists_the_live_ones_and_marks
             # One orphan stands for its task queue (none when the server already knows no
             # worker polls it): not one query timeout per orphan.
             assert queries.sent - before <= LIVE + 1
-            # Reloading asks the live runs again, and no orphan.
+            # Reloading asks the live runs again, and at most one orphan (not the one that
+            # timed out: only it is remembered, so a hanging run hides no neighbour).
             before = queries.sent
-            again = (await script.get(f"/api/pending?agent={agent}", headers=alice)).json()
+            again = (await script.get(everything, headers=alice)).json()
             assert sorted(again["unreachable_runs"]) == sorted(orphans)
             assert len(again["pending"]) == LIVE
-            assert queries.sent - before == LIVE
+            assert LIVE <= queries.sent - before <= LIVE + 1
+            # By default the orphans are counted, not named.
+            mine = (await script.get(f"/api/pending?agent={agent}", headers=alice)).json()
+            assert mine["unreachable_runs"] == [] and mine["hidden"] == ORPHANS
             # A decision shows at once: the decided call is no longer listed as pending.
             decided, *rest = live
             url = f"/api/runs/{decided.run_id}/calls/c1/decide"
@@ -87,7 +93,7 @@ async def test_a_page_of_hundreds_of_orphaned_runs_lists_the_live_ones_and_marks
             assert sorted(i["run_id"] for i in after["pending"]) == sorted(r.run_id for r in rest)
             # The page a person reads says the orphans wait, and what for.
             await login(script, users.alice)
-            page = (await script.get(f"/?agent={agent}")).text
+            page = (await script.get(f"/?agent={agent}&all=1")).text
             assert "Runs that wait but did not answer" in page
             assert all(f"/runs/{run_id}" in page for run_id in orphans)
             assert all(f"/runs/{run.run_id}/calls/c1" in page for run in rest)

@@ -66,9 +66,9 @@ UNANSWERED_MEMORY = 30.0
 again (sooner once what the server lists of it changes)."""
 _PAGE_MARGIN = 1.0
 # Seconds a page waits beyond one query timeout: the runs asked at once report their own
-# timeout, and the runs of a task queue whose first run answered get their turn.
+# timeout.
 _MAX_REMEMBERED = 10_000
-# Runs (and task queues) remembered as not answering; the oldest are forgotten first.
+# Runs remembered as not answering; the oldest are forgotten first.
 _T = TypeVar("_T")
 _MAX_CURSOR_CHARS = 4096
 # Visibility queries take single-quoted literals: refuse what could end one.
@@ -222,9 +222,11 @@ class PendingList:
     Attributes:
         items: The approvals shown.
         unanswered: Runs of the page that wait but did not answer (no worker polling, or
-            none in time).
+            none in time), named only when the page would name them whatever their
+            answer: with `everything`, or when they wait for no approval.
         encrypted: Runs of the page whose payloads are encrypted and the inbox has no keys.
-        hidden: Approvals of the page left out because the user may not decide them.
+        hidden: Approvals of the page left out because the user may not decide them, or
+            because their run did not answer and is not named.
         subagents: The page's runs that wait on a sub-agent's approval (each sub-agent
             is a run of the page too, when it waits itself).
         waits: The page's runs' other waits (questions, grants, callback clients).
@@ -247,8 +249,7 @@ class PendingList:
 
 class NotAnswering(Exception):
     """A run the inbox did not hear from in time: its query timed out, the page's time ran
-    out before its turn, no worker polls its task queue, or it (or its task queue) timed
-    out lately."""
+    out before its turn, no worker polls its task queue, or it timed out lately."""
 
 
 class RunQueries:
@@ -265,10 +266,14 @@ class RunQueries:
       id, its history length where the server reports it: this dev server does not for
       a running workflow);
     - of each task queue, one run is asked first and the others once it answered: when
-      it times out, they are not asked (their worker is very likely the one gone), nor
-      is the task queue for one `timeout` (the rest of the page, concurrent pages);
-    - what has not answered when the page's time is up is shown as not answering; a
-      query already sent goes on, so the next page knows.
+      it times out, they are not asked on this page (their worker is likely the one
+      gone: a dead worker costs one timeout, not one per run), but only the run that
+      timed out is remembered, so the next page asks them (one run whose query hangs
+      on a live worker does not hide its neighbours);
+    - what has not answered when the page's time is up (a query that timed out, or one
+      still waiting for its turn) is shown as not answering, remembered only once its
+      own query timed out; a query already sent goes on, so the next page knows, and
+      one no page waits for any more is not sent.
 
     Nothing that answered is kept: every page asks again, so a decision is never shown
     as still pending.
@@ -300,9 +305,10 @@ class RunQueries:
         self._slots = asyncio.Semaphore(concurrency)
         self._in_flight: dict[str, asyncio.Task[HostSnapshot]] = {}
         self._polled: dict[str, asyncio.Task[bool]] = {}
-        # Run id -> (its listing when it timed out, until when); task queue -> until when.
+        # Run id -> (its listing when it timed out, until when).
         self._silent_runs: dict[str, tuple[_Listing, float]] = {}
-        self._silent_queues: dict[str, float] = {}
+        # Run id -> how many pages wait for its answer now.
+        self._waiting: dict[str, int] = {}
         self.sent = 0
         """Queries sent so far."""
         self.peak = 0
@@ -326,35 +332,54 @@ class RunQueries:
         asked: dict[int, asyncio.Task[HostSnapshot]] = {}
         followers: list[asyncio.Task[HostSnapshot]] = []
         # The first run of each task queue is asked first; the others once it answered.
-        first_of_queue: dict[str, asyncio.Task[HostSnapshot]] = {}
+        first_of_queue: dict[str, tuple[WorkflowExecution, asyncio.Task[HostSnapshot]]] = {}
         for index, run in enumerate(runs):
+            # Not asked in time (its turn behind the bounded slots did not come): shown as
+            # not answering on this page only, and not sent once no page waits for it.
             answers.append(NotAnswering(f"no answer within {self._timeout:g} s"))
             if not polled[run.task_queue]:
                 answers[index] = NotAnswering(f"no worker polls task queue {run.task_queue}")
             elif self._silent(run):
                 answers[index] = NotAnswering("did not answer lately")
             elif (first := first_of_queue.get(run.task_queue)) is None:
-                asked[index] = first_of_queue[run.task_queue] = self._query(run)
+                asked[index] = self._query(run)
+                first_of_queue[run.task_queue] = (run, asked[index])
             else:
-                asked[index] = asyncio.ensure_future(self._after(first, run))
+                asked[index] = asyncio.ensure_future(self._after(*first, run))
                 followers.append(asked[index])
+        waiting = [runs[index].id for index in asked]
+        for run_id in waiting:
+            self._waiting[run_id] = self._waiting.get(run_id, 0) + 1
         try:
             if asked:
                 await asyncio.wait(set(asked.values()), timeout=max(0.0, deadline - loop.time()))
         finally:
             for follower in followers:
                 follower.cancel()  # not yet asked: the next page asks again
+            for run_id in waiting:
+                self._waiting[run_id] -= 1
+                if not self._waiting[run_id]:
+                    del self._waiting[run_id]
         for index, task in asked.items():
             if task.done() and not task.cancelled():
                 answers[index] = task.exception() or task.result()
         return answers
 
     async def _after(
-        self, first: asyncio.Task[HostSnapshot], run: WorkflowExecution
+        self,
+        first: WorkflowExecution,
+        first_answer: asyncio.Task[HostSnapshot],
+        run: WorkflowExecution,
     ) -> HostSnapshot:
-        """`run`'s answer, asked once `first` (of its task queue) answered or failed; when
-        `first` timed out, its task queue is silent and `run` is not asked."""
-        await asyncio.wait({first})
+        """`run`'s answer, asked once `first` (of its task queue) answered or failed.
+
+        When `first` timed out, `run` is not asked on this page (its worker is likely the
+        one gone, and a page waits one timeout): shown as not answering, but not
+        remembered, so the next page (on which `first` is remembered) asks it.
+        """
+        await asyncio.wait({first_answer})
+        if self._silent(first):
+            raise NotAnswering("the run asked first on its task queue did not answer")
         # Shielded: this page giving up must not cancel a query other pages may share.
         return await asyncio.shield(self._query(run))
 
@@ -376,40 +401,39 @@ class RunQueries:
     # ------------------------------------------------------------------ runs
 
     def _silent(self, run: WorkflowExecution) -> bool:
-        """Whether `run` (or its task queue) timed out lately and is not asked again."""
+        """Whether `run` timed out lately (and did not move since): it is not asked again."""
         now = asyncio.get_running_loop().time()
-        if self._silent_queues.get(run.task_queue, 0.0) > now:
-            return True
         remembered = self._silent_runs.get(run.id)
         return remembered is not None and remembered[1] > now and remembered[0] == _listing(run)
 
-    def _mark_silent(self, run: WorkflowExecution, *, queue: bool) -> None:
-        """Remember that `run` did not answer (and its task queue, when `queue`: its
-        query timed out, rather than its task queue's)."""
+    def _mark_silent(self, run: WorkflowExecution) -> None:
+        """Remember that `run`'s own query timed out."""
         now = asyncio.get_running_loop().time()
-        if queue:
-            self._silent_queues.pop(run.task_queue, None)
-            self._silent_queues[run.task_queue] = now + self._timeout
         self._silent_runs.pop(run.id, None)  # re-inserted last: the oldest go first
         self._silent_runs[run.id] = (_listing(run), now + self._remember)
-        for table in (self._silent_runs, self._silent_queues):
-            while len(table) > _MAX_REMEMBERED:
-                del table[next(iter(table))]
+        while len(self._silent_runs) > _MAX_REMEMBERED:
+            del self._silent_runs[next(iter(self._silent_runs))]
 
     def _query(self, run: WorkflowExecution) -> asyncio.Task[HostSnapshot]:
         return self._shared(self._in_flight, run.id, lambda _: self._ask(run))
 
     async def _ask(self, execution: WorkflowExecution) -> HostSnapshot:
         async with self._turn():
-            if self._silent(execution):  # its task queue timed out while it waited
-                self._mark_silent(execution, queue=False)
-                raise NotAnswering("another run of its task queue did not answer")
+            if execution.id not in self._waiting:
+                # Every page that wanted it gave up before its turn came: not sent, so a
+                # frozen worker costs a page at most `concurrency` queries, not one per run.
+                raise NotAnswering("no page waits for its answer any more")
             self.sent += 1
             run = await run_handle(self._tools, execution.id, execution)
+            clock = asyncio.get_running_loop()
+            sent_at = clock.time()
             try:
                 snapshot = await asyncio.wait_for(run.status(), self._timeout)
-            except TimeoutError:
-                self._mark_silent(execution, queue=True)
+            except Exception:
+                # Took the whole timeout, whatever it ended with (the server's own error
+                # for a query its worker never answered can land with our timeout).
+                if clock.time() - sent_at >= self._timeout:
+                    self._mark_silent(execution)
                 raise
         return run.prefix, snapshot
 
@@ -581,8 +605,16 @@ async def list_pending(
                 attributes.get(sa.AWAITING_TOOL) or None,
                 attributes.get(sa.PENDING_APPROVALS) or 0,
             )
-            encrypted = is_encrypted_payload_error(answer)
-            (result.encrypted if encrypted else result.unanswered).append(shown)
+            if tool and shown.tool != tool:
+                continue  # what the server lists of it says it waits for another tool
+            if is_encrypted_payload_error(answer):
+                result.encrypted.append(shown)
+            elif everything or not shown.approvals:
+                result.unanswered.append(shown)
+            else:
+                # Who may decide its calls is in its answer: without it, a user who may
+                # not would learn the run through this list. Counted, not named.
+                result.hidden += shown.approvals
             continue
         prefix, snapshot = answer
         waits = other_waits(run.id, name, snapshot, prefix)
