@@ -125,16 +125,16 @@ async def start_pending(
     arguments: dict[str, Any] | None = None,
     deciders: tuple[str, ...] = (),
     agent: str | None = None,
+    then: list[dict[str, Any]] | None = None,
 ) -> tuple[AgentRun, PendingApproval, str]:
     """Start a run that asks to `pay`, wait until it waits (also in the search attributes).
 
+    `then` is what the model does after the call (default: answer "done").
     Returns the run, its pending approval and the (unique) agent name.
     """
     agent = agent or f"agent-{uuid.uuid4().hex[:8]}"
-    model = write_script(
-        tmp_path,
-        [calls(("c1", "pay", arguments or {"amount_cents": 500, "memo": "lunch"})), answer("done")],
-    )
+    first = calls(("c1", "pay", arguments or {"amount_cents": 500, "memo": "lunch"}))
+    model = write_script(tmp_path, [first, *(then or [answer("done")])])
     config = AgentConfig(name=agent, model=model, approval=ApprovalPolicy(deciders=deciders))
     tools = DurableTools(client, task_queue)
     run = await tools.start("pay for lunch", config=config)

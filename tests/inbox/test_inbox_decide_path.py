@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from inbox_support import (
     assert_undecided_then_cancel,
+    cancel_and_check,
     http,
     make_app,
     make_users,
@@ -23,9 +24,8 @@ from inbox_support import (
 from temporalio.client import Client
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
-from durable_tools import RunStatus
 from durable_tools.inbox import TokenFileError, TokenStore, add_token
-from support import assert_not_wedged, decisions_sent, running_worker
+from support import answer, calls, decisions_sent, running_worker, wait_for
 
 playwright_api = require_browser()
 
@@ -66,7 +66,16 @@ async def test_the_api_says_a_malformed_hash_is_malformed_and_what_it_expects(
 async def test_two_people_deciding_one_call_at_once_one_wins_and_the_other_learns_who(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    async with pending_call(client, task_queue, tmp_path) as (users, run, approval, _):
+    # After c1 the run asks for a second payment, so it is still open (waiting) when the
+    # last of the six decisions arrives: with the run ended, a late one learns that instead
+    # (a fresh-clone run saw it).
+    second = [calls(("c2", "pay", {"amount_cents": 700})), answer("done")]
+    async with pending_call(client, task_queue, tmp_path, then=second) as (
+        users,
+        run,
+        approval,
+        _,
+    ):
         async with http(make_app(client, task_queue, users)) as script:
             url = f"/api/runs/{run.run_id}/calls/c1/decide"
             answers = await asyncio.gather(
@@ -85,12 +94,11 @@ async def test_two_people_deciding_one_call_at_once_one_wins_and_the_other_learn
         [sent] = await decisions_sent(run)
         verdict = "approved" if sent["approve"] else "denied"
         assert won[0].json()["verdict"] == verdict
-        for answer in lost:
-            assert answer.status_code == 409, answer.text
-            assert f"already {verdict} by {sent['decider']}" in answer.json()["error"]
-        result = await run.result()
-        assert result.status == RunStatus.COMPLETED
-        await assert_not_wedged(run.handle)
+        for refused in lost:
+            assert refused.status_code == 409, refused.text
+            assert f"already {verdict} by {sent['decider']}" in refused.json()["error"]
+        await wait_for(run, lambda s: any(p.call_id == "c2" for p in s.pending_approvals))
+        await cancel_and_check(run)
 
 
 def test_users_a_policy_would_take_for_one_person_are_refused(tmp_path: Path) -> None:
@@ -122,13 +130,19 @@ async def test_with_the_worker_down_the_pending_page_says_runs_wait(
             try:
                 page = await browser.new_page()
                 await sign_in(page, server.url, users.alice)
+                # Who may decide is the run's answer; without it, the run counts as hidden
+                # (fail closed) and the page points to it.
                 await page.goto(f"{server.url}/?agent={agent}", timeout=60_000)
+                await page.wait_for_selector("p.empty", timeout=60_000)
+                default = await page.inner_text("#pending")
+                await page.click("text=show them")
                 await page.wait_for_selector("p.empty", timeout=60_000)
                 shown = await page.inner_text("#pending")
             finally:
                 await browser.close()
     finally:
         await run.handle.terminate("test over")
+    assert run.run_id not in default and "whose run did not answer" in default, default
     assert "Nothing is waiting for a person" not in shown, shown
     assert run.run_id in shown and "did not answer" in shown
     assert "1 call(s) waiting for a person, for pay" in shown
