@@ -16,6 +16,7 @@ from durable_tools import (
     ToolRegistry,
     search_attributes as sa,
 )
+from durable_tools._activities._types import CATALOG_UPDATE_ACTIVITY
 from durable_tools.tools._catalog_pack import CATALOG_PACKED_ACTIVITY
 from support import (
     answer,
@@ -101,7 +102,10 @@ async def test_subagent_with_an_approval_inside_the_child(
     # The child starts at the parent's input revision: its catalog is a local activity, no
     # patch marker, and (no start attributes of its own) it upserts its status itself.
     child_history = await child.handle.fetch_history()
-    assert local_activity_types(child_history) == [CATALOG_PACKED_ACTIVITY]
+    # After its wait for the approval the child may read the catalog again (when the wait
+    # lasted a second or more, as on a loaded machine): nothing else runs locally.
+    first, *later = local_activity_types(child_history)
+    assert first == CATALOG_PACKED_ACTIVITY and later in ([], [CATALOG_UPDATE_ACTIVITY]), later
     assert CATALOG_PACKED_ACTIVITY not in scheduled_activities(child_history)
     upserts = [
         e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
